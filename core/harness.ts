@@ -1,0 +1,481 @@
+/**
+ * The per-tool command line: `deno run -A toolsets/files/word_count.ts
+ * README.md --json`. Flags come from the tool's zod schema (no hand-written
+ * parsing): each top-level key is `--key value` (`--key-name` also works for
+ * `key_name`), booleans are `--flag` / `--no-flag`, numbers are parsed,
+ * arrays repeat the flag, objects take JSON, and the first required string
+ * parameter may be given positionally. `--json` prints the result as JSON on
+ * stdout; `--help` prints the usage. Exit codes: 0 success, 1 the tool
+ * failed, 2 usage error.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { invokeTool } from "./invoke.ts";
+import { Reporter, type Sink } from "./reporter.ts";
+import { type Letter, LETTER_NAMES } from "./permissions.ts";
+import { collectTools, type Grant, type ToolDefinition } from "./tool.ts";
+import { validateArgs } from "./validate.ts";
+
+/** Options of {@link runHarness}, mostly for tests. */
+export interface HarnessOptions {
+  /** Where results and help go (default: stdout). */
+  stdout?: Sink;
+  /** Where reports and errors go (default: stderr). */
+  stderr?: Sink;
+  /** Set `Deno.exitCode` (default true). */
+  setExitCode?: boolean;
+  /** The workspace and the root of the grant (default: the current directory). */
+  workspace?: string;
+  /** Overrides of the grant (default: read and write the workspace, any command or host). */
+  grant?: Partial<Grant>;
+}
+
+/** Exit codes of the harness. */
+export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+
+const _encoder = new TextEncoder();
+const _RESERVED = new Set(["json", "help"]);
+
+class _UsageError extends Error {}
+
+/** One command-line parameter derived from a top-level schema key. */
+export interface HarnessParam {
+  key: string;
+  kind: "string" | "number" | "boolean" | "array" | "json";
+  /** For arrays: the kind of the items. */
+  item?: "string" | "number" | "json";
+  required: boolean;
+  description?: string;
+  defaultValue?: unknown;
+  choices?: string[];
+}
+
+/**
+ * Run a tool from the command line and return the exit code (also set as
+ * `Deno.exitCode`). `target` is a `@tool` class, a `ToolConfig`, or a module
+ * namespace; with several tools the first argument names the tool.
+ *
+ * @example
+ * ```ts
+ * // At the end of a tool module:
+ * import { runHarness } from "../../core/harness.ts";
+ * class WordCount {}
+ * if (import.meta.main) await runHarness(WordCount);
+ * ```
+ */
+export async function runHarness(
+  target: unknown,
+  argv: string[] = Deno.args,
+  options: HarnessOptions = {},
+): Promise<number> {
+  const out = options.stdout ?? ((t: string) => Deno.stdout.writeSync(_encoder.encode(t)));
+  const err = options.stderr ?? ((t: string) => Deno.stderr.writeSync(_encoder.encode(t)));
+  const code = await _main(target, argv, options, out, err);
+  if (options.setExitCode !== false) Deno.exitCode = code;
+  return code;
+}
+
+async function _main(
+  target: unknown,
+  argv: string[],
+  options: HarnessOptions,
+  out: Sink,
+  err: Sink,
+): Promise<number> {
+  const { tools, problems } = await collectTools(_namespace(target));
+  for (const p of problems) err(`Error: ${p}\n`);
+  if (tools.length === 0) {
+    err("Error: no tool found in the harness target\n");
+    return EXIT.usage;
+  }
+  let args = argv;
+  let def = tools[0];
+  if (tools.length > 1) {
+    const name = argv[0];
+    const found = tools.find((t) => t.name === name);
+    if (!found) {
+      const list = tools.map((t) => `  ${t.name}  ${_firstLine(t.description)}`).join("\n");
+      const text = `Usage: <tool> [options]   (tools: ${tools.map((t) => t.name).join(", ")})\n` +
+        `${list}\n`;
+      if (argv.includes("--help") || argv.length === 0) {
+        out(text);
+        return argv.length === 0 ? EXIT.usage : EXIT.ok;
+      }
+      err(`Error: unknown tool ${JSON.stringify(name)}\n${text}`);
+      return EXIT.usage;
+    }
+    def = found;
+    args = argv.slice(1);
+  }
+
+  const params = describeParams(def);
+  let parsed: { json: boolean; help: boolean; values: Record<string, unknown> };
+  try {
+    parsed = _parse(params, args);
+  } catch (e) {
+    err(`Error: ${e instanceof Error ? e.message : String(e)}\n`);
+    err(`Run with --help for the parameters of ${def.name}.\n`);
+    return EXIT.usage;
+  }
+  if (parsed.help) {
+    out(usage(def));
+    return EXIT.ok;
+  }
+  const valid = validateArgs(def.input, parsed.values);
+  if (!valid.ok) {
+    err(`Error: invalid arguments: ${valid.problems.join("; ")}\n`);
+    err(`Run with --help for the parameters of ${def.name}.\n`);
+    return EXIT.usage;
+  }
+
+  const load = await def.shouldLoad();
+  if (!load.load) {
+    err(`Error: tool "${def.name}" is not available: ${load.reason}\n`);
+    return EXIT.failed;
+  }
+  const workspace = options.workspace ?? Deno.cwd();
+  const reporter = new Reporter({ sink: err });
+  let lineOpen = false;
+  const result = await invokeTool(def, parsed.values, {
+    signal: new AbortController().signal,
+    workspace,
+    // The harness is a developer tool run with `deno run -A`: the grant is
+    // the workspace for files, and every command and host ("*").
+    grant: { read: [workspace], write: [workspace], run: ["*"], net: ["*"], ...options.grant },
+    report: (kind, message, opts) => {
+      lineOpen = !(opts?.end ?? "\n").includes("\n");
+      reporter.report(def.name, def.permissions, { kind, message, options: opts });
+    },
+  });
+  if (lineOpen) err("\n");
+  if (parsed.json) {
+    out(JSON.stringify(result, null, 2) + "\n");
+  } else if (result.success) {
+    out(renderResult(result));
+  } else {
+    err(`${result.error}\n`);
+    const { success: _s, error: _e, ...rest } = result;
+    const text = renderResult(rest);
+    if (text) err(text);
+  }
+  return result.success ? EXIT.ok : EXIT.failed;
+}
+
+function _namespace(target: unknown): Record<string, unknown> {
+  if (typeof target === "function") return { [target.name || "Tool"]: target };
+  const t = target as Record<string, unknown> | null;
+  if (t && typeof t === "object" && typeof t.function === "function" && "name" in t) {
+    return { TOOL_CONFIG: t };
+  }
+  if (t && typeof t === "object") return t;
+  throw new TypeError("runHarness needs a @tool class, a tool config or a module namespace");
+}
+
+/**
+ * The command-line parameters of a tool, from its zod schema.
+ *
+ * @example
+ * ```ts
+ * import { z } from "zod";
+ * import { collectTools } from "./tool.ts";
+ * import { describeParams } from "./harness.ts";
+ * const { tools: [t] } = await collectTools({ TOOL_CONFIG: { name: "T", description: "T",
+ *   input_schema: z.object({ n: z.number().default(1).describe("How many") }), function: () => "" } });
+ * console.assert(describeParams(t)[0].kind === "number");
+ * ```
+ */
+export function describeParams(def: ToolDefinition): HarnessParam[] {
+  const shape = _shape(def.input);
+  return Object.entries(shape).map(([key, field]) => {
+    const info = _unwrap(field);
+    const param: HarnessParam = {
+      key,
+      kind: "json",
+      required: !_accepts(field, undefined),
+      description: _description(field),
+      defaultValue: info.defaultValue,
+    };
+    switch (info.type) {
+      case "ZodString":
+        param.kind = "string";
+        break;
+      case "ZodNumber":
+      case "ZodBigInt":
+        param.kind = "number";
+        break;
+      case "ZodBoolean":
+        param.kind = "boolean";
+        break;
+      case "ZodEnum":
+        param.kind = "string";
+        param.choices = (info.schema._def.values as unknown[]).map(String);
+        break;
+      case "ZodNativeEnum":
+        param.kind = "string";
+        break;
+      case "ZodLiteral":
+        param.kind = typeof info.schema._def.value === "number" ? "number" : "string";
+        break;
+      case "ZodArray": {
+        param.kind = "array";
+        const item = _unwrap(info.schema._def.type).type;
+        param.item = item === "ZodNumber" ? "number" : item === "ZodString" ? "string" : "json";
+        break;
+      }
+    }
+    return param;
+  });
+}
+
+// deno-lint-ignore no-explicit-any
+type _AnyZod = { _def: any; description?: string; safeParse(v: unknown): { success: boolean } };
+
+function _shape(schema: unknown): Record<string, _AnyZod> {
+  const s = schema as { shape?: unknown; _def?: { shape?: unknown } };
+  const shape = typeof s._def?.shape === "function" ? s._def.shape() : s.shape;
+  return (shape ?? {}) as Record<string, _AnyZod>;
+}
+
+function _unwrap(field: _AnyZod): { type: string; schema: _AnyZod; defaultValue?: unknown } {
+  let cur = field;
+  let defaultValue: unknown = undefined;
+  for (let i = 0; i < 20; i++) {
+    const def = cur._def ?? {};
+    switch (def.typeName) {
+      case "ZodDefault":
+        if (defaultValue === undefined) defaultValue = def.defaultValue();
+        cur = def.innerType;
+        continue;
+      case "ZodOptional":
+      case "ZodNullable":
+      case "ZodReadonly":
+      case "ZodCatch":
+        cur = def.innerType;
+        continue;
+      case "ZodEffects":
+        cur = def.schema;
+        continue;
+      case "ZodBranded":
+        cur = def.type;
+        continue;
+      case "ZodPipeline":
+        cur = def.in;
+        continue;
+    }
+    break;
+  }
+  return { type: String(cur._def?.typeName), schema: cur, defaultValue };
+}
+
+function _description(field: _AnyZod): string | undefined {
+  let cur: _AnyZod | undefined = field;
+  for (let i = 0; i < 20 && cur; i++) {
+    if (cur.description) return cur.description;
+    cur = cur._def?.innerType ?? cur._def?.schema;
+  }
+  return undefined;
+}
+
+function _accepts(field: _AnyZod, value: unknown): boolean {
+  try {
+    return field.safeParse(value).success;
+  } catch {
+    return false;
+  }
+}
+
+function _kebab(key: string): string {
+  return key.replaceAll("_", "-");
+}
+
+function _parse(
+  params: HarnessParam[],
+  argv: string[],
+): { json: boolean; help: boolean; values: Record<string, unknown> } {
+  type Opt = { type: "string" | "boolean"; multiple?: boolean };
+  const opts: Record<string, Opt> = {
+    json: { type: "boolean" },
+    help: { type: "boolean" },
+  };
+  const byFlag = new Map<string, HarnessParam>();
+  for (const p of params) {
+    if (_RESERVED.has(p.key)) continue;
+    const opt: Opt = p.kind === "boolean"
+      ? { type: "boolean" }
+      : p.kind === "array"
+      ? { type: "string", multiple: true }
+      : { type: "string" };
+    for (const name of new Set([p.key, _kebab(p.key)])) {
+      opts[name] = opt;
+      byFlag.set(name, p);
+    }
+  }
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: opts,
+      strict: true,
+      allowPositionals: true,
+      allowNegative: true,
+    });
+  } catch (e) {
+    throw new _UsageError(e instanceof Error ? e.message : String(e));
+  }
+  const raw = parsed.values as Record<string, unknown>;
+  const values: Record<string, unknown> = {};
+  for (const [flag, value] of Object.entries(raw)) {
+    const p = byFlag.get(flag);
+    if (!p) continue;
+    if (p.key in values) {
+      throw new _UsageError(`--${p.key} is given twice (as --${p.key} and --${_kebab(p.key)})`);
+    }
+    values[p.key] = _convert(p, value);
+  }
+  if (parsed.positionals.length > 0) {
+    const first = params.find((p) => p.required && p.kind === "string" && !_RESERVED.has(p.key));
+    if (!first) {
+      throw new _UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[0])}`);
+    }
+    if (parsed.positionals.length > 1) {
+      throw new _UsageError(
+        `unexpected argument ${JSON.stringify(parsed.positionals[1])} (only <${first.key}> ` +
+          `may be given without a flag)`,
+      );
+    }
+    if (first.key in values) {
+      throw new _UsageError(`${first.key} is given both positionally and as --${first.key}`);
+    }
+    values[first.key] = parsed.positionals[0];
+  }
+  return { json: raw.json === true, help: raw.help === true, values };
+}
+
+function _convert(p: HarnessParam, value: unknown): unknown {
+  switch (p.kind) {
+    case "boolean":
+    case "string":
+      return value;
+    case "number":
+      return _number(p.key, String(value));
+    case "array":
+      return (value as string[]).map((v) =>
+        p.item === "number" ? _number(p.key, v) : p.item === "json" ? _json(p.key, v) : v
+      );
+    case "json":
+      return _json(p.key, String(value));
+  }
+}
+
+function _number(key: string, text: string): number {
+  const n = Number(text);
+  if (text.trim() === "" || !Number.isFinite(n)) {
+    throw new _UsageError(`--${key} expects a number, got ${JSON.stringify(text)}`);
+  }
+  return n;
+}
+
+function _json(key: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new _UsageError(`--${key} expects JSON, got ${JSON.stringify(text)}`);
+  }
+}
+
+function _firstLine(text: string): string {
+  return text.split("\n")[0];
+}
+
+/**
+ * The `--help` text of a tool, generated from its schema.
+ *
+ * @example
+ * ```ts
+ * import { z } from "zod";
+ * import { collectTools } from "./tool.ts";
+ * import { usage } from "./harness.ts";
+ * const { tools: [t] } = await collectTools({ TOOL_CONFIG: { name: "T", description: "Test",
+ *   input_schema: z.object({ path: z.string().describe("Where") }), function: () => "" } });
+ * console.assert(usage(t).includes("Where"));
+ * ```
+ */
+export function usage(def: ToolDefinition): string {
+  const params = describeParams(def).filter((p) => !_RESERVED.has(p.key));
+  const first = params.find((p) => p.required && p.kind === "string");
+  const letters = def.permissions === ""
+    ? "none"
+    : [...def.permissions].map((l) => `${l} (${LETTER_NAMES[l as Letter]})`).join(", ");
+  const rows: Array<[string, string]> = params.map((p) => {
+    let left: string;
+    if (p.kind === "boolean") left = `--${p.key}, --no-${p.key}`;
+    else if (p.kind === "array") left = `--${p.key} <${p.item}> ...`;
+    else left = `--${p.key} <${p.kind === "json" ? "json" : p.kind}>`;
+    if (p === first) left = `<${p.key}>, ${left}`;
+    const notes: string[] = [];
+    if (p.choices) notes.push(`one of: ${p.choices.join(", ")}`);
+    if (p.required) notes.push("required");
+    else if (p.defaultValue !== undefined) notes.push(`default: ${JSON.stringify(p.defaultValue)}`);
+    const text = [p.description ?? "", notes.length ? `(${notes.join("; ")})` : ""]
+      .filter(Boolean).join(" ");
+    return [left, text];
+  });
+  rows.push(["--json", "Print the result as JSON on stdout"]);
+  rows.push(["--help", "Show this help"]);
+  const width = Math.min(40, Math.max(...rows.map(([l]) => l.length)));
+  const lines = rows.map(([l, r]) =>
+    l.length > width ? `  ${l}\n  ${" ".repeat(width)}  ${r}` : `  ${l.padEnd(width)}  ${r}`
+  );
+  return [
+    `Usage: ${def.name}${first ? ` <${first.key}>` : ""} [options]`,
+    "",
+    def.description,
+    "",
+    `Permissions: ${letters}${def.confirm ? "; asks for confirmation" : ""}`,
+    "",
+    "Options:",
+    ...lines,
+    "",
+  ].join("\n");
+}
+
+/**
+ * A readable rendering of a result: one `key: value` line each, multi-line
+ * text as an indented block, lists one item a line.
+ *
+ * @example
+ * ```ts
+ * import { renderResult } from "./harness.ts";
+ * console.assert(renderResult({ success: true, lines: 3 }) === "success: true\nlines: 3\n");
+ * ```
+ */
+export function renderResult(result: Record<string, unknown>): string {
+  let text = "";
+  for (const [key, value] of Object.entries(result)) {
+    if (typeof value === "string" && value.includes("\n")) {
+      text += `${key}:\n${_indent(value.replace(/\n$/, ""))}\n`;
+    } else if (Array.isArray(value)) {
+      text += `${key}: (${value.length})\n`;
+      for (const item of value) text += `  ${_inline(item)}\n`;
+    } else {
+      text += `${key}: ${_inline(value)}\n`;
+    }
+  }
+  return text;
+}
+
+function _inline(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (value && typeof value === "object" && !Array.isArray(value)) {
+    return Object.entries(value).map(([k, v]) =>
+      `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`
+    )
+      .join("  ");
+  }
+  return JSON.stringify(value);
+}
+
+function _indent(text: string): string {
+  return text.split("\n").map((l) => `  ${l}`).join("\n");
+}

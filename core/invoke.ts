@@ -1,0 +1,67 @@
+/**
+ * Run one tool definition on raw arguments: validate with its zod schema,
+ * call it, and hold the return contract whatever the tool does. Runs inside
+ * the sandbox; tests call it directly.
+ *
+ * @module
+ */
+import { failure, normalizeResult, type ToolResult } from "./result.ts";
+import type { ToolCallContext, ToolDefinition } from "./tool.ts";
+import { validateArgs } from "./validate.ts";
+
+/**
+ * Validate `args` and run `def`. Never throws: every outcome is a
+ * {@link ToolResult}.
+ *
+ * @example
+ * ```ts
+ * import { z } from "zod";
+ * import { collectTools } from "./tool.ts";
+ * import { invokeTool, testContext } from "./invoke.ts";
+ * const { tools: [echo] } = await collectTools({ TOOL_CONFIG: { name: "Echo", description: "Echo", input_schema: z.object({ t: z.string() }), function: (a: { t: string }) => ({ t: a.t }) } });
+ * const res = await invokeTool(echo, { t: "hi" }, testContext());
+ * console.assert(res.success && res.t === "hi");
+ * ```
+ */
+export async function invokeTool(
+  def: ToolDefinition,
+  args: unknown,
+  context: ToolCallContext,
+): Promise<ToolResult> {
+  if (args === null || typeof args !== "object" || Array.isArray(args)) {
+    if (args !== undefined) return failure(def.name, "arguments must be a JSON object");
+  }
+  const valid = validateArgs(def.input, args);
+  if (!valid.ok) {
+    return failure(def.name, `invalid arguments: ${valid.problems.join("; ")}`, {
+      problems: valid.problems,
+    });
+  }
+  try {
+    return normalizeResult(def.name, await def.invoke(valid.value, context));
+  } catch (err) {
+    const name = err instanceof Error ? err.name : "";
+    const msg = err instanceof Error ? err.message : String(err);
+    const reason = name === "NotCapable" || name === "PermissionDeniedError"
+      ? `permission denied: ${msg}`
+      : msg;
+    return failure(def.name, reason);
+  }
+}
+
+/**
+ * A context for running tools in tests: reports are collected in `reports`.
+ */
+export function testContext(
+  options: Partial<Omit<ToolCallContext, "report">> = {},
+): ToolCallContext & { reports: Array<{ kind: string; message: string }> } {
+  const reports: Array<{ kind: string; message: string }> = [];
+  const cwd = options.workspace ?? Deno.cwd();
+  return {
+    signal: options.signal ?? new AbortController().signal,
+    workspace: cwd,
+    grant: options.grant ?? { read: [cwd], write: [cwd], run: [], net: [] },
+    report: (kind, message) => reports.push({ kind, message }),
+    reports,
+  };
+}

@@ -1,0 +1,42 @@
+/**
+ * corral's public API for tool authors: the `@tool` decorator and
+ * `BaseTool` for class tools, the `ToolConfig` type for module tools, the
+ * result helpers, path guards, the subprocess helper, and the command-line
+ * harness. Nothing internal to the host is exported here.
+ *
+ * @example
+ * ```ts
+ * import { z } from "zod";
+ * import { BaseTool, tool } from "./mod.ts";
+ *
+ * @tool({ permissions: "", description: "Add two numbers", input: z.object({ a: z.number(), b: z.number() }) })
+ * export class Add extends BaseTool {
+ *   run({ a, b }: { a: number; b: number }) {
+ *     return { success: true, a, b, sum: a + b };
+ *   }
+ * }
+ * ```
+ *
+ * @module
+ */
+export { BaseTool, tool, TOOL_NAME_PATTERN } from "./tool.ts";
+export type {
+  Grant,
+  LoadDecision,
+  ReportKind,
+  ReportOptions,
+  ToolCallContext,
+  ToolConfig,
+  ToolDefinition,
+  ToolOptions,
+} from "./tool.ts";
+export { failure, type ToolResult } from "./result.ts";
+export { ConfigError, PermissionDeniedError, ToolTimeoutError } from "./errors.ts";
+export { LETTERS, type Letter } from "./permissions.ts";
+export { displayPath, fsError, isInside, resolveInside, type ResolveOptions } from "./paths.ts";
+export {
+  runSubprocess,
+  type SubprocessOptions,
+  type SubprocessResult,
+} from "./subprocess.ts";
+export { type HarnessOptions, runHarness } from "./harness.ts";

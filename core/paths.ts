@@ -1,0 +1,214 @@
+/**
+ * Path guards for tools. Deno checks where a symlink IS, not where it
+ * points, so a tool must resolve every path it is given (`Deno.realPath`)
+ * and refuse one whose real location is outside its granted roots. Tools
+ * then operate on the returned real path, the one that was checked.
+ *
+ * Limit: a path is checked, then used; a process that swaps a directory for
+ * a symlink between the two (TOCTOU) is not stopped here. Tools in one
+ * sandbox do not run other code between check and use.
+ *
+ * @module
+ */
+import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path";
+import { PermissionDeniedError } from "./errors.ts";
+
+/** Options of {@link resolveInside}. */
+export interface ResolveOptions {
+  /**
+   * The path may not exist yet (a file to create): its nearest existing
+   * parent is resolved and the rest appended. A dangling symlink on the way
+   * is refused, since writing through it would land wherever it points.
+   */
+  create?: boolean;
+  /**
+   * Do not follow a symlink in the LAST component: resolve the parent and
+   * append the name, so that deleting or renaming a link acts on the link
+   * itself. The path must still exist unless `create` is set.
+   */
+  noFollow?: boolean;
+  /** Word naming the thing in "not found" messages (default `"file"`). */
+  what?: string;
+}
+
+/**
+ * Resolve a user-given `path` (relative to `workspace`) to its real absolute
+ * path and make sure it lies inside one of `roots`. Throws a
+ * {@link PermissionDeniedError} naming the path as the user gave it when it
+ * does not, and `Deno.errors.NotFound` (`file "x.txt" not found`) when it
+ * does not exist and `create` is not set.
+ *
+ * @example
+ * ```ts
+ * import { resolveInside } from "./paths.ts";
+ * const ws = await Deno.makeTempDir();
+ * await Deno.writeTextFile(`${ws}/a.txt`, "hi");
+ * const real = await resolveInside("a.txt", [ws], ws);
+ * console.assert(real.endsWith("/a.txt"));
+ * try {
+ *   await resolveInside("../x", [ws], ws, { create: true });
+ * } catch (err) {
+ *   console.assert((err as Error).name === "PermissionDeniedError");
+ * }
+ * ```
+ */
+export async function resolveInside(
+  path: string,
+  roots: string[],
+  workspace: string,
+  options: ResolveOptions = {},
+): Promise<string> {
+  const shown = JSON.stringify(path);
+  if (typeof path !== "string" || path === "" || path.includes("\0")) {
+    throw new TypeError(`invalid path ${shown}`);
+  }
+  const abs = isAbsolute(path) ? resolve(path) : resolve(workspace, path);
+  const realRoots = await Promise.all(roots.map(_realRoot));
+  const denied = () =>
+    new PermissionDeniedError(`path ${shown} is outside the folders this tool may use`);
+
+  let real: string;
+  try {
+    if (options.noFollow && dirname(abs) !== abs) {
+      const parent = await _resolvePartial(dirname(abs), options.create === true);
+      real = join(parent, basename(abs));
+      if (!options.create) await Deno.lstat(real);
+    } else {
+      real = await _resolvePartial(abs, options.create === true);
+    }
+  } catch (err) {
+    if (err instanceof _DanglingLink) {
+      throw new PermissionDeniedError(`path ${shown} goes through a broken symbolic link`);
+    }
+    if (err instanceof Deno.errors.NotFound || err instanceof Deno.errors.NotADirectory) {
+      // Say "not found" only for paths the tool may see; elsewhere, deny.
+      let guess: string;
+      try {
+        guess = await _resolvePartial(abs, true);
+      } catch {
+        throw denied();
+      }
+      if (!_insideAny(guess, realRoots)) throw denied();
+      throw new Deno.errors.NotFound(`${options.what ?? "file"} ${shown} not found`);
+    }
+    if (err instanceof Error && (err.name === "NotCapable" || err.name === "PermissionDenied")) {
+      throw denied();
+    }
+    throw fsError(err, path, options.what);
+  }
+  if (!_insideAny(real, realRoots)) throw denied();
+  return real;
+}
+
+/**
+ * Whether `child` (an absolute, normalised path) is `root` or inside it.
+ *
+ * @example
+ * ```ts
+ * import { isInside } from "./paths.ts";
+ * console.assert(isInside("/a/b", "/a") && !isInside("/ab", "/a"));
+ * ```
+ */
+export function isInside(child: string, root: string): boolean {
+  if (child === root) return true;
+  const prefix = root.endsWith(sep) ? root : root + sep;
+  return child.startsWith(prefix);
+}
+
+/**
+ * A path to show to the user: relative to the workspace when inside it,
+ * else the path as given (never a host path outside the workspace).
+ *
+ * @example
+ * ```ts
+ * import { displayPath } from "./paths.ts";
+ * console.assert(displayPath("/ws/a/b.txt", "/ws", "x") === "a/b.txt");
+ * console.assert(displayPath("/etc/passwd", "/ws", "secret") === "secret");
+ * ```
+ */
+export function displayPath(real: string, workspace: string, given: string): string {
+  const ws = resolve(workspace);
+  if (real === ws) return ".";
+  return isInside(real, ws) ? real.slice(ws.length + (ws.endsWith(sep) ? 0 : 1)) : given;
+}
+
+/**
+ * Turn an error of a file operation into one whose message names the path
+ * as the user gave it (Deno's own messages carry the absolute host path).
+ * Permission errors become a {@link PermissionDeniedError}.
+ *
+ * @example
+ * ```ts
+ * import { fsError } from "./paths.ts";
+ * const err = fsError(new Deno.errors.NotFound("open '/ws/a.txt'"), "a.txt");
+ * console.assert(err.message === 'file "a.txt" not found');
+ * ```
+ */
+export function fsError(err: unknown, given: string, what = "file"): Error {
+  const shown = JSON.stringify(given);
+  if (!(err instanceof Error)) return new Error(`cannot use ${what} ${shown}: ${String(err)}`);
+  if (err instanceof PermissionDeniedError) return err;
+  switch (err.name) {
+    case "NotFound":
+      return new Deno.errors.NotFound(`${what} ${shown} not found`);
+    case "AlreadyExists":
+      return new Deno.errors.AlreadyExists(`${what} ${shown} already exists`);
+    case "IsADirectory":
+      return new Deno.errors.IsADirectory(`${shown} is a directory`);
+    case "NotADirectory":
+      return new Deno.errors.NotADirectory(`${shown}: a parent of it is not a directory`);
+    case "NotCapable":
+    case "PermissionDenied":
+      return new PermissionDeniedError(`no access to ${shown}`);
+    case "InvalidData":
+      return new Error(`${what} ${shown} is not valid text`);
+    default: {
+      // Keep the OS reason, drop the quoted host path Deno appends.
+      const reason = err.message.replace(/[:,]?\s*\w*\s*'[^']*'.*$/s, "").trim() || err.name;
+      return new Error(`cannot use ${what} ${shown}: ${reason}`);
+    }
+  }
+}
+
+function _insideAny(real: string, roots: string[]): boolean {
+  return roots.some((root) => isInside(real, root));
+}
+
+async function _realRoot(root: string): Promise<string> {
+  const abs = resolve(root);
+  try {
+    return await Deno.realPath(abs);
+  } catch {
+    return abs; // missing or unreadable root: compare lexically
+  }
+}
+
+class _DanglingLink extends Error {}
+
+/**
+ * Real path of `abs`. With `create`, a missing tail is allowed: the nearest
+ * existing ancestor is resolved and the missing names appended.
+ */
+async function _resolvePartial(abs: string, create: boolean): Promise<string> {
+  if (!create) return await Deno.realPath(abs);
+  let head = abs;
+  const tail: string[] = [];
+  while (true) {
+    try {
+      return join(await Deno.realPath(head), ...tail);
+    } catch (err) {
+      if (!(err instanceof Deno.errors.NotFound)) throw err;
+    }
+    let isLink = false;
+    try {
+      isLink = (await Deno.lstat(head)).isSymlink;
+    } catch (err) {
+      if (!(err instanceof Deno.errors.NotFound)) throw err;
+    }
+    if (isLink) throw new _DanglingLink(head);
+    const parent = dirname(head);
+    if (parent === head) return join(head, ...tail);
+    tail.unshift(basename(head));
+    head = parent;
+  }
+}

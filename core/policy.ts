@@ -1,0 +1,209 @@
+/**
+ * The operator's policy, `permissions.json`: what each toolset (and each
+ * plugin) may read, write, run and reach, how it is isolated and limited.
+ * Validated with zod; every error names the file and the key path.
+ *
+ * @module
+ */
+import { isAbsolute, resolve } from "node:path";
+import { z } from "zod";
+import { ConfigError } from "./errors.ts";
+import type { Grant } from "./tool.ts";
+
+/** How a toolset is isolated. */
+export type Isolation = "worker" | "process";
+
+/** How calls to a tool that needs confirmation are handled. */
+export type ConfirmPolicy = "ask" | "always" | "never";
+
+const _sandboxSchema = z.object({
+  read: z.array(z.string()).optional().describe("Paths the toolset may read, relative to the workspace"),
+  write: z.array(z.string()).optional().describe("Paths the toolset may write"),
+  run: z.array(z.string()).optional().describe("Commands the toolset may run"),
+  net: z.array(z.string()).optional().describe("Hosts (host or host:port) the toolset may reach"),
+  env: z.array(z.string()).optional().describe("Environment variable names subprocesses inherit"),
+  isolation: z.enum(["worker", "process"]).optional(),
+  timeout_ms: z.number().int().positive().max(86_400_000).optional(),
+  memory_mb: z.number().int().min(32).max(65_536).optional(),
+  max_output_bytes: z.number().int().min(1024).max(1_073_741_824).optional(),
+  allow_override: z.boolean().optional().describe("A plugin may replace built-in tools"),
+}).strict();
+
+const _toolSchema = z.object({
+  confirm: z.enum(["ask", "always", "never"]).optional(),
+}).strict();
+
+const _fileSchema = z.object({
+  $schema: z.string().optional(),
+  $comment: z.string().optional(),
+  defaults: _sandboxSchema.optional(),
+  toolsets: z.record(z.string(), _sandboxSchema).optional(),
+  plugins: z.record(z.string(), _sandboxSchema).optional(),
+  tools: z.record(z.string(), _toolSchema).optional(),
+}).strict();
+
+/** The raw shape of `permissions.json`. */
+export type PolicyFile = z.infer<typeof _fileSchema>;
+type _RawSandbox = z.infer<typeof _sandboxSchema>;
+
+/** The resolved policy of one sandbox: absolute paths, limits filled in. */
+export interface SandboxPolicy extends Grant {
+  isolation: Isolation;
+  timeout_ms: number;
+  memory_mb: number;
+  max_output_bytes: number;
+  allow_override: boolean;
+  env: string[];
+  /** Where the entry came from, for messages: `toolsets.files`. */
+  where: string;
+}
+
+/** Limits used where permissions.json says nothing. */
+export const DEFAULT_LIMITS = {
+  timeout_ms: 60_000,
+  memory_mb: 512,
+  max_output_bytes: 1_000_000,
+} as const;
+
+/** The loaded, validated and resolved policy. */
+export class Policy {
+  /** The file it came from, or `"(built-in defaults)"`. */
+  readonly file: string;
+  /** The workspace all relative paths are resolved against. */
+  readonly workspace: string;
+  readonly #raw: PolicyFile;
+
+  constructor(raw: PolicyFile, workspace: string, file: string) {
+    this.#raw = raw;
+    this.workspace = workspace;
+    this.file = file;
+  }
+
+  /** The policy of a built-in toolset. Built-ins default to worker isolation. */
+  toolset(name: string): SandboxPolicy {
+    return this.#resolve(this.#raw.toolsets?.[name], `toolsets.${name}`, "worker");
+  }
+
+  /**
+   * The policy of a plugin (`plugin:<dir>/<stem>` or a package specifier):
+   * its own entry in `plugins`, else `plugins.default`, else nothing granted.
+   * Plugins default to process isolation.
+   */
+  plugin(id: string, shortName?: string): SandboxPolicy {
+    const p = this.#raw.plugins ?? {};
+    const key = id in p ? id : shortName && shortName in p ? shortName : "default";
+    return this.#resolve(p[key], `plugins.${key}`, "process");
+  }
+
+  /** The confirmation policy of a tool (default `ask`). */
+  confirm(tool: string): ConfirmPolicy {
+    return this.#raw.tools?.[tool]?.confirm ?? "ask";
+  }
+
+  #resolve(entry: _RawSandbox | undefined, where: string, isolation: Isolation): SandboxPolicy {
+    const d = this.#raw.defaults ?? {};
+    const paths = (list: string[] | undefined) => (list ?? []).map((p) => this.resolvePath(p));
+    return {
+      read: paths(entry?.read),
+      write: paths(entry?.write),
+      run: [...(entry?.run ?? [])],
+      net: [...(entry?.net ?? [])],
+      env: [...(d.env ?? []), ...(entry?.env ?? [])],
+      isolation: entry?.isolation ?? isolation,
+      timeout_ms: entry?.timeout_ms ?? d.timeout_ms ?? DEFAULT_LIMITS.timeout_ms,
+      memory_mb: entry?.memory_mb ?? d.memory_mb ?? DEFAULT_LIMITS.memory_mb,
+      max_output_bytes: entry?.max_output_bytes ?? d.max_output_bytes ??
+        DEFAULT_LIMITS.max_output_bytes,
+      allow_override: entry?.allow_override ?? false,
+      where,
+    };
+  }
+
+  /** Resolve a policy path against the workspace, following symlinks. */
+  resolvePath(p: string): string {
+    let path = p;
+    if (path === "~" || path.startsWith("~/")) {
+      path = (_env("HOME") ?? "~") + path.slice(1);
+    }
+    const abs = isAbsolute(path) ? path : resolve(this.workspace, path);
+    try {
+      return Deno.realPathSync(abs);
+    } catch {
+      return abs; // not there yet: keep it as written, absolute
+    }
+  }
+}
+
+function _env(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Validate policy JSON text; throws {@link ConfigError} naming `file` and the
+ * key path of every problem (`toolsets.files.read[0]: Expected string, received number`).
+ *
+ * @example
+ * ```ts
+ * import { parsePolicy } from "./policy.ts";
+ * const p = parsePolicy('{"toolsets":{"files":{"read":["."]}}}', "permissions.json", "/tmp");
+ * console.assert(p.toolset("files").read[0] === Deno.realPathSync("/tmp"));
+ * ```
+ */
+export function parsePolicy(text: string, file: string, workspace: string): Policy {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`${file}: not valid JSON: ${(err as Error).message}`);
+  }
+  const parsed = _fileSchema.safeParse(json);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${file}: ${formatPath(i.path)}: ${_issue(i)}`);
+    throw new ConfigError(lines.join("\n"));
+  }
+  return new Policy(parsed.data, workspace, file);
+}
+
+function _issue(i: z.ZodIssue): string {
+  if (i.code === "unrecognized_keys") return `unknown key${i.keys.length > 1 ? "s" : ""} ${i.keys.map((k) => `"${k}"`).join(", ")}`;
+  return i.message;
+}
+
+/** `["toolsets","files","read",0]` → `toolsets.files.read[0]`. */
+export function formatPath(path: Array<string | number>): string {
+  if (path.length === 0) return "(top level)";
+  return path.map((p, i) => typeof p === "number" ? `[${p}]` : i === 0 ? p : `.${p}`).join("");
+}
+
+/**
+ * Load the policy from `file` (default `permissions.json` in the workspace;
+ * when that is absent, the file shipped with corral).
+ */
+export async function loadPolicy(options: { file?: string; workspace: string }): Promise<Policy> {
+  const shipped = new URL("../permissions.json", import.meta.url).pathname;
+  let file = options.file;
+  if (!file) {
+    const local = resolve(options.workspace, "permissions.json");
+    file = await _exists(local) ? local : shipped;
+  }
+  let text: string;
+  try {
+    text = await Deno.readTextFile(file);
+  } catch (err) {
+    throw new ConfigError(`Cannot read policy file "${file}": ${(err as Error).message}`);
+  }
+  return parsePolicy(text, file, options.workspace);
+}
+
+async function _exists(p: string): Promise<boolean> {
+  try {
+    await Deno.stat(p);
+    return true;
+  } catch {
+    return false;
+  }
+}

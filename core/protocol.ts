@@ -1,0 +1,65 @@
+/**
+ * The one message protocol between the host and a sandbox, used as is over
+ * `postMessage` (worker isolation) and framed over stdio (process isolation).
+ *
+ * @module
+ */
+import type { ToolResult } from "./result.ts";
+import type { Grant, LoadDecision, ReportKind, ReportOptions } from "./tool.ts";
+
+/** What the host tells the sandbox about the environment of a request. */
+export interface SandboxEnv {
+  workspace: string;
+  grant: Grant;
+  /** The plugin's own config section (for `TOOL_SETUP`). */
+  config?: unknown;
+}
+
+/** Host → sandbox. */
+export type HostMessage =
+  | { type: "load"; id: number; modules: string[]; env: SandboxEnv }
+  | {
+    type: "call";
+    id: number;
+    module: string;
+    tool: string;
+    args: unknown;
+    env: SandboxEnv;
+  }
+  | { type: "cancel"; id: number }
+  | { type: "ping"; id: number };
+
+/** A tool as the sandbox describes it to the host (JSON only). */
+export interface ToolMeta {
+  name: string;
+  description: string;
+  permissions: string;
+  confirm: boolean;
+  style: "class" | "module";
+  inputSchema: Record<string, unknown>;
+  load: LoadDecision;
+}
+
+/** What loading one module gave. */
+export interface ModuleMeta {
+  module: string;
+  tools: ToolMeta[];
+  /** Contract breaches of single exports; the rest of the module still loads. */
+  problems: string[];
+  /** The module as a whole failed (import error, `is_configured` false, …). */
+  error?: string;
+  /** `is_configured()` returned false. */
+  notConfigured?: boolean;
+}
+
+/** Sandbox → host. */
+export type SandboxMessage =
+  | { type: "ready" }
+  | { type: "loaded"; id: number; modules: ModuleMeta[] }
+  | { type: "result"; id: number; result: ToolResult }
+  | { type: "report"; id: number; kind: ReportKind; message: string; options?: ReportOptions }
+  | { type: "log"; id?: number; text: string }
+  | { type: "pong"; id: number };
+
+/** Marks a framed protocol line on a process sandbox's stdout. */
+export const FRAME_MARK = "\x1e";

@@ -1,0 +1,126 @@
+/**
+ * Host-side progress reporting: to stderr only, coloured by the tool's
+ * permission letters (green read-only, yellow write/execute, blue none),
+ * honouring `NO_COLOR`.
+ *
+ * @module
+ */
+import type { ReportKind, ReportOptions } from "./tool.ts";
+
+/** One report as it travels from a sandbox to the host. */
+export interface Report {
+  kind: ReportKind;
+  message: string;
+  options?: ReportOptions;
+}
+
+/** Something that writes text (stderr by default). */
+export type Sink = (text: string) => void;
+
+const _encoder = new TextEncoder();
+const _stderr: Sink = (text) => {
+  Deno.stderr.writeSync(_encoder.encode(text));
+};
+
+function _noColor(): boolean {
+  try {
+    return Deno.env.get("NO_COLOR") !== undefined && Deno.env.get("NO_COLOR") !== "";
+  } catch {
+    return false; // no env permission: assume a plain terminal wants colour
+  }
+}
+
+const _CODES = {
+  green: 32,
+  yellow: 33,
+  blue: 34,
+  red: 31,
+  magenta: 35,
+  cyan: 36,
+  dim: 2,
+} as const;
+
+/** Colour names used by the reporter. */
+export type Colour = keyof typeof _CODES;
+
+/** Wrap `text` in an ANSI colour unless `NO_COLOR` is set. */
+export function colour(text: string, name: Colour, enabled = !_noColor()): string {
+  return enabled ? `\x1b[${_CODES[name]}m${text}\x1b[0m` : text;
+}
+
+/** The colour of a tool's letters: green read-only, yellow write/execute, blue none. */
+export function lettersColour(permissions: string): Colour {
+  if (permissions === "") return "blue";
+  if (/[wx]/.test(permissions)) return "yellow";
+  if (permissions.includes("n")) return "magenta";
+  return "green";
+}
+
+/**
+ * Writes reports to stderr (never stdout).
+ *
+ * @example
+ * ```ts
+ * import { Reporter } from "./reporter.ts";
+ * let out = "";
+ * const r = new Reporter({ sink: (t) => out += t, color: false });
+ * r.report("ReadFile", "r", { kind: "start", message: "Reading a.txt", options: { end: "" } });
+ * r.report("ReadFile", "r", { kind: "result", message: " done" });
+ * console.assert(out === "Reading a.txt done\n");
+ * ```
+ */
+export class Reporter {
+  #sink: Sink;
+  #color: boolean;
+  #quiet: boolean;
+  #open = false;
+
+  /** `sink` defaults to stderr, `color` to `!NO_COLOR`. */
+  constructor(options: { sink?: Sink; color?: boolean; quiet?: boolean } = {}) {
+    this.#sink = options.sink ?? _stderr;
+    this.#color = options.color ?? !_noColor();
+    this.#quiet = options.quiet ?? false;
+  }
+
+  /** Write one report of tool `tool` with letters `permissions`. */
+  report(_tool: string, permissions: string, report: Report): void {
+    if (this.#quiet) return;
+    const end = report.options?.end ?? "\n";
+    let text = report.message;
+    switch (report.kind) {
+      case "start":
+        text = colour(text, lettersColour(permissions), this.#color);
+        break;
+      case "error":
+        text = colour(this.#open ? text : `Error: ${text}`, "red", this.#color);
+        break;
+      case "warning":
+        text = colour(this.#open ? text : `Warning: ${text}`, "yellow", this.#color);
+        break;
+      case "result":
+        text = colour(text, "green", this.#color);
+        break;
+      case "info":
+        text = colour(text, "cyan", this.#color);
+        break;
+      case "progress":
+        break;
+    }
+    this.#open = !end.includes("\n");
+    this.#sink(text + end);
+  }
+
+  /** Close a line left open by a report with `end: ""`. */
+  finish(): void {
+    if (this.#open) this.#sink("\n");
+    this.#open = false;
+  }
+
+  /** Print a plain line (warnings of the host itself). */
+  line(text: string, name?: Colour): void {
+    if (this.#quiet) return;
+    if (this.#open) this.#sink("\n");
+    this.#open = false;
+    this.#sink((name ? colour(text, name, this.#color) : text) + "\n");
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * The return contract: every call yields a JSON object with a boolean
+ * `success`, and an `error` string when it failed.
+ *
+ * @module
+ */
+
+/** The result of every tool call. */
+export interface ToolResult {
+  success: boolean;
+  error?: string;
+  [key: string]: unknown;
+}
+
+/** Build a failure result with the standard message form. */
+export function failure(tool: string, reason: string, extra?: Record<string, unknown>): ToolResult {
+  return { success: false, error: `Cannot run tool "${tool}": ${reason}`, ...extra };
+}
+
+/**
+ * Turn whatever a tool returned into a {@link ToolResult}.
+ * A string becomes `{ success: true, output }`; an object without a boolean
+ * `success` gets `success: true`; anything that is not a plain JSON object
+ * (numbers, arrays, null, cycles, BigInt, functions, symbols) becomes a
+ * failure naming the tool.
+ *
+ * @example
+ * ```ts
+ * import { normalizeResult } from "./result.ts";
+ * console.assert(normalizeResult("Echo", "hi").output === "hi");
+ * console.assert(normalizeResult("Echo", 42).success === false);
+ * ```
+ */
+export function normalizeResult(tool: string, value: unknown): ToolResult {
+  if (typeof value === "string") return { success: true, output: value };
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    const what = value === null ? "null" : Array.isArray(value) ? "an array" : typeof value;
+    return failure(tool, `it returned ${what}, not an object or a string`);
+  }
+  const problem = _jsonProblem(value, "result", new Set());
+  if (problem) return failure(tool, `its result is not JSON: ${problem}`);
+  const out = JSON.parse(JSON.stringify(value)) as Record<string, unknown>;
+  if (typeof out.success !== "boolean") {
+    if ("success" in out) return failure(tool, "its result has a non-boolean `success`");
+    out.success = true;
+  }
+  if (out.success === false && typeof out.error !== "string") {
+    out.error = `Cannot run tool "${tool}": it failed without an error message`;
+  }
+  return out as ToolResult;
+}
+
+function _jsonProblem(v: unknown, path: string, seen: Set<object>): string | undefined {
+  switch (typeof v) {
+    case "bigint":
+      return `${path} is a BigInt`;
+    case "function":
+      return `${path} is a function`;
+    case "symbol":
+      return `${path} is a symbol`;
+    case "number":
+      return Number.isFinite(v) ? undefined : `${path} is ${v}`;
+    case "object": {
+      if (v === null) return undefined;
+      if (seen.has(v)) return `${path} is a circular reference`;
+      if (typeof (v as { toJSON?: unknown }).toJSON === "function") return undefined;
+      seen.add(v);
+      const entries = Array.isArray(v)
+        ? v.map((x, i) => [`${path}[${i}]`, x] as const)
+        : Object.entries(v).map(([k, x]) => [`${path}.${k}`, x] as const);
+      for (const [p, x] of entries) {
+        if (x === undefined && !Array.isArray(v)) continue;
+        const found = _jsonProblem(x, p, seen);
+        if (found) return found;
+      }
+      seen.delete(v);
+      return undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Cut a result whose JSON exceeds `maxBytes`, keeping `success` and `error`
+ * and marking it `truncated`.
+ */
+export function capResult(result: ToolResult, maxBytes: number): ToolResult {
+  const text = JSON.stringify(result);
+  const size = new TextEncoder().encode(text).length;
+  if (size <= maxBytes) return result;
+  const keep = Math.max(0, maxBytes - 200);
+  const head = new TextDecoder().decode(new TextEncoder().encode(text).slice(0, keep));
+  const capped: ToolResult = {
+    success: result.success,
+    truncated: true,
+    output: `${head}…[truncated: result was ${size} bytes, limit ${maxBytes}]`,
+  };
+  if (result.error !== undefined) capped.error = String(result.error).slice(0, 2000);
+  return capped;
+}

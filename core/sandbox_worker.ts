@@ -1,0 +1,170 @@
+/**
+ * Entry point of every sandbox worker. It imports tool modules (only those
+ * the host names, with only the permissions the host gave the worker), runs
+ * calls, and answers the host over `postMessage`. Tool code cannot end the
+ * worker with `Deno.exit`, and unhandled rejections are logged, not fatal.
+ *
+ * @module
+ */
+/// <reference lib="deno.worker" />
+import { AsyncLocalStorage } from "node:async_hooks";
+import { invokeTool } from "./invoke.ts";
+import type { HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
+import { failure } from "./result.ts";
+import { inputJsonSchema } from "./schema.ts";
+import { collectTools, type ToolDefinition } from "./tool.ts";
+
+const _post = (msg: SandboxMessage) => self.postMessage(msg);
+const _callId = new AsyncLocalStorage<number>();
+
+function _message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+// Containment: tool code must not be able to end its own sandbox.
+Object.defineProperty(Deno, "exit", {
+  value: (code?: number) => {
+    throw new Error(`Deno.exit(${code ?? ""}) is not allowed inside a corral sandbox`);
+  },
+  writable: false,
+  configurable: false,
+});
+self.addEventListener("unhandledrejection", (e) => {
+  e.preventDefault();
+  _post({ type: "log", id: _callId.getStore(), text: `unhandled rejection: ${_message(e.reason)}` });
+});
+self.addEventListener("error", (e) => {
+  e.preventDefault();
+  _post({ type: "log", id: _callId.getStore(), text: `uncaught error: ${e.message}` });
+});
+
+// Tool output becomes the log of the call that printed it.
+const _format = (args: unknown[]) =>
+  args.map((a) => typeof a === "string" ? a : Deno.inspect(a)).join(" ");
+for (const level of ["log", "info", "debug", "warn", "error"] as const) {
+  console[level] = (...args: unknown[]) =>
+    _post({ type: "log", id: _callId.getStore(), text: _format(args) });
+}
+
+interface _Loaded {
+  meta: ModuleMeta;
+  tools: Map<string, ToolDefinition>;
+}
+const _modules = new Map<string, Promise<_Loaded>>();
+const _running = new Map<number, AbortController>();
+
+function _load(module: string, env: SandboxEnv): Promise<_Loaded> {
+  let p = _modules.get(module);
+  if (!p) {
+    p = _loadModule(module, env);
+    _modules.set(module, p);
+  }
+  return p;
+}
+
+async function _loadModule(module: string, env: SandboxEnv): Promise<_Loaded> {
+  const meta: ModuleMeta = { module, tools: [], problems: [] };
+  const tools = new Map<string, ToolDefinition>();
+  let ns: Record<string, unknown>;
+  try {
+    ns = await import(module.startsWith("/") ? `file://${module}` : module);
+  } catch (err) {
+    const name = err instanceof Error ? err.name : "";
+    meta.error = `${name === "NotCapable" ? "permission denied at import" : "import failed"}: ${
+      _message(err)
+    }`;
+    return { meta, tools };
+  }
+  try {
+    if (typeof ns.TOOL_SETUP === "function") await ns.TOOL_SETUP(env.config ?? {});
+    if (typeof ns.is_configured === "function" && (await ns.is_configured()) === false) {
+      meta.error = "not configured (is_configured() returned false)";
+      meta.notConfigured = true;
+      return { meta, tools };
+    }
+  } catch (err) {
+    meta.error = `${typeof ns.TOOL_SETUP === "function" ? "TOOL_SETUP/is_configured" : "is_configured"} threw: ${
+      _message(err)
+    }`;
+    return { meta, tools };
+  }
+  const collected = await collectTools(ns);
+  meta.problems.push(...collected.problems);
+  for (const def of collected.tools) {
+    try {
+      const inputSchema = inputJsonSchema(def.input);
+      const load = await def.shouldLoad();
+      meta.tools.push({
+        name: def.name,
+        description: def.description,
+        permissions: def.permissions,
+        confirm: def.confirm,
+        style: def.style,
+        inputSchema,
+        load,
+      });
+      tools.set(def.name, def);
+    } catch (err) {
+      meta.problems.push(`Tool "${def.name}": ${_message(err)}`);
+    }
+  }
+  if (meta.tools.length === 0 && meta.problems.length === 0) {
+    meta.error =
+      "exports no tools (expected TOOL_CONFIGS, TOOL_CONFIG, @tool classes or a default plugin with tools())";
+  }
+  return { meta, tools };
+}
+
+async function _call(msg: Extract<HostMessage, { type: "call" }>): Promise<void> {
+  const controller = new AbortController();
+  _running.set(msg.id, controller);
+  try {
+    const loaded = await _load(msg.module, msg.env);
+    const def = loaded.tools.get(msg.tool);
+    if (!def) {
+      const why = loaded.meta.error ?? `module does not export it`;
+      _post({ type: "result", id: msg.id, result: failure(msg.tool, why) });
+      return;
+    }
+    const meta = loaded.meta.tools.find((t) => t.name === msg.tool)!;
+    if (!meta.load.load) {
+      _post({ type: "result", id: msg.id, result: failure(msg.tool, meta.load.reason) });
+      return;
+    }
+    const result = await _callId.run(msg.id, () =>
+      invokeTool(def, msg.args, {
+        signal: controller.signal,
+        workspace: msg.env.workspace,
+        grant: msg.env.grant,
+        report: (kind, message, options) =>
+          _post({ type: "report", id: msg.id, kind, message: String(message), options }),
+      }));
+    _post({ type: "result", id: msg.id, result });
+  } catch (err) {
+    _post({ type: "result", id: msg.id, result: failure(msg.tool, _message(err)) });
+  } finally {
+    _running.delete(msg.id);
+  }
+}
+
+self.onmessage = async (e: MessageEvent<HostMessage>) => {
+  const msg = e.data;
+  switch (msg.type) {
+    case "ping":
+      _post({ type: "pong", id: msg.id });
+      break;
+    case "cancel":
+      _running.get(msg.id)?.abort(new Error("cancelled"));
+      break;
+    case "load": {
+      const modules: ModuleMeta[] = [];
+      for (const m of msg.modules) modules.push((await _load(m, msg.env)).meta);
+      _post({ type: "loaded", id: msg.id, modules });
+      break;
+    }
+    case "call":
+      await _call(msg);
+      break;
+  }
+};
+_post({ type: "ready" });

@@ -1,0 +1,106 @@
+/**
+ * JSON Schema from zod, and the catalog in the three function-calling
+ * formats: OpenAI, Anthropic and MCP.
+ *
+ * @module
+ */
+import type { z } from "zod";
+import { zodToJsonSchema } from "zod-to-json-schema";
+
+/** A JSON Schema object describing a tool's arguments. */
+export type JsonSchema = Record<string, unknown>;
+
+/** Formats `corral schema` can print. */
+export type SchemaFormat = "openai" | "anthropic" | "mcp";
+
+/** The facts of a tool that the schema formats need. */
+export interface SchemaTool {
+  name: string;
+  description: string;
+  permissions: string;
+  inputSchema: JsonSchema;
+  toolset?: string;
+  source?: string;
+  isolation?: string;
+}
+
+/**
+ * Convert a zod object schema into a self-contained JSON Schema object:
+ * types, `required`, enums, defaults and every `.describe()` text.
+ *
+ * @example
+ * ```ts
+ * import { z } from "zod";
+ * import { inputJsonSchema } from "./schema.ts";
+ * const s = inputJsonSchema(z.object({ path: z.string().describe("Where") }));
+ * console.assert((s.properties as any).path.description === "Where");
+ * ```
+ */
+export function inputJsonSchema(schema: z.ZodTypeAny): JsonSchema {
+  const out = zodToJsonSchema(schema, { $refStrategy: "none", target: "jsonSchema7" }) as JsonSchema;
+  delete out.$schema;
+  if (out.type !== "object") {
+    throw new TypeError(`input schema must describe an object, got ${JSON.stringify(out.type)}`);
+  }
+  out.properties ??= {};
+  return out;
+}
+
+/** MCP tool annotations derived from the permission letters. */
+export function mcpAnnotations(tool: SchemaTool): Record<string, unknown> {
+  const p = tool.permissions;
+  return {
+    title: _title(tool.name),
+    readOnlyHint: /^r?$/.test(p),
+    destructiveHint: p.includes("w"),
+    openWorldHint: p.includes("n"),
+  };
+}
+
+function _title(name: string): string {
+  return name.replace(/[_.-]+/g, " ").replace(/([a-z0-9])([A-Z])/g, "$1 $2").trim();
+}
+
+/**
+ * The catalog in one format.
+ *
+ * @example
+ * ```ts
+ * import { formatSchemas } from "./schema.ts";
+ * const tools = [{ name: "Echo", description: "Echo", permissions: "", inputSchema: { type: "object", properties: {} } }];
+ * const [openai] = formatSchemas(tools, "openai") as any[];
+ * console.assert(openai.type === "function" && openai.function.name === "Echo");
+ * ```
+ */
+export function formatSchemas(tools: SchemaTool[], format: SchemaFormat): unknown[] {
+  switch (format) {
+    case "openai":
+      return tools.map((t) => ({
+        type: "function",
+        function: { name: t.name, description: t.description, parameters: t.inputSchema },
+      }));
+    case "anthropic":
+      return tools.map((t) => ({
+        name: t.name,
+        description: t.description,
+        input_schema: t.inputSchema,
+      }));
+    case "mcp":
+      return tools.map((t) => ({
+        name: t.name,
+        description: t.description,
+        inputSchema: t.inputSchema,
+        annotations: mcpAnnotations(t),
+        _meta: {
+          "corral/permissions": t.permissions,
+          "corral/toolset": t.toolset,
+          "corral/source": t.source,
+          "corral/isolation": t.isolation,
+        },
+      }));
+    default:
+      throw new TypeError(
+        `unknown schema format "${format as string}" (use openai, anthropic or mcp)`,
+      );
+  }
+}

@@ -1,0 +1,348 @@
+/**
+ * The tool contract: class tools (`@tool` + `BaseTool`) and module tools
+ * (`TOOL_CONFIGS` / `TOOL_CONFIG`), normalised into one {@link ToolDefinition}.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { parsePermissions } from "./permissions.ts";
+
+/** Tool names allowed by corral (and by every function-calling API). */
+export const TOOL_NAME_PATTERN: RegExp = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/** Kinds of progress report, as in `reportStart` … `reportInfo`. */
+export type ReportKind = "start" | "progress" | "result" | "error" | "warning" | "info";
+
+/** Options of a progress report. */
+export interface ReportOptions {
+  /** Text written after the message; `""` keeps the line open (default `"\n"`). */
+  end?: string;
+  /** Progress so far (for MCP progress notifications). */
+  progress?: number;
+  /** Total amount of work, when known. */
+  total?: number;
+}
+
+/** What a running tool receives from its host. */
+export interface ToolCallContext {
+  /** Aborted when the call is cancelled or times out. */
+  signal: AbortSignal;
+  /** Send a progress report to the host (stderr, MCP notifications). */
+  report(kind: ReportKind, message: string, options?: ReportOptions): void;
+  /** Absolute path of the workspace (the current directory of the host). */
+  workspace: string;
+  /** The effective grant of this call: paths, commands and hosts. */
+  grant: Grant;
+}
+
+/** Paths, commands and hosts a sandbox holds; empty lists mean nothing. */
+export interface Grant {
+  read: string[];
+  write: string[];
+  run: string[];
+  net: string[];
+  /** Extra environment variable names subprocesses may inherit. */
+  env?: string[];
+}
+
+/** Options of the `@tool` decorator. */
+export interface ToolOptions {
+  /** What the tool does, for the model. Required, non-empty. */
+  description: string;
+  /** Permission letters the tool needs, e.g. `"r"` or `"rw"`. Default none. */
+  permissions?: string;
+  /** The zod object schema of its arguments. Default: no arguments. */
+  input?: z.ZodTypeAny;
+  /** Calls need a person's confirmation. */
+  confirm?: boolean;
+  /** Name override; by default the class name. */
+  name?: string;
+}
+
+const _classMeta = new WeakMap<object, ToolOptions & { name: string }>();
+
+/**
+ * Mark a `BaseTool` subclass as a tool (a standard TC39 class decorator).
+ *
+ * @example
+ * ```ts
+ * import { z } from "zod";
+ * import { BaseTool, tool } from "./tool.ts";
+ *
+ * @tool({ permissions: "", description: "Say hello", input: z.object({ who: z.string() }) })
+ * class Hello extends BaseTool {
+ *   run(args: { who: string }) {
+ *     return { success: true, greeting: `hello ${args.who}` };
+ *   }
+ * }
+ * console.assert(Hello.name === "Hello");
+ * ```
+ */
+export function tool(
+  options: ToolOptions,
+): <C extends abstract new (...args: never[]) => BaseTool>(
+  cls: C,
+  ctx: ClassDecoratorContext<C>,
+) => void {
+  return (cls, ctx) => {
+    _classMeta.set(cls, { ...options, name: options.name ?? String(ctx.name ?? cls.name) });
+  };
+}
+
+/**
+ * Base class of class tools. Subclasses implement `run(args)` and may
+ * override the static `shouldLoad()`; progress goes through `report*`.
+ *
+ * @example
+ * ```ts
+ * import { BaseTool, tool } from "./tool.ts";
+ * @tool({ description: "Always skipped" })
+ * class Never extends BaseTool {
+ *   static override shouldLoad() {
+ *     this.skipReason = "not on this machine";
+ *     return false;
+ *   }
+ *   run() { return { success: true }; }
+ * }
+ * console.assert(Never.shouldLoad() === false);
+ * ```
+ */
+export abstract class BaseTool {
+  /** Why `shouldLoad()` returned false; shown by `corral list`. */
+  static skipReason: string | undefined = undefined;
+
+  /** Return false (after setting `skipReason`) to skip this tool. Must not throw. */
+  static shouldLoad(): boolean | Promise<boolean> {
+    return true;
+  }
+
+  /** The context of the current call, set by the host before `run`. */
+  context: ToolCallContext | undefined = undefined;
+
+  /** Do the work. Return `{ success, ... }` (a string or object is accepted). */
+  abstract run(args: never): unknown;
+
+  /** Cancelled or timed-out calls abort this signal. */
+  get signal(): AbortSignal {
+    return this.context?.signal ?? new AbortController().signal;
+  }
+
+  /** Report the start of a step (coloured by the tool's letters). */
+  reportStart(message: string, options?: ReportOptions): void {
+    this.context?.report("start", message, options);
+  }
+  /** Report progress; give `progress`/`total` for MCP progress notifications. */
+  reportProgress(message: string, options?: ReportOptions): void {
+    this.context?.report("progress", message, options);
+  }
+  /** Report the result of a step. */
+  reportResult(message: string, options?: ReportOptions): void {
+    this.context?.report("result", message, options);
+  }
+  /** Report an error (the call's result still says what failed). */
+  reportError(message: string, options?: ReportOptions): void {
+    this.context?.report("error", message, options);
+  }
+  /** Report a warning. */
+  reportWarning(message: string, options?: ReportOptions): void {
+    this.context?.report("warning", message, options);
+  }
+  /** Report a piece of information. */
+  reportInfo(message: string, options?: ReportOptions): void {
+    this.context?.report("info", message, options);
+  }
+}
+
+/** A module tool, as listed in `TOOL_CONFIGS` / `TOOL_CONFIG`. */
+export interface ToolConfig {
+  /** Tool name, matching {@link TOOL_NAME_PATTERN}. */
+  name: string;
+  /** What the tool does, for the model. */
+  description: string;
+  /** zod object schema of the arguments. */
+  input_schema?: z.ZodTypeAny;
+  /** The implementation; sync or async, returns a string or an object. */
+  // deno-lint-ignore no-explicit-any
+  function: (args: any, context: ToolCallContext) => unknown;
+  /** Calls need a person's confirmation. */
+  requires_confirmation?: boolean;
+  /** Permission letters, default none. */
+  permissions?: string;
+}
+
+/** Whether a tool loads, and why not. */
+export type LoadDecision = { load: true } | { load: false; reason: string };
+
+/** A tool in the one shape the sandbox runs, whatever its authoring style. */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  permissions: string;
+  confirm: boolean;
+  style: "class" | "module";
+  input: z.ZodTypeAny;
+  shouldLoad(): Promise<LoadDecision>;
+  invoke(args: unknown, context: ToolCallContext): Promise<unknown>;
+}
+
+/** True when `value` looks like a zod object schema (from any zod 3 copy). */
+export function isZodObject(value: unknown): value is z.ZodObject<z.ZodRawShape> {
+  const v = value as { safeParse?: unknown; _def?: { typeName?: unknown } } | null;
+  return typeof v?.safeParse === "function" && v?._def?.typeName === "ZodObject";
+}
+
+function _message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Error text showing a valid export, used when a module has none. */
+export const VALID_EXPORT_EXAMPLE =
+  'export const TOOL_CONFIGS = [{ name: "Echo", description: "Echo text", ' +
+  'input_schema: z.object({ text: z.string() }), function: ({ text }) => text }]';
+
+/** Result of collecting the tools of one module. */
+export interface CollectedTools {
+  tools: ToolDefinition[];
+  /** One message per export that breaks the contract. */
+  problems: string[];
+}
+
+// deno-lint-ignore no-explicit-any
+type AnyClass = (new () => BaseTool) & { shouldLoad?: () => any; skipReason?: string };
+
+/**
+ * Collect every tool a module namespace exports: `@tool` classes,
+ * `TOOL_CONFIGS` (array), `TOOL_CONFIG` (object or array), and a default
+ * plugin object whose `tools()` returns tool configs.
+ *
+ * @example
+ * ```ts
+ * import { z } from "zod";
+ * import { collectTools } from "./tool.ts";
+ * const ns = { TOOL_CONFIGS: [{ name: "Echo", description: "Echo", input_schema: z.object({ t: z.string() }), function: (a: { t: string }) => a.t }] };
+ * const { tools } = await collectTools(ns);
+ * console.assert(tools[0].name === "Echo");
+ * ```
+ */
+export async function collectTools(ns: Record<string, unknown>): Promise<CollectedTools> {
+  const tools: ToolDefinition[] = [];
+  const problems: string[] = [];
+  const configs: Array<{ where: string; value: unknown }> = [];
+
+  for (const [key, value] of Object.entries(ns)) {
+    if (typeof value === "function" && _classMeta.has(value)) {
+      try {
+        tools.push(_fromClass(value as unknown as AnyClass));
+      } catch (err) {
+        problems.push(`export ${key}: ${_message(err)}`);
+      }
+    }
+  }
+  if ("TOOL_CONFIGS" in ns) {
+    if (!Array.isArray(ns.TOOL_CONFIGS)) {
+      problems.push(`TOOL_CONFIGS must be an array of tool configs, like: ${VALID_EXPORT_EXAMPLE}`);
+    } else {
+      ns.TOOL_CONFIGS.forEach((v, i) => configs.push({ where: `TOOL_CONFIGS[${i}]`, value: v }));
+    }
+  }
+  if ("TOOL_CONFIG" in ns) {
+    const v = ns.TOOL_CONFIG;
+    if (Array.isArray(v)) v.forEach((c, i) => configs.push({ where: `TOOL_CONFIG[${i}]`, value: c }));
+    else configs.push({ where: "TOOL_CONFIG", value: v });
+  }
+  const def = ns.default as { tools?: unknown } | undefined;
+  if (def && typeof def === "object" && typeof def.tools === "function") {
+    try {
+      const list = await (def.tools as () => unknown)();
+      if (!Array.isArray(list)) problems.push("default.tools() must return an array of tool configs");
+      else list.forEach((c, i) => configs.push({ where: `default.tools()[${i}]`, value: c }));
+    } catch (err) {
+      problems.push(`default.tools() threw: ${_message(err)}`);
+    }
+  }
+  for (const { where, value } of configs) {
+    try {
+      tools.push(_fromConfig(value));
+    } catch (err) {
+      problems.push(`${where}: ${_message(err)}`);
+    }
+  }
+  return { tools, problems };
+}
+
+function _checkCommon(name: unknown, description: unknown, input: unknown): void {
+  if (typeof name !== "string" || !TOOL_NAME_PATTERN.test(name)) {
+    throw new TypeError(
+      `tool name ${JSON.stringify(name)} does not match ${TOOL_NAME_PATTERN} (letters, digits, _ . -, at most 64)`,
+    );
+  }
+  if (typeof description !== "string" || description.trim() === "") {
+    throw new TypeError(`Tool "${name}": description is missing or empty`);
+  }
+  if (!isZodObject(input)) {
+    throw new TypeError(
+      `Tool "${name}": input schema must be a zod object, like z.object({ path: z.string() })`,
+    );
+  }
+}
+
+function _fromClass(cls: AnyClass): ToolDefinition {
+  const meta = _classMeta.get(cls)!;
+  const input = meta.input ?? _emptyObject();
+  _checkCommon(meta.name, meta.description, input);
+  const permissions = parsePermissions(meta.permissions, meta.name);
+  return {
+    name: meta.name,
+    description: meta.description,
+    permissions,
+    confirm: meta.confirm === true,
+    style: "class",
+    input,
+    async shouldLoad() {
+      try {
+        const ok = await cls.shouldLoad?.();
+        if (ok === false) {
+          return { load: false, reason: cls.skipReason || "shouldLoad() returned false" };
+        }
+        return { load: true };
+      } catch (err) {
+        return { load: false, reason: `shouldLoad() threw: ${_message(err)}` };
+      }
+    },
+    async invoke(args, context) {
+      const inst = new cls();
+      inst.context = context;
+      return await (inst.run as (a: unknown) => unknown)(args);
+    },
+  };
+}
+
+function _fromConfig(value: unknown): ToolDefinition {
+  if (!value || typeof value !== "object") {
+    throw new TypeError(`a tool config must be an object, like: ${VALID_EXPORT_EXAMPLE}`);
+  }
+  const c = value as Partial<ToolConfig>;
+  const input = c.input_schema ?? _emptyObject();
+  _checkCommon(c.name, c.description, input);
+  if (typeof c.function !== "function") {
+    throw new TypeError(`Tool "${c.name}": "function" must be a function`);
+  }
+  const fn = c.function;
+  const permissions = parsePermissions(c.permissions, c.name!);
+  return {
+    name: c.name!,
+    description: c.description!,
+    permissions,
+    confirm: c.requires_confirmation === true,
+    style: "module",
+    input,
+    shouldLoad: () => Promise.resolve({ load: true }),
+    async invoke(args, context) {
+      return await fn(args, context);
+    },
+  };
+}
+
+function _emptyObject(): z.ZodTypeAny {
+  return z.object({}).strict();
+}

@@ -1,0 +1,262 @@
+/**
+ * corral's command line: a thin layer over the registry.
+ *
+ *     corral list [--json]
+ *     corral schema [--format openai|anthropic|mcp]
+ *     corral call NAME --args '<json object>' | --args - [--yes] [--timeout MS]
+ *     corral demo
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { ConfigError } from "./core/errors.ts";
+import { describeGrant } from "./core/grant.ts";
+import { colour, lettersColour, Reporter } from "./core/reporter.ts";
+import { Registry, type RegistryOptions, type ToolInfo } from "./core/registry.ts";
+import type { SchemaFormat } from "./core/schema.ts";
+
+const USAGE = `corral: a sandboxed tool host for LLM agents
+
+Usage:
+  corral list [--json]                      every tool, its letters, isolation, grant and status
+  corral schema [--format openai|anthropic|mcp]
+                                            the catalog as function-calling schemas (JSON)
+  corral call NAME --args JSON [--yes]      run one tool in its sandbox; --args - reads stdin
+  corral demo                               list the tools and run a few sandboxed calls
+
+Options:
+  -r -w -x -n           grant only these letters (read, write, run, net); none given: all
+  --toolset NAME        also load an on-demand toolset (repeatable), e.g. --toolset net
+  --permissions PATH    the policy file (default: ./permissions.json, else the shipped one)
+  --workspace DIR       the workspace (default: the current directory)
+  --timeout MS          shorter time limit for this call (never above the policy's)
+  --yes                 approve calls of tools that need confirmation
+  --no-cache            do not read or write the discovery cache
+  --quiet               no progress reports on stderr
+  -h, --help            this help
+
+Exit codes: 0 success, 1 the tool failed, 2 usage or configuration error.`;
+
+class _UsageError extends Error {}
+
+const _OPTIONS = {
+  r: { type: "boolean", short: "r" },
+  w: { type: "boolean", short: "w" },
+  x: { type: "boolean", short: "x" },
+  n: { type: "boolean", short: "n" },
+  toolset: { type: "string", multiple: true },
+  permissions: { type: "string" },
+  workspace: { type: "string" },
+  json: { type: "boolean" },
+  format: { type: "string" },
+  args: { type: "string" },
+  timeout: { type: "string" },
+  yes: { type: "boolean" },
+  "no-cache": { type: "boolean" },
+  quiet: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+type _Values = ReturnType<typeof _parse>["values"];
+
+function _parse(argv: string[]) {
+  try {
+    return parseArgs({ args: argv, options: _OPTIONS, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new _UsageError((err as Error).message);
+  }
+}
+
+function _out(text: string): void {
+  console.log(text);
+}
+
+async function _registry(values: _Values, reporter: Reporter): Promise<Registry> {
+  let letters = ["r", "w", "x", "n"].filter((l) => values[l as "r"]).join("");
+  if (letters === "") {
+    letters = "rwxn";
+    reporter.line(
+      "Warning: corral runs with full privileges (r w x n); limit them with -r -w -x -n",
+      "yellow",
+    );
+  }
+  const options: RegistryOptions = {
+    privileges: letters,
+    toolsets: values.toolset,
+    policyFile: values.permissions,
+    workspace: values.workspace,
+    reporter,
+  };
+  if (values["no-cache"]) options.cacheDir = null;
+  return await Registry.create(options);
+}
+
+function _row(t: ToolInfo, color: boolean): string {
+  const letters = colour((t.permissions || "-").padEnd(4), lettersColour(t.permissions), color);
+  const status = t.status === "loaded"
+    ? colour("loaded", "green", color)
+    : colour(`${t.status}: ${t.reason ?? ""}`, t.status === "skipped" ? "yellow" : "red", color);
+  return `${t.name.padEnd(22)} ${t.toolset.padEnd(10)} ${letters} ${t.isolation.padEnd(8)} ${status}\n${
+    " ".repeat(23)
+  }${colour(`${_relSource(t.source)}  grant: ${describeGrant(t.grant)}`, "dim", color)}`;
+}
+
+function _relSource(source: string): string {
+  const root = new URL(".", import.meta.url).pathname;
+  return source.startsWith(root) ? source.slice(root.length) : source;
+}
+
+function _color(): boolean {
+  try {
+    return !Deno.env.get("NO_COLOR") && Deno.stdout.isTerminal();
+  } catch {
+    return false;
+  }
+}
+
+async function _readStdin(): Promise<string> {
+  return await new Response(Deno.stdin.readable).text();
+}
+
+function _parseArgsJson(text: string): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new _UsageError(`--args is not valid JSON: ${(err as Error).message}`);
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new _UsageError("--args must be a JSON object, like '{\"filepath\": \"README.md\"}'");
+  }
+  return value;
+}
+
+async function _askOnTerminal(tool: ToolInfo, args: unknown): Promise<boolean> {
+  const prompt = `Run ${tool.name} ${JSON.stringify(args)}? [y/N] `;
+  Deno.stderr.writeSync(new TextEncoder().encode(prompt));
+  const buf = new Uint8Array(256);
+  const n = await Deno.stdin.read(buf);
+  const answer = n ? new TextDecoder().decode(buf.subarray(0, n)).trim().toLowerCase() : "";
+  return answer === "y" || answer === "yes";
+}
+
+async function _call(values: _Values, name: string | undefined, registry: Registry): Promise<number> {
+  if (!name) throw new _UsageError("call needs a tool name: corral call NAME --args '{...}'");
+  if (values.args === undefined) throw new _UsageError(`call needs --args (a JSON object, or - for stdin)`);
+  const args = _parseArgsJson(values.args === "-" ? await _readStdin() : values.args);
+  let timeoutMs: number | undefined;
+  if (values.timeout !== undefined) {
+    timeoutMs = Number(values.timeout);
+    if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) {
+      throw new _UsageError(`--timeout must be a positive number of milliseconds, got "${values.timeout}"`);
+    }
+  }
+  const interactive = values.args !== "-" && Deno.stdin.isTerminal();
+  const confirm = values.yes
+    ? () => true
+    : interactive
+    ? _askOnTerminal
+    : undefined;
+  let result;
+  try {
+    result = await registry.call(name, args, { timeoutMs, confirm });
+  } catch (err) {
+    if (err instanceof TypeError) throw new _UsageError(err.message);
+    throw err;
+  }
+  _out(JSON.stringify(result, null, 2));
+  return result.success ? 0 : 1;
+}
+
+async function _demo(registry: Registry, color: boolean): Promise<number> {
+  _out(colour("corral: every tool call below runs in a sandbox holding only its letters.\n", "cyan", color));
+  for (const t of registry.list()) _out(_row(t, color));
+  const readme = new URL("./README.md", import.meta.url).pathname;
+  const calls: Array<[string, Record<string, unknown>, string]> = [
+    ["WordCount", { filepath: readme }, "count words of README.md (letters r)"],
+    ["ListFiles", { path: ".", max_results: 5 }, "list the workspace (letters r)"],
+    ["ReadFile", { filepath: "/etc/hostname" }, "read outside the workspace: refused"],
+  ];
+  for (const [name, args, what] of calls) {
+    if (!registry.get(name)) continue;
+    _out(colour(`\n$ corral call ${name} --args '${JSON.stringify(args)}'   # ${what}`, "dim", color));
+    const result = await registry.call(name, args);
+    _out(JSON.stringify(result, null, 2).slice(0, 1200));
+  }
+  _out(colour("\nNext: `deno task corral list`, `deno task corral call NAME --args '{...}'`", "cyan", color));
+  return 0;
+}
+
+/** Run the CLI with `argv`; returns the exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const reporter0 = new Reporter();
+  try {
+    const { values, positionals } = _parse(argv);
+    if (values.help || positionals.length === 0) {
+      (values.help ? _out : (t: string) => reporter0.line(t))(USAGE);
+      return values.help ? 0 : 2;
+    }
+    const [command, ...rest] = positionals;
+    const known = ["list", "schema", "call", "demo"];
+    if (!known.includes(command)) {
+      throw new _UsageError(`unknown command "${command}" (commands: ${known.join(", ")})`);
+    }
+    const reporter = new Reporter({ quiet: values.quiet });
+    const registry = await _registry(values, reporter);
+    try {
+      const color = _color();
+      switch (command) {
+        case "list": {
+          if (values.json) {
+            _out(JSON.stringify(
+              registry.list().map((t) => ({
+                name: t.name,
+                toolset: t.toolset,
+                permissions: t.permissions,
+                status: t.status,
+                reason: t.reason ?? null,
+                source: t.source,
+                isolation: t.isolation,
+                grant: t.grant,
+              })),
+              null,
+              2,
+            ));
+          } else {
+            for (const t of registry.list()) _out(_row(t, color));
+            for (const p of registry.problems) _out(colour(`skipped module: ${p.message}`, "yellow", color));
+          }
+          return 0;
+        }
+        case "schema": {
+          const format = (values.format ?? "openai") as SchemaFormat;
+          if (!["openai", "anthropic", "mcp"].includes(format)) {
+            throw new _UsageError(`--format must be openai, anthropic or mcp, got "${format}"`);
+          }
+          _out(JSON.stringify(registry.schemas(format), null, 2));
+          return 0;
+        }
+        case "call":
+          return await _call(values, rest[0], registry);
+        case "demo":
+          return await _demo(registry, color);
+      }
+      return 2;
+    } finally {
+      await registry.close();
+    }
+  } catch (err) {
+    if (err instanceof _UsageError) {
+      reporter0.line(`corral: ${err.message}\nRun "corral --help" for usage.`);
+      return 2;
+    }
+    if (err instanceof ConfigError) {
+      reporter0.line(`corral: ${err.message}`);
+      return 2;
+    }
+    reporter0.line(`corral: internal error: ${(err as Error)?.stack ?? err}`);
+    return 3;
+  }
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

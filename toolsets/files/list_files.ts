@@ -1,0 +1,91 @@
+import { join } from "node:path";
+import { z } from "zod";
+import { BaseTool, tool } from "../../core/tool.ts";
+import { fsError, resolveInside } from "../../core/paths.ts";
+import { runHarness } from "../../core/harness.ts";
+
+const input = z.object({
+  path: z.string().min(1).default(".").describe(
+    "Folder to list, relative to the workspace (default: the workspace itself)",
+  ),
+  recursive: z.boolean().default(false).describe(
+    "Also list the contents of sub-folders (symbolic links are listed, never followed)",
+  ),
+  max_results: z.number().int().min(1).max(10_000).default(200).describe(
+    "Stop after this many entries",
+  ),
+});
+
+/** One listed entry. */
+export interface ListEntry {
+  /** Path as given plus the entry's name. */
+  path: string;
+  /** What it is; a symlink is reported as such, not followed. */
+  type: "file" | "directory" | "symlink" | "other";
+}
+
+/**
+ * List the files and folders of a folder inside the workspace.
+ *
+ * Permissions: `r`.
+ *
+ * @example
+ * ```sh
+ * deno run -A toolsets/files/list_files.ts --path core --recursive
+ * ```
+ */
+@tool({
+  permissions: "r",
+  description: "List the files and folders in a folder, optionally recursively, with the " +
+    "type of each entry (file, directory, symlink). Symbolic links are never followed.",
+  input,
+})
+export class ListFiles extends BaseTool {
+  /** List the entries. */
+  async run(args: z.infer<typeof input>): Promise<Record<string, unknown>> {
+    const ctx = this.context!;
+    const { path, recursive, max_results } = args;
+    this.reportStart(`Listing ${path}`, { end: "" });
+    const real = await resolveInside(path, ctx.grant.read, ctx.workspace, { what: "folder" });
+    const info = await Deno.stat(real).catch((err) => Promise.reject(fsError(err, path)));
+    if (!info.isDirectory) throw new Error(`"${path}" is not a folder`);
+
+    const entries: ListEntry[] = [];
+    let truncated = false;
+    // Breadth first; only real directories (never symlinks) are entered, and
+    // they were reached from a checked root, so the walk stays inside it.
+    const queue: Array<[string, string]> = [[real, path]];
+    walk: while (queue.length > 0) {
+      const [dir, shown] = queue.shift()!;
+      let children: Deno.DirEntry[];
+      try {
+        children = await Array.fromAsync(Deno.readDir(dir));
+      } catch (err) {
+        if (dir === real) throw fsError(err, path, "folder");
+        continue; // an unreadable sub-folder: skip it
+      }
+      children.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+      for (const child of children) {
+        if (this.signal.aborted) throw new Error("cancelled");
+        if (entries.length >= max_results) {
+          truncated = true;
+          break walk;
+        }
+        const type = child.isSymlink
+          ? "symlink"
+          : child.isDirectory
+          ? "directory"
+          : child.isFile
+          ? "file"
+          : "other";
+        const childShown = join(shown, child.name);
+        entries.push({ path: childShown, type });
+        if (recursive && type === "directory") queue.push([join(dir, child.name), childShown]);
+      }
+    }
+    this.reportResult(` ${entries.length} entries${truncated ? " (truncated)" : ""}`);
+    return { success: true, path, recursive, count: entries.length, truncated, entries };
+  }
+}
+
+if (import.meta.main) await runHarness(ListFiles);

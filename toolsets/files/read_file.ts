@@ -1,0 +1,83 @@
+import { z } from "zod";
+import { BaseTool, tool } from "../../core/tool.ts";
+import { fsError, resolveInside } from "../../core/paths.ts";
+import { runHarness } from "../../core/harness.ts";
+
+/** Files larger than this are refused (read a smaller file or use SearchText). */
+const _MAX_BYTES = 20_000_000;
+
+const input = z.object({
+  filepath: z.string().min(1).describe("Path of the text file to read, relative to the workspace"),
+  start_line: z.number().int().min(1).default(1).describe(
+    "First line to return, counting from 1",
+  ),
+  max_lines: z.number().int().min(1).optional().describe(
+    "Return at most this many lines (default: up to the end of the file)",
+  ),
+});
+
+/**
+ * Read lines of a text file inside the workspace.
+ *
+ * Permissions: `r` (reads the file).
+ *
+ * @example
+ * ```sh
+ * deno run -A toolsets/files/read_file.ts README.md --start_line 1 --max_lines 20
+ * ```
+ */
+@tool({
+  permissions: "r",
+  description: "Read a text file, or a range of its lines. Returns the lines and the " +
+    "total number of lines in the file.",
+  input,
+})
+export class ReadFile extends BaseTool {
+  /** Read the lines. */
+  async run(args: z.infer<typeof input>): Promise<Record<string, unknown>> {
+    const ctx = this.context!;
+    const { filepath, start_line, max_lines } = args;
+    this.reportStart(`Reading ${filepath}`, { end: "" });
+    const real = await resolveInside(filepath, ctx.grant.read, ctx.workspace);
+    const info = await Deno.stat(real).catch((err) => Promise.reject(fsError(err, filepath)));
+    if (info.isDirectory) throw new Error(`"${filepath}" is a directory, not a file`);
+    if (info.size > _MAX_BYTES) {
+      throw new Error(`file "${filepath}" is too large (${info.size} bytes, limit ${_MAX_BYTES})`);
+    }
+    const bytes = await Deno.readFile(real).catch((err) => Promise.reject(fsError(err, filepath)));
+    if (bytes.subarray(0, 8192).includes(0)) {
+      throw new Error(`file "${filepath}" looks binary (it contains NUL bytes), not text`);
+    }
+    const text = new TextDecoder().decode(bytes);
+    const lines = _splitLines(text);
+    const total = lines.length;
+    if (start_line > Math.max(total, 1)) {
+      throw new RangeError(
+        `start_line ${start_line} is beyond the end of "${filepath}" (${total} line${
+          total === 1 ? "" : "s"
+        })`,
+      );
+    }
+    const chosen = lines.slice(start_line - 1, max_lines ? start_line - 1 + max_lines : undefined);
+    const end_line = start_line - 1 + chosen.length;
+    this.reportResult(` ${chosen.length} of ${total} lines`);
+    return {
+      success: true,
+      filepath,
+      start_line,
+      end_line,
+      total_lines: total,
+      content: chosen.join("\n"),
+      more: end_line < total,
+    };
+  }
+}
+
+function _splitLines(text: string): string[] {
+  if (text === "") return [];
+  const lines = text.split(/\r?\n/);
+  if (lines[lines.length - 1] === "") lines.pop();
+  return lines;
+}
+
+if (import.meta.main) await runHarness(ReadFile);

@@ -1,0 +1,62 @@
+import { z } from "zod";
+import { BaseTool, tool } from "../../core/tool.ts";
+import { fsError, resolveInside } from "../../core/paths.ts";
+import { runHarness } from "../../core/harness.ts";
+
+const input = z.object({
+  filepath: z.string().min(1).describe("Path of the file to edit, relative to the workspace"),
+  search: z.string().min(1).describe("Exact text to find (not a regular expression)"),
+  replace: z.string().describe("Text to put in its place"),
+  all: z.boolean().default(false).describe(
+    "Replace every occurrence (default: only the first one)",
+  ),
+});
+
+/**
+ * Replace exact text in a file inside the workspace.
+ *
+ * Permissions: `rw` (reads the file, writes it back).
+ *
+ * @example
+ * ```sh
+ * deno run -A toolsets/files/replace_text_in_file.ts notes.txt --search foo --replace bar --all
+ * ```
+ */
+@tool({
+  permissions: "rw",
+  description: "Replace exact text in a file: the first occurrence, or all of them. " +
+    "Fails when the text is not found.",
+  input,
+})
+export class ReplaceTextInFile extends BaseTool {
+  /** Edit the file. */
+  async run(args: z.infer<typeof input>): Promise<Record<string, unknown>> {
+    const ctx = this.context!;
+    const { filepath, search, replace, all } = args;
+    this.reportStart(`Editing ${filepath}`, { end: "" });
+    // The file must be both readable and writable for this tool.
+    await resolveInside(filepath, ctx.grant.read, ctx.workspace);
+    const real = await resolveInside(filepath, ctx.grant.write, ctx.workspace);
+    const text = await Deno.readTextFile(real).catch((err) =>
+      Promise.reject(fsError(err, filepath))
+    );
+    const occurrences = text.split(search).length - 1;
+    if (occurrences === 0) {
+      const shown = search.length > 80 ? `${search.slice(0, 80)}…` : search;
+      throw new Error(`text ${JSON.stringify(shown)} not found in "${filepath}"`);
+    }
+    let updated: string;
+    if (all) {
+      updated = text.split(search).join(replace);
+    } else {
+      const at = text.indexOf(search);
+      updated = text.slice(0, at) + replace + text.slice(at + search.length);
+    }
+    await Deno.writeTextFile(real, updated).catch((err) => Promise.reject(fsError(err, filepath)));
+    const replacements = all ? occurrences : 1;
+    this.reportResult(` ${replacements} replaced`);
+    return { success: true, filepath, search, replace, all, replacements, occurrences };
+  }
+}
+
+if (import.meta.main) await runHarness(ReplaceTextInFile);

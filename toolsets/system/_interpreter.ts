@@ -1,0 +1,122 @@
+/**
+ * Shared code of the interpreter tools (RunBashCode, RunPythonCode): the
+ * presence check behind `shouldLoad()` and the run itself.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { failure } from "../../core/result.ts";
+import { runSubprocess } from "../../core/subprocess.ts";
+import type { ToolCallContext } from "../../core/tool.ts";
+
+/** Bytes kept of stdout and of stderr each. */
+export const MAX_STREAM_BYTES = 100_000;
+/** Longest accepted code, in bytes (it is passed as one argument; Linux caps those at 128 KiB). */
+export const MAX_CODE_BYTES = 120_000;
+
+/** The input schema shared by the interpreter tools. */
+export function interpreterInput(language: string): z.ZodObject<{
+  code: z.ZodString;
+  timeout: z.ZodDefault<z.ZodNumber>;
+}> {
+  return z.object({
+    code: z.string().min(1).describe(`${language} code to run, in the workspace folder`),
+    timeout: z.number().int().min(1).max(3600).default(60).describe(
+      "Kill it after this many seconds (1 to 3600)",
+    ),
+  });
+}
+
+/**
+ * Whether `command --version` runs. Never throws. `undefined` means it is
+ * there; otherwise the reason to skip. When this sandbox may not start
+ * processes at all, the check cannot tell, so the tool is kept (a call then
+ * fails with a clear permission error).
+ *
+ * @example
+ * ```ts
+ * import { missingReason } from "./_interpreter.ts";
+ * console.assert(await missingReason("no-such-interpreter-xyz") === "no-such-interpreter-xyz not found on PATH");
+ * ```
+ */
+export async function missingReason(command: string): Promise<string | undefined> {
+  try {
+    const out = await new Deno.Command(command, {
+      args: ["--version"],
+      stdin: "null",
+      stdout: "null",
+      stderr: "null",
+    }).output();
+    return out.success ? undefined : `${command} --version failed (exit code ${out.code})`;
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return `${command} not found on PATH`;
+    if (err instanceof Error && err.name === "NotCapable") return undefined;
+    return `cannot run ${command}: ${err instanceof Error ? err.message : String(err)}`;
+  }
+}
+
+/** The environment variables of the grant's `env` list that the host has. */
+function _grantedEnv(names: string[] | undefined): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of names ?? []) {
+    try {
+      const value = Deno.env.get(name);
+      if (value !== undefined) env[name] = value;
+    } catch {
+      // no env permission for it in this sandbox
+    }
+  }
+  return env;
+}
+
+/**
+ * Run `command ...args <code>` in the workspace and shape the tool result.
+ *
+ * @example
+ * ```ts
+ * import { runInterpreter } from "./_interpreter.ts";
+ * import { testContext } from "../../core/invoke.ts";
+ * const r = await runInterpreter("RunBashCode", "bash", ["-c"], { code: "echo hi", timeout: 5 }, testContext());
+ * console.assert(r.stdout === "hi\n");
+ * ```
+ */
+export async function runInterpreter(
+  tool: string,
+  command: string,
+  args: string[],
+  input: { code: string; timeout: number },
+  context: ToolCallContext,
+): Promise<Record<string, unknown>> {
+  const { code, timeout } = input;
+  const size = new TextEncoder().encode(code).length;
+  if (size > MAX_CODE_BYTES) {
+    throw new RangeError(`code is too long (${size} bytes, limit ${MAX_CODE_BYTES})`);
+  }
+  const r = await runSubprocess({
+    command,
+    args: [...args, code],
+    cwd: context.workspace,
+    timeoutMs: timeout * 1000,
+    maxOutputBytes: MAX_STREAM_BYTES,
+    signal: context.signal,
+    env: _grantedEnv(context.grant.env),
+  });
+  const result: Record<string, unknown> = {
+    success: r.exitCode === 0 && !r.timedOut && !r.aborted,
+    exit_code: r.exitCode,
+    stdout: r.stdout,
+    stderr: r.stderr,
+    timed_out: r.timedOut,
+    truncated: r.truncated,
+    code,
+    timeout,
+  };
+  if (r.timedOut) {
+    result.error = failure(tool, `timed out after ${timeout} s`).error;
+  } else if (r.aborted) {
+    result.error = failure(tool, "cancelled").error;
+  } else if (r.exitCode !== 0) {
+    result.error = failure(tool, `the code exited with status ${r.exitCode}`).error;
+  }
+  return result;
+}
