@@ -59,7 +59,7 @@ export interface HarnessParam {
  * @example
  * ```ts
  * // At the end of a tool module:
- * import { runHarness } from "../../core/harness.ts";
+ * import { runHarness } from "./harness.ts";
  * class WordCount {}
  * if (import.meta.main) await runHarness(WordCount);
  * ```

@@ -32,11 +32,7 @@ export type {
 } from "./tool.ts";
 export { failure, type ToolResult } from "./result.ts";
 export { ConfigError, PermissionDeniedError, ToolTimeoutError } from "./errors.ts";
-export { LETTERS, type Letter } from "./permissions.ts";
+export { type Letter, LETTERS } from "./permissions.ts";
 export { displayPath, fsError, isInside, resolveInside, type ResolveOptions } from "./paths.ts";
-export {
-  runSubprocess,
-  type SubprocessOptions,
-  type SubprocessResult,
-} from "./subprocess.ts";
+export { runSubprocess, type SubprocessOptions, type SubprocessResult } from "./subprocess.ts";
 export { type HarnessOptions, runHarness } from "./harness.ts";

@@ -13,6 +13,8 @@ export interface SandboxEnv {
   grant: Grant;
   /** The plugin's own config section (for `TOOL_SETUP`). */
   config?: unknown;
+  /** Results larger than this (as JSON) are cut inside the sandbox. */
+  maxOutputBytes?: number;
 }
 
 /** Host → sandbox. */

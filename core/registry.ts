@@ -368,7 +368,7 @@ export class Registry {
     for (const meta of metas) {
       const where = _display(meta.module, this.workspace);
       if (meta.error) {
-        this.#problem(source.id, meta.module, `${where}: ${meta.error}`);
+        this.#problem(source.id, meta.module, `${where}: ${_oneLine(meta.error)}`);
       }
       for (const p of meta.problems) this.#problem(source.id, meta.module, `${where}: ${p}`);
       for (const t of meta.tools) this.#add(source, meta.module, t);
@@ -546,6 +546,14 @@ function _display(module: string, workspace: string): string {
   if (!inRoot.startsWith("..")) return inRoot;
   const inWs = relative(workspace, module);
   return inWs.startsWith("..") ? `.../${basename(module)}` : inWs;
+}
+
+/** A module error on one line: no colours, the first line and the error's location. */
+function _oneLine(text: string): string {
+  // deno-lint-ignore no-control-regex
+  const lines = text.replace(/\x1b\[[0-9;]*m/g, "").split("\n").map((l) => l.trim()).filter(Boolean);
+  const at = lines.slice(1).find((l) => /^at \S+:\d+:\d+$/.test(l));
+  return at ? `${lines[0]} (${at})` : lines[0] ?? "";
 }
 
 function _distance(a: string, b: string): number {

@@ -84,6 +84,7 @@ export class Sandbox {
   #nextId = 1;
   #closed = false;
   #starts = 0;
+  #pid: number | undefined;
 
   constructor(options: SandboxOptions) {
     this.options = options;
@@ -92,6 +93,11 @@ export class Sandbox {
   /** How many times a sandbox was started (1 after the first call; more after recycling). */
   get starts(): number {
     return this.#starts;
+  }
+
+  /** The process id of a process sandbox that is running now. */
+  get pid(): number | undefined {
+    return this.#pid;
   }
 
   /** Whether a sandbox is running now. */
@@ -120,7 +126,14 @@ export class Sandbox {
     options: CallOptions = {},
   ): Promise<ToolResult> {
     const msg = await this.#request(
-      (id) => ({ type: "call", id, module, tool, args, env }),
+      (id) => ({
+        type: "call",
+        id,
+        module,
+        tool,
+        args,
+        env: { ...env, maxOutputBytes: this.options.policy.max_output_bytes },
+      }),
       tool,
       options,
     );
@@ -147,8 +160,10 @@ export class Sandbox {
     const timeoutMs = Math.max(1, options.timeoutMs ?? this.options.policy.timeout_ms);
     return new Promise<SandboxMessage>((resolve) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
+      let done = false;
       const finish = (msg: SandboxMessage) => {
-        if (!this.#pending.has(id)) return;
+        if (done) return;
+        done = true;
         this.#pending.delete(id);
         clearTimeout(timer);
         options.signal?.removeEventListener("abort", onAbort);
@@ -356,6 +371,7 @@ export class Sandbox {
       stdout: "piped",
       stderr: "piped",
     }).spawn();
+    this.#pid = child.pid;
     const token = crypto.randomUUID().replaceAll("-", "");
     const writer = child.stdin.getWriter();
     const enc = new TextEncoder();
@@ -378,7 +394,8 @@ export class Sandbox {
     write(token + "\n");
     write(JSON.stringify({ read, write: g.write, run: g.run, net: g.net }) + "\n");
     const mark = FRAME_MARK + token;
-    const limit = p.max_output_bytes * 2 + 65_536;
+    // The sandbox caps results itself; this bounds what a hostile one can send.
+    const limit = p.max_output_bytes + 1_048_576;
     let stderrTail = "";
     _readLines(child.stdout, limit, (line) => {
       const at = line.lastIndexOf(mark);
@@ -399,6 +416,7 @@ export class Sandbox {
     });
     child.status.then((status) => {
       dead = true;
+      if (this.#pid === child.pid) this.#pid = undefined;
       const oom = /out of memory|heap limit|allocation failed/i.test(stderrTail) ||
         status.code === 133 || status.signal === "SIGTRAP";
       const why = oom

@@ -10,11 +10,25 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { invokeTool } from "./invoke.ts";
 import type { HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
-import { failure } from "./result.ts";
+import { capResult, failure } from "./result.ts";
 import { inputJsonSchema } from "./schema.ts";
-import { collectTools, type ToolDefinition } from "./tool.ts";
+import { collectTools, type ToolDefinition, VALID_EXPORT_EXAMPLE } from "./tool.ts";
 
-const _post = (msg: SandboxMessage) => self.postMessage(msg);
+// Keep the only channel to the host in this closure, then take it away from
+// tool code: whatever a tool posts itself is dropped, so it cannot forge a
+// result for another call.
+const _postMessage = self.postMessage.bind(self);
+const _post = (msg: SandboxMessage) => _postMessage(msg);
+const _forbidden = () => {
+  throw new Error("postMessage and close are not available to tool code in a corral sandbox");
+};
+for (const target of [self, Object.getPrototypeOf(self), DedicatedWorkerGlobalScope.prototype]) {
+  for (const key of ["postMessage", "close"]) {
+    try {
+      Object.defineProperty(target, key, { value: _forbidden, writable: false, configurable: false });
+    } catch { /* already locked */ }
+  }
+}
 const _callId = new AsyncLocalStorage<number>();
 
 function _message(err: unknown): string {
@@ -39,8 +53,11 @@ self.addEventListener("error", (e) => {
 });
 
 // Tool output becomes the log of the call that printed it.
-const _format = (args: unknown[]) =>
-  args.map((a) => typeof a === "string" ? a : Deno.inspect(a)).join(" ");
+const _MAX_LOG = 65_536;
+const _format = (args: unknown[]) => {
+  const text = args.map((a) => typeof a === "string" ? a : Deno.inspect(a)).join(" ");
+  return text.length > _MAX_LOG ? `${text.slice(0, _MAX_LOG)}…[log line truncated]` : text;
+};
 for (const level of ["log", "info", "debug", "warn", "error"] as const) {
   console[level] = (...args: unknown[]) =>
     _post({ type: "log", id: _callId.getStore(), text: _format(args) });
@@ -110,7 +127,8 @@ async function _loadModule(module: string, env: SandboxEnv): Promise<_Loaded> {
   }
   if (meta.tools.length === 0 && meta.problems.length === 0) {
     meta.error =
-      "exports no tools (expected TOOL_CONFIGS, TOOL_CONFIG, @tool classes or a default plugin with tools())";
+      "exports no tools (expected TOOL_CONFIGS, TOOL_CONFIG, @tool classes or a default plugin with tools()); " +
+      `a valid export looks like: ${VALID_EXPORT_EXAMPLE}`;
   }
   return { meta, tools };
 }
@@ -137,9 +155,15 @@ async function _call(msg: Extract<HostMessage, { type: "call" }>): Promise<void>
         workspace: msg.env.workspace,
         grant: msg.env.grant,
         report: (kind, message, options) =>
-          _post({ type: "report", id: msg.id, kind, message: String(message), options }),
+          _post({
+            type: "report",
+            id: msg.id,
+            kind,
+            message: String(message).slice(0, _MAX_LOG),
+            options,
+          }),
       }));
-    _post({ type: "result", id: msg.id, result });
+    _post({ type: "result", id: msg.id, result: capResult(result, msg.env.maxOutputBytes ?? 1e6) });
   } catch (err) {
     _post({ type: "result", id: msg.id, result: failure(msg.tool, _message(err)) });
   } finally {

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool.ts";
+import { PermissionDeniedError } from "../../core/errors.ts";
 import { runHarness } from "../../core/harness.ts";
 
 const input = z.object({
@@ -71,6 +72,9 @@ export class GetUrl extends BaseTool {
     } catch (err) {
       if (timer.signal.aborted) throw new Error(`timed out after ${timeout} s`);
       if (this.signal.aborted) throw new Error("cancelled");
+      if (err instanceof Error && err.name === "NotCapable") {
+        throw new PermissionDeniedError(`no network access to ${parsed.host}`);
+      }
       throw new Error(`cannot fetch ${parsed.href}: ${err instanceof Error ? err.message : err}`);
     } finally {
       clearTimeout(timeoutId);

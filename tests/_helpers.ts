@@ -1,0 +1,73 @@
+// Shared helpers of the end-to-end tests.
+import { Reporter } from "../core/reporter.ts";
+import { Registry } from "../core/registry.ts";
+import { parsePolicy } from "../core/policy.ts";
+
+export const ROOT = new URL("..", import.meta.url).pathname;
+export const FIXTURES = new URL("./fixtures/", import.meta.url).pathname;
+
+/** A temp folder with `ws/` (the workspace) and `outside/` beside it. */
+export async function tempLayout(): Promise<{ base: string; ws: string; outside: string }> {
+  const base = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_test_" }));
+  await Deno.mkdir(`${base}/ws`);
+  await Deno.mkdir(`${base}/outside`);
+  return { base, ws: `${base}/ws`, outside: `${base}/outside` };
+}
+
+/** A registry over fixture modules only, with `policy` as toolset "fixture". */
+export async function fixtureRegistry(
+  modules: string[],
+  toolsetPolicy: Record<string, unknown>,
+  workspace: string,
+  extra: Record<string, unknown> = {},
+): Promise<{ registry: Registry; lines: string[] }> {
+  const lines: string[] = [];
+  const policy = parsePolicy(
+    JSON.stringify({ toolsets: { fixture: toolsetPolicy }, ...extra }),
+    "test-permissions.json",
+    workspace,
+  );
+  const registry = await Registry.create({
+    workspace,
+    policy,
+    noBuiltins: true,
+    cacheDir: null,
+    reporter: new Reporter({ sink: (t) => lines.push(t), color: false }),
+    sources: [{
+      id: "fixture",
+      kind: "builtin",
+      modules: modules.map((m) => m.startsWith("/") ? m : `${FIXTURES}${m}`),
+      policy: policy.toolset("fixture"),
+    }],
+  });
+  return { registry, lines };
+}
+
+/** Run corral's CLI as a child process. */
+export async function runCli(
+  args: string[],
+  options: { cwd?: string; stdin?: string; flags?: string[]; env?: Record<string, string> } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const flags = options.flags ??
+    ["--allow-read", "--allow-write", "--allow-run", "--allow-net", "--allow-env", "--allow-sys"];
+  const cmd = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...flags, `${ROOT}main.ts`, ...args],
+    cwd: options.cwd ?? ROOT,
+    stdin: options.stdin === undefined ? "null" : "piped",
+    stdout: "piped",
+    stderr: "piped",
+    env: { NO_COLOR: "1", CORRAL_CACHE_DIR: "", ...options.env },
+  });
+  const child = cmd.spawn();
+  if (options.stdin !== undefined) {
+    const w = child.stdin.getWriter();
+    await w.write(new TextEncoder().encode(options.stdin));
+    await w.close();
+  }
+  const out = await child.output();
+  return {
+    code: out.code,
+    stdout: new TextDecoder().decode(out.stdout),
+    stderr: new TextDecoder().decode(out.stderr),
+  };
+}

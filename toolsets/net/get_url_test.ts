@@ -1,0 +1,90 @@
+import assert from "node:assert/strict";
+import { invokeTool, testContext } from "../../core/invoke.ts";
+import { collectTools } from "../../core/tool.ts";
+import * as getUrl from "./get_url.ts";
+
+const { tools: [GetUrl] } = await collectTools(getUrl);
+
+/** A local server; `/hang` never answers until the test ends. */
+async function _withServer(fn: (base: string) => Promise<void>): Promise<void> {
+  let release!: () => void;
+  const hung = new Promise<void>((res) => release = res);
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const path = new URL(req.url).pathname;
+    if (path === "/hello") {
+      return new Response("hello world", { headers: { "content-type": "text/plain" } });
+    }
+    if (path === "/big") {
+      // An endless stream: the client must stop reading by itself.
+      const chunk = new TextEncoder().encode("y".repeat(16_384));
+      let sent = 0;
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (sent > 50_000_000) return controller.close();
+          sent += chunk.length;
+          controller.enqueue(chunk);
+        },
+      });
+      return new Response(body, { headers: { "content-type": "text/plain" } });
+    }
+    if (path === "/hang") {
+      await hung;
+      return new Response("late");
+    }
+    return new Response("missing", { status: 404, statusText: "Not Found" });
+  });
+  try {
+    await fn(`http://127.0.0.1:${server.addr.port}`);
+  } finally {
+    release();
+    await server.shutdown();
+  }
+}
+
+Deno.test("GetUrl needs only the n letter", () => {
+  assert.equal(GetUrl.permissions, "n");
+});
+
+Deno.test("GetUrl fetches a page with its status and content type", () =>
+  _withServer(async (base) => {
+    const res = await invokeTool(GetUrl, { url: `${base}/hello` }, testContext());
+    assert.equal(res.success, true);
+    assert.equal(res.status, 200);
+    assert.equal(res.content, "hello world");
+    assert.equal(res.content_type, "text/plain");
+    assert.equal(res.truncated, false);
+    assert.equal(res.url, `${base}/hello`);
+  }));
+
+Deno.test("GetUrl stops reading an endless body at max_length", () =>
+  _withServer(async (base) => {
+    const res = await invokeTool(GetUrl, { url: `${base}/big`, max_length: 1000 }, testContext());
+    assert.equal(res.success, true);
+    assert.equal(res.truncated, true);
+    assert.equal(res.content, "y".repeat(1000));
+  }));
+
+Deno.test("GetUrl gives up on a server that never answers", () =>
+  _withServer(async (base) => {
+    const res = await invokeTool(GetUrl, { url: `${base}/hang`, timeout: 0.3 }, testContext());
+    assert.equal(res.success, false);
+    assert.equal(res.error, 'Cannot run tool "GetUrl": timed out after 0.3 s');
+  }));
+
+Deno.test("GetUrl reports an HTTP error status as a failure with the body", () =>
+  _withServer(async (base) => {
+    const res = await invokeTool(GetUrl, { url: `${base}/nothing` }, testContext());
+    assert.equal(res.success, false);
+    assert.equal(res.status, 404);
+    assert.equal(res.content, "missing");
+    assert.match(res.error!, /HTTP 404/);
+  }));
+
+Deno.test("GetUrl refuses non-http schemes and invalid URLs", async () => {
+  const file = await invokeTool(GetUrl, { url: "file:///etc/passwd" }, testContext());
+  assert.equal(file.success, false);
+  assert.match(file.error!, /only http and https URLs are allowed, got "file:"/);
+  assert.ok(!("content" in file));
+  const bad = await invokeTool(GetUrl, { url: "not a url" }, testContext());
+  assert.match(bad.error!, /invalid URL "not a url"/);
+});
