@@ -96,9 +96,11 @@ function _row(t: ToolInfo, color: boolean): string {
   const status = t.status === "loaded"
     ? colour("loaded", "green", color)
     : colour(`${t.status}: ${t.reason ?? ""}`, t.status === "skipped" ? "yellow" : "red", color);
-  return `${t.name.padEnd(22)} ${t.toolset.padEnd(10)} ${letters} ${t.isolation.padEnd(8)} ${status}\n${
-    " ".repeat(23)
-  }${colour(`${_relSource(t.source)}  grant: ${describeGrant(t.grant)}`, "dim", color)}`;
+  return `${t.name.padEnd(22)} ${t.toolset.padEnd(10)} ${letters} ${
+    t.isolation.padEnd(8)
+  } ${status}\n${" ".repeat(23)}${
+    colour(`${_relSource(t.source)}  grant: ${describeGrant(t.grant)}`, "dim", color)
+  }`;
 }
 
 function _relSource(source: string): string {
@@ -126,7 +128,7 @@ function _parseArgsJson(text: string): unknown {
     throw new _UsageError(`--args is not valid JSON: ${(err as Error).message}`);
   }
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    throw new _UsageError("--args must be a JSON object, like '{\"filepath\": \"README.md\"}'");
+    throw new _UsageError('--args must be a JSON object, like \'{"filepath": "README.md"}\'');
   }
   return value;
 }
@@ -140,23 +142,27 @@ async function _askOnTerminal(tool: ToolInfo, args: unknown): Promise<boolean> {
   return answer === "y" || answer === "yes";
 }
 
-async function _call(values: _Values, name: string | undefined, registry: Registry): Promise<number> {
+async function _call(
+  values: _Values,
+  name: string | undefined,
+  registry: Registry,
+): Promise<number> {
   if (!name) throw new _UsageError("call needs a tool name: corral call NAME --args '{...}'");
-  if (values.args === undefined) throw new _UsageError(`call needs --args (a JSON object, or - for stdin)`);
+  if (values.args === undefined) {
+    throw new _UsageError(`call needs --args (a JSON object, or - for stdin)`);
+  }
   const args = _parseArgsJson(values.args === "-" ? await _readStdin() : values.args);
   let timeoutMs: number | undefined;
   if (values.timeout !== undefined) {
     timeoutMs = Number(values.timeout);
     if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) {
-      throw new _UsageError(`--timeout must be a positive number of milliseconds, got "${values.timeout}"`);
+      throw new _UsageError(
+        `--timeout must be a positive number of milliseconds, got "${values.timeout}"`,
+      );
     }
   }
   const interactive = values.args !== "-" && Deno.stdin.isTerminal();
-  const confirm = values.yes
-    ? () => true
-    : interactive
-    ? _askOnTerminal
-    : undefined;
+  const confirm = values.yes ? () => true : interactive ? _askOnTerminal : undefined;
   let result;
   try {
     result = await registry.call(name, args, { timeoutMs, confirm });
@@ -169,7 +175,13 @@ async function _call(values: _Values, name: string | undefined, registry: Regist
 }
 
 async function _demo(registry: Registry, color: boolean): Promise<number> {
-  _out(colour("corral: every tool call below runs in a sandbox holding only its letters.\n", "cyan", color));
+  _out(
+    colour(
+      "corral: every tool call below runs in a sandbox holding only its letters.\n",
+      "cyan",
+      color,
+    ),
+  );
   for (const t of registry.list()) _out(_row(t, color));
   const readme = new URL("./README.md", import.meta.url).pathname;
   const calls: Array<[string, Record<string, unknown>, string]> = [
@@ -179,11 +191,19 @@ async function _demo(registry: Registry, color: boolean): Promise<number> {
   ];
   for (const [name, args, what] of calls) {
     if (!registry.get(name)) continue;
-    _out(colour(`\n$ corral call ${name} --args '${JSON.stringify(args)}'   # ${what}`, "dim", color));
+    _out(
+      colour(`\n$ corral call ${name} --args '${JSON.stringify(args)}'   # ${what}`, "dim", color),
+    );
     const result = await registry.call(name, args);
     _out(JSON.stringify(result, null, 2).slice(0, 1200));
   }
-  _out(colour("\nNext: `deno task corral list`, `deno task corral call NAME --args '{...}'`", "cyan", color));
+  _out(
+    colour(
+      "\nNext: `deno task corral list`, `deno task corral call NAME --args '{...}'`",
+      "cyan",
+      color,
+    ),
+  );
   return 0;
 }
 
@@ -224,7 +244,9 @@ export async function main(argv: string[]): Promise<number> {
             ));
           } else {
             for (const t of registry.list()) _out(_row(t, color));
-            for (const p of registry.problems) _out(colour(`skipped module: ${p.message}`, "yellow", color));
+            for (const p of registry.problems) {
+              _out(colour(`skipped module: ${p.message}`, "yellow", color));
+            }
           }
           return 0;
         }

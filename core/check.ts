@@ -83,6 +83,7 @@ export async function checkPlugins(paths: string[], options: CheckOptions = {}):
   const workspace = resolve(options.workspace ?? Deno.cwd());
   const policy = options.policy ?? await loadPolicy({ file: options.policyFile, workspace });
   const issues: CheckIssue[] = [];
+  const passed: CheckedTool[] = [];
   const files: string[] = [];
   const entries: Array<{ file: string; stem: string; dir: string }> = [];
 
@@ -147,9 +148,6 @@ export async function checkPlugins(paths: string[], options: CheckOptions = {}):
       if (!files.includes(t.source)) continue;
       const found = _toolIssues(t, all, sources.find((s) => s.id === t.toolset)!);
       issues.push(...found);
-      if (found.length === 0) t.status === "loaded" || t.status === "skipped"
-        ? null
-        : null;
       if (found.length === 0) {
         passed.push({ file: t.source, name: t.name, permissions: t.permissions });
       }
@@ -157,10 +155,11 @@ export async function checkPlugins(paths: string[], options: CheckOptions = {}):
   } finally {
     await registry.close();
   }
-  return { files, passed, issues, ok: issues.length === 0 };
+  const unique = issues.filter((x, i) =>
+    issues.findIndex((y) => y.file === x.file && y.tool === x.tool && y.message === x.message) === i
+  );
+  return { files, passed, issues: unique, ok: unique.length === 0 };
 }
-
-const passed: CheckedTool[] = [];
 
 function _toolIssues(t: ToolInfo, all: ToolInfo[], source: ToolsetSource): CheckIssue[] {
   const out: CheckIssue[] = [];
@@ -176,6 +175,8 @@ function _toolIssues(t: ToolInfo, all: ToolInfo[], source: ToolsetSource): Check
     add(
       o.kind === "builtin"
         ? `name is duplicated: the built-in toolset "${o.toolset}" has a tool "${t.name}"`
+        : o.source === t.source
+        ? "name is duplicated: defined more than once in this file"
         : `name is duplicated: also defined in ${o.source}`,
     );
   }
@@ -193,7 +194,15 @@ function _toolIssues(t: ToolInfo, all: ToolInfo[], source: ToolsetSource): Check
 }
 
 function _toolOf(message: string): string | undefined {
-  return /Tool "([^"]*)"/.exec(message)?.[1] ?? /tool name ("(?:[^"\\]|\\.)*"|\S+)/.exec(message)?.[1];
+  const named = /Tool "([^"]*)"/.exec(message)?.[1];
+  if (named !== undefined) return named;
+  const raw = /tool name ("(?:[^"\\]|\\.)*"|\S+)/.exec(message)?.[1];
+  if (raw === undefined) return undefined;
+  try {
+    return String(JSON.parse(raw));
+  } catch {
+    return raw;
+  }
 }
 
 function _strip(message: string): string {

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { LETTER_FLAGS, LETTER_NAMES, type Letter, LETTERS } from "./permissions.ts";
+import { type Letter, LETTER_FLAGS, LETTER_NAMES, LETTERS } from "./permissions.ts";
 import type { SandboxPolicy } from "./policy.ts";
 import type { Grant } from "./tool.ts";
 
@@ -79,7 +79,9 @@ export function effectiveGrant(
     }
     const refused = values.find((v) => !host.denoGranted(kind, v));
     if (refused !== undefined) {
-      missing ??= `needs ${l} (${LETTER_NAMES[l]}): start corral with ${LETTER_FLAGS[l]} (Deno does not grant ${kind} of "${refused}")`;
+      missing ??= `needs ${l} (${LETTER_NAMES[l]}): start corral with ${
+        LETTER_FLAGS[l]
+      } (Deno does not grant ${kind} of "${refused}")`;
       continue;
     }
     grant[kind] = [...values];

@@ -47,7 +47,11 @@ export async function localModuleGraph(
   return [...seen].sort();
 }
 
-function _resolveLocal(spec: string, from: string, importMap: Record<string, string>): string | null {
+function _resolveLocal(
+  spec: string,
+  from: string,
+  importMap: Record<string, string>,
+): string | null {
   if (spec.startsWith("./") || spec.startsWith("../")) return resolve(dirname(from), spec);
   if (spec.startsWith("file://")) return new URL(spec).pathname;
   if (isAbsolute(spec)) return spec;

@@ -17,7 +17,9 @@ export type Isolation = "worker" | "process";
 export type ConfirmPolicy = "ask" | "always" | "never";
 
 const _sandboxSchema = z.object({
-  read: z.array(z.string()).optional().describe("Paths the toolset may read, relative to the workspace"),
+  read: z.array(z.string()).optional().describe(
+    "Paths the toolset may read, relative to the workspace",
+  ),
   write: z.array(z.string()).optional().describe("Paths the toolset may write"),
   run: z.array(z.string()).optional().describe("Commands the toolset may run"),
   net: z.array(z.string()).optional().describe("Hosts (host or host:port) the toolset may reach"),
@@ -169,7 +171,9 @@ export function parsePolicy(text: string, file: string, workspace: string): Poli
 }
 
 function _issue(i: z.ZodIssue): string {
-  if (i.code === "unrecognized_keys") return `unknown key${i.keys.length > 1 ? "s" : ""} ${i.keys.map((k) => `"${k}"`).join(", ")}`;
+  if (i.code === "unrecognized_keys") {
+    return `unknown key${i.keys.length > 1 ? "s" : ""} ${i.keys.map((k) => `"${k}"`).join(", ")}`;
+  }
   return i.message;
 }
 

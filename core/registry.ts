@@ -100,7 +100,9 @@ export interface RegistryCallOptions {
 }
 
 /** The built-in toolsets declared in toolsets/toolsets.json. */
-export async function builtinToolsets(): Promise<Record<string, { autoload: boolean; description: string }>> {
+export async function builtinToolsets(): Promise<
+  Record<string, { autoload: boolean; description: string }>
+> {
   const raw = JSON.parse(await Deno.readTextFile(join(_TOOLSETS_DIR, "toolsets.json")));
   delete raw.$comment;
   return raw;
@@ -154,7 +156,12 @@ export class Registry {
   /** How many modules were imported in a sandbox (cache misses), for tests. */
   imports = 0;
 
-  private constructor(workspace: string, policy: Policy, host: HostPrivileges, options: RegistryOptions) {
+  private constructor(
+    workspace: string,
+    policy: Policy,
+    host: HostPrivileges,
+    options: RegistryOptions,
+  ) {
     this.workspace = workspace;
     this.policy = policy;
     this.host = host;
@@ -280,7 +287,10 @@ export class Registry {
     if (info.confirm) {
       const rule = this.policy.confirm(name);
       if (rule === "never") {
-        return failure(name, `refused by policy (permissions.json tools.${name}.confirm is "never")`);
+        return failure(
+          name,
+          `refused by policy (permissions.json tools.${name}.confirm is "never")`,
+        );
       }
       if (rule === "ask") {
         const yes = options.confirm ? await options.confirm(info, args) : false;
@@ -416,15 +426,17 @@ export class Registry {
             _display(prev.module, this.workspace)
           }; allow it with "allow_override": true in permissions.json ${source.policy.where}`;
           this.#warn(
-            `WARNING: tool "${t.name}" from ${_display(module, this.workspace)} dropped: ${info.reason}`,
+            `WARNING: tool "${t.name}" from ${
+              _display(module, this.workspace)
+            } dropped: ${info.reason}`,
           );
         } else {
           prev.info.status = "overridden";
           prev.info.reason = `replaced by ${_display(module, this.workspace)}`;
           this.#warn(
-            `WARNING: tool "${t.name}" from ${_display(module, this.workspace)} replaces the one from ${
-              _display(prev.module, this.workspace)
-            }`,
+            `WARNING: tool "${t.name}" from ${
+              _display(module, this.workspace)
+            } replaces the one from ${_display(prev.module, this.workspace)}`,
           );
         }
       }
@@ -471,7 +483,11 @@ export class Registry {
       });
       try {
         await sb.prepare();
-        const env: SandboxEnv = { workspace: this.workspace, grant: ceiling, config: source.config };
+        const env: SandboxEnv = {
+          workspace: this.workspace,
+          grant: ceiling,
+          config: source.config,
+        };
         for (const m of await sb.load(misses, env, source.policy.timeout_ms)) {
           found.set(m.module, m);
           const key = keys.get(m.module);
@@ -496,7 +512,9 @@ export class Registry {
     if (!this.#cacheDir) return this.#cache;
     try {
       const data = JSON.parse(await Deno.readTextFile(join(this.#cacheDir, "discovery.json")));
-      if (data && typeof data === "object" && data.version === _CACHE_VERSION) this.#cache = data.modules;
+      if (data && typeof data === "object" && data.version === _CACHE_VERSION) {
+        this.#cache = data.modules;
+      }
     } catch { /* no cache yet, or unreadable: start empty */ }
     return this.#cache!;
   }
@@ -507,10 +525,16 @@ export class Registry {
     try {
       await Deno.mkdir(this.#cacheDir, { recursive: true });
       const tmp = join(this.#cacheDir, `discovery.${crypto.randomUUID()}.tmp`);
-      await Deno.writeTextFile(tmp, JSON.stringify({ version: _CACHE_VERSION, modules: this.#cache }));
+      await Deno.writeTextFile(
+        tmp,
+        JSON.stringify({ version: _CACHE_VERSION, modules: this.#cache }),
+      );
       await Deno.rename(tmp, join(this.#cacheDir, "discovery.json"));
     } catch (err) {
-      this.reporter.line(`Warning: cannot write the discovery cache: ${(err as Error).message}`, "yellow");
+      this.reporter.line(
+        `Warning: cannot write the discovery cache: ${(err as Error).message}`,
+        "yellow",
+      );
     }
   }
 }
@@ -521,7 +545,10 @@ async function _moduleKey(module: string, fingerprint: string): Promise<string> 
     const files = await localModuleGraph([module]);
     const parts: string[] = [fingerprint, module];
     for (const f of files) parts.push(f, await Deno.readTextFile(f));
-    const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(parts.join("\0")));
+    const digest = await crypto.subtle.digest(
+      "SHA-256",
+      new TextEncoder().encode(parts.join("\0")),
+    );
     return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
   } catch {
     return "";
@@ -551,7 +578,9 @@ function _display(module: string, workspace: string): string {
 /** A module error on one line: no colours, the first line and the error's location. */
 function _oneLine(text: string): string {
   // deno-lint-ignore no-control-regex
-  const lines = text.replace(/\x1b\[[0-9;]*m/g, "").split("\n").map((l) => l.trim()).filter(Boolean);
+  const lines = text.replace(/\x1b\[[0-9;]*m/g, "").split("\n").map((l) => l.trim()).filter(
+    Boolean,
+  );
   const at = lines.slice(1).find((l) => /^at \S+:\d+:\d+$/.test(l));
   return at ? `${lines[0]} (${at})` : lines[0] ?? "";
 }

@@ -159,7 +159,6 @@ export class Sandbox {
     const id = this.#nextId++;
     const timeoutMs = Math.max(1, options.timeoutMs ?? this.options.policy.timeout_ms);
     return new Promise<SandboxMessage>((resolve) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
       let done = false;
       const finish = (msg: SandboxMessage) => {
         if (done) return;
@@ -181,11 +180,15 @@ export class Sandbox {
         onReport: options.onReport,
         onLog: options.onLog,
       });
-      timer = setTimeout(() => {
+      const timer = setTimeout(() => {
         finish({
           type: "result",
           id,
-          result: { success: false, error: new ToolTimeoutError(tool, timeoutMs).message, timed_out: true },
+          result: {
+            success: false,
+            error: new ToolTimeoutError(tool, timeoutMs).message,
+            timed_out: true,
+          },
         });
         this.#abandon(id, `a call to ${tool} timed out after ${timeoutMs} ms`);
       }, timeoutMs);
@@ -272,7 +275,9 @@ export class Sandbox {
 
   #unknown(id: unknown, type: string): void {
     this.options.onLog?.(
-      `dropped a "${type}" message for unknown call id ${JSON.stringify(id)} from sandbox ${this.options.label}`,
+      `dropped a "${type}" message for unknown call id ${
+        JSON.stringify(id)
+      } from sandbox ${this.options.label}`,
     );
   }
 
@@ -346,7 +351,8 @@ export class Sandbox {
     if (!read) throw new Error("sandbox not prepared");
     const g = this.options.grant;
     const p = this.options.policy;
-    const flag = (name: string, l: string[]) => l.length ? [`--allow-${name}=${[...new Set(l)].join(",")}`] : [];
+    const flag = (name: string, l: string[]) =>
+      l.length ? [`--allow-${name}=${[...new Set(l)].join(",")}`] : [];
     const args = [
       "run",
       "--no-prompt",
@@ -432,7 +438,9 @@ export class Sandbox {
 
 function _lastLine(text: string): string {
   // deno-lint-ignore no-control-regex
-  const lines = text.replace(/\x1b\[[0-9;]*m/g, "").split("\n").map((l) => l.trim()).filter(Boolean);
+  const lines = text.replace(/\x1b\[[0-9;]*m/g, "").split("\n").map((l) => l.trim()).filter(
+    Boolean,
+  );
   const line = lines.find((l) => /error/i.test(l)) ?? lines.at(-1);
   return line ? `: ${line.slice(0, 300)}` : "";
 }

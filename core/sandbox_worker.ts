@@ -25,7 +25,11 @@ const _forbidden = () => {
 for (const target of [self, Object.getPrototypeOf(self), DedicatedWorkerGlobalScope.prototype]) {
   for (const key of ["postMessage", "close"]) {
     try {
-      Object.defineProperty(target, key, { value: _forbidden, writable: false, configurable: false });
+      Object.defineProperty(target, key, {
+        value: _forbidden,
+        writable: false,
+        configurable: false,
+      });
     } catch { /* already locked */ }
   }
 }
@@ -45,7 +49,11 @@ Object.defineProperty(Deno, "exit", {
 });
 self.addEventListener("unhandledrejection", (e) => {
   e.preventDefault();
-  _post({ type: "log", id: _callId.getStore(), text: `unhandled rejection: ${_message(e.reason)}` });
+  _post({
+    type: "log",
+    id: _callId.getStore(),
+    text: `unhandled rejection: ${_message(e.reason)}`,
+  });
 });
 self.addEventListener("error", (e) => {
   e.preventDefault();
@@ -100,9 +108,9 @@ async function _loadModule(module: string, env: SandboxEnv): Promise<_Loaded> {
       return { meta, tools };
     }
   } catch (err) {
-    meta.error = `${typeof ns.TOOL_SETUP === "function" ? "TOOL_SETUP/is_configured" : "is_configured"} threw: ${
-      _message(err)
-    }`;
+    meta.error = `${
+      typeof ns.TOOL_SETUP === "function" ? "TOOL_SETUP/is_configured" : "is_configured"
+    } threw: ${_message(err)}`;
     return { meta, tools };
   }
   const collected = await collectTools(ns);

@@ -37,7 +37,10 @@ export interface SchemaTool {
  * ```
  */
 export function inputJsonSchema(schema: z.ZodTypeAny): JsonSchema {
-  const out = zodToJsonSchema(schema, { $refStrategy: "none", target: "jsonSchema7" }) as JsonSchema;
+  const out = zodToJsonSchema(schema, {
+    $refStrategy: "none",
+    target: "jsonSchema7",
+  }) as JsonSchema;
   delete out.$schema;
   if (out.type !== "object") {
     throw new TypeError(`input schema must describe an object, got ${JSON.stringify(out.type)}`);

@@ -198,7 +198,7 @@ function _message(err: unknown): string {
 /** Error text showing a valid export, used when a module has none. */
 export const VALID_EXPORT_EXAMPLE =
   'export const TOOL_CONFIGS = [{ name: "Echo", description: "Echo text", ' +
-  'input_schema: z.object({ text: z.string() }), function: ({ text }) => text }]';
+  "input_schema: z.object({ text: z.string() }), function: ({ text }) => text }]";
 
 /** Result of collecting the tools of one module. */
 export interface CollectedTools {
@@ -247,15 +247,17 @@ export async function collectTools(ns: Record<string, unknown>): Promise<Collect
   }
   if ("TOOL_CONFIG" in ns) {
     const v = ns.TOOL_CONFIG;
-    if (Array.isArray(v)) v.forEach((c, i) => configs.push({ where: `TOOL_CONFIG[${i}]`, value: c }));
-    else configs.push({ where: "TOOL_CONFIG", value: v });
+    if (Array.isArray(v)) {
+      v.forEach((c, i) => configs.push({ where: `TOOL_CONFIG[${i}]`, value: c }));
+    } else configs.push({ where: "TOOL_CONFIG", value: v });
   }
   const def = ns.default as { tools?: unknown } | undefined;
   if (def && typeof def === "object" && typeof def.tools === "function") {
     try {
       const list = await (def.tools as () => unknown)();
-      if (!Array.isArray(list)) problems.push("default.tools() must return an array of tool configs");
-      else list.forEach((c, i) => configs.push({ where: `default.tools()[${i}]`, value: c }));
+      if (!Array.isArray(list)) {
+        problems.push("default.tools() must return an array of tool configs");
+      } else list.forEach((c, i) => configs.push({ where: `default.tools()[${i}]`, value: c }));
     } catch (err) {
       problems.push(`default.tools() threw: ${_message(err)}`);
     }
@@ -273,7 +275,9 @@ export async function collectTools(ns: Record<string, unknown>): Promise<Collect
 function _checkCommon(name: unknown, description: unknown, input: unknown): void {
   if (typeof name !== "string" || !TOOL_NAME_PATTERN.test(name)) {
     throw new TypeError(
-      `tool name ${JSON.stringify(name)} does not match ${TOOL_NAME_PATTERN} (letters, digits, _ . -, at most 64)`,
+      `tool name ${
+        JSON.stringify(name)
+      } does not match ${TOOL_NAME_PATTERN} (letters, digits, _ . -, at most 64)`,
     );
   }
   if (typeof description !== "string" || description.trim() === "") {

@@ -26,7 +26,10 @@ Deno.test("--toolset net loads the on-demand toolset, skipped until hosts are gr
     t.name === "GetUrl"
   )!;
   assert.equal(get.status, "skipped");
-  assert.match(String(get.reason), /needs n \(net\): permissions\.json grants no hosts to toolsets\.net/);
+  assert.match(
+    String(get.reason),
+    /needs n \(net\): permissions\.json grants no hosts to toolsets\.net/,
+  );
 });
 
 Deno.test("flags -r alone load only read tools and list says which letter is missing", async () => {
@@ -76,7 +79,14 @@ Deno.test("corral call prints pure JSON on stdout and progress on stderr", async
 
 Deno.test("corral call exits 1 on a failing tool and 2 on usage errors", async () => {
   const { ws } = await tempLayout();
-  const missing = await runCli(["call", "ReadFile", "--args", '{"filepath":"nope.txt"}', "--workspace", ws]);
+  const missing = await runCli([
+    "call",
+    "ReadFile",
+    "--args",
+    '{"filepath":"nope.txt"}',
+    "--workspace",
+    ws,
+  ]);
   assert.equal(missing.code, 1);
   const res = JSON.parse(missing.stdout);
   assert.equal(res.success, false);
@@ -132,7 +142,10 @@ Deno.test("a tool needing confirmation is refused without a terminal and without
     ["call", "DeleteFile", "--args", '{"filepath":"keep.txt"}', "--workspace", ws],
   );
   assert.equal(refused.code, 1);
-  assert.match(JSON.parse(refused.stdout).error, /needs confirmation: approve it \(corral call --yes\)/);
+  assert.match(
+    JSON.parse(refused.stdout).error,
+    /needs confirmation: approve it \(corral call --yes\)/,
+  );
   assert.equal(await Deno.readTextFile(`${ws}/keep.txt`), "keep");
   const approved = await runCli(
     ["call", "DeleteFile", "--args", '{"filepath":"keep.txt"}', "--workspace", ws, "--yes"],
@@ -150,16 +163,21 @@ Deno.test("an invalid permissions.json stops the host with the key path, no stac
   const { code, stdout, stderr } = await runCli(["list", "--workspace", ws], { cwd: ws });
   assert.equal(code, 2);
   assert.equal(stdout, "");
-  assert.match(stderr, /permissions\.json: toolsets\.files\.read\[0\]: Expected string, received number/);
+  assert.match(
+    stderr,
+    /permissions\.json: toolsets\.files\.read\[0\]: Expected string, received number/,
+  );
   assert.match(stderr, /toolsets\.files\.isolation: Invalid enum value/);
   assert.doesNotMatch(stderr, /^\s+at /m, "no stack trace");
 });
 
 Deno.test("corral schema prints the catalog in each format", async () => {
-  for (const [format, key] of [["openai", "function"], ["anthropic", "input_schema"], [
-    "mcp",
-    "inputSchema",
-  ]]) {
+  for (
+    const [format, key] of [["openai", "function"], ["anthropic", "input_schema"], [
+      "mcp",
+      "inputSchema",
+    ]]
+  ) {
     const { code, stdout } = await runCli(["schema", "--format", format, "-r"]);
     assert.equal(code, 0);
     const list = JSON.parse(stdout) as Array<Record<string, unknown>>;

@@ -6,8 +6,10 @@ const MODES: Isolation[] = ["worker", "process"];
 const MISBEHAVING = "sandbox/misbehaving_tools.ts";
 
 function _serve(): { port: number; close: () => Promise<void> } {
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () =>
-    new Response("pong"));
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () => new Response("pong"),
+  );
   return { port: server.addr.port, close: () => server.shutdown() };
 }
 
@@ -111,7 +113,10 @@ for (const isolation of MODES) {
     );
     try {
       assert.equal(registry.problems.length, 1);
-      assert.match(registry.problems[0].message, /top_level_throw\.ts: import failed: .*on purpose/);
+      assert.match(
+        registry.problems[0].message,
+        /top_level_throw\.ts: import failed: .*on purpose/,
+      );
       assert.ok(lines.some((l) => l.includes("top_level_throw.ts")), "warned on stderr");
       assert.deepEqual(await registry.call("Echo", { value: 2 }), { success: true, value: 2 });
     } finally {
@@ -128,7 +133,11 @@ for (const isolation of MODES) {
       assert.equal(forge.success, true);
       assert.equal(forge.posted, "refused", "tool code cannot post to the host");
       const res = await slow;
-      assert.deepEqual(res, { success: true, value: "real" }, "the pending call got its real result");
+      assert.deepEqual(
+        res,
+        { success: true, value: "real" },
+        "the pending call got its real result",
+      );
       assert.equal((res as Record<string, unknown>).forged, undefined);
     } finally {
       await registry.close();
@@ -256,7 +265,9 @@ Deno.test("1000 concurrent calls across worker and process sandboxes all return 
       return reg.call("Echo", { value: { i, who: `caller-${i}` }, delay_ms: i % 7 });
     });
     const results = await Promise.all(calls);
-    results.forEach((r, i) => assert.deepEqual(r, { success: true, value: { i, who: `caller-${i}` } }));
+    results.forEach((r, i) =>
+      assert.deepEqual(r, { success: true, value: { i, who: `caller-${i}` } })
+    );
   } finally {
     await a.registry.close();
     await b.registry.close();
