@@ -5,6 +5,10 @@
  *     corral schema [--format openai|anthropic|mcp]
  *     corral call NAME --args '<json object>' | --args - [--yes] [--timeout MS]
  *     corral demo
+ *     corral check PATH…
+ *     corral new NAME [--permissions LETTERS] [--dir DIR] [--style class|module]
+ *     corral plugins [list] | corral plugins install SPEC
+ *     corral mcp [--http [HOST:]PORT [--token T] [--stateless]]
  *
  * @module
  */
@@ -14,6 +18,17 @@ import { describeGrant } from "./core/grant.ts";
 import { colour, lettersColour, Reporter } from "./core/reporter.ts";
 import { Registry, type RegistryOptions, type ToolInfo } from "./core/registry.ts";
 import type { SchemaFormat } from "./core/schema.ts";
+import { checkPlugins, formatCheckReport } from "./core/check.ts";
+import {
+  type CorralConfig,
+  DEFAULT_PLUGIN_DIR,
+  installPlugin,
+  loadConfig,
+  pluginSources,
+} from "./core/plugins.ts";
+import { loadPolicy } from "./core/policy.ts";
+import { scaffoldTool } from "./core/scaffold.ts";
+import { runMcpCommand } from "./core/mcp_server.ts";
 
 const USAGE = `corral: a sandboxed tool host for LLM agents
 
@@ -23,16 +38,35 @@ Usage:
                                             the catalog as function-calling schemas (JSON)
   corral call NAME --args JSON [--yes]      run one tool in its sandbox; --args - reads stdin
   corral demo                               list the tools and run a few sandboxed calls
+  corral check PATH...                      load plugin files (or directories) in their sandboxes
+                                            and report every breach of the tool contract
+  corral new NAME [--permissions LETTERS] [--dir DIR] [--style class|module]
+                                            write a working tool file and its test
+  corral plugins [list]                     the plugin directories, files and packages found
+  corral plugins install SPEC               cache a package plugin (npm:, jsr:, https:, path),
+                                            pin it in the lock file and add it to corral.json
+  corral mcp                                serve the tools over MCP on stdio (stdout: protocol only)
+  corral mcp --http [HOST:]PORT             serve over Streamable HTTP at /mcp (default host 127.0.0.1)
 
 Options:
   -r -w -x -n           grant only these letters (read, write, run, net); none given: all
   --toolset NAME        also load an on-demand toolset (repeatable), e.g. --toolset net
-  --permissions PATH    the policy file (default: ./permissions.json, else the shipped one)
+  --permissions PATH    the policy file (default: ./permissions.json, else the shipped one);
+                        for "new": the tool's permission letters
+  --config PATH         the config file (default: ./corral.json when present): tool_dirs,
+                        plugins, services; CORRAL_TOOL_DIRS adds directories (colon-separated)
   --workspace DIR       the workspace (default: the current directory)
   --timeout MS          shorter time limit for this call (never above the policy's)
   --yes                 approve calls of tools that need confirmation
   --no-cache            do not read or write the discovery cache
   --quiet               no progress reports on stderr
+  --http [HOST:]PORT    mcp: Streamable HTTP instead of stdio; PORT 0 picks a free port
+  --token TOKEN         mcp --http: require "Authorization: Bearer TOKEN" (default
+                        CORRAL_MCP_TOKEN); required to bind a non-loopback address
+  --stateless           mcp --http: no sessions, for several instances behind a load balancer
+  --max-body BYTES      mcp --http: largest request body (default 1048576); larger: 413
+  --max-concurrent N    mcp: calls running at once per session (default 8); more: tool error
+  --allow-origin ORIGIN mcp --http: a browser origin allowed besides loopback (repeatable)
   -h, --help            this help
 
 Exit codes: 0 success, 1 the tool failed, 2 usage or configuration error.`;
@@ -46,6 +80,9 @@ const _OPTIONS = {
   n: { type: "boolean", short: "n" },
   toolset: { type: "string", multiple: true },
   permissions: { type: "string" },
+  config: { type: "string" },
+  dir: { type: "string" },
+  style: { type: "string" },
   workspace: { type: "string" },
   json: { type: "boolean" },
   format: { type: "string" },
@@ -54,6 +91,12 @@ const _OPTIONS = {
   yes: { type: "boolean" },
   "no-cache": { type: "boolean" },
   quiet: { type: "boolean" },
+  http: { type: "string" },
+  token: { type: "string" },
+  stateless: { type: "boolean" },
+  "max-body": { type: "string" },
+  "max-concurrent": { type: "string" },
+  "allow-origin": { type: "string", multiple: true },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -80,15 +123,92 @@ async function _registry(values: _Values, reporter: Reporter): Promise<Registry>
       "yellow",
     );
   }
+  const { config, workspace } = await _config(values);
+  const policy = await loadPolicy({ file: values.permissions, workspace });
+  const plugins = await pluginSources({ policy, config, workspace });
+  _pluginWarnings = plugins.warnings;
+  for (const w of plugins.warnings) reporter.line(`Warning: ${w}`, "yellow");
   const options: RegistryOptions = {
     privileges: letters,
-    toolsets: values.toolset,
-    policyFile: values.permissions,
-    workspace: values.workspace,
+    toolsets: [...new Set([...config.toolsets, ...(values.toolset ?? [])])],
+    policy,
+    workspace,
+    sources: plugins.sources,
     reporter,
   };
   if (values["no-cache"]) options.cacheDir = null;
   return await Registry.create(options);
+}
+
+/** Rejected plugin files and missing plugin directories of this run, for `list`. */
+let _pluginWarnings: string[] = [];
+
+async function _config(values: _Values): Promise<{ config: CorralConfig; workspace: string }> {
+  const workspace = Deno.realPathSync(values.workspace ?? Deno.cwd());
+  return { config: await loadConfig({ file: values.config, workspace }), workspace };
+}
+
+/** `check`, `new` and `plugins`: commands that do not need the catalog. */
+async function _authoring(command: string, values: _Values, rest: string[]): Promise<number> {
+  const { config, workspace } = await _config(values);
+  switch (command) {
+    case "check": {
+      if (rest.length === 0) {
+        throw new _UsageError("check needs at least one plugin file or directory");
+      }
+      const policy = await loadPolicy({ file: values.permissions, workspace });
+      const report = await checkPlugins(rest, {
+        workspace,
+        policy,
+        services: config.services,
+        cacheDir: null,
+      });
+      _out(formatCheckReport(report, Deno.cwd()));
+      return report.ok ? 0 : 1;
+    }
+    case "new": {
+      if (!rest[0]) throw new _UsageError("new needs a tool name: corral new NAME --permissions r");
+      let made;
+      try {
+        made = await scaffoldTool({
+          name: rest[0],
+          permissions: values.permissions ?? "",
+          dir: values.dir ?? config.toolDirs[0] ?? DEFAULT_PLUGIN_DIR,
+          style: (values.style ?? "class") as "class" | "module",
+        });
+      } catch (err) {
+        if (err instanceof TypeError) throw new _UsageError(err.message);
+        throw err;
+      }
+      _out(`wrote ${made.file}\nwrote ${made.test}`);
+      if (made.policyHint) {
+        _out(`Plugins get no permissions by default; grant them in permissions.json:`);
+        _out(`  ${made.policyHint}`);
+      }
+      _out(`Check it with: corral check ${made.file}`);
+      return 0;
+    }
+    case "plugins": {
+      const sub = rest[0] ?? "list";
+      if (sub === "install") {
+        if (!rest[1]) {
+          throw new _UsageError("plugins install needs a specifier (npm:, jsr:, https: or a path)");
+        }
+        const configFile = config.file ?? `${workspace}/corral.json`;
+        const res = await installPlugin(rest[1], { configFile });
+        _out(`installed ${rest[1]}; ${res.added ? "added to" : "already in"} ${configFile}`);
+        return 0;
+      }
+      if (sub !== "list") throw new _UsageError(`unknown plugins command "${sub}" (list, install)`);
+      const policy = await loadPolicy({ file: values.permissions, workspace });
+      const found = await pluginSources({ policy, config, workspace });
+      for (const d of found.dirs) _out(`${d.dir}  (${d.origin}; toolsets plugin:${d.label}/...)`);
+      for (const s of found.sources) _out(`  ${s.id}  ${s.modules[0]}  [${s.policy.where}]`);
+      for (const w of found.warnings) _out(`  warning: ${w}`);
+      return 0;
+    }
+  }
+  return 2;
 }
 
 function _row(t: ToolInfo, color: boolean): string {
@@ -217,9 +337,12 @@ export async function main(argv: string[]): Promise<number> {
       return values.help ? 0 : 2;
     }
     const [command, ...rest] = positionals;
-    const known = ["list", "schema", "call", "demo"];
+    const known = ["list", "schema", "call", "demo", "check", "new", "plugins", "mcp"];
     if (!known.includes(command)) {
       throw new _UsageError(`unknown command "${command}" (commands: ${known.join(", ")})`);
+    }
+    if (["check", "new", "plugins"].includes(command)) {
+      return await _authoring(command, values, rest);
     }
     const reporter = new Reporter({ quiet: values.quiet });
     const registry = await _registry(values, reporter);
@@ -247,6 +370,7 @@ export async function main(argv: string[]): Promise<number> {
             for (const p of registry.problems) {
               _out(colour(`skipped module: ${p.message}`, "yellow", color));
             }
+            for (const w of _pluginWarnings) _out(colour(`skipped plugin: ${w}`, "yellow", color));
           }
           return 0;
         }
@@ -262,6 +386,15 @@ export async function main(argv: string[]): Promise<number> {
           return await _call(values, rest[0], registry);
         case "demo":
           return await _demo(registry, color);
+        case "mcp":
+          return await runMcpCommand(registry, {
+            http: values.http,
+            token: values.token,
+            stateless: values.stateless,
+            maxBody: values["max-body"],
+            maxConcurrent: values["max-concurrent"],
+            allowOrigin: values["allow-origin"],
+          });
       }
       return 2;
     } finally {

@@ -9,7 +9,7 @@
  * @module
  */
 import { basename, dirname, extname, resolve } from "node:path";
-import { LETTER_NAMES, type Letter, LETTERS } from "./permissions.ts";
+import { type Letter, LETTER_NAMES, LETTERS } from "./permissions.ts";
 import { scanPluginDir, uniqueLabels } from "./plugins.ts";
 import { loadPolicy, type Policy } from "./policy.ts";
 import { Registry, type ToolInfo, type ToolsetSource } from "./registry.ts";
@@ -79,7 +79,10 @@ const _LETTER_KIND: Record<Letter, "read" | "write" | "run" | "net"> = {
  * console.log(formatCheckReport(report));
  * ```
  */
-export async function checkPlugins(paths: string[], options: CheckOptions = {}): Promise<CheckReport> {
+export async function checkPlugins(
+  paths: string[],
+  options: CheckOptions = {},
+): Promise<CheckReport> {
   const workspace = resolve(options.workspace ?? Deno.cwd());
   const policy = options.policy ?? await loadPolicy({ file: options.policyFile, workspace });
   const issues: CheckIssue[] = [];
@@ -110,7 +113,8 @@ export async function checkPlugins(paths: string[], options: CheckOptions = {}):
         const why = scan.rejected.find((r) => r.includes(path));
         issues.push({
           file: path,
-          message: why ?? `not a plugin file (plugin files end in .ts, .js or .mjs and do not start with "_")`,
+          message: why ??
+            `not a plugin file (plugin files end in .ts, .js or .mjs and do not start with "_")`,
         });
       }
     }
@@ -167,7 +171,10 @@ function _toolIssues(t: ToolInfo, all: ToolInfo[], source: ToolsetSource): Check
   if (!TOOL_NAME_PATTERN.test(t.name)) add(`name does not match ${TOOL_NAME_PATTERN}`);
   if (t.description.trim() === "") add("description is missing or empty");
   const schema = t.inputSchema as { type?: unknown; properties?: unknown };
-  if (schema?.type !== "object" || (schema.properties !== undefined && typeof schema.properties !== "object")) {
+  if (
+    schema?.type !== "object" ||
+    (schema.properties !== undefined && typeof schema.properties !== "object")
+  ) {
     add(`input schema is not a JSON Schema object (type is ${JSON.stringify(schema?.type)})`);
   }
   const others = all.filter((o) => o !== t && o.name === t.name);
@@ -185,7 +192,9 @@ function _toolIssues(t: ToolInfo, all: ToolInfo[], source: ToolsetSource): Check
     const kind = _LETTER_KIND[l];
     if (source.policy[kind].length === 0) {
       add(
-        `declares "${l}" (${LETTER_NAMES[l]}) but permissions.json ${source.policy.where} grants no ${kind}; ` +
+        `declares "${l}" (${
+          LETTER_NAMES[l]
+        }) but permissions.json ${source.policy.where} grants no ${kind}; ` +
           `add "${kind}": [...] to "plugins": { "${source.id.split("/").pop()}": {...} }`,
       );
     }

@@ -423,7 +423,10 @@ export async function packageSource(
   const id = `package:${spec}`;
   let module = spec;
   if (!isRemoteSpecifier(spec)) {
-    const path = resolve(config.baseDir, expandHome(spec.startsWith("file://") ? new URL(spec).pathname : spec));
+    const path = resolve(
+      config.baseDir,
+      expandHome(spec.startsWith("file://") ? new URL(spec).pathname : spec),
+    );
     try {
       module = await Deno.realPath(path);
     } catch (err) {
@@ -432,7 +435,13 @@ export async function packageSource(
     const escape = await graphEscape(module, dirname(module));
     if (escape) return `package plugin ${spec} rejected: ${escape}`;
   }
-  return { id, kind: "package", modules: [module], policy: policy.plugin(id, name), config: config.services[name] };
+  return {
+    id,
+    kind: "package",
+    modules: [module],
+    policy: policy.plugin(id, name),
+    config: config.services[name],
+  };
 }
 
 /** Options of {@link loadPlugins}. */

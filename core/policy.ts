@@ -38,7 +38,9 @@ const _toolSchema = z.object({
 const _fileSchema = z.object({
   $schema: z.string().optional(),
   $comment: z.string().optional(),
-  defaults: _sandboxSchema.optional(),
+  // Defaults hold limits only: grants are always named per toolset or plugin.
+  defaults: _sandboxSchema.omit({ read: true, write: true, run: true, net: true, allow_override: true })
+    .strict().optional(),
   toolsets: z.record(z.string(), _sandboxSchema).optional(),
   plugins: z.record(z.string(), _sandboxSchema).optional(),
   tools: z.record(z.string(), _toolSchema).optional(),

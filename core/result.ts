@@ -83,19 +83,50 @@ function _jsonProblem(v: unknown, path: string, seen: Set<object>): string | und
 
 /**
  * Cut a result whose JSON exceeds `maxBytes`, keeping `success` and `error`
- * and marking it `truncated`.
+ * and marking it `truncated`. The cut result's JSON fits in `maxBytes`
+ * (unless the limit is smaller than the bare marker): escaping is counted,
+ * the error takes at most half of the room, and no character is split.
  */
 export function capResult(result: ToolResult, maxBytes: number): ToolResult {
   const text = JSON.stringify(result);
-  const size = new TextEncoder().encode(text).length;
+  const size = _bytes(text);
   if (size <= maxBytes) return result;
-  const keep = Math.max(0, maxBytes - 200);
-  const head = new TextDecoder().decode(new TextEncoder().encode(text).slice(0, keep));
-  const capped: ToolResult = {
-    success: result.success,
-    truncated: true,
-    output: `${head}…[truncated: result was ${size} bytes, limit ${maxBytes}]`,
-  };
-  if (result.error !== undefined) capped.error = String(result.error).slice(0, 2000);
+  const marker = `…[truncated: result was ${size} bytes, limit ${maxBytes}]`;
+  const capped: ToolResult = { success: result.success, truncated: true, output: marker };
+  if (result.error !== undefined) {
+    const error = String(result.error).slice(0, 2000);
+    capped.error = _head(
+      error,
+      _longestFitting(error.length, maxBytes / 2, (n) => ({ ...capped, error: _head(error, n) })),
+    );
+  }
+  const n = _longestFitting(text.length, maxBytes, (n) => ({
+    ...capped,
+    output: _head(text, n) + marker,
+  }));
+  capped.output = _head(text, n) + marker;
   return capped;
+}
+
+function _bytes(text: string): number {
+  return new TextEncoder().encode(text).length;
+}
+
+/** The first `n` UTF-16 units of `text`, without a split surrogate pair. */
+function _head(text: string, n: number): string {
+  const code = text.charCodeAt(n - 1);
+  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? n - 1 : n);
+}
+
+/** The largest `n <= max` whose `build(n)` has JSON of at most `limit` bytes (0 if none). */
+function _longestFitting(max: number, limit: number, build: (n: number) => unknown): number {
+  // Every character costs at least one byte, so more than `limit` never fits.
+  let lo = 0;
+  let hi = Math.min(max, Math.max(0, Math.floor(limit)));
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (_bytes(JSON.stringify(build(mid))) <= limit) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }

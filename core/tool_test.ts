@@ -379,7 +379,9 @@ Deno.test("exports that are neither tools nor tool configs are ignored", async (
 });
 
 Deno.test("tools without an input schema accept no arguments (a strict empty object)", async () => {
-  const { tools: [t] } = await collectTools({ TOOL_CONFIG: _echoConfig({ input_schema: undefined }) });
+  const { tools: [t] } = await collectTools({
+    TOOL_CONFIG: _echoConfig({ input_schema: undefined }),
+  });
   assert.equal(t.input.safeParse({}).success, true);
   assert.equal(t.input.safeParse({ extra: 1 }).success, false);
 });

@@ -41,13 +41,18 @@ export const TOOL_CONFIGS = [
     description: "Change a text to upper case, lower case or title case.",
     input_schema: caseInput,
     function: ({ text, to }: z.infer<typeof caseInput>) => {
-      const out = to === "upper" ? text.toUpperCase() : to === "lower" ? text.toLowerCase() : titleCase(text);
+      const out = to === "upper"
+        ? text.toUpperCase()
+        : to === "lower"
+        ? text.toLowerCase()
+        : titleCase(text);
       return { success: true, text: out };
     },
   },
   {
     name: "Slugify",
-    description: "Turn a text into a URL slug: lower case ASCII letters and digits joined by dashes.",
+    description:
+      "Turn a text into a URL slug: lower case ASCII letters and digits joined by dashes.",
     input_schema: slugInput,
     function: ({ text, max_length }: z.infer<typeof slugInput>) => ({
       success: true,

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool.ts";
 import { PermissionDeniedError } from "../../core/errors.ts";
 import { runHarness } from "../../core/harness.ts";
+import { guardUrl, listedExplicitly, NetworkGuardError } from "../../core/net_guard.ts";
 
 const input = z.object({
   url: z.string().min(1).describe("The http:// or https:// address to fetch"),
@@ -15,9 +16,14 @@ const input = z.object({
 
 /**
  * Fetch a web page or file over HTTP(S) and return its text. The body is
- * read as a stream and reading stops at `max_length` bytes.
+ * read as a stream and reading stops at `max_length` bytes. Redirects are
+ * followed by hand (at most {@link MAX_REDIRECTS}), and before every request
+ * the network guard (core/net_guard.ts) refuses loopback, private,
+ * link-local and metadata addresses, after DNS resolution, unless the
+ * policy's `net` list names that host explicitly.
  *
- * Permissions: `n` (network; the hosts it may reach are set by the policy).
+ * Permissions: `n` (network; the hosts it may reach are set by the policy;
+ * `"*"` in the policy's `net` list means every public host).
  *
  * @example
  * ```sh
@@ -49,14 +55,29 @@ export class GetUrl extends BaseTool {
     const timer = new AbortController();
     const timeoutId = setTimeout(() => timer.abort(), timeout * 1000);
     const signal = AbortSignal.any([timer.signal, this.signal]);
+    const allowed = this.context?.grant.net ?? [];
+    let current = parsed;
     try {
-      const response = await fetch(parsed, { signal, redirect: "follow" });
+      let response: Response | undefined;
+      for (let hop = 0;; hop++) {
+        await _guard(current, allowed);
+        response = await fetch(current, { signal, redirect: "manual" });
+        const location = response.headers.get("location");
+        if (!_REDIRECTS.has(response.status) || location === null) break;
+        await response.body?.cancel().catch(() => {});
+        if (hop >= MAX_REDIRECTS) throw new Error(`more than ${MAX_REDIRECTS} redirects`);
+        const next = new URL(location, current);
+        if (next.protocol !== "http:" && next.protocol !== "https:") {
+          throw new TypeError(`redirect to a ${next.protocol} URL refused`);
+        }
+        current = next;
+      }
       const { bytes, truncated } = await _readCapped(response, max_length);
       const content = new TextDecoder().decode(bytes);
       const result: Record<string, unknown> = {
         success: response.ok,
         url,
-        final_url: response.url || parsed.href,
+        final_url: current.href,
         status: response.status,
         content_type: response.headers.get("content-type") ?? "",
         content,
@@ -72,14 +93,31 @@ export class GetUrl extends BaseTool {
     } catch (err) {
       if (timer.signal.aborted) throw new Error(`timed out after ${timeout} s`);
       if (this.signal.aborted) throw new Error("cancelled");
+      if (err instanceof PermissionDeniedError) throw err;
+      if (err instanceof NetworkGuardError) throw new PermissionDeniedError(err.message);
       if (err instanceof Error && err.name === "NotCapable") {
-        throw new PermissionDeniedError(`no network access to ${parsed.host}`);
+        throw new PermissionDeniedError(`no network access to ${current.host}`);
       }
-      throw new Error(`cannot fetch ${parsed.href}: ${err instanceof Error ? err.message : err}`);
+      throw new Error(`cannot fetch ${current.href}: ${err instanceof Error ? err.message : err}`);
     } finally {
       clearTimeout(timeoutId);
     }
   }
+}
+
+/** Redirects followed at most. */
+export const MAX_REDIRECTS = 5;
+const _REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+/**
+ * Refuse hosts outside the grant and non-public addresses (see
+ * core/net_guard.ts) before each request, the first and every redirect.
+ */
+async function _guard(url: URL, allowed: string[]): Promise<void> {
+  if (!allowed.includes("*") && !listedExplicitly(url, allowed)) {
+    throw new PermissionDeniedError(`no network access to ${url.host}`);
+  }
+  await guardUrl(url, { allowed });
 }
 
 /** Read at most `max` bytes of the body, then cancel the rest. */

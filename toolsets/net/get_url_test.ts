@@ -31,6 +31,10 @@ async function _withServer(fn: (base: string) => Promise<void>): Promise<void> {
       await hung;
       return new Response("late");
     }
+    if (path === "/to") {
+      const target = new URL(req.url).searchParams.get("target") ?? "/hello";
+      return new Response(null, { status: 302, headers: { location: target } });
+    }
     return new Response("missing", { status: 404, statusText: "Not Found" });
   });
   try {
@@ -41,13 +45,19 @@ async function _withServer(fn: (base: string) => Promise<void>): Promise<void> {
   }
 }
 
+/** A context whose policy lists the test server's host explicitly. */
+function _allow(base: string, extra: string[] = []) {
+  const host = new URL(base).host;
+  return testContext({ grant: { read: [], write: [], run: [], net: [host, ...extra] } });
+}
+
 Deno.test("GetUrl needs only the n letter", () => {
   assert.equal(GetUrl.permissions, "n");
 });
 
 Deno.test("GetUrl fetches a page with its status and content type", () =>
   _withServer(async (base) => {
-    const res = await invokeTool(GetUrl, { url: `${base}/hello` }, testContext());
+    const res = await invokeTool(GetUrl, { url: `${base}/hello` }, _allow(base));
     assert.equal(res.success, true);
     assert.equal(res.status, 200);
     assert.equal(res.content, "hello world");
@@ -58,7 +68,7 @@ Deno.test("GetUrl fetches a page with its status and content type", () =>
 
 Deno.test("GetUrl stops reading an endless body at max_length", () =>
   _withServer(async (base) => {
-    const res = await invokeTool(GetUrl, { url: `${base}/big`, max_length: 1000 }, testContext());
+    const res = await invokeTool(GetUrl, { url: `${base}/big`, max_length: 1000 }, _allow(base));
     assert.equal(res.success, true);
     assert.equal(res.truncated, true);
     assert.equal(res.content, "y".repeat(1000));
@@ -66,14 +76,14 @@ Deno.test("GetUrl stops reading an endless body at max_length", () =>
 
 Deno.test("GetUrl gives up on a server that never answers", () =>
   _withServer(async (base) => {
-    const res = await invokeTool(GetUrl, { url: `${base}/hang`, timeout: 0.3 }, testContext());
+    const res = await invokeTool(GetUrl, { url: `${base}/hang`, timeout: 0.3 }, _allow(base));
     assert.equal(res.success, false);
     assert.equal(res.error, 'Cannot run tool "GetUrl": timed out after 0.3 s');
   }));
 
 Deno.test("GetUrl reports an HTTP error status as a failure with the body", () =>
   _withServer(async (base) => {
-    const res = await invokeTool(GetUrl, { url: `${base}/nothing` }, testContext());
+    const res = await invokeTool(GetUrl, { url: `${base}/nothing` }, _allow(base));
     assert.equal(res.success, false);
     assert.equal(res.status, 404);
     assert.equal(res.content, "missing");
@@ -88,3 +98,70 @@ Deno.test("GetUrl refuses non-http schemes and invalid URLs", async () => {
   const bad = await invokeTool(GetUrl, { url: "not a url" }, testContext());
   assert.match(bad.error!, /invalid URL "not a url"/);
 });
+
+Deno.test("GetUrl refuses loopback and metadata addresses when the policy lists only \"*\"", () =>
+  _withServer(async (base) => {
+    const port = new URL(base).port;
+    const wide = testContext({ grant: { read: [], write: [], run: [], net: ["*"] } });
+    for (
+      const url of [
+        `${base}/hello`, // 127.0.0.1
+        `http://localhost:${port}/hello`, // a name that resolves to loopback
+        `http://[::ffff:127.0.0.1]:${port}/hello`, // IPv4-mapped IPv6
+        "http://169.254.169.254/latest/meta-data/", // cloud metadata
+        "http://10.1.2.3/", // private
+      ]
+    ) {
+      const res = await invokeTool(GetUrl, { url, timeout: 5 }, wide);
+      assert.equal(res.success, false, url);
+      assert.match(res.error!, /permission denied: refused .*(loopback|link-local|private)/, url);
+      assert.ok(!("content" in res), url);
+    }
+  }));
+
+Deno.test("GetUrl fetches a loopback server that the policy lists explicitly", () =>
+  _withServer(async (base) => {
+    const res = await invokeTool(GetUrl, { url: `${base}/hello` }, _allow(base, ["*"]));
+    assert.equal(res.success, true, res.error);
+    assert.equal(res.content, "hello world");
+  }));
+
+Deno.test("GetUrl refuses a host that is not in its grant before connecting", () =>
+  _withServer(async (base) => {
+    const res = await invokeTool(GetUrl, { url: `${base}/hello` }, _allow("http://example.com"));
+    assert.equal(res.success, false);
+    assert.match(res.error!, /permission denied: no network access to 127\.0\.0\.1:\d+/);
+  }));
+
+Deno.test("GetUrl follows a redirect within allowed hosts and reports the final URL", () =>
+  _withServer(async (base) => {
+    const res = await invokeTool(GetUrl, { url: `${base}/to?target=/hello` }, _allow(base));
+    assert.equal(res.success, true, res.error);
+    assert.equal(res.content, "hello world");
+    assert.equal(res.final_url, `${base}/hello`);
+  }));
+
+Deno.test("GetUrl refuses a redirect from an allowed host to a loopback host that is not listed", () =>
+  _withServer((allowedBase) =>
+    _withServer(async (otherBase) => {
+      const target = encodeURIComponent(`${otherBase}/hello`);
+      const res = await invokeTool(
+        GetUrl,
+        { url: `${allowedBase}/to?target=${target}` },
+        _allow(allowedBase, ["*"]),
+      );
+      assert.equal(res.success, false);
+      assert.match(res.error!, /permission denied: refused 127\.0\.0\.1:\d+: it is a loopback address/);
+      assert.ok(!("content" in res));
+    })
+  ));
+
+Deno.test("GetUrl stops after 5 redirects", () =>
+  _withServer(async (base) => {
+    // Each hop redirects to the next; 7 levels deep.
+    let url = "/hello";
+    for (let i = 0; i < 7; i++) url = `/to?target=${encodeURIComponent(url)}`;
+    const res = await invokeTool(GetUrl, { url: `${base}${url}` }, _allow(base));
+    assert.equal(res.success, false);
+    assert.match(res.error!, /more than 5 redirects/);
+  }));

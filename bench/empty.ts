@@ -1,0 +1,1 @@
+// The cold-start baseline: `deno run` of a script that does nothing.

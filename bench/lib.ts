@@ -1,0 +1,162 @@
+/**
+ * Helpers shared by the benchmark scripts: statistics, whole-process
+ * timing, and reading memory from `/proc`.
+ *
+ * @module
+ */
+
+/** The project root (absolute, with a trailing slash). */
+export const ROOT: string = new URL("..", import.meta.url).pathname;
+/** This folder (absolute, with a trailing slash). */
+export const BENCH: string = new URL(".", import.meta.url).pathname;
+
+/** The flags of `deno task corral`: what a user's `corral` process runs with. */
+export const CORRAL_FLAGS: string[] = [
+  "--allow-read",
+  "--allow-write",
+  "--allow-run",
+  "--allow-net",
+  "--allow-env",
+  "--allow-sys",
+];
+
+/** The `q`-quantile (0..1) of `values` (nearest rank on a sorted copy). */
+export function quantile(values: number[], q: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[rank];
+}
+
+/** The median of `values`. */
+export function median(values: number[]): number {
+  if (values.length === 0) return NaN;
+  const s = [...values].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+/** Summary of a sample: median, spread (min–max), and tail quantiles. */
+export interface Summary {
+  n: number;
+  median: number;
+  min: number;
+  max: number;
+  p25: number;
+  p75: number;
+  p99: number;
+}
+
+/** Summarise `values`. */
+export function summary(values: number[]): Summary {
+  return {
+    n: values.length,
+    median: median(values),
+    min: Math.min(...values),
+    max: Math.max(...values),
+    p25: quantile(values, 0.25),
+    p75: quantile(values, 0.75),
+    p99: quantile(values, 0.99),
+  };
+}
+
+/** A time in ms, with a unit that keeps 3 significant figures (`87.2 µs`, `14.1 ms`, `2.35 s`). */
+export function fmtMs(ms: number): string {
+  if (!Number.isFinite(ms)) return "n/a";
+  if (ms < 1) return `${sig(ms * 1000)} µs`;
+  if (ms < 1000) return `${sig(ms)} ms`;
+  return `${sig(ms / 1000)} s`;
+}
+
+/** A byte count in MiB. */
+export function fmtMiB(bytes: number): string {
+  return Number.isFinite(bytes) ? `${sig(bytes / 1048576)} MiB` : "n/a";
+}
+
+/** A rate per second. */
+export function fmtRate(perSecond: number): string {
+  if (!Number.isFinite(perSecond)) return "n/a";
+  return perSecond >= 1000 ? `${sig(perSecond / 1000)}k/s` : `${sig(perSecond)}/s`;
+}
+
+/** `x` with 3 significant figures. */
+export function sig(x: number): string {
+  if (!Number.isFinite(x)) return "n/a";
+  if (x === 0) return "0";
+  const digits = Math.max(0, 2 - Math.floor(Math.log10(Math.abs(x))));
+  return x.toFixed(Math.min(digits, 3));
+}
+
+/** Result of one timed process. */
+export interface ProcessRun {
+  ms: number;
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run `deno ARGS` to completion and time it from spawn to exit (wall clock). */
+export async function timeDeno(
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string> } = {},
+): Promise<ProcessRun> {
+  const cmd = new Deno.Command(Deno.execPath(), {
+    args,
+    cwd: options.cwd ?? ROOT,
+    env: { NO_COLOR: "1", ...options.env },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  });
+  const t0 = performance.now();
+  const out = await cmd.output();
+  const ms = performance.now() - t0;
+  const dec = new TextDecoder();
+  return { ms, code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+/** Run a benchmark child script (`deno run -A bench/NAME args`) and parse its JSON stdout. */
+export async function runChild<T>(
+  script: string,
+  args: string[],
+  options: { flags?: string[]; env?: Record<string, string> } = {},
+): Promise<T> {
+  const res = await timeDeno(
+    ["run", "-A", ...(options.flags ?? []), `${BENCH}${script}`, ...args],
+    { env: options.env },
+  );
+  if (res.code !== 0) {
+    throw new Error(`bench/${script} exited with ${res.code}: ${res.stderr.trim().slice(-2000)}`);
+  }
+  const line = res.stdout.trim().split("\n").at(-1) ?? "";
+  try {
+    return JSON.parse(line) as T;
+  } catch {
+    throw new Error(`bench/${script} printed no JSON result: ${res.stdout.slice(-500)}`);
+  }
+}
+
+/** A field of `/proc/<pid>/status` in bytes (`VmRSS`, `VmHWM`), or NaN where unreadable. */
+export function procStatus(field: "VmRSS" | "VmHWM", pid: number | "self" = "self"): number {
+  try {
+    const text = Deno.readTextFileSync(`/proc/${pid}/status`);
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(text);
+    return m ? Number(m[1]) * 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Run V8's garbage collector when `--v8-flags=--expose-gc` is on. */
+export function collectGarbage(): void {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc) {
+    gc();
+    gc();
+  }
+}
+
+/** Wait `ms` milliseconds. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,165 @@
+/**
+ * Section 6 of the benchmark: corral against a peer over MCP. The official
+ * MCP filesystem server (`@modelcontextprotocol/server-filesystem`, pinned
+ * in deno.json, run under Deno) and `corral mcp` are each driven by the same
+ * SDK client over stdio, reading the same 10 KB file sequentially. Blocks of
+ * calls alternate between the two servers, so that noise from other work on
+ * the machine hits both alike. Prints one JSON object.
+ *
+ *     deno run -A bench/mcp.ts CALLS
+ *
+ * @module
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { BENCH, CORRAL_FLAGS, quantile, ROOT } from "./lib.ts";
+
+/** One server's result. */
+export interface ServerResult {
+  /** Why it could not be measured. */
+  error?: string;
+  tool?: string;
+  /** Characters of file text in one answer (a check that the whole file came back). */
+  answerChars?: number;
+  startMs?: number;
+  p50?: number;
+  p99?: number;
+  mean?: number;
+  blockMedians?: number[];
+  n?: number;
+}
+
+/** What this script prints. */
+export interface McpResult {
+  calls: number;
+  fileBytes: number;
+  servers: Record<"filesystem" | "corral", ServerResult>;
+}
+
+interface _Server {
+  name: "filesystem" | "corral";
+  client: Client;
+  call: () => Promise<number>;
+  samples: number[];
+  blocks: number[];
+}
+
+function _text(result: unknown): string {
+  const content = (result as { content?: Array<{ type: string; text?: string }> }).content ?? [];
+  return content.map((c) => c.text ?? "").join("");
+}
+
+async function _connect(
+  name: "filesystem" | "corral",
+  args: string[],
+  file: string,
+  workspace: string,
+): Promise<{ server?: _Server; result: ServerResult }> {
+  const result: ServerResult = {};
+  const transport = new StdioClientTransport({
+    command: Deno.execPath(),
+    args,
+    cwd: workspace,
+    env: { ...Deno.env.toObject(), NO_COLOR: "1" },
+    stderr: "pipe",
+  });
+  let stderr = "";
+  transport.stderr?.on("data", (d: Uint8Array) => {
+    stderr = (stderr + new TextDecoder().decode(d)).slice(-2000);
+  });
+  const client = new Client({ name: "corral-bench", version: "1.0.0" });
+  const t0 = performance.now();
+  try {
+    await Promise.race([
+      client.connect(transport),
+      new Promise((_, reject) =>
+        setTimeout(() => reject(new Error("no answer to initialize within 60 s")), 60_000)
+      ),
+    ]);
+    const { tools } = await client.listTools();
+    const names = tools.map((t) => t.name);
+    const tool = name === "corral"
+      ? "ReadFile"
+      : ["read_text_file", "read_file"].find((t) => names.includes(t));
+    if (!tool || !names.includes(tool)) {
+      throw new Error(`no file-reading tool among: ${names.join(", ")}`);
+    }
+    const toolArgs = name === "corral" ? { filepath: "file10k.txt" } : { path: file };
+    const call = async () => {
+      const res = await client.callTool({ name: tool, arguments: toolArgs });
+      if (res.isError) throw new Error(`${tool} failed: ${_text(res).slice(0, 300)}`);
+      return _text(res).length;
+    };
+    result.answerChars = await call();
+    result.startMs = performance.now() - t0;
+    result.tool = tool;
+    return { server: { name, client, call, samples: [], blocks: [] }, result };
+  } catch (err) {
+    await client.close().catch(() => {});
+    const tail = stderr.trim().split("\n").slice(-3).join(" | ");
+    result.error = `${(err as Error).message}${tail ? ` (stderr: ${tail})` : ""}`;
+    return { result };
+  }
+}
+
+async function main(): Promise<void> {
+  const calls = Number(Deno.args[0] ?? 1000);
+  const workspace = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_bench_mcp_" }));
+  const file = `${workspace}/file10k.txt`;
+  const line = "corral benchmark line: the quick brown fox jumps over the lazy dog 0123456789\n";
+  const text = line.repeat(Math.ceil(10_240 / line.length)).slice(0, 10_240);
+  await Deno.writeTextFile(file, text);
+
+  const fs = await _connect(
+    "filesystem",
+    ["run", "-A", "--no-prompt", `${BENCH}fs_server.ts`, workspace],
+    file,
+    workspace,
+  );
+  const corral = await _connect(
+    "corral",
+    ["run", ...CORRAL_FLAGS, `${ROOT}main.ts`, "mcp", "--workspace", workspace],
+    file,
+    workspace,
+  );
+  const servers = [fs.server, corral.server].filter((s): s is _Server => s !== undefined);
+
+  // Warm-up, then alternate blocks of calls.
+  for (const s of servers) for (let i = 0; i < Math.min(50, calls); i++) await s.call();
+  const block = Math.max(1, Math.min(100, Math.ceil(calls / 10)));
+  for (let done = 0; done < calls; done += block) {
+    const n = Math.min(block, calls - done);
+    const order = (done / block) % 2 ? [...servers].reverse() : servers;
+    for (const s of order) {
+      const part: number[] = [];
+      for (let i = 0; i < n; i++) {
+        const t0 = performance.now();
+        await s.call();
+        part.push(performance.now() - t0);
+      }
+      s.samples.push(...part);
+      s.blocks.push(quantile(part, 0.5));
+    }
+  }
+  for (const s of servers) {
+    const r = s.name === "corral" ? corral.result : fs.result;
+    r.p50 = quantile(s.samples, 0.5);
+    r.p99 = quantile(s.samples, 0.99);
+    r.mean = s.samples.reduce((a, b) => a + b, 0) / s.samples.length;
+    r.blockMedians = s.blocks;
+    r.n = s.samples.length;
+    await s.client.close().catch(() => {});
+  }
+  await Deno.remove(workspace, { recursive: true });
+  const result: McpResult = {
+    calls,
+    fileBytes: text.length,
+    servers: { filesystem: fs.result, corral: corral.result },
+  };
+  console.log(JSON.stringify(result));
+}
+
+if (import.meta.main) {
+  await main();
+  Deno.exit(0);
+}

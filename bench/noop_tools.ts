@@ -1,0 +1,11 @@
+// The benchmark's no-op tool: no arguments, returns at once. Its cost is corral's cost.
+import { z } from "zod";
+
+export const TOOL_CONFIGS = [
+  {
+    name: "Noop",
+    description: "Do nothing and succeed",
+    input_schema: z.object({}),
+    function: () => ({ success: true }),
+  },
+];

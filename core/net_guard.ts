@@ -1,0 +1,188 @@
+/**
+ * The network guard: refuses requests to addresses that are not the public
+ * internet (loopback, private, link-local, cloud metadata, unspecified,
+ * multicast, and the IPv4-mapped or NAT64 forms of those), after DNS
+ * resolution, unless the policy lists the host explicitly. GetUrl uses it
+ * on the first request and on every redirect; plugins with `n` can use it
+ * the same way (`guardUrl` before each `fetch`, with `redirect: "manual"`).
+ *
+ * Limits: the name is resolved here and again by `fetch`, so a DNS server
+ * that answers differently the second time (DNS rebinding with a zero TTL)
+ * is not stopped; the guard narrows the window, it does not close it.
+ *
+ * @module
+ */
+import { lookup } from "node:dns/promises";
+import { isIP } from "node:net";
+
+/** Why an address is not public, or `"public"`. */
+export type AddressClass =
+  | "public"
+  | "loopback"
+  | "private"
+  | "link-local"
+  | "unspecified"
+  | "multicast"
+  | "reserved"
+  | "invalid";
+
+/** A request the guard refused. Its name is `NetworkGuardError`. */
+export class NetworkGuardError extends Error {
+  /** The refused address class. */
+  readonly addressClass: AddressClass;
+  constructor(message: string, addressClass: AddressClass) {
+    super(message);
+    this.name = "NetworkGuardError";
+    this.addressClass = addressClass;
+  }
+}
+
+function _v4(ip: string): number[] | undefined {
+  const parts = ip.split(".");
+  if (parts.length !== 4) return undefined;
+  const out = parts.map((p) => (/^\d{1,3}$/.test(p) ? Number(p) : NaN));
+  return out.every((n) => n >= 0 && n <= 255) ? out : undefined;
+}
+
+function _classifyV4([a, b]: number[]): AddressClass {
+  if (a === 127) return "loopback";
+  if (a === 0) return "unspecified";
+  if (a === 10) return "private";
+  if (a === 172 && b >= 16 && b <= 31) return "private";
+  if (a === 192 && b === 168) return "private";
+  if (a === 100 && b >= 64 && b <= 127) return "private"; // carrier-grade NAT
+  if (a === 169 && b === 254) return "link-local"; // also 169.254.169.254, cloud metadata
+  if (a >= 224 && a <= 239) return "multicast";
+  if (a >= 240) return "reserved"; // incl. 255.255.255.255
+  return "public";
+}
+
+/** The 8 groups of an IPv6 address (`undefined` when it is not one). */
+function _v6Groups(ip: string): number[] | undefined {
+  let s = ip.toLowerCase();
+  const zone = s.indexOf("%");
+  if (zone >= 0) s = s.slice(0, zone);
+  // A trailing dotted IPv4 part (::ffff:1.2.3.4) becomes two groups.
+  const lastColon = s.lastIndexOf(":");
+  const tail = s.slice(lastColon + 1);
+  if (tail.includes(".")) {
+    const v4 = _v4(tail);
+    if (!v4) return undefined;
+    s = `${s.slice(0, lastColon + 1)}${((v4[0] << 8) | v4[1]).toString(16)}:${
+      ((v4[2] << 8) | v4[3]).toString(16)
+    }`;
+  }
+  const halves = s.split("::");
+  if (halves.length > 2) return undefined;
+  const parse = (h: string) => (h === "" ? [] : h.split(":").map((g) => /^[0-9a-f]{1,4}$/.test(g) ? parseInt(g, 16) : NaN));
+  const head = parse(halves[0]);
+  const rest = halves.length === 2 ? parse(halves[1]) : [];
+  if ([...head, ...rest].some(Number.isNaN)) return undefined;
+  if (halves.length === 1) return head.length === 8 ? head : undefined;
+  const fill = 8 - head.length - rest.length;
+  if (fill < 1) return undefined;
+  return [...head, ...new Array(fill).fill(0), ...rest];
+}
+
+/**
+ * Classify an IP address (v4 or v6, with or without brackets).
+ *
+ * @example
+ * ```ts
+ * import { classifyAddress } from "./net_guard.ts";
+ * console.assert(classifyAddress("127.0.0.1") === "loopback");
+ * console.assert(classifyAddress("::ffff:10.0.0.1") === "private");
+ * console.assert(classifyAddress("93.184.216.34") === "public");
+ * ```
+ */
+export function classifyAddress(address: string): AddressClass {
+  const ip = address.startsWith("[") && address.endsWith("]") ? address.slice(1, -1) : address;
+  const v4 = _v4(ip);
+  if (v4) return _classifyV4(v4);
+  const g = _v6Groups(ip);
+  if (!g) return "invalid";
+  if (g.every((x) => x === 0)) return "unspecified"; // ::
+  if (g.slice(0, 7).every((x) => x === 0) && g[7] === 1) return "loopback"; // ::1
+  const embedded = [g[6] >> 8, g[6] & 255, g[7] >> 8, g[7] & 255];
+  // ::ffff:a.b.c.d (mapped), ::a.b.c.d (compatible), 64:ff9b::a.b.c.d (NAT64)
+  if (g.slice(0, 5).every((x) => x === 0) && (g[5] === 0xffff || g[5] === 0)) {
+    return _classifyV4(embedded);
+  }
+  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) {
+    return _classifyV4(embedded);
+  }
+  if ((g[0] & 0xfe00) === 0xfc00) return "private"; // fc00::/7 unique local
+  if ((g[0] & 0xffc0) === 0xfe80) return "link-local"; // fe80::/10
+  if ((g[0] & 0xffc0) === 0xfec0) return "private"; // fec0::/10 old site-local
+  if ((g[0] & 0xff00) === 0xff00) return "multicast";
+  if (g[0] === 0x2002) return _classifyV4([g[1] >> 8, g[1] & 255, g[2] >> 8, g[2] & 255]); // 6to4
+  return "public";
+}
+
+/**
+ * Whether `host` (a URL's `host` or `hostname`) is listed in `allowed`
+ * exactly: the name itself, or `name:port`. `"*"` lists nothing.
+ *
+ * @example
+ * ```ts
+ * import { listedExplicitly } from "./net_guard.ts";
+ * console.assert(listedExplicitly(new URL("http://127.0.0.1:8080/"), ["127.0.0.1:8080"]));
+ * console.assert(!listedExplicitly(new URL("http://127.0.0.1:8080/"), ["*"]));
+ * ```
+ */
+export function listedExplicitly(url: URL, allowed: string[]): boolean {
+  const name = url.hostname.toLowerCase();
+  const port = url.port || (url.protocol === "https:" ? "443" : url.protocol === "http:" ? "80" : "");
+  return allowed.some((entry) => {
+    const e = entry.toLowerCase();
+    return e === name || e === `${name}:${port}` || (url.port === "" && e === url.host.toLowerCase());
+  });
+}
+
+/** Options of {@link guardUrl}. */
+export interface GuardOptions {
+  /** The policy's hosts (the grant's `net` list); a host listed here is never refused. */
+  allowed: string[];
+  /** Resolve a name to addresses (default: `node:dns` lookup of every address). */
+  resolve?: (hostname: string) => Promise<string[]>;
+}
+
+async function _lookupAll(hostname: string): Promise<string[]> {
+  const found = await lookup(hostname, { all: true, verbatim: true });
+  return found.map((a) => a.address);
+}
+
+/**
+ * Refuse `url` when its host is not listed explicitly in `allowed` and any
+ * address it resolves to is not public. Throws a {@link NetworkGuardError}
+ * (whose message names the host, not its addresses) or the resolver's
+ * error.
+ *
+ * @example
+ * ```ts
+ * import { guardUrl } from "./net_guard.ts";
+ * try {
+ *   await guardUrl(new URL("http://169.254.169.254/latest/meta-data"), { allowed: ["*"] });
+ * } catch (err) {
+ *   console.assert((err as Error).name === "NetworkGuardError");
+ * }
+ * ```
+ */
+export async function guardUrl(url: URL, options: GuardOptions): Promise<void> {
+  if (listedExplicitly(url, options.allowed)) return;
+  const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
+  const addresses = isIP(host) ? [host] : await (options.resolve ?? _lookupAll)(host);
+  if (addresses.length === 0) {
+    throw new NetworkGuardError(`${url.host} did not resolve to any address`, "invalid");
+  }
+  for (const address of addresses) {
+    const kind = classifyAddress(address);
+    if (kind !== "public") {
+      throw new NetworkGuardError(
+        `refused ${url.host}: it is a ${kind} address (only public addresses may be fetched ` +
+          `unless permissions.json lists the host explicitly)`,
+        kind,
+      );
+    }
+  }
+}

@@ -1,0 +1,216 @@
+// Unit tests of core/plugins.ts: config parsing and source building. Nothing
+// here imports a plugin (the end-to-end loading is in tests/plugins_test.ts).
+import assert from "node:assert/strict";
+import { ConfigError } from "./errors.ts";
+import {
+  DEFAULT_PLUGIN_DIR,
+  expandHome,
+  installPlugin,
+  isInsidePath,
+  isPluginFileName,
+  loadConfig,
+  packageName,
+  packageSource,
+  parseConfig,
+  pluginSources,
+  splitToolDirs,
+  uniqueLabels,
+} from "./plugins.ts";
+import { parsePolicy } from "./policy.ts";
+
+const HOME = Deno.env.get("HOME") ?? "/";
+
+async function tempDir(): Promise<string> {
+  return await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_plugins_unit_" }));
+}
+
+Deno.test("parseConfig: errors name the file and the key path of every problem", () => {
+  let text = "";
+  try {
+    parseConfig('{"tool_dirs": ["a", 3], "plugin": [], "services": []}', "/x/corral.json");
+  } catch (err) {
+    assert.ok(err instanceof ConfigError);
+    text = err.message;
+  }
+  assert.match(text, /\/x\/corral\.json: tool_dirs\[1\]: Expected string, received number/);
+  assert.match(text, /\/x\/corral\.json: \(top level\): unknown key "plugin"/);
+  assert.match(text, /\/x\/corral\.json: services: Expected object, received array/);
+  assert.throws(() => parseConfig("{oops", "c.json"), /c\.json: not valid JSON/);
+});
+
+Deno.test("parseConfig: tool_dirs resolve against the config's folder and ~ is the home directory", () => {
+  const c = parseConfig(
+    JSON.stringify({ tool_dirs: ["tools", "~/mine", "/abs"], services: { s: { k: 1 } } }),
+    "/etc/corral/corral.json",
+  );
+  assert.deepEqual(c.toolDirs, ["/etc/corral/tools", `${HOME}/mine`, "/abs"]);
+  assert.deepEqual(c.services, { s: { k: 1 } });
+  assert.equal(c.defaultPluginDir, true);
+  assert.equal(expandHome("~"), HOME);
+  assert.equal(expandHome("a/~"), "a/~");
+});
+
+Deno.test("loadConfig: an explicit --config must exist; a missing corral.json is an empty config", async () => {
+  const dir = await tempDir();
+  try {
+    await assert.rejects(
+      loadConfig({ file: `${dir}/nope.json` }),
+      /Cannot read config file ".*nope\.json"/,
+    );
+    const empty = await loadConfig({ workspace: dir });
+    assert.equal(empty.file, null);
+    assert.deepEqual(empty.toolDirs, []);
+    await Deno.writeTextFile(`${dir}/corral.json`, '{"plugins": ["npm:x@1"]}');
+    assert.deepEqual((await loadConfig({ workspace: dir })).plugins, ["npm:x@1"]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("CORRAL_TOOL_DIRS is split on colons like PATH, skipping empty parts", () => {
+  assert.deepEqual(splitToolDirs("a::/b:~/c", "/w"), ["/w/a", "/b", `${HOME}/c`]);
+  assert.deepEqual(splitToolDirs("", "/w"), []);
+  assert.deepEqual(splitToolDirs(undefined, "/w"), []);
+});
+
+Deno.test("plugin file names: .ts/.js/.mjs only, no `_` helpers, no `_test` files", () => {
+  for (const ok of ["a.ts", "b.js", "c.mjs", "test_helper.ts"]) assert.ok(isPluginFileName(ok), ok);
+  for (const no of ["_a.ts", "a_test.ts", "a_test.js", "a.d.ts", "a.json", "a.tsx", "README.md"]) {
+    assert.ok(!isPluginFileName(no), no);
+  }
+});
+
+Deno.test("uniqueLabels: directories with the same name get distinct short labels", () => {
+  assert.deepEqual(uniqueLabels(["/x/a/tools", "/y/b/tools", "/z/plugins"]), [
+    "a/tools",
+    "b/tools",
+    "plugins",
+  ]);
+  assert.deepEqual(uniqueLabels(["/a/tools", "/a/tools"]), ["a/tools", "a/tools~2"]);
+});
+
+Deno.test("packageName: npm/jsr package names, file stems, directory of mod.ts", () => {
+  assert.equal(packageName("npm:@acme/weather@1.2.0/tools"), "@acme/weather");
+  assert.equal(packageName("npm:left-pad@1"), "left-pad");
+  assert.equal(packageName("jsr:@acme/dice@^1"), "@acme/dice");
+  assert.equal(packageName("https://example.com/x/stocks.ts"), "stocks");
+  assert.equal(packageName("./vendor/stocks/mod.ts"), "stocks");
+  assert.equal(packageName("../weather.js"), "weather");
+});
+
+Deno.test("isInsidePath: a sibling with a common prefix is outside", () => {
+  assert.ok(isInsidePath("/a/b/c", "/a/b"));
+  assert.ok(isInsidePath("/a/b", "/a/b"));
+  assert.ok(!isInsidePath("/a/bc", "/a/b"));
+  assert.ok(!isInsidePath("/a", "/a/b"));
+  assert.ok(isInsidePath("/a/b/..x", "/a/b"));
+});
+
+Deno.test("pluginSources: ids plugin:<dir>/<stem>, own policy entry and own services section, default dir first", async () => {
+  const dir = await tempDir();
+  try {
+    await Deno.mkdir(`${dir}/one/tools`, { recursive: true });
+    await Deno.mkdir(`${dir}/two/tools`, { recursive: true });
+    const file =
+      'export const TOOL_CONFIGS = [{ name: "X", description: "x", function: () => 1 }];\n';
+    await Deno.writeTextFile(`${dir}/one/tools/same.ts`, file);
+    await Deno.writeTextFile(`${dir}/two/tools/same.ts`, file);
+    await Deno.writeTextFile(`${dir}/two/tools/weather.ts`, file);
+    const policy = parsePolicy(
+      JSON.stringify({ plugins: { weather: { net: ["api.example.com"], isolation: "worker" } } }),
+      "p.json",
+      dir,
+    );
+    const config = parseConfig(
+      JSON.stringify({
+        tool_dirs: ["one/tools", "missing"],
+        services: { weather: { key: "k" }, same: { n: 1 } },
+      }),
+      `${dir}/corral.json`,
+    );
+    const found = await pluginSources({
+      policy,
+      config,
+      envDirs: `${dir}/two/tools`,
+      workspace: dir,
+    });
+    const ids = found.sources.map((s) => s.id);
+    const shipped = ids.filter((id) => id.startsWith("plugin:plugins/"));
+    assert.ok(shipped.length >= 2, "corral's plugins/ loads by default");
+    assert.deepEqual(ids.slice(shipped.length), [
+      "plugin:one/tools/same",
+      "plugin:two/tools/same",
+      "plugin:two/tools/weather",
+    ]);
+    assert.equal(found.dirs[0].dir, DEFAULT_PLUGIN_DIR);
+    const weather = found.sources.find((s) => s.id.endsWith("/weather"))!;
+    assert.deepEqual(weather.config, { key: "k" });
+    assert.deepEqual(weather.policy.net, ["api.example.com"]);
+    assert.equal(weather.policy.where, "plugins.weather");
+    const same = found.sources.find((s) => s.id === "plugin:one/tools/same")!;
+    assert.deepEqual(same.config, { n: 1 });
+    assert.equal(same.policy.where, "plugins.default");
+    assert.equal(same.policy.isolation, "process");
+    assert.deepEqual(same.policy.read, []);
+    assert.ok(found.warnings.some((w) => w.includes(`${dir}/missing`) && w.includes("not found")));
+
+    const off = await pluginSources({
+      policy,
+      config: { ...config, defaultPluginDir: false },
+      envDirs: null,
+      workspace: dir,
+    });
+    assert.deepEqual(off.sources.map((s) => s.id), ["plugin:tools/same"]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("packageSource: a local path resolves against the config folder; a missing one is a warning", async () => {
+  const dir = await tempDir();
+  try {
+    await Deno.mkdir(`${dir}/vendor/stocks`, { recursive: true });
+    await Deno.writeTextFile(
+      `${dir}/vendor/stocks/mod.ts`,
+      "export default { tools: () => [] };\n",
+    );
+    const policy = parsePolicy("{}", "p.json", dir);
+    const config = { baseDir: dir, services: { stocks: { k: 1 } } };
+    const src = await packageSource("./vendor/stocks/mod.ts", config, policy);
+    assert.ok(typeof src !== "string");
+    assert.deepEqual(src.modules, [`${dir}/vendor/stocks/mod.ts`]);
+    assert.equal(src.kind, "package");
+    assert.deepEqual(src.config, { k: 1 });
+    const remote = await packageSource("npm:@acme/stocks@1", config, policy);
+    assert.ok(typeof remote !== "string");
+    assert.deepEqual(remote.modules, ["npm:@acme/stocks@1"]);
+    const missing = await packageSource("./nope.ts", config, policy);
+    assert.equal(typeof missing, "string");
+    assert.match(missing as string, /nope\.ts.*not found/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("installPlugin caches a local package and adds it to corral.json once", async () => {
+  const dir = await tempDir();
+  try {
+    await Deno.writeTextFile(
+      `${dir}/pkg.ts`,
+      'import { z } from "zod";\nexport const TOOL_CONFIGS = [{ name: "P", description: "p", input_schema: z.object({}), function: () => 1 }];\n',
+    );
+    await Deno.writeTextFile(`${dir}/corral.json`, '{"services": {"pkg": {}}}');
+    const first = await installPlugin("./pkg.ts", { configFile: `${dir}/corral.json` });
+    assert.equal(first.added, true);
+    const again = await installPlugin("./pkg.ts", { configFile: `${dir}/corral.json` });
+    assert.equal(again.added, false);
+    const saved = JSON.parse(await Deno.readTextFile(`${dir}/corral.json`));
+    assert.deepEqual(saved, { services: { pkg: {} }, plugins: ["./pkg.ts"] });
+    await assert.rejects(
+      installPlugin("./missing.ts", { configFile: `${dir}/corral.json` }),
+      /Cannot install \.\/missing\.ts: deno cache failed/,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
