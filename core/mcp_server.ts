@@ -20,12 +20,12 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 // @ts-types="@modelcontextprotocol/sdk/types"
 import {
-  type CallToolResult,
   CallToolRequestSchema,
+  type CallToolResult,
   ElicitResultSchema,
   ErrorCode,
-  type ListToolsResult,
   ListToolsRequestSchema,
+  type ListToolsResult,
   type LoggingLevel,
   McpError,
   SetLevelRequestSchema,
@@ -73,6 +73,7 @@ export const DEFAULT_MAX_CONCURRENT = 8;
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
 const _VERSION = "0.1.0";
+const _CONFIRM_TIMEOUT_MS = 10 * 60_000;
 const _LEVELS: LoggingLevel[] = [
   "debug",
   "info",
@@ -144,96 +145,100 @@ export function createMcpServer(
     return { tools: formatSchemas(registry.loaded(), "mcp") as Tool[] };
   });
 
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
-    const { name } = request.params;
-    const args = request.params.arguments ?? {};
-    if (!registry.list().some((t) => t.name === name)) {
-      throw new McpError(ErrorCode.InvalidParams, registry.unknownToolMessage(name));
-    }
-    if (counter.running >= maxConcurrent) {
-      return _errorResult(
-        `Cannot run tool "${name}": too many calls at once (limit ${maxConcurrent} per session); ` +
-          "wait for a running call to finish, or start corral with a higher --max-concurrent",
-      );
-    }
-    const token = extra._meta?.progressToken;
-    let sent = Promise.resolve();
-    const send = (method: string, params: Record<string, unknown>) => {
-      // Chained so that notifications keep their order and precede the result.
-      sent = sent.then(() =>
-        extra.sendNotification({ method, params } as Parameters<typeof extra.sendNotification>[0])
-      ).catch(() => {/* the client went away: nothing to tell it */});
-    };
-    const log = (level: LoggingLevel, data: string) => {
-      if (_LEVELS.indexOf(level) < _LEVELS.indexOf(minLevel)) return;
-      send("notifications/message", { level, logger: name, data });
-    };
-    let last = 0;
-    const onReport = (kind: ReportKind, message: string, opts?: ReportOptions) => {
-      if (kind === "progress" && token !== undefined) {
-        const value = opts?.progress ?? last + 1;
-        if (value > last) {
-          last = value;
-          const params: Record<string, unknown> = { progressToken: token, progress: value };
-          if (opts?.total !== undefined) params.total = opts.total;
-          if (message) params.message = message;
-          send("notifications/progress", params);
-          return;
-        }
+  server.setRequestHandler(
+    CallToolRequestSchema,
+    async (request, extra): Promise<CallToolResult> => {
+      const { name } = request.params;
+      const args = request.params.arguments ?? {};
+      if (!registry.list().some((t) => t.name === name)) {
+        throw new McpError(ErrorCode.InvalidParams, registry.unknownToolMessage(name));
       }
-      log(_REPORT_LEVEL[kind], message);
-    };
-    const canElicit = options.elicitation !== false &&
-      server.getClientCapabilities()?.elicitation !== undefined;
-    const confirm = canElicit
-      ? async (tool: ToolInfo, callArgs: unknown): Promise<boolean> => {
-        try {
-          const answer = await extra.sendRequest(
-            {
-              method: "elicitation/create",
-              params: {
-                message: `Run ${tool.name} (letters ${tool.permissions || "none"}) with ${
-                  JSON.stringify(callArgs)
-                }?`,
-                requestedSchema: {
-                  type: "object",
-                  properties: {
-                    approve: { type: "boolean", title: `Run ${tool.name}`, default: true },
+      if (counter.running >= maxConcurrent) {
+        return _errorResult(
+          `Cannot run tool "${name}": too many calls at once (limit ${maxConcurrent} per session); ` +
+            "wait for a running call to finish, or start corral with a higher --max-concurrent",
+        );
+      }
+      const token = extra._meta?.progressToken;
+      let sent = Promise.resolve();
+      const send = (method: string, params: Record<string, unknown>) => {
+        // Chained so that notifications keep their order and precede the result.
+        sent = sent.then(() =>
+          extra.sendNotification({ method, params } as Parameters<typeof extra.sendNotification>[0])
+        ).catch(() => {/* the client went away: nothing to tell it */});
+      };
+      const log = (level: LoggingLevel, data: string) => {
+        if (_LEVELS.indexOf(level) < _LEVELS.indexOf(minLevel)) return;
+        send("notifications/message", { level, logger: name, data });
+      };
+      let last = 0;
+      const onReport = (kind: ReportKind, message: string, opts?: ReportOptions) => {
+        if (kind === "progress" && token !== undefined) {
+          const value = opts?.progress ?? last + 1;
+          if (value > last) {
+            last = value;
+            const params: Record<string, unknown> = { progressToken: token, progress: value };
+            if (opts?.total !== undefined) params.total = opts.total;
+            if (message) params.message = message;
+            send("notifications/progress", params);
+            return;
+          }
+        }
+        log(_REPORT_LEVEL[kind], message);
+      };
+      const canElicit = options.elicitation !== false &&
+        server.getClientCapabilities()?.elicitation !== undefined;
+      const confirm = canElicit
+        ? async (tool: ToolInfo, callArgs: unknown): Promise<boolean> => {
+          try {
+            const answer = await extra.sendRequest(
+              {
+                method: "elicitation/create",
+                params: {
+                  message: `Run ${tool.name} (letters ${tool.permissions || "none"}) with ${
+                    JSON.stringify(callArgs)
+                  }?`,
+                  requestedSchema: {
+                    type: "object",
+                    properties: {
+                      approve: { type: "boolean", title: `Run ${tool.name}`, default: true },
+                    },
                   },
                 },
               },
-            },
-            ElicitResultSchema,
-            { signal: extra.signal },
-          );
-          return answer.action === "accept" && answer.content?.approve !== false;
-        } catch {
-          return false;
+              ElicitResultSchema,
+              // A person answers: allow longer than the SDK's 60 s default.
+              { signal: extra.signal, timeout: _CONFIRM_TIMEOUT_MS },
+            );
+            return answer.action === "accept" && answer.content?.approve !== false;
+          } catch {
+            return false;
+          }
         }
+        : undefined;
+      counter.running++;
+      let result: ToolResult;
+      try {
+        result = await registry.call(name, args, {
+          signal: extra.signal,
+          onReport,
+          onLog: (text) => log("debug", text),
+          confirm,
+        });
+      } catch (err) {
+        if (err instanceof TypeError) throw new McpError(ErrorCode.InvalidParams, err.message);
+        throw err;
+      } finally {
+        counter.running--;
       }
-      : undefined;
-    counter.running++;
-    let result: ToolResult;
-    try {
-      result = await registry.call(name, args, {
-        signal: extra.signal,
-        onReport,
-        onLog: (text) => log("debug", text),
-        confirm,
-      });
-    } catch (err) {
-      if (err instanceof TypeError) throw new McpError(ErrorCode.InvalidParams, err.message);
-      throw err;
-    } finally {
-      counter.running--;
-    }
-    await sent;
-    return {
-      content: [{ type: "text", text: _resultText(result) }],
-      structuredContent: result,
-      isError: !result.success,
-    };
-  });
+      await sent;
+      return {
+        content: [{ type: "text", text: _resultText(result) }],
+        structuredContent: result,
+        isError: !result.success,
+      };
+    },
+  );
 
   return {
     server,
@@ -369,10 +374,7 @@ interface _Session {
  * Requests are checked in this order: Host and Origin (403), bearer token
  * (401), path (404), body size (413).
  */
-export async function serveHttp(
-  registry: McpRegistry,
-  options: McpHttpOptions,
-): Promise<McpHttpHandle> {
+export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHttpHandle {
   const hostname = options.hostname ?? "127.0.0.1";
   const loopback = isLoopback(hostname);
   const token = options.token || undefined;
@@ -408,7 +410,8 @@ export async function serveHttp(
     if (allowedOrigins.has(origin)) return true;
     try {
       const u = new URL(origin);
-      return loopback && isLoopback(u.hostname) && (u.protocol === "http:" || u.protocol === "https:");
+      return loopback && isLoopback(u.hostname) &&
+        (u.protocol === "http:" || u.protocol === "https:");
     } catch {
       return false;
     }
@@ -428,12 +431,17 @@ export async function serveHttp(
     if (origin !== null && !originAllowed(origin)) {
       return refuse(403, `Forbidden: Origin "${origin}" is not allowed`);
     }
-    if (expected && !_sameBytes(new TextEncoder().encode(req.headers.get("authorization") ?? ""), expected)) {
+    if (
+      expected &&
+      !_sameBytes(new TextEncoder().encode(req.headers.get("authorization") ?? ""), expected)
+    ) {
       return refuse(401, "Unauthorized: send Authorization: Bearer <token>", {
         "WWW-Authenticate": 'Bearer realm="corral"',
       });
     }
-    if (new URL(req.url).pathname !== path) return refuse(404, `Not found: the endpoint is ${path}`);
+    if (new URL(req.url).pathname !== path) {
+      return refuse(404, `Not found: the endpoint is ${path}`);
+    }
     const length = Number(req.headers.get("content-length") ?? "0");
     if (length > maxBody) {
       return refuse(413, `Payload too large: ${length} bytes, limit ${maxBody} (--max-body)`);
@@ -445,7 +453,11 @@ export async function serveHttp(
           Allow: "POST",
         });
       }
-      const mcp = createMcpServer(registry, { ...serverOptions, elicitation: false, counter: shared });
+      const mcp = createMcpServer(registry, {
+        ...serverOptions,
+        elicitation: false,
+        counter: shared,
+      });
       const transport = new WebStandardStreamableHTTPServerTransport({
         ...transportOptions,
         sessionIdGenerator: undefined,
@@ -482,48 +494,46 @@ export async function serveHttp(
     return await transport.handleRequest(req);
   };
 
-  return await new Promise((resolve, reject) => {
-    let httpServer: Deno.HttpServer<Deno.NetAddr>;
-    try {
-      httpServer = Deno.serve({
-        hostname,
-        port: options.port,
-        onListen: (addr) => {
-          const shown = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
-          const url = `http://${shown}:${addr.port}${path}`;
-          let closing: Promise<void> | undefined;
-          resolve({
-            hostname: addr.hostname,
-            port: addr.port,
-            url,
-            finished: httpServer.finished,
-            notifyToolsChanged: async () => {
-              await Promise.all([...sessions.values()].map((s) => s.mcp.notifyToolsChanged()));
-            },
-            close: () => {
-              closing ??= (async () => {
-                const open = [...sessions.values()];
-                sessions.clear();
-                await Promise.all(open.map((s) => s.mcp.close().catch(() => {})));
-                await httpServer.shutdown();
-              })();
-              return closing;
-            },
-          });
-        },
-        onError: (err) => {
-          return refuse(500, `Internal error: ${(err as Error)?.message ?? err}`);
-        },
-      }, handle);
-    } catch (err) {
-      reject(
-        err instanceof Deno.errors.AddrInUse || err instanceof Deno.errors.PermissionDenied ||
-          err instanceof Deno.errors.AddrNotAvailable
-          ? new ConfigError(`cannot listen on ${hostname}:${options.port}: ${(err as Error).message}`)
-          : err,
+  let httpServer: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    httpServer = Deno.serve({
+      hostname,
+      port: options.port,
+      onListen: () => {/* the caller prints the URL */},
+      onError: (err) => refuse(500, `Internal error: ${(err as Error)?.message ?? err}`),
+    }, handle);
+  } catch (err) {
+    if (
+      err instanceof Deno.errors.AddrInUse || err instanceof Deno.errors.PermissionDenied ||
+      err instanceof Deno.errors.AddrNotAvailable || err instanceof Deno.errors.NotCapable
+    ) {
+      throw new ConfigError(
+        `cannot listen on ${hostname}:${options.port}: ${(err as Error).message}`,
       );
     }
-  });
+    throw err;
+  }
+  const addr = httpServer.addr;
+  const shown = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
+  let closing: Promise<void> | undefined;
+  return {
+    hostname: addr.hostname,
+    port: addr.port,
+    url: `http://${shown}:${addr.port}${path}`,
+    finished: httpServer.finished,
+    notifyToolsChanged: async () => {
+      await Promise.all([...sessions.values()].map((s) => s.mcp.notifyToolsChanged()));
+    },
+    close: () => {
+      closing ??= (async () => {
+        const open = [...sessions.values()];
+        sessions.clear();
+        await Promise.all(open.map((s) => s.mcp.close().catch(() => {})));
+        await httpServer.shutdown();
+      })();
+      return closing;
+    },
+  };
 }
 
 function _sameBytes(a: Uint8Array, b: Uint8Array): boolean {
@@ -539,9 +549,13 @@ export interface McpCommandOptions {
   http?: string;
   /** Bearer token; default `CORRAL_MCP_TOKEN`. */
   token?: string;
+  /** `--stateless`: no sessions. */
   stateless?: boolean;
+  /** `--max-body BYTES`. */
   maxBody?: string;
+  /** `--max-concurrent N`. */
   maxConcurrent?: string;
+  /** `--allow-origin ORIGIN`, repeatable. */
   allowOrigin?: string[];
 }
 
@@ -566,10 +580,12 @@ export async function runMcpCommand(
   const maxBodyBytes = number(flags.maxBody, "--max-body");
   let handle: McpHandle;
   if (flags.http === undefined) {
-    for (const [set, flag] of [[flags.token, "--token"], [flags.stateless, "--stateless"], [
-      flags.maxBody,
-      "--max-body",
-    ], [flags.allowOrigin?.length, "--allow-origin"]] as const) {
+    for (
+      const [set, flag] of [[flags.token, "--token"], [flags.stateless, "--stateless"], [
+        flags.maxBody,
+        "--max-body",
+      ], [flags.allowOrigin?.length, "--allow-origin"]] as const
+    ) {
       if (set) throw new ConfigError(`${flag} only applies with --http`);
     }
     handle = await serveStdio(registry, { maxConcurrent });
@@ -581,7 +597,7 @@ export async function runMcpCommand(
         token = Deno.env.get("CORRAL_MCP_TOKEN") || undefined;
       } catch { /* no env permission: no token */ }
     }
-    const http = await serveHttp(registry, {
+    const http = serveHttp(registry, {
       hostname,
       port,
       token,

@@ -124,15 +124,22 @@ Deno.test("parseListenAddress: PORT alone binds 127.0.0.1; HOST:PORT and [v6]:PO
 });
 
 Deno.test("isLoopback: only localhost, 127.0.0.0/8 and ::1 count as loopback", () => {
-  for (const h of ["localhost", "127.0.0.1", "127.1.2.3", "::1", "[::1]"]) assert.ok(isLoopback(h), h);
+  for (const h of ["localhost", "127.0.0.1", "127.1.2.3", "::1", "[::1]"]) {
+    assert.ok(isLoopback(h), h);
+  }
   for (const h of ["0.0.0.0", "192.168.1.2", "evil.example.com", "::", ""]) {
     assert.ok(!isLoopback(h), h);
   }
 });
 
-Deno.test("serveHttp refuses a non-loopback address without a token, before binding", async () => {
-  const registry = { loaded: () => [], list: () => [], call: () => Promise.reject(), unknownToolMessage: () => "" };
-  await assert.rejects(
+Deno.test("serveHttp refuses a non-loopback address without a token, before binding", () => {
+  const registry = {
+    loaded: () => [],
+    list: () => [],
+    call: () => Promise.reject(),
+    unknownToolMessage: () => "",
+  };
+  assert.throws(
     () => serveHttp(registry as unknown as McpRegistry, { hostname: "0.0.0.0", port: 0 }),
     (err: Error) => err instanceof ConfigError && /without a token/.test(err.message),
   );
@@ -168,7 +175,10 @@ Deno.test("progress reports become notifications/progress with strictly increasi
 Deno.test("other reports and tool logs become log notifications, filtered by logging/setLevel", async () => {
   await using h = await connect();
   await h.client.callTool({ name: "Steps", arguments: { steps: 1 } });
-  assert.ok(h.logs.some((l) => l.level === "info" && l.data === "beginning"), JSON.stringify(h.logs));
+  assert.ok(
+    h.logs.some((l) => l.level === "info" && l.data === "beginning"),
+    JSON.stringify(h.logs),
+  );
   assert.ok(h.logs.some((l) => l.level === "debug" && String(l.data).includes("a tool log line")));
   assert.ok(h.logs.some((l) => l.level === "warning" && l.data === "all steps done"));
   h.logs.length = 0;
@@ -191,7 +201,8 @@ Deno.test("an unknown tool is a protocol error (InvalidParams) with suggestions"
   await using h = await connect();
   await assert.rejects(
     () => h.client.callTool({ name: "Stepz", arguments: {} }),
-    (err: Error & { code?: number }) => err.code === -32602 && /did you mean: Steps/.test(err.message),
+    (err: Error & { code?: number }) =>
+      err.code === -32602 && /did you mean: Steps/.test(err.message),
   );
 });
 

@@ -1,0 +1,103 @@
+// Shared helpers of the MCP end-to-end tests: start `corral mcp` processes.
+import { join } from "node:path";
+
+/** The project root. */
+export const ROOT = new URL("..", import.meta.url).pathname;
+
+/** `deno` arguments that run corral with the permissions of the `corral` task in deno.json. */
+export const CORRAL_ARGS = [
+  "run",
+  "--allow-read",
+  "--allow-write",
+  "--allow-run",
+  "--allow-net",
+  "--allow-env",
+  "--allow-sys",
+  "--config",
+  join(ROOT, "deno.json"),
+  join(ROOT, "main.ts"),
+];
+
+/** A temporary workspace holding `notes.txt`, and a private discovery cache. */
+export interface TempWorkspace {
+  dir: string;
+  cache: string;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** Make a {@link TempWorkspace}; dispose it to remove both folders. */
+export async function tempWorkspace(): Promise<TempWorkspace> {
+  const dir = await Deno.makeTempDir({ prefix: "corral_mcp_ws_" });
+  const cache = await Deno.makeTempDir({ prefix: "corral_mcp_cache_" });
+  await Deno.writeTextFile(join(dir, "notes.txt"), "one two three\nfour five\n");
+  return {
+    dir,
+    cache,
+    async [Symbol.asyncDispose]() {
+      await Deno.remove(dir, { recursive: true });
+      await Deno.remove(cache, { recursive: true });
+    },
+  };
+}
+
+/** The environment of a corral child: no colour, a private cache, no token from outside. */
+export function childEnv(cache: string): Record<string, string> {
+  const out: Record<string, string> = {
+    ...Deno.env.toObject(),
+    NO_COLOR: "1",
+    CORRAL_CACHE_DIR: cache,
+  };
+  delete out.CORRAL_MCP_TOKEN;
+  return out;
+}
+
+/** A `corral mcp --http` process that has printed its URL on stderr. */
+export interface HttpCorral {
+  /** The endpoint, e.g. `http://127.0.0.1:41234/mcp`. */
+  url: string;
+  /** Everything it wrote on stderr so far. */
+  stderr(): string;
+  /** SIGTERM, then wait for the exit. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** Start `corral mcp --workspace DIR -r -w EXTRA…` and wait for its URL. */
+export async function startHttpCorral(extra: string[], ws: TempWorkspace): Promise<HttpCorral> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [...CORRAL_ARGS, "mcp", "--workspace", ws.dir, "-r", "-w", ...extra],
+    env: childEnv(ws.cache),
+    cwd: ROOT,
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  let text = "";
+  const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+  let url: string | undefined;
+  while (url === undefined) {
+    const { value, done } = await reader.read();
+    if (done) {
+      await child.status;
+      throw new Error(`corral mcp --http ended before listening:\n${text}`);
+    }
+    text += value;
+    url = /(http:\/\/\S+\/mcp)/.exec(text)?.[1];
+  }
+  // Keep draining stderr so that the child never blocks on a full pipe.
+  const drained = (async () => {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      text += value;
+    }
+  })();
+  return {
+    url,
+    stderr: () => text,
+    async [Symbol.asyncDispose]() {
+      child.kill("SIGTERM");
+      await child.status;
+      await drained;
+    },
+  };
+}
