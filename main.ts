@@ -29,6 +29,8 @@ import {
 import { loadPolicy } from "./core/policy.ts";
 import { scaffoldTool } from "./core/scaffold.ts";
 import { runMcpCommand } from "./core/mcp_server.ts";
+import { formatAuditSummary, parseSince, readAudit, summarizeAudit } from "./core/audit.ts";
+import { runSandboxChild } from "./core/sandbox_child.ts";
 
 const USAGE = `corral: a sandboxed tool host for LLM agents
 
@@ -38,6 +40,8 @@ Usage:
                                             the catalog as function-calling schemas (JSON)
   corral call NAME --args JSON [--yes]      run one tool in its sandbox; --args - reads stdin
   corral demo                               list the tools and run a few sandboxed calls
+  corral audit PATH [--tool X] [--since ISO|1h|30m]
+                                            summary of an audit log: calls and outcomes per tool
   corral check PATH...                      load plugin files (or directories) in their sandboxes
                                             and report every breach of the tool contract
   corral new NAME [--permissions LETTERS] [--dir DIR] [--style class|module]
@@ -59,6 +63,7 @@ Options:
   --timeout MS          shorter time limit for this call (never above the policy's)
   --yes                 approve calls of tools that need confirmation
   --no-cache            do not read or write the discovery cache
+  --audit PATH          append one JSON line per tool call to PATH (off by default)
   --quiet               no progress reports on stderr
   --http [HOST:]PORT    mcp: Streamable HTTP instead of stdio; PORT 0 picks a free port
   --token TOKEN         mcp --http: require "Authorization: Bearer TOKEN" (default
@@ -90,6 +95,9 @@ const _OPTIONS = {
   timeout: { type: "string" },
   yes: { type: "boolean" },
   "no-cache": { type: "boolean" },
+  audit: { type: "string" },
+  tool: { type: "string" },
+  since: { type: "string" },
   quiet: { type: "boolean" },
   http: { type: "string" },
   token: { type: "string" },
@@ -137,6 +145,7 @@ async function _registry(values: _Values, reporter: Reporter): Promise<Registry>
     reporter,
   };
   if (values["no-cache"]) options.cacheDir = null;
+  if (values.audit) options.auditPath = values.audit;
   return await Registry.create(options);
 }
 
@@ -220,6 +229,12 @@ function _row(t: ToolInfo, color: boolean): string {
     t.isolation.padEnd(8)
   } ${status}\n${" ".repeat(23)}${
     colour(`${_relSource(t.source)}  grant: ${describeGrant(t.grant)}`, "dim", color)
+  }${
+    t.jail === "bwrap"
+      ? colour("  jail: bwrap", "dim", color)
+      : t.jail === "none"
+      ? colour("  jail: NONE (subprocesses unjailed)", "yellow", color)
+      : ""
   }`;
 }
 
@@ -327,8 +342,33 @@ async function _demo(registry: Registry, color: boolean): Promise<number> {
   return 0;
 }
 
+/** `corral audit PATH [--tool X] [--since ISO|1h|30m]`: the summary table. */
+async function _auditCommand(values: _Values, rest: string[]): Promise<number> {
+  if (!rest[0]) throw new _UsageError("audit needs the path of an audit log: corral audit PATH");
+  let since: Date | undefined;
+  try {
+    since = values.since === undefined ? undefined : parseSince(values.since);
+  } catch (err) {
+    throw new _UsageError((err as Error).message);
+  }
+  let read;
+  try {
+    read = await readAudit(rest[0], { tool: values.tool, since });
+  } catch (err) {
+    throw new ConfigError(`cannot read audit log "${rest[0]}": ${(err as Error).message}`);
+  }
+  _out(formatAuditSummary(summarizeAudit(read.records)));
+  if (read.bad) _out(`(${read.bad} unreadable line${read.bad === 1 ? "" : "s"} skipped)`);
+  return 0;
+}
+
 /** Run the CLI with `argv`; returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
+  // Hidden: a compiled corral re-runs itself as a process sandbox.
+  if (argv[0] === "__sandbox-child") {
+    await runSandboxChild();
+    return 0;
+  }
   const reporter0 = new Reporter();
   try {
     const { values, positionals } = _parse(argv);
@@ -337,7 +377,8 @@ export async function main(argv: string[]): Promise<number> {
       return values.help ? 0 : 2;
     }
     const [command, ...rest] = positionals;
-    const known = ["list", "schema", "call", "demo", "check", "new", "plugins", "mcp"];
+    if (command === "audit") return await _auditCommand(values, rest);
+    const known = ["list", "schema", "call", "demo", "check", "new", "plugins", "mcp", "audit"];
     if (!known.includes(command)) {
       throw new _UsageError(`unknown command "${command}" (commands: ${known.join(", ")})`);
     }
@@ -360,6 +401,7 @@ export async function main(argv: string[]): Promise<number> {
                 reason: t.reason ?? null,
                 source: t.source,
                 isolation: t.isolation,
+                jail: t.jail ?? null,
                 grant: t.grant,
               })),
               null,

@@ -15,6 +15,9 @@ import type { ModuleMeta, SandboxEnv, ToolMeta } from "./protocol.ts";
 import { Reporter } from "./reporter.ts";
 import { failure, type ToolResult } from "./result.ts";
 import { Sandbox } from "./sandbox.ts";
+import { AuditLog, digestArgs, outcomeOf } from "./audit.ts";
+import { decideJail, findBwrap, type JailStatus } from "./jail.ts";
+import { hideHostPaths, redact, scrubDeep, scrubText, secretValues } from "./redact.ts";
 import { formatSchemas, type SchemaFormat } from "./schema.ts";
 import type { Grant, ReportKind, ReportOptions } from "./tool.ts";
 
@@ -56,6 +59,8 @@ export interface ToolInfo {
   grant: Grant;
   confirm: boolean;
   inputSchema: Record<string, unknown>;
+  /** For tools that start processes: whether they run in the bwrap jail. */
+  jail?: JailStatus;
 }
 
 /** A module (or whole toolset) that failed to load. */
@@ -86,6 +91,10 @@ export interface RegistryOptions {
   cacheDir?: string | null;
   /** Where host warnings and reports go (default stderr). */
   reporter?: Reporter;
+  /** Append one JSON line per call to this file (see core/audit.ts). */
+  auditPath?: string;
+  /** The bwrap binary for the subprocess jail; `null`: none (tests). Default: detected. */
+  bwrap?: string | null;
 }
 
 /** Per-call options of {@link Registry.call}. */
@@ -151,6 +160,10 @@ export class Registry {
   #sandboxes = new Map<string, Sandbox>();
   #loadedToolsets = new Set<string>();
   #cacheDir: string | null;
+  #bwrap: string | undefined;
+  #audit: AuditLog | undefined;
+  /** Secret values of config sections, scrubbed from every text shown. */
+  #secrets = new Set<string>();
   #cache: Record<string, ModuleMeta> | undefined;
   #cacheDirty = false;
   /** How many modules were imported in a sandbox (cache misses), for tests. */
@@ -176,6 +189,8 @@ export class Registry {
       await loadPolicy({ file: options.policyFile, workspace });
     const host = options.host ?? hostPrivileges(options.privileges ?? "rwxn");
     const registry = new Registry(workspace, policy, host, options);
+    registry.#bwrap = options.bwrap === undefined ? await findBwrap() : options.bwrap ?? undefined;
+    if (options.auditPath) registry.#audit = new AuditLog(resolve(options.auditPath));
     if (!options.noBuiltins) {
       const declared = await builtinToolsets();
       for (const name of options.toolsets ?? []) {
@@ -277,6 +292,74 @@ export class Registry {
    * other outcome is a {@link ToolResult}.
    */
   async call(name: string, args: unknown, options: RegistryCallOptions = {}): Promise<ToolResult> {
+    const started = performance.now();
+    const time = new Date().toISOString();
+    let result: ToolResult;
+    try {
+      result = this.#clean(await this.#call(name, args, options));
+    } catch (err) {
+      await this.#auditCall(name, args, time, started, failure(name, (err as Error).message));
+      throw err;
+    }
+    await this.#auditCall(name, args, time, started, result);
+    return result;
+  }
+
+  /** Secrets scrubbed from the whole result; no host path outside the workspace in its error. */
+  #clean(result: ToolResult): ToolResult {
+    const out = scrubDeep(result, this.#secrets);
+    if (typeof out.error === "string") out.error = hideHostPaths(out.error, this.workspace);
+    return out;
+  }
+
+  async #auditCall(
+    name: string,
+    args: unknown,
+    time: string,
+    started: number,
+    result: ToolResult,
+  ): Promise<void> {
+    if (!this.#audit) return;
+    const entry = this.#byName.get(name) ?? this.#entries.find((e) => e.info.name === name);
+    const info = entry?.info;
+    const secrets = this.#secrets;
+    try {
+      await this.#audit.append({
+        time,
+        tool: name,
+        toolset: info?.toolset ?? "",
+        source: info?.kind ?? "",
+        letters: info?.permissions ?? "",
+        grant: info ? { ...info.grant } : null,
+        isolation: info?.isolation ?? "",
+        ...(info?.jail ? { jail: info.jail } : {}),
+        args_sha256: await digestArgs(args ?? null),
+        ...(entry?.source.policy.redact_args ? {} : { args: redact(args ?? null, secrets) }),
+        duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
+        outcome: outcomeOf(result),
+        ...(result.error ? { error: scrubText(result.error, secrets) } : {}),
+      });
+    } catch (err) {
+      this.reporter.line(
+        `Warning: cannot write the audit log: ${(err as Error).message}`,
+        "yellow",
+      );
+    }
+  }
+
+  /** Values of the allowlisted variables for subprocesses (the sandbox cannot read env). */
+  #vars(policy: SandboxPolicy): Record<string, string> {
+    const vars: Record<string, string> = {};
+    for (const name of ["PATH", "LANG", "TERM", ...policy.env]) {
+      try {
+        const v = Deno.env.get(name);
+        if (v !== undefined) vars[name] = v;
+      } catch { /* no env permission for it */ }
+    }
+    return vars;
+  }
+
+  async #call(name: string, args: unknown, options: RegistryCallOptions): Promise<ToolResult> {
     const entry = this.#byName.get(name);
     if (!entry) {
       const other = this.#entries.find((e) => e.info.name === name);
@@ -307,15 +390,22 @@ export class Registry {
     const sandbox = await this.#sandbox(source, info);
     const limit = source.policy.timeout_ms;
     const timeoutMs = options.timeoutMs ? Math.min(options.timeoutMs, limit) : limit;
-    const env: SandboxEnv = { workspace: this.workspace, grant: info.grant, config: source.config };
+    const env: SandboxEnv = {
+      workspace: this.workspace,
+      grant: info.grant,
+      config: source.config,
+      vars: this.#vars(source.policy),
+    };
     const result = await sandbox.call(module, name, args, env, {
       timeoutMs,
       signal: options.signal,
       onReport: (kind, message, opts) => {
+        message = scrubText(message, this.#secrets);
         if (options.onReport) options.onReport(kind, message, opts);
         else this.reporter.report(name, info.permissions, { kind, message, options: opts });
       },
       onLog: (text) => {
+        text = scrubText(text, this.#secrets);
         if (options.onLog) options.onLog(text);
         else this.reporter.line(`[${name}] ${text}`, "dim");
       },
@@ -354,7 +444,8 @@ export class Registry {
         modules,
         policy: source.policy,
         workspace: this.workspace,
-        onLog: (text) => this.reporter.line(`[${source.id}] ${text}`, "dim"),
+        onLog: (text) =>
+          this.reporter.line(`[${source.id}] ${scrubText(text, this.#secrets)}`, "dim"),
       });
       this.#sandboxes.set(key, sb);
     }
@@ -373,7 +464,17 @@ export class Registry {
 
   async #loadSource(source: ToolsetSource): Promise<void> {
     this.#loadedToolsets.add(source.id);
+    for (const s of secretValues(source.config)) this.#secrets.add(s);
     const ceiling = ceilingGrant(source.policy, this.host);
+    const ceilingJail = decideJail(
+      ceiling,
+      source.policy.jail ?? "auto",
+      this.#bwrap,
+      this.#jailWrite(source),
+      source.policy.where,
+      source.kind !== "builtin",
+    );
+    if (ceilingJail.jail) ceiling.jail = ceilingJail.jail;
     const metas = await this.#discover(source, ceiling);
     for (const meta of metas) {
       const where = _display(meta.module, this.workspace);
@@ -385,13 +486,30 @@ export class Registry {
     }
   }
 
-  #problem(toolset: string, source: string, message: string): void {
+  /** Paths the jail binds writable: the policy's write paths that the host may write. */
+  #jailWrite(source: ToolsetSource): string[] {
+    if (!this.host.letters.includes("w")) return [];
+    return source.policy.write.filter((p) => this.host.denoGranted("write", p));
+  }
+
+  #problem(toolset: string, source: string, text: string): void {
+    const message = scrubText(text, this.#secrets);
     this.problems.push({ toolset, source, message });
     this.reporter.line(`Warning: skipped ${message}`, "yellow");
   }
 
   #add(source: ToolsetSource, module: string, t: ToolMeta): void {
     const decision = effectiveGrant(t.permissions, source.policy, this.host);
+    const jail = decideJail(
+      decision.grant,
+      source.policy.jail ?? "auto",
+      this.#bwrap,
+      this.#jailWrite(source),
+      source.policy.where,
+      source.kind !== "builtin",
+    );
+    if (jail.jail) decision.grant.jail = jail.jail;
+    decision.missing ??= jail.missing;
     let status: ToolStatus = "loaded";
     let reason: string | undefined;
     if (!t.load.load) {
@@ -403,7 +521,7 @@ export class Registry {
     }
     const info: ToolInfo = {
       name: t.name,
-      description: t.description,
+      description: scrubText(t.description, this.#secrets),
       toolset: source.id,
       kind: source.kind,
       source: module,
@@ -412,6 +530,7 @@ export class Registry {
       reason,
       isolation: source.policy.isolation,
       grant: decision.grant,
+      ...(jail.status ? { jail: jail.status } : {}),
       confirm: t.confirm,
       inputSchema: t.inputSchema,
     };
@@ -479,7 +598,8 @@ export class Registry {
         modules: misses.filter((m) => m.startsWith("/")),
         policy: source.policy,
         workspace: this.workspace,
-        onLog: (text) => this.reporter.line(`[${source.id}] ${text}`, "dim"),
+        onLog: (text) =>
+          this.reporter.line(`[${source.id}] ${scrubText(text, this.#secrets)}`, "dim"),
       });
       try {
         await sb.prepare();
@@ -487,6 +607,7 @@ export class Registry {
           workspace: this.workspace,
           grant: ceiling,
           config: source.config,
+          vars: this.#vars(source.policy),
         };
         for (const m of await sb.load(misses, env, source.policy.timeout_ms)) {
           found.set(m.module, m);

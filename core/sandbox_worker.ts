@@ -12,6 +12,7 @@ import { invokeTool } from "./invoke.ts";
 import type { HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
 import { capResult, failure } from "./result.ts";
 import { inputJsonSchema } from "./schema.ts";
+import { configureSubprocesses } from "./subprocess.ts";
 import { collectTools, type ToolDefinition, VALID_EXPORT_EXAMPLE } from "./tool.ts";
 
 // Keep the only channel to the host in this closure, then take it away from
@@ -79,6 +80,8 @@ const _modules = new Map<string, Promise<_Loaded>>();
 const _running = new Map<number, AbortController>();
 
 function _load(module: string, env: SandboxEnv): Promise<_Loaded> {
+  // Processes that tools start get the host's allowlisted values and the jail.
+  configureSubprocesses({ vars: env.vars, grant: env.grant });
   let p = _modules.get(module);
   if (!p) {
     p = _loadModule(module, env);

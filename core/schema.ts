@@ -37,7 +37,10 @@ export interface SchemaTool {
  * ```
  */
 export function inputJsonSchema(schema: z.ZodTypeAny): JsonSchema {
-  const out = zodToJsonSchema(schema, {
+  // Called through a plain signature: the generic one can hit TS2589 ("type
+  // instantiation is excessively deep") depending on what else is checked.
+  const toJson = zodToJsonSchema as (s: unknown, o: Record<string, unknown>) => unknown;
+  const out = toJson(schema, {
     $refStrategy: "none",
     target: "jsonSchema7",
   }) as JsonSchema;

@@ -18,6 +18,7 @@ import {
 } from "../core/plugins.ts";
 import { VALID_EXPORT_EXAMPLE } from "../core/tool.ts";
 import { FIXTURES, ROOT, runCli } from "./_helpers.ts";
+import { checkPlugins } from "../core/check.ts";
 
 const PLUGIN_FIXTURES = `${FIXTURES}plugins`;
 const SHIPPED_POLICY = JSON.parse(await Deno.readTextFile(`${ROOT}permissions.json`));
@@ -56,7 +57,7 @@ Deno.test("file-drop and package plugins load in order, each alone in its sandbo
       tool_dirs: ["mixed"],
       plugins: ["./pkg/mod.ts"],
       services: {
-        setup_recorder: { token: "mine" },
+        setup_recorder: { city: "Oslo" },
         alpha: { secret: "not for setup_recorder" },
         pkg: { greeting: "Howdy" },
       },
@@ -174,7 +175,7 @@ Deno.test("file-drop and package plugins load in order, each alone in its sandbo
 
     await t.step("TOOL_SETUP receives only the plugin's own services section, once", async () => {
       const res = await registry.call("SetupEcho", {});
-      assert.deepEqual(res.received, { token: "mine" });
+      assert.deepEqual(res.received, { city: "Oslo" });
       assert.equal(res.setup_calls, 1);
     });
 
@@ -458,6 +459,66 @@ Deno.test("corral list --config: shows a rejected plugin and a broken one; the s
     );
     for (const name of ["ChangeCase", "Slugify", "RollDice", "Greet"]) {
       assert.match(ok.stdout, new RegExp(`${name} +plugin:plugins/\\w+ .*loaded`));
+    }
+  } finally {
+    await Deno.remove(base, { recursive: true });
+  }
+});
+
+Deno.test("the worked example of docs/AUTHORING.md passes corral check and its own test", async () => {
+  const doc = await Deno.readTextFile(`${ROOT}docs/AUTHORING.md`);
+  const block = (first: string) => {
+    const m = doc.match(
+      new RegExp("```ts\\n(// " + first.replaceAll(".", "\\.") + "\\n[\\s\\S]*?)```"),
+    );
+    assert.ok(m, `docs/AUTHORING.md has a block starting with // ${first}`);
+    return m[1].replaceAll('"../core/', `"${ROOT}core/`);
+  };
+  const base = await tempBase();
+  try {
+    await Deno.mkdir(`${base}/plugins`);
+    await Deno.writeTextFile(`${base}/plugins/count_todos.ts`, block("plugins/count_todos.ts"));
+    await Deno.writeTextFile(
+      `${base}/plugins/count_todos_test.ts`,
+      block("plugins/count_todos_test.ts"),
+    );
+    const policy = parsePolicy(
+      '{ "plugins": { "count_todos": { "read": ["."] } } }',
+      "p.json",
+      base,
+    );
+    const report = await checkPlugins([`${base}/plugins`], {
+      workspace: base,
+      policy,
+      builtins: false,
+    });
+    assert.deepEqual(report.issues, []);
+    assert.deepEqual(report.passed.map((p) => p.name), ["CountTodos"]);
+    const res = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "test",
+        "--allow-read",
+        "--allow-write",
+        `--config=${ROOT}deno.json`,
+        "--no-lock",
+        "plugins",
+      ],
+      cwd: base,
+      stdout: "piped",
+      stderr: "piped",
+      env: { NO_COLOR: "1" },
+    }).output();
+    const out = new TextDecoder().decode(res.stdout) + new TextDecoder().decode(res.stderr);
+    assert.ok(res.success, out);
+    assert.match(out, /1 passed/);
+    // And through the sandbox, with the grant the doc gives it.
+    await Deno.writeTextFile(`${base}/notes.txt`, "TODO a\nFIXME b\n");
+    const { registry } = await loadPlugins({ dirs: [`${base}/plugins`], workspace: base, policy });
+    try {
+      const call = await registry.call("CountTodos", { filepath: "notes.txt" });
+      assert.deepEqual(call.counts, { TODO: 1, FIXME: 1 });
+    } finally {
+      await registry.close();
     }
   } finally {
     await Deno.remove(base, { recursive: true });
