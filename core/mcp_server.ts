@@ -557,6 +557,8 @@ export interface McpCommandOptions {
   maxConcurrent?: string;
   /** `--allow-origin ORIGIN`, repeatable. */
   allowOrigin?: string[];
+  /** Called once the server is serving (e.g. to start `--watch`). */
+  onServe?: (handle: McpHandle) => void | Promise<void>;
 }
 
 /**
@@ -613,6 +615,7 @@ export async function runMcpCommand(
     );
     handle = http;
   }
+  await flags.onServe?.(handle);
   const stop = () => void handle.close();
   const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
   for (const s of signals) Deno.addSignalListener(s, stop);

@@ -234,6 +234,7 @@ export class Registry {
   /** Remove a toolset (e.g. a deleted plugin file); its sandboxes stop. */
   async removeSource(id: string): Promise<void> {
     this.#entries = this.#entries.filter((e) => e.source.id !== id);
+    this.problems.splice(0, this.problems.length, ...this.problems.filter((p) => p.toolset !== id));
     this.#loadedToolsets.delete(id);
     for (const [key, sb] of this.#sandboxes) {
       if (key.startsWith(`${id}|`)) {
