@@ -393,3 +393,20 @@ Deno.test("permissions default to none and confirm to false", async () => {
   assert.equal(t.permissions, "");
   assert.equal(t.confirm, false);
 });
+
+Deno.test("collectTools lists every breach of one tool at once", async () => {
+  const { tools, problems } = await collectTools({
+    TOOL_CONFIG: { name: "bad name", description: " ", input_schema: {}, permissions: "rq" },
+  });
+  assert.equal(tools.length, 0);
+  assert.equal(problems.length, 1);
+  for (
+    const part of [
+      /tool name "bad name" does not match/,
+      /description is missing or empty/,
+      /input schema must be a zod object/,
+      /"function" must be a function/,
+      /unknown permission letter "q"/,
+    ]
+  ) assert.match(problems[0], part);
+});
