@@ -77,7 +77,7 @@ async function _connect(
       ),
     ]);
     const { tools } = await client.listTools();
-    const names = tools.map((t) => t.name);
+    const names = tools.map((t: { name: string }) => t.name);
     const tool = name === "corral"
       ? "ReadFile"
       : ["read_text_file", "read_file"].find((t) => names.includes(t));

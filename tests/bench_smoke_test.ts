@@ -1,0 +1,34 @@
+// Keeps `deno task bench` from rotting: the smoke mode (tiny counts) must run
+// every section and write a report that has all of them.
+import assert from "node:assert/strict";
+import { ROOT } from "./_helpers.ts";
+import { SECTIONS } from "../bench/run.ts";
+
+Deno.test({
+  name: "deno task bench --smoke runs every section and writes a complete report",
+  // The bench's child processes and sandboxes end with the run; nothing leaks into this test.
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "corral_bench_smoke_" });
+    const out = `${dir}/BENCHMARKS.md`;
+    try {
+      const res = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "--allow-all", `${ROOT}bench/run.ts`, "--smoke", "--out", out],
+        cwd: ROOT,
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const stderr = new TextDecoder().decode(res.stderr);
+      assert.equal(res.code, 0, `bench --smoke failed:\n${stderr.slice(-3000)}`);
+      const report = await Deno.readTextFile(out);
+      for (const heading of SECTIONS) assert.ok(report.includes(`\n${heading}`), heading);
+      assert.match(report, /smoke run/);
+      assert.match(report, /\| 1a \|.*\*\*(PASS|MISS)\*\*/);
+      assert.match(report, /\| 6 \|.*\*\*(PASS|MISS)\*\*/);
+      assert.doesNotMatch(report, /Failed in this run/);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
