@@ -26,9 +26,10 @@ import {
   loadConfig,
   pluginSources,
 } from "./core/plugins.ts";
-import { loadPolicy } from "./core/policy.ts";
+import { loadPolicy, type Policy } from "./core/policy.ts";
 import { scaffoldTool } from "./core/scaffold.ts";
-import { runMcpCommand } from "./core/mcp_server.ts";
+import { type McpHandle, runMcpCommand } from "./core/mcp_server.ts";
+import { watchPlugins } from "./core/plugin_watcher.ts";
 import { formatAuditSummary, parseSince, readAudit, summarizeAudit } from "./core/audit.ts";
 import { runSandboxChild } from "./core/sandbox_child.ts";
 
@@ -72,6 +73,8 @@ Options:
   --max-body BYTES      mcp --http: largest request body (default 1048576); larger: 413
   --max-concurrent N    mcp: calls running at once per session (default 8); more: tool error
   --allow-origin ORIGIN mcp --http: a browser origin allowed besides loopback (repeatable)
+  --watch               mcp: reload plugin files that are added, changed or removed, and
+                        send notifications/tools/list_changed
   -h, --help            this help
 
 Exit codes: 0 success, 1 the tool failed, 2 usage or configuration error.`;
@@ -105,6 +108,7 @@ const _OPTIONS = {
   "max-body": { type: "string" },
   "max-concurrent": { type: "string" },
   "allow-origin": { type: "string", multiple: true },
+  watch: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -135,6 +139,7 @@ async function _registry(values: _Values, reporter: Reporter): Promise<Registry>
   const policy = await loadPolicy({ file: values.permissions, workspace });
   const plugins = await pluginSources({ policy, config, workspace });
   _pluginWarnings = plugins.warnings;
+  _pluginContext = { policy, config, workspace, dirs: plugins.dirs.map((d) => d.real) };
   for (const w of plugins.warnings) reporter.line(`Warning: ${w}`, "yellow");
   const options: RegistryOptions = {
     privileges: letters,
@@ -149,12 +154,33 @@ async function _registry(values: _Values, reporter: Reporter): Promise<Registry>
   return await Registry.create(options);
 }
 
+/** What `--watch` needs to re-scan the plugin directories. */
+let _pluginContext:
+  | { policy: Policy; config: CorralConfig; workspace: string; dirs: string[] }
+  | undefined;
+
 /** Rejected plugin files and missing plugin directories of this run, for `list`. */
 let _pluginWarnings: string[] = [];
 
 async function _config(values: _Values): Promise<{ config: CorralConfig; workspace: string }> {
   const workspace = Deno.realPathSync(values.workspace ?? Deno.cwd());
   return { config: await loadConfig({ file: values.config, workspace }), workspace };
+}
+
+/** `mcp --watch`: reload changed plugin files and tell MCP clients. */
+async function _watch(registry: Registry, reporter: Reporter, handle: McpHandle): Promise<void> {
+  const ctx = _pluginContext!;
+  const watcher = await watchPlugins({
+    registry,
+    dirs: ctx.dirs,
+    scan: async () => (await pluginSources(ctx)).sources,
+    onChange: () => handle.notifyToolsChanged(),
+    log: (text) => reporter.line(`corral: --watch: ${text}`),
+  });
+  handle.finished.finally(() => watcher.close());
+  reporter.line(
+    `corral: watching ${ctx.dirs.length} plugin director${ctx.dirs.length === 1 ? "y" : "ies"}`,
+  );
 }
 
 /** `check`, `new` and `plugins`: commands that do not need the catalog. */
@@ -436,6 +462,7 @@ export async function main(argv: string[]): Promise<number> {
             maxBody: values["max-body"],
             maxConcurrent: values["max-concurrent"],
             allowOrigin: values["allow-origin"],
+            onServe: values.watch ? (handle) => _watch(registry, reporter, handle) : undefined,
           });
       }
       return 2;

@@ -36,3 +36,11 @@ export { type Letter, LETTERS } from "./permissions.ts";
 export { displayPath, fsError, isInside, resolveInside, type ResolveOptions } from "./paths.ts";
 export { runSubprocess, type SubprocessOptions, type SubprocessResult } from "./subprocess.ts";
 export { type HarnessOptions, runHarness } from "./harness.ts";
+export {
+  type AddressClass,
+  classifyAddress,
+  type GuardOptions,
+  guardUrl,
+  listedExplicitly,
+  NetworkGuardError,
+} from "./net_guard.ts";

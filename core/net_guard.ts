@@ -74,7 +74,9 @@ function _v6Groups(ip: string): number[] | undefined {
   }
   const halves = s.split("::");
   if (halves.length > 2) return undefined;
-  const parse = (h: string) => (h === "" ? [] : h.split(":").map((g) => /^[0-9a-f]{1,4}$/.test(g) ? parseInt(g, 16) : NaN));
+  const parse = (
+    h: string,
+  ) => (h === "" ? [] : h.split(":").map((g) => /^[0-9a-f]{1,4}$/.test(g) ? parseInt(g, 16) : NaN));
   const head = parse(halves[0]);
   const rest = halves.length === 2 ? parse(halves[1]) : [];
   if ([...head, ...rest].some(Number.isNaN)) return undefined;
@@ -132,10 +134,12 @@ export function classifyAddress(address: string): AddressClass {
  */
 export function listedExplicitly(url: URL, allowed: string[]): boolean {
   const name = url.hostname.toLowerCase();
-  const port = url.port || (url.protocol === "https:" ? "443" : url.protocol === "http:" ? "80" : "");
+  const port = url.port ||
+    (url.protocol === "https:" ? "443" : url.protocol === "http:" ? "80" : "");
   return allowed.some((entry) => {
     const e = entry.toLowerCase();
-    return e === name || e === `${name}:${port}` || (url.port === "" && e === url.host.toLowerCase());
+    return e === name || e === `${name}:${port}` ||
+      (url.port === "" && e === url.host.toLowerCase());
   });
 }
 

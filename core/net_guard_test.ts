@@ -20,7 +20,16 @@ Deno.test("classifyAddress refuses every non-public IPv4 range named in the poli
 });
 
 Deno.test("classifyAddress keeps public IPv4 addresses next to the private ranges public", () => {
-  for (const ip of ["8.8.8.8", "172.15.255.255", "172.32.0.1", "192.169.0.1", "169.253.1.1", "11.0.0.1"]) {
+  for (
+    const ip of [
+      "8.8.8.8",
+      "172.15.255.255",
+      "172.32.0.1",
+      "192.169.0.1",
+      "169.253.1.1",
+      "11.0.0.1",
+    ]
+  ) {
     assert.equal(classifyAddress(ip), "public", ip);
   }
 });
@@ -54,7 +63,7 @@ Deno.test("classifyAddress calls malformed text invalid, never public", () => {
   }
 });
 
-Deno.test("listedExplicitly matches the host name or name:port, never through \"*\"", () => {
+Deno.test('listedExplicitly matches the host name or name:port, never through "*"', () => {
   const url = new URL("http://127.0.0.1:8080/x");
   assert.equal(listedExplicitly(url, ["127.0.0.1:8080"]), true);
   assert.equal(listedExplicitly(url, ["127.0.0.1"]), true);

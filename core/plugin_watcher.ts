@@ -47,8 +47,8 @@ function _fingerprint(registry: Registry): string {
 }
 
 /**
- * Start watching. The registry must already hold the sources `scan()`
- * returns now; only file-drop sources (`kind: "plugin"`) are managed.
+ * Start watching. Only file-drop sources (`kind: "plugin"`) are managed;
+ * anything that changed since the registry loaded is applied at once.
  *
  * @example
  * ```ts ignore
@@ -57,8 +57,10 @@ function _fingerprint(registry: Registry): string {
  */
 export async function watchPlugins(options: WatchOptions): Promise<PluginWatcher> {
   const { registry } = options;
+  // What the registry holds now; digests are taken when the watch starts, so
+  // the first refresh below also catches files changed since it loaded.
   const known = new Map<string, string>(); // source id → module digest
-  for (const s of await options.scan()) {
+  for (const s of registry.sources()) {
     if (s.kind === "plugin") known.set(s.id, await _digest(s.modules[0]));
   }
   let running: Promise<boolean> = Promise.resolve(false);
@@ -91,6 +93,8 @@ export async function watchPlugins(options: WatchOptions): Promise<PluginWatcher
   let closed = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const watcher = options.dirs.length ? Deno.watchFs(options.dirs, { recursive: true }) : undefined;
+  // Files added or removed between the registry's scan and the watch start.
+  await refresh();
   (async () => {
     if (!watcher) return;
     try {

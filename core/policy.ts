@@ -8,6 +8,7 @@
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { ConfigError } from "./errors.ts";
+import type { JailMode } from "./jail.ts";
 import type { Grant } from "./tool.ts";
 
 /** How a toolset is isolated. */
@@ -29,6 +30,12 @@ const _sandboxSchema = z.object({
   memory_mb: z.number().int().min(32).max(65_536).optional(),
   max_output_bytes: z.number().int().min(1024).max(1_073_741_824).optional(),
   allow_override: z.boolean().optional().describe("A plugin may replace built-in tools"),
+  jail: z.enum(["required", "auto", "off"]).optional().describe(
+    "Run subprocesses in the bwrap jail: required, auto (when bwrap works; default) or off",
+  ),
+  redact_args: z.boolean().optional().describe(
+    "Audit lines keep only the digest of the arguments, not the arguments",
+  ),
 }).strict();
 
 const _toolSchema = z.object({
@@ -39,7 +46,13 @@ const _fileSchema = z.object({
   $schema: z.string().optional(),
   $comment: z.string().optional(),
   // Defaults hold limits only: grants are always named per toolset or plugin.
-  defaults: _sandboxSchema.omit({ read: true, write: true, run: true, net: true, allow_override: true })
+  defaults: _sandboxSchema.omit({
+    read: true,
+    write: true,
+    run: true,
+    net: true,
+    allow_override: true,
+  })
     .strict().optional(),
   toolsets: z.record(z.string(), _sandboxSchema).optional(),
   plugins: z.record(z.string(), _sandboxSchema).optional(),
@@ -51,13 +64,17 @@ export type PolicyFile = z.infer<typeof _fileSchema>;
 type _RawSandbox = z.infer<typeof _sandboxSchema>;
 
 /** The resolved policy of one sandbox: absolute paths, limits filled in. */
-export interface SandboxPolicy extends Grant {
+export interface SandboxPolicy extends Omit<Grant, "jail"> {
   isolation: Isolation;
   timeout_ms: number;
   memory_mb: number;
   max_output_bytes: number;
   allow_override: boolean;
   env: string[];
+  /** Whether subprocesses run in the bwrap jail (absent: `auto`). */
+  jail?: JailMode;
+  /** Audit lines leave the arguments out (their digest stays). */
+  redact_args?: boolean;
   /** Where the entry came from, for messages: `toolsets.files`. */
   where: string;
 }
@@ -119,6 +136,8 @@ export class Policy {
       max_output_bytes: entry?.max_output_bytes ?? d.max_output_bytes ??
         DEFAULT_LIMITS.max_output_bytes,
       allow_override: entry?.allow_override ?? false,
+      ...(entry?.jail ?? d.jail ? { jail: entry?.jail ?? d.jail } : {}),
+      ...(entry?.redact_args ?? d.redact_args ? { redact_args: true } : {}),
       where,
     };
   }

@@ -15,6 +15,12 @@ export interface SandboxEnv {
   config?: unknown;
   /** Results larger than this (as JSON) are cut inside the sandbox. */
   maxOutputBytes?: number;
+  /**
+   * Values of the environment variables that subprocesses may see (PATH,
+   * LANG, TERM and the policy's `env` names), read by the host: the sandbox
+   * itself cannot read the environment.
+   */
+  vars?: Record<string, string>;
 }
 
 /** Host → sandbox. */
@@ -56,7 +62,11 @@ export interface ModuleMeta {
 
 /** Sandbox → host. */
 export type SandboxMessage =
-  | { type: "ready" }
+  | {
+    type: "ready";
+    /** Process sandboxes: the state of each permission kind the child process still holds. */
+    held?: Record<string, string>;
+  }
   | { type: "loaded"; id: number; modules: ModuleMeta[] }
   | { type: "result"; id: number; result: ToolResult }
   | { type: "report"; id: number; kind: ReportKind; message: string; options?: ReportOptions }

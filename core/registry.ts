@@ -156,6 +156,7 @@ export class Registry {
   readonly problems: LoadProblem[] = [];
   readonly warnings: string[] = [];
   #entries: _Entry[] = [];
+  #sources = new Map<string, ToolsetSource>();
   #byName = new Map<string, _Entry>();
   #sandboxes = new Map<string, Sandbox>();
   #loadedToolsets = new Set<string>();
@@ -236,6 +237,7 @@ export class Registry {
     this.#entries = this.#entries.filter((e) => e.source.id !== id);
     this.problems.splice(0, this.problems.length, ...this.problems.filter((p) => p.toolset !== id));
     this.#loadedToolsets.delete(id);
+    this.#sources.delete(id);
     for (const [key, sb] of this.#sandboxes) {
       if (key.startsWith(`${id}|`)) {
         await sb.close();
@@ -243,6 +245,11 @@ export class Registry {
       }
     }
     this.#reindex();
+  }
+
+  /** The toolset sources loaded now, in load order. */
+  sources(): ToolsetSource[] {
+    return [...this.#sources.values()];
   }
 
   /** Every tool, loaded or not, in load order. */
@@ -465,6 +472,7 @@ export class Registry {
 
   async #loadSource(source: ToolsetSource): Promise<void> {
     this.#loadedToolsets.add(source.id);
+    this.#sources.set(source.id, source);
     for (const s of secretValues(source.config)) this.#secrets.add(s);
     const ceiling = ceilingGrant(source.policy, this.host);
     const ceilingJail = decideJail(

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { basename } from "node:path";
 import { ToolTimeoutError } from "./errors.ts";
 import { localModuleGraph } from "./module_graph.ts";
 import type { SandboxPolicy } from "./policy.ts";
@@ -60,6 +61,41 @@ const _WORKER_ENTRY = new URL("./sandbox_worker.ts", import.meta.url).pathname;
 const _CHILD_ENTRY = new URL("./sandbox_child.ts", import.meta.url).pathname;
 const _CONFIG = new URL("../deno.json", import.meta.url).pathname;
 const _PING_GRACE_MS = 1000;
+
+/**
+ * The commands Deno lets a sandbox run: the grant's `run` list, plus the
+ * bwrap binary when the grant is jailed, or ONLY bwrap when the jail is
+ * exclusive (plugins: the listed commands then run inside it, and
+ * `runSubprocess` checks them).
+ *
+ * @example
+ * ```ts
+ * import { denoRunList } from "./sandbox.ts";
+ * const g = { read: [], write: [], net: [], run: ["bash"] };
+ * console.assert(denoRunList(g)[0] === "bash");
+ * const jail = { bwrap: "/usr/bin/bwrap", write: [], net: false, exclusive: true };
+ * console.assert(denoRunList({ ...g, jail }).join() === "/usr/bin/bwrap");
+ * ```
+ */
+export function denoRunList(grant: Grant): string[] {
+  if (!grant.jail || !grant.run.length) return grant.run;
+  return grant.jail.exclusive ? [grant.jail.bwrap] : [...grant.run, grant.jail.bwrap];
+}
+
+/**
+ * Whether this host is a compiled corral binary (`deno compile`): then
+ * `Deno.execPath()` is corral itself, not `deno`, and a process sandbox is
+ * `corral __sandbox-child`.
+ *
+ * @example
+ * ```ts
+ * import { selfHosted } from "./sandbox.ts";
+ * console.assert(selfHosted() === false); // under `deno run` / `deno test`
+ * ```
+ */
+export function selfHosted(): boolean {
+  return !/^deno(\.exe)?$/.test(basename(Deno.execPath()));
+}
 
 let _entryGraph: Promise<string[]> | undefined;
 /** The files the sandbox entry points import (read access for the sandbox). */
@@ -246,8 +282,12 @@ export class Sandbox {
   #onMessage(t: _Transport, msg: SandboxMessage): void {
     if (t !== this.#transport) return; // a recycled sandbox speaking late
     switch (msg.type) {
-      case "ready":
+      case "ready": {
+        // A process sandbox reports what it still holds; env, sys and ffi are never allowed.
+        const kept = ["env", "sys", "ffi"].filter((k) => msg.held?.[k] === "granted");
+        if (kept.length) this.#recycle(`still held ${kept.join(", ")} after dropping its grant`);
         return;
+      }
       case "log": {
         const p = msg.id !== undefined ? this.#pending.get(msg.id) : undefined;
         if (p?.onLog) p.onLog(String(msg.text));
@@ -310,14 +350,14 @@ export class Sandbox {
     const read = this.#prepared;
     if (!read) throw new Error("sandbox not prepared");
     const g = this.options.grant;
-    const list = (l: string[]) => l.length ? [...new Set(l)] : false;
+    const list = (l: string[]) => l.includes("*") ? true : l.length ? [...new Set(l)] : false;
     const worker = new Worker(new URL(_WORKER_ENTRY, "file:///"), {
       type: "module",
       deno: {
         permissions: {
           read: list(read),
           write: list(g.write),
-          run: list(g.run),
+          run: list(denoRunList(g)),
           net: list(g.net),
           env: false,
           ffi: false,
@@ -352,8 +392,15 @@ export class Sandbox {
     const g = this.options.grant;
     const p = this.options.policy;
     const flag = (name: string, l: string[]) =>
-      l.length ? [`--allow-${name}=${[...new Set(l)].join(",")}`] : [];
-    const args = [
+      l.includes("*")
+        ? [`--allow-${name}`]
+        : l.length
+        ? [`--allow-${name}=${[...new Set(l)].join(",")}`]
+        : [];
+    const run = denoRunList(g);
+    // A compiled corral binary re-runs itself as the child (its flags are fixed
+    // at compile time; the child revokes down to the grant, see sandbox_child.ts).
+    const args = selfHosted() ? ["__sandbox-child"] : [
       "run",
       "--no-prompt",
       "--cached-only",
@@ -363,7 +410,7 @@ export class Sandbox {
       "--unstable-worker-options",
       ...flag("read", read),
       ...flag("write", g.write),
-      ...flag("run", g.run),
+      ...flag("run", run),
       ...flag("net", g.net),
       `--v8-flags=--max-old-space-size=${p.memory_mb}`,
       _CHILD_ENTRY,
@@ -372,7 +419,9 @@ export class Sandbox {
       args,
       cwd: this.options.workspace,
       clearEnv: true,
-      env: _childEnv(),
+      env: selfHosted()
+        ? { ..._childEnv(), DENO_V8_FLAGS: `--max-old-space-size=${p.memory_mb}` }
+        : _childEnv(),
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",
@@ -398,7 +447,7 @@ export class Sandbox {
       },
     };
     write(token + "\n");
-    write(JSON.stringify({ read, write: g.write, run: g.run, net: g.net }) + "\n");
+    write(JSON.stringify({ read, write: g.write, run, net: g.net }) + "\n");
     const mark = FRAME_MARK + token;
     // The sandbox caps results itself; this bounds what a hostile one can send.
     const limit = p.max_output_bytes + 1_048_576;

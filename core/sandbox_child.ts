@@ -6,6 +6,16 @@
  * Tool code shares stdout but never learns the token, so it cannot forge a
  * protocol line.
  *
+ * Before the worker (and so any tool code) exists, the child drops with
+ * `Deno.permissions.revoke` every permission kind the grant does not use
+ * (env, sys, ffi, import always; write, run, net when empty). Under
+ * `deno run` its flags already are the grant; in a compiled corral binary
+ * (which re-runs itself as `corral __sandbox-child`, with the permissions
+ * fixed at compile time) this is what takes the broad grant away. Deno can
+ * only revoke whole kinds or single paths, not "all but these paths": the
+ * worker inside then narrows to the exact lists. The first frame it sends,
+ * `ready`, says what the process still holds (`held`).
+ *
  * @module
  */
 import { FRAME_MARK, type SandboxMessage } from "./protocol.ts";
@@ -33,11 +43,43 @@ async function* _lines(stream: ReadableStream<Uint8Array>): AsyncGenerator<strin
   if (buf) yield buf;
 }
 
-async function _main(): Promise<void> {
+const _KINDS = ["read", "write", "run", "net", "env", "sys", "ffi", "import"] as const;
+
+/** Revoke every kind the grant does not use; return the state of each kind. */
+async function _drop(init: _Init): Promise<Record<string, string>> {
+  const keep = new Set<string>(["read"]);
+  if (init.write.length) keep.add("write");
+  if (init.run.length) keep.add("run");
+  if (init.net.length) keep.add("net");
+  const held: Record<string, string> = {};
+  for (const name of _KINDS) {
+    const desc = { name } as Deno.PermissionDescriptor;
+    try {
+      if (!keep.has(name)) await Deno.permissions.revoke(desc);
+      held[name] = Deno.permissions.querySync(desc).state;
+    } catch (err) {
+      held[name] = `unknown: ${(err as Error).message}`;
+    }
+  }
+  return held;
+}
+
+/**
+ * Run the sandbox child on this process's stdin/stdout; never returns (the
+ * process exits when the host closes stdin).
+ *
+ * @example
+ * ```ts ignore
+ * import { runSandboxChild } from "./sandbox_child.ts";
+ * if (Deno.args[0] === "__sandbox-child") await runSandboxChild();
+ * ```
+ */
+export async function runSandboxChild(): Promise<void> {
   const lines = _lines(Deno.stdin.readable);
   const token = (await lines.next()).value as string;
   const init = JSON.parse((await lines.next()).value as string) as _Init;
-  const list = (l: string[]) => l.length ? l : false;
+  const held = await _drop(init);
+  const list = (l: string[]) => l.includes("*") ? true : l.length ? l : false;
   const worker = new Worker(new URL("./sandbox_worker.ts", import.meta.url), {
     type: "module",
     deno: {
@@ -55,7 +97,8 @@ async function _main(): Promise<void> {
   });
   const out = (msg: SandboxMessage) =>
     Deno.stdout.writeSync(_encoder.encode(`${FRAME_MARK}${token}${JSON.stringify(msg)}\n`));
-  worker.onmessage = (e: MessageEvent<SandboxMessage>) => out(e.data);
+  worker.onmessage = (e: MessageEvent<SandboxMessage>) =>
+    out(e.data.type === "ready" ? { ...e.data, held } : e.data);
   worker.onerror = (e) => {
     // The worker handles its own errors; one that reaches here means it is dead.
     e.preventDefault();
@@ -75,4 +118,4 @@ async function _main(): Promise<void> {
   Deno.exit(0);
 }
 
-await _main();
+if (import.meta.main) await runSandboxChild();

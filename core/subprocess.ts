@@ -2,16 +2,57 @@
  * Run a command for a tool: a clean environment, a time limit, a cap on
  * each output stream, and cancellation.
  *
+ * Environment: never the host's. Inside a sandbox the worker cannot read
+ * env at all, so the host passes the values of the allowlisted variables
+ * (PATH, LANG, TERM and the names the policy's `env` lists) with each call,
+ * and the sandbox hands them here ({@link configureSubprocesses}).
+ *
+ * Jail: when the tool's grant has `jail` (core/jail.ts), the command runs
+ * inside bubblewrap and must be one of the grant's `run` commands.
+ *
  * Killing: the child is started `detached` (its own session and process
  * group, set by Deno itself, no `setsid` binary needed). At the limit the
  * whole group gets SIGKILL when the sandbox may signal any process
  * (`Deno.kill(-pid)` needs unscoped `--allow-run`); a sandbox granted only
- * some commands may signal just the child, so grandchildren it started in
- * the background (`sleep 100 &`) survive it. Their open pipes do not hold
- * the call: output reading stops shortly after the child ends.
+ * some commands may signal just the child. Unjailed, grandchildren it
+ * started in the background (`sleep 100 &`) then survive it. Jailed, the
+ * child is bwrap: its processes live in their own PID namespace whose init
+ * has `--die-with-parent`, so killing bwrap ends every one of them. Open
+ * pipes do not hold the call: output reading stops shortly after the child
+ * ends.
  *
  * @module
  */
+import { basename } from "node:path";
+import { PermissionDeniedError } from "./errors.ts";
+import { bwrapArgs, JAIL_HOME, type JailSpec } from "./jail.ts";
+import type { Grant } from "./tool.ts";
+
+/** What the sandbox knows about the processes its tools start. */
+export interface SubprocessDefaults {
+  /** Values of the allowlisted variables, read by the host. */
+  vars?: Record<string, string>;
+  /** The grant of the tools in this sandbox (its `jail` and `run` list apply). */
+  grant?: Grant;
+}
+
+let _defaults: SubprocessDefaults = {};
+
+/**
+ * Set what {@link runSubprocess} uses when its options do not say: the
+ * environment values and the grant (jail, allowed commands). The sandbox
+ * worker calls this before each call; tools do not need to.
+ *
+ * @example
+ * ```ts
+ * import { configureSubprocesses } from "./subprocess.ts";
+ * configureSubprocesses({ vars: { PATH: "/usr/bin:/bin" } });
+ * configureSubprocesses({});
+ * ```
+ */
+export function configureSubprocesses(defaults: SubprocessDefaults): void {
+  _defaults = { ...defaults };
+}
 
 /** Options of {@link runSubprocess}. */
 export interface SubprocessOptions {
@@ -31,6 +72,11 @@ export interface SubprocessOptions {
   signal?: AbortSignal;
   /** Extra environment variables, on top of the allowlisted ones. */
   env?: Record<string, string>;
+  /**
+   * Run inside this bwrap jail; `false` never jails. Default: the jail of
+   * the sandbox's grant (set by {@link configureSubprocesses}), if any.
+   */
+  jail?: JailSpec | false;
 }
 
 /** What {@link runSubprocess} returns. */
@@ -57,9 +103,13 @@ const _PIPE_GRACE_MS = 200;
 
 /**
  * Run a command and collect its output. Never inherits the host's
- * environment: only PATH, LANG and TERM (from the host when readable, else
- * defaults), HOME (a fresh scratch directory, removed afterwards, or `cwd`
- * when none can be made) and `env`.
+ * environment: only PATH, LANG and TERM (the values the host passed to the
+ * sandbox, else the host's own when readable, else defaults), the policy's
+ * `env` names (passed by the host), HOME (a fresh scratch directory,
+ * removed afterwards, or `cwd` when none can be made; in the jail, a
+ * directory on its private /tmp) and `env`. In a jailed sandbox the
+ * command must be on the grant's `run` list, else a
+ * {@link PermissionDeniedError} is thrown.
  *
  * @example
  * ```ts
@@ -72,11 +122,30 @@ const _PIPE_GRACE_MS = 200;
  * ```
  */
 export async function runSubprocess(options: SubprocessOptions): Promise<SubprocessResult> {
+  const jail = options.jail === undefined ? _defaults.grant?.jail : options.jail || undefined;
+  const vars = _defaults.vars ?? {};
+  const base = {
+    PATH: vars.PATH ?? _hostEnv("PATH") ?? DEFAULT_PATH,
+    LANG: vars.LANG ?? _hostEnv("LANG") ?? "C.UTF-8",
+    TERM: vars.TERM ?? _hostEnv("TERM") ?? "dumb",
+  };
+  if (jail) {
+    const allowed = _defaults.grant?.run ?? [];
+    if (!allowed.includes(options.command) && !allowed.includes(basename(options.command))) {
+      throw new PermissionDeniedError(
+        `command "${options.command}" is not on this tool's run list (${
+          allowed.join(", ") || "empty"
+        })`,
+      );
+    }
+    const env = { ...vars, ...base, HOME: JAIL_HOME, ...options.env };
+    const args = [...bwrapArgs(jail, options.cwd), "--", options.command, ...options.args];
+    return await _run({ ...options, command: jail.bwrap, args }, env);
+  }
   const scratch = await _scratchDir();
   const env: Record<string, string> = {
-    PATH: _hostEnv("PATH") ?? DEFAULT_PATH,
-    LANG: _hostEnv("LANG") ?? "C.UTF-8",
-    TERM: _hostEnv("TERM") ?? "dumb",
+    ...vars,
+    ...base,
     HOME: scratch ?? options.cwd,
     ...options.env,
   };

@@ -5,6 +5,7 @@
  * @module
  */
 import { z } from "zod";
+import type { JailSpec } from "./jail.ts";
 import { parsePermissions } from "./permissions.ts";
 
 /** Tool names allowed by corral (and by every function-calling API). */
@@ -43,6 +44,12 @@ export interface Grant {
   net: string[];
   /** Extra environment variable names subprocesses may inherit. */
   env?: string[];
+  /**
+   * Set when the processes this tool starts run inside the bwrap jail
+   * (core/jail.ts): Deno's run list is then only `jail.bwrap`, and `run`
+   * lists the commands allowed inside it.
+   */
+  jail?: JailSpec;
 }
 
 /** Options of the `@tool` decorator. */
@@ -272,29 +279,51 @@ export async function collectTools(ns: Record<string, unknown>): Promise<Collect
   return { tools, problems };
 }
 
-function _checkCommon(name: unknown, description: unknown, input: unknown): void {
+/**
+ * Check everything a tool declares and throw one `TypeError` listing every
+ * breach (so `corral check` shows them all at once). Returns the letters.
+ */
+function _checkCommon(
+  name: unknown,
+  description: unknown,
+  input: unknown,
+  permissions: unknown,
+  fn?: { value: unknown },
+): string {
+  const problems: string[] = [];
+  const label = typeof name === "string" && name ? name : JSON.stringify(name);
   if (typeof name !== "string" || !TOOL_NAME_PATTERN.test(name)) {
-    throw new TypeError(
+    problems.push(
       `tool name ${
         JSON.stringify(name)
       } does not match ${TOOL_NAME_PATTERN} (letters, digits, _ . -, at most 64)`,
     );
   }
   if (typeof description !== "string" || description.trim() === "") {
-    throw new TypeError(`Tool "${name}": description is missing or empty`);
+    problems.push(`Tool "${label}": description is missing or empty`);
   }
   if (!isZodObject(input)) {
-    throw new TypeError(
-      `Tool "${name}": input schema must be a zod object, like z.object({ path: z.string() })`,
+    problems.push(
+      `Tool "${label}": input schema must be a zod object, like z.object({ path: z.string() })`,
     );
   }
+  if (fn && typeof fn.value !== "function") {
+    problems.push(`Tool "${label}": "function" must be a function`);
+  }
+  let letters = "";
+  try {
+    letters = parsePermissions(permissions, String(label));
+  } catch (err) {
+    problems.push(_message(err));
+  }
+  if (problems.length) throw new TypeError(problems.join("; "));
+  return letters;
 }
 
 function _fromClass(cls: AnyClass): ToolDefinition {
   const meta = _classMeta.get(cls)!;
   const input = meta.input ?? _emptyObject();
-  _checkCommon(meta.name, meta.description, input);
-  const permissions = parsePermissions(meta.permissions, meta.name);
+  const permissions = _checkCommon(meta.name, meta.description, input, meta.permissions);
   return {
     name: meta.name,
     description: meta.description,
@@ -327,12 +356,10 @@ function _fromConfig(value: unknown): ToolDefinition {
   }
   const c = value as Partial<ToolConfig>;
   const input = c.input_schema ?? _emptyObject();
-  _checkCommon(c.name, c.description, input);
-  if (typeof c.function !== "function") {
-    throw new TypeError(`Tool "${c.name}": "function" must be a function`);
-  }
-  const fn = c.function;
-  const permissions = parsePermissions(c.permissions, c.name!);
+  const permissions = _checkCommon(c.name, c.description, input, c.permissions, {
+    value: c.function,
+  });
+  const fn = c.function!;
   return {
     name: c.name!,
     description: c.description!,

@@ -99,7 +99,7 @@ Deno.test("GetUrl refuses non-http schemes and invalid URLs", async () => {
   assert.match(bad.error!, /invalid URL "not a url"/);
 });
 
-Deno.test("GetUrl refuses loopback and metadata addresses when the policy lists only \"*\"", () =>
+Deno.test('GetUrl refuses loopback and metadata addresses when the policy lists only "*"', () =>
   _withServer(async (base) => {
     const port = new URL(base).port;
     const wide = testContext({ grant: { read: [], write: [], run: [], net: ["*"] } });
@@ -151,7 +151,10 @@ Deno.test("GetUrl refuses a redirect from an allowed host to a loopback host tha
         _allow(allowedBase, ["*"]),
       );
       assert.equal(res.success, false);
-      assert.match(res.error!, /permission denied: refused 127\.0\.0\.1:\d+: it is a loopback address/);
+      assert.match(
+        res.error!,
+        /permission denied: refused 127\.0\.0\.1:\d+: it is a loopback address/,
+      );
       assert.ok(!("content" in res));
     })
   ));

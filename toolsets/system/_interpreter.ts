@@ -55,22 +55,10 @@ export async function missingReason(command: string): Promise<string | undefined
   }
 }
 
-/** The environment variables of the grant's `env` list that the host has. */
-function _grantedEnv(names: string[] | undefined): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const name of names ?? []) {
-    try {
-      const value = Deno.env.get(name);
-      if (value !== undefined) env[name] = value;
-    } catch {
-      // no env permission for it in this sandbox
-    }
-  }
-  return env;
-}
-
 /**
  * Run `command ...args <code>` in the workspace and shape the tool result.
+ * The environment (allowlisted variables only) and the jail come from the
+ * sandbox (see `configureSubprocesses` in core/subprocess.ts).
  *
  * @example
  * ```ts
@@ -99,7 +87,6 @@ export async function runInterpreter(
     timeoutMs: timeout * 1000,
     maxOutputBytes: MAX_STREAM_BYTES,
     signal: context.signal,
-    env: _grantedEnv(context.grant.env),
   });
   const result: Record<string, unknown> = {
     success: r.exitCode === 0 && !r.timedOut && !r.aborted,

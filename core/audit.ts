@@ -1,0 +1,279 @@
+/**
+ * The audit trail: one JSON line per tool call, appended to a file and
+ * flushed per call, and the summary that `corral audit` prints.
+ *
+ * A line is written with ONE append-mode write of the whole line (the file
+ * is opened `O_APPEND`, so the kernel places each write at the end), and
+ * writes of one process are queued, so concurrent calls never interleave a
+ * line.
+ *
+ * @module
+ */
+import type { ToolResult } from "./result.ts";
+import type { Grant } from "./tool.ts";
+
+/** How a call ended. */
+export type AuditOutcome = "ok" | "error" | "timeout" | "denied" | "crashed";
+
+/** Every outcome, in summary column order. */
+export const AUDIT_OUTCOMES: readonly AuditOutcome[] = [
+  "ok",
+  "error",
+  "timeout",
+  "denied",
+  "crashed",
+];
+
+/** One audit line. */
+export interface AuditRecord {
+  /** ISO time the call started. */
+  time: string;
+  tool: string;
+  /** The toolset id (`files`, `plugin:<dir>/<stem>`, `package:<spec>`). */
+  toolset: string;
+  /** `builtin`, `plugin` or `package`. */
+  source: string;
+  /** The tool's permission letters. */
+  letters: string;
+  /** The effective grant of the call. */
+  grant: Grant | null;
+  isolation: string;
+  /** `bwrap` or `none` for tools that start processes. */
+  jail?: string;
+  /** SHA-256 (hex) of the arguments as canonical JSON (sorted keys). */
+  args_sha256: string;
+  /** The arguments (secret-looking keys redacted), unless the policy says `redact_args`. */
+  args?: unknown;
+  duration_ms: number;
+  outcome: AuditOutcome;
+  error?: string;
+}
+
+/**
+ * JSON with object keys sorted at every level (the input of the digest).
+ *
+ * @example
+ * ```ts
+ * import { canonicalJson } from "./audit.ts";
+ * console.assert(canonicalJson({ b: 1, a: [{ d: 2, c: 3 }] }) === '{"a":[{"c":3,"d":2}],"b":1}');
+ * ```
+ */
+export function canonicalJson(value: unknown): string {
+  const sort = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(sort);
+    if (v && typeof v === "object") {
+      return Object.fromEntries(
+        Object.keys(v).sort().map((k) => [k, sort((v as Record<string, unknown>)[k])]),
+      );
+    }
+    return v;
+  };
+  return JSON.stringify(sort(value)) ?? "null";
+}
+
+/**
+ * SHA-256 (hex) of {@link canonicalJson} of `value`.
+ *
+ * @example
+ * ```ts
+ * import { digestArgs } from "./audit.ts";
+ * console.assert(await digestArgs({ a: 1, b: 2 }) === await digestArgs({ b: 2, a: 1 }));
+ * ```
+ */
+export async function digestArgs(value: unknown): Promise<string> {
+  const bytes = new TextEncoder().encode(canonicalJson(value));
+  const digest = await crypto.subtle.digest("SHA-256", bytes);
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * Classify a call's result: `ok`, `timeout`, `denied` (refused by policy,
+ * confirmation, a missing grant, a permission error), `crashed` (the
+ * sandbox died) or `error`.
+ *
+ * @example
+ * ```ts
+ * import { outcomeOf } from "./audit.ts";
+ * console.assert(outcomeOf({ success: false, error: 'Cannot run tool "X": permission denied: no' }) === "denied");
+ * ```
+ */
+export function outcomeOf(result: ToolResult): AuditOutcome {
+  if (result.success) return "ok";
+  if (result.timed_out === true) return "timeout";
+  const e = result.error ?? "";
+  const reason = e.replace(/^Cannot run tool "[^"]*": /, "");
+  if (/^timed out after/.test(reason)) return "timeout";
+  if (
+    /^(permission denied|refused by policy|not confirmed|needs confirmation|not loaded)/.test(
+      reason,
+    )
+  ) {
+    return "denied";
+  }
+  if (
+    /^sandbox (crashed|exited unexpectedly|ran out of memory|.*stopped answering|failed to start)/
+      .test(reason)
+  ) {
+    return "crashed";
+  }
+  return "error";
+}
+
+/**
+ * An append-only audit file. Lines of concurrent calls never interleave.
+ *
+ * @example
+ * ```ts
+ * import { AuditLog } from "./audit.ts";
+ * const path = await Deno.makeTempFile();
+ * const log = new AuditLog(path);
+ * await log.append({ time: new Date().toISOString(), tool: "X", toolset: "t", source: "builtin", letters: "", grant: null, isolation: "worker", args_sha256: "", duration_ms: 1, outcome: "ok" });
+ * console.assert((await Deno.readTextFile(path)).endsWith("\n"));
+ * ```
+ */
+export class AuditLog {
+  readonly path: string;
+  #queue: Promise<void> = Promise.resolve();
+
+  constructor(path: string) {
+    this.path = path;
+  }
+
+  /** Append one record as one line (one write, append mode). */
+  append(record: AuditRecord): Promise<void> {
+    const line = JSON.stringify(record).replace(/\n/g, "\\n") + "\n";
+    const next = this.#queue.then(() =>
+      Deno.writeTextFile(this.path, line, { append: true, create: true })
+    );
+    this.#queue = next.catch(() => {});
+    return next;
+  }
+}
+
+/**
+ * Parse `--since`: an ISO date/time, or a duration before `now` such as
+ * `30m`, `1h`, `2d`, `45s`. Throws a `TypeError` for anything else.
+ *
+ * @example
+ * ```ts
+ * import { parseSince } from "./audit.ts";
+ * const now = new Date("2026-01-01T12:00:00Z");
+ * console.assert(parseSince("1h", now).toISOString() === "2026-01-01T11:00:00.000Z");
+ * ```
+ */
+export function parseSince(text: string, now: Date = new Date()): Date {
+  const m = /^(\d+)\s*(s|m|h|d)$/.exec(text.trim());
+  if (m) {
+    const unit = { s: 1e3, m: 60e3, h: 3600e3, d: 86400e3 }[m[2] as "s"];
+    return new Date(now.getTime() - Number(m[1]) * unit);
+  }
+  const t = Date.parse(text);
+  if (Number.isNaN(t)) {
+    throw new TypeError(
+      `--since must be an ISO time or a duration like 30m, 1h, 2d; got "${text}"`,
+    );
+  }
+  return new Date(t);
+}
+
+/** Filters of {@link readAudit}. */
+export interface AuditFilter {
+  tool?: string;
+  since?: Date;
+}
+
+/**
+ * Read an audit file; lines that are not JSON records are counted in
+ * `bad`, not thrown.
+ *
+ * @example
+ * ```ts ignore
+ * import { readAudit } from "./audit.ts";
+ * const { records } = await readAudit("audit.jsonl", { tool: "RunBashCode" });
+ * ```
+ */
+export async function readAudit(
+  path: string,
+  filter: AuditFilter = {},
+): Promise<{ records: AuditRecord[]; bad: number }> {
+  const text = await Deno.readTextFile(path);
+  const records: AuditRecord[] = [];
+  let bad = 0;
+  for (const line of text.split("\n")) {
+    if (!line.trim()) continue;
+    let r: AuditRecord;
+    try {
+      r = JSON.parse(line);
+    } catch {
+      bad++;
+      continue;
+    }
+    if (!r || typeof r !== "object" || typeof r.tool !== "string") {
+      bad++;
+      continue;
+    }
+    if (filter.tool && r.tool !== filter.tool) continue;
+    if (filter.since && !(Date.parse(r.time) >= filter.since.getTime())) continue;
+    records.push(r);
+  }
+  return { records, bad };
+}
+
+/** One row of the summary. */
+export interface AuditSummaryRow {
+  tool: string;
+  calls: number;
+  counts: Record<AuditOutcome, number>;
+  /** Median duration (ms), the lower middle value for an even count. */
+  p50_ms: number;
+}
+
+/**
+ * Per tool: calls, count of each outcome, median duration. Sorted by tool.
+ *
+ * @example
+ * ```ts
+ * import { summarizeAudit } from "./audit.ts";
+ * const rows = summarizeAudit([{ tool: "A", outcome: "ok", duration_ms: 5 } as any]);
+ * console.assert(rows[0].calls === 1 && rows[0].p50_ms === 5);
+ * ```
+ */
+export function summarizeAudit(records: AuditRecord[]): AuditSummaryRow[] {
+  const by = new Map<string, AuditRecord[]>();
+  for (const r of records) by.set(r.tool, [...(by.get(r.tool) ?? []), r]);
+  return [...by.keys()].sort().map((tool) => {
+    const rs = by.get(tool)!;
+    const counts = Object.fromEntries(AUDIT_OUTCOMES.map((o) => [o, 0])) as Record<
+      AuditOutcome,
+      number
+    >;
+    for (const r of rs) if (r.outcome in counts) counts[r.outcome]++;
+    const d = rs.map((r) => Number(r.duration_ms) || 0).sort((a, b) => a - b);
+    return { tool, calls: rs.length, counts, p50_ms: d[Math.floor((d.length - 1) / 2)] ?? 0 };
+  });
+}
+
+/**
+ * The summary as a text table.
+ *
+ * @example
+ * ```ts
+ * import { formatAuditSummary } from "./audit.ts";
+ * console.assert(formatAuditSummary([]).includes("no calls"));
+ * ```
+ */
+export function formatAuditSummary(rows: AuditSummaryRow[]): string {
+  if (rows.length === 0) return "no calls";
+  const head = ["tool", "calls", ...AUDIT_OUTCOMES, "p50_ms"];
+  const body = rows.map((r) => [
+    r.tool,
+    String(r.calls),
+    ...AUDIT_OUTCOMES.map((o) => String(r.counts[o])),
+    String(Math.round(r.p50_ms)),
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
+  const fmt = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ")
+      .trimEnd();
+  return [fmt(head), ...body.map(fmt)].join("\n");
+}

@@ -1,0 +1,114 @@
+import assert from "node:assert/strict";
+import {
+  AuditLog,
+  type AuditRecord,
+  canonicalJson,
+  digestArgs,
+  formatAuditSummary,
+  outcomeOf,
+  parseSince,
+  readAudit,
+  summarizeAudit,
+} from "./audit.ts";
+
+function _rec(
+  tool: string,
+  outcome: AuditRecord["outcome"],
+  duration_ms: number,
+  time = "2026-01-01T10:00:00Z",
+): AuditRecord {
+  return {
+    time,
+    tool,
+    toolset: "t",
+    source: "builtin",
+    letters: "",
+    grant: null,
+    isolation: "worker",
+    args_sha256: "",
+    duration_ms,
+    outcome,
+  };
+}
+
+Deno.test("canonicalJson sorts keys at every level, so equal arguments share a digest", async () => {
+  assert.equal(canonicalJson({ b: [{ y: 1, x: 2 }], a: null }), '{"a":null,"b":[{"x":2,"y":1}]}');
+  assert.equal(
+    await digestArgs({ a: 1, b: { c: 2, d: 3 } }),
+    await digestArgs({ b: { d: 3, c: 2 }, a: 1 }),
+  );
+  assert.notEqual(await digestArgs({ a: 1 }), await digestArgs({ a: 2 }));
+  assert.match(await digestArgs({}), /^[0-9a-f]{64}$/);
+});
+
+Deno.test("outcomeOf tells ok, timeout, denied, crashed and error apart", () => {
+  const f = (reason: string) => ({ success: false, error: `Cannot run tool "T": ${reason}` });
+  assert.equal(outcomeOf({ success: true }), "ok");
+  assert.equal(outcomeOf({ success: false, error: "x", timed_out: true }), "timeout");
+  assert.equal(outcomeOf(f("timed out after 100 ms")), "timeout");
+  assert.equal(outcomeOf(f('permission denied: path "x" is outside')), "denied");
+  assert.equal(outcomeOf(f("refused by policy (permissions.json ...)")), "denied");
+  assert.equal(outcomeOf(f("not loaded: needs x")), "denied");
+  assert.equal(outcomeOf(f("needs confirmation: approve it")), "denied");
+  assert.equal(outcomeOf(f("sandbox exited unexpectedly (code 70)")), "crashed");
+  assert.equal(
+    outcomeOf(f("sandbox ran out of memory (limit 32 MB) and was restarted")),
+    "crashed",
+  );
+  assert.equal(outcomeOf(f("sandbox crashed: boom")), "crashed");
+  assert.equal(outcomeOf(f("invalid arguments: x")), "error");
+});
+
+Deno.test("parseSince reads durations and ISO times and refuses anything else", () => {
+  const now = new Date("2026-01-01T12:00:00Z");
+  assert.equal(parseSince("30m", now).toISOString(), "2026-01-01T11:30:00.000Z");
+  assert.equal(parseSince("2d", now).toISOString(), "2025-12-30T12:00:00.000Z");
+  assert.equal(parseSince("2026-01-01T00:00:00Z").toISOString(), "2026-01-01T00:00:00.000Z");
+  assert.throws(() => parseSince("soon"), TypeError);
+});
+
+Deno.test("AuditLog writes whole lines that readAudit filters by tool and time", async () => {
+  const path = await Deno.makeTempFile();
+  try {
+    const log = new AuditLog(path);
+    await Promise.all([
+      log.append(_rec("A", "ok", 1, "2026-01-01T10:00:00Z")),
+      log.append({ ..._rec("B", "error", 2, "2026-01-01T11:00:00Z"), error: "line\nbreak" }),
+      log.append(_rec("A", "timeout", 3, "2026-01-01T12:00:00Z")),
+    ]);
+    await Deno.writeTextFile(path, "not json\n", { append: true });
+    const text = await Deno.readTextFile(path);
+    assert.equal(
+      text.split("\n").length,
+      5,
+      "one line per record, the newline in an error is escaped",
+    );
+    const all = await readAudit(path);
+    assert.equal(all.records.length, 3);
+    assert.equal(all.bad, 1);
+    assert.equal(all.records[1].error, "line\nbreak");
+    assert.deepEqual((await readAudit(path, { tool: "A" })).records.map((r) => r.outcome), [
+      "ok",
+      "timeout",
+    ]);
+    const late = await readAudit(path, { since: new Date("2026-01-01T10:30:00Z") });
+    assert.deepEqual(late.records.map((r) => r.tool), ["B", "A"]);
+  } finally {
+    await Deno.remove(path);
+  }
+});
+
+Deno.test("summarizeAudit counts outcomes and the median duration per tool", () => {
+  const rows = summarizeAudit([
+    _rec("B", "ok", 10),
+    _rec("A", "ok", 5),
+    _rec("A", "error", 1),
+    _rec("A", "denied", 100),
+    _rec("A", "crashed", 7),
+  ]);
+  assert.deepEqual(rows.map((r) => [r.tool, r.calls, r.p50_ms]), [["A", 4, 5], ["B", 1, 10]]);
+  assert.deepEqual(rows[0].counts, { ok: 1, error: 1, timeout: 0, denied: 1, crashed: 1 });
+  const table = formatAuditSummary(rows).split("\n");
+  assert.match(table[0], /^tool\s+calls\s+ok\s+error\s+timeout\s+denied\s+crashed\s+p50_ms$/);
+  assert.match(table[1], /^A\s+4\s+1\s+1\s+0\s+1\s+1\s+5$/);
+});

@@ -1,0 +1,88 @@
+/**
+ * `deno task compile`: build corral as one executable with `deno compile`.
+ *
+ * What the binary needs beyond main.ts's static imports is named with
+ * `--include`: the sandbox worker entry (started with `new Worker`), the
+ * sandbox child, every built-in tool module (imported by path at run time,
+ * which `deno compile` cannot see), `toolsets/toolsets.json` and the shipped
+ * `permissions.json`. The host's permissions and `--unstable-worker-options`
+ * are fixed at compile time. A process sandbox is the binary itself, re-run
+ * as `corral __sandbox-child`; it revokes what the grant does not use before
+ * any tool code loads (see sandbox_child.ts).
+ *
+ *     deno task compile              # writes ./corral
+ *     deno task compile dist/corral  # another output path
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { toolModules } from "./registry.ts";
+
+const _ROOT = new URL("..", import.meta.url).pathname;
+
+/** The permissions the compiled host holds (the same as `deno task corral`). */
+export const COMPILE_PERMISSIONS = [
+  "--allow-read",
+  "--allow-write",
+  "--allow-run",
+  "--allow-net",
+  "--allow-env",
+  "--allow-sys",
+] as const;
+
+/**
+ * Files the binary must embed besides main.ts's static import graph
+ * (absolute paths).
+ *
+ * @example
+ * ```ts
+ * import { compileIncludes } from "./compile.ts";
+ * const files = await compileIncludes();
+ * console.assert(files.some((f) => f.endsWith("core/sandbox_worker.ts")));
+ * ```
+ */
+export async function compileIncludes(): Promise<string[]> {
+  const files = [
+    join(_ROOT, "core", "sandbox_worker.ts"),
+    join(_ROOT, "core", "sandbox_child.ts"),
+    join(_ROOT, "toolsets", "toolsets.json"),
+    join(_ROOT, "permissions.json"),
+  ];
+  for await (const e of Deno.readDir(join(_ROOT, "toolsets"))) {
+    if (e.isDirectory) files.push(...await toolModules(join(_ROOT, "toolsets", e.name)));
+  }
+  return files.sort();
+}
+
+/**
+ * The arguments of `deno compile` for corral, writing `output`.
+ *
+ * @example
+ * ```ts
+ * import { compileArgs } from "./compile.ts";
+ * const args = await compileArgs("/tmp/corral");
+ * console.assert(args[0] === "compile" && args.includes("--unstable-worker-options"));
+ * ```
+ */
+export async function compileArgs(output: string): Promise<string[]> {
+  return [
+    "compile",
+    `--config=${join(_ROOT, "deno.json")}`,
+    "--unstable-worker-options",
+    ...COMPILE_PERMISSIONS,
+    ...(await compileIncludes()).flatMap((f) => ["--include", f]),
+    "--output",
+    output,
+    join(_ROOT, "main.ts"),
+  ];
+}
+
+if (import.meta.main) {
+  const output = Deno.args[0] ?? "corral";
+  const status = await new Deno.Command(Deno.execPath(), {
+    args: await compileArgs(output),
+    stdout: "inherit",
+    stderr: "inherit",
+  }).spawn().status;
+  Deno.exit(status.code);
+}
