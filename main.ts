@@ -18,7 +18,6 @@ import { describeGrant } from "./core/grant.ts";
 import { colour, lettersColour, Reporter } from "./core/reporter.ts";
 import { Registry, type RegistryOptions, type ToolInfo } from "./core/registry.ts";
 import type { SchemaFormat } from "./core/schema.ts";
-import { checkPlugins, formatCheckReport } from "./core/check.ts";
 import {
   type CorralConfig,
   DEFAULT_PLUGIN_DIR,
@@ -27,11 +26,9 @@ import {
   pluginSources,
 } from "./core/plugins.ts";
 import { loadPolicy, type Policy } from "./core/policy.ts";
-import { scaffoldTool } from "./core/scaffold.ts";
-import { type McpHandle, runMcpCommand } from "./core/mcp_server.ts";
-import { watchPlugins } from "./core/plugin_watcher.ts";
-import { formatAuditSummary, parseSince, readAudit, summarizeAudit } from "./core/audit.ts";
-import { runSandboxChild } from "./core/sandbox_child.ts";
+// Commands load what only they need (the MCP SDK, authoring tools, the
+// audit reader) on demand, so that `corral call` starts fast.
+import type { McpHandle } from "./core/mcp_server.ts";
 
 const USAGE = `corral: a sandboxed tool host for LLM agents
 
@@ -170,6 +167,7 @@ async function _config(values: _Values): Promise<{ config: CorralConfig; workspa
 /** `mcp --watch`: reload changed plugin files and tell MCP clients. */
 async function _watch(registry: Registry, reporter: Reporter, handle: McpHandle): Promise<void> {
   const ctx = _pluginContext!;
+  const { watchPlugins } = await import("./core/plugin_watcher.ts");
   const watcher = await watchPlugins({
     registry,
     dirs: ctx.dirs,
@@ -192,6 +190,7 @@ async function _authoring(command: string, values: _Values, rest: string[]): Pro
         throw new _UsageError("check needs at least one plugin file or directory");
       }
       const policy = await loadPolicy({ file: values.permissions, workspace });
+      const { checkPlugins, formatCheckReport } = await import("./core/check.ts");
       const report = await checkPlugins(rest, {
         workspace,
         policy,
@@ -205,6 +204,7 @@ async function _authoring(command: string, values: _Values, rest: string[]): Pro
       if (!rest[0]) throw new _UsageError("new needs a tool name: corral new NAME --permissions r");
       let made;
       try {
+        const { scaffoldTool } = await import("./core/scaffold.ts");
         made = await scaffoldTool({
           name: rest[0],
           permissions: values.permissions ?? "",
@@ -371,6 +371,9 @@ async function _demo(registry: Registry, color: boolean): Promise<number> {
 /** `corral audit PATH [--tool X] [--since ISO|1h|30m]`: the summary table. */
 async function _auditCommand(values: _Values, rest: string[]): Promise<number> {
   if (!rest[0]) throw new _UsageError("audit needs the path of an audit log: corral audit PATH");
+  const { formatAuditSummary, parseSince, readAudit, summarizeAudit } = await import(
+    "./core/audit.ts"
+  );
   let since: Date | undefined;
   try {
     since = values.since === undefined ? undefined : parseSince(values.since);
@@ -392,6 +395,7 @@ async function _auditCommand(values: _Values, rest: string[]): Promise<number> {
 export async function main(argv: string[]): Promise<number> {
   // Hidden: a compiled corral re-runs itself as a process sandbox.
   if (argv[0] === "__sandbox-child") {
+    const { runSandboxChild } = await import("./core/sandbox_child.ts");
     await runSandboxChild();
     return 0;
   }
@@ -455,6 +459,7 @@ export async function main(argv: string[]): Promise<number> {
         case "demo":
           return await _demo(registry, color);
         case "mcp":
+          const { runMcpCommand } = await import("./core/mcp_server.ts");
           return await runMcpCommand(registry, {
             http: values.http,
             token: values.token,

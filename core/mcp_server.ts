@@ -133,7 +133,9 @@ export function createMcpServer(
         "letters (r read, w write, x run, n network); see each tool's _meta.",
     },
   );
-  let minLevel: LoggingLevel = "debug";
+  // Until a client asks for more with logging/setLevel, only warnings and
+  // errors are sent: each call then costs one message, not one per report.
+  let minLevel: LoggingLevel = "warning";
   let connected = false;
 
   server.setRequestHandler(SetLevelRequestSchema, (request) => {

@@ -58,7 +58,12 @@ interface Harness {
 
 /** A client connected in process to a server over the fixture registry. */
 async function connect(
-  options: McpServerOptions & { policy?: string; elicit?: "accept" | "decline" } = {},
+  options: McpServerOptions & {
+    policy?: string;
+    elicit?: "accept" | "decline";
+    /** Leave the server's default log level (warning); otherwise ask for debug. */
+    defaultLevel?: boolean;
+  } = {},
 ): Promise<Harness> {
   const { registry, dir } = await fixtureRegistry(options.policy);
   const calls: Promise<ToolResult>[] = [];
@@ -91,6 +96,7 @@ async function connect(
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await mcp.connect(serverSide);
   await client.connect(clientSide);
+  if (!options.defaultLevel) await client.setLoggingLevel("debug");
   return {
     client,
     logs,
@@ -173,7 +179,11 @@ Deno.test("progress reports become notifications/progress with strictly increasi
 });
 
 Deno.test("other reports and tool logs become log notifications, filtered by logging/setLevel", async () => {
-  await using h = await connect();
+  await using h = await connect({ defaultLevel: true });
+  await h.client.callTool({ name: "Steps", arguments: { steps: 1 } });
+  assert.deepEqual(h.logs.map((l) => l.level), ["warning"], "default level: warning");
+  h.logs.length = 0;
+  await h.client.setLoggingLevel("debug");
   await h.client.callTool({ name: "Steps", arguments: { steps: 1 } });
   assert.ok(
     h.logs.some((l) => l.level === "info" && l.data === "beginning"),

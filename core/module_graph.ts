@@ -25,6 +25,7 @@ const _SPECIFIER =
 export async function localModuleGraph(
   entries: string[],
   importMap: Record<string, string> = {},
+  read: (file: string) => Promise<string> = (file) => Deno.readTextFile(file),
 ): Promise<string[]> {
   const seen = new Set<string>();
   const queue = entries.map((e) => resolve(e));
@@ -34,7 +35,7 @@ export async function localModuleGraph(
     seen.add(file);
     let text: string;
     try {
-      text = await Deno.readTextFile(file);
+      text = await read(file);
     } catch {
       continue;
     }

@@ -593,11 +593,14 @@ export class Registry {
     ]);
     const keys = new Map<string, string>();
     const found = new Map<string, ModuleMeta>();
-    for (const module of source.modules) {
-      const key = await _moduleKey(module, fingerprint);
+    const computed = await Promise.all(
+      source.modules.map((module) => this.#moduleKey(module, fingerprint)),
+    );
+    source.modules.forEach((module, i) => {
+      const key = computed[i];
       keys.set(module, key);
       if (key && cache[key]) found.set(module, cache[key]);
-    }
+    });
     const misses = source.modules.filter((m) => !found.has(m));
     if (misses.length) {
       this.imports += misses.length;
@@ -636,6 +639,35 @@ export class Registry {
     );
   }
 
+  /** File texts read during this registry's life (modules share core files). */
+  #texts = new Map<string, Promise<string>>();
+
+  #read = (file: string): Promise<string> => {
+    let p = this.#texts.get(file);
+    if (!p) {
+      p = Deno.readTextFile(file);
+      this.#texts.set(file, p);
+    }
+    return p;
+  };
+
+  /** The cache key of a module: its local import graph's contents and the fingerprint. */
+  async #moduleKey(module: string, fingerprint: string): Promise<string> {
+    if (!module.startsWith("/")) return ""; // packages: never cached
+    try {
+      const files = await localModuleGraph([module], {}, this.#read);
+      const parts: string[] = [fingerprint, module];
+      for (const f of files) parts.push(f, await this.#read(f));
+      const digest = await crypto.subtle.digest(
+        "SHA-256",
+        new TextEncoder().encode(parts.join("\0")),
+      );
+      return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+    } catch {
+      return "";
+    }
+  }
+
   async #loadCache(): Promise<Record<string, ModuleMeta>> {
     if (this.#cache) return this.#cache;
     this.#cache = {};
@@ -650,6 +682,8 @@ export class Registry {
   }
 
   async #saveCache(): Promise<void> {
+    // File texts are remembered for one load only: later loads see edits.
+    this.#texts.clear();
     if (!this.#cacheDir || !this.#cacheDirty || !this.#cache) return;
     this.#cacheDirty = false;
     try {
@@ -666,22 +700,6 @@ export class Registry {
         "yellow",
       );
     }
-  }
-}
-
-async function _moduleKey(module: string, fingerprint: string): Promise<string> {
-  if (!module.startsWith("/")) return ""; // packages: never cached
-  try {
-    const files = await localModuleGraph([module]);
-    const parts: string[] = [fingerprint, module];
-    for (const f of files) parts.push(f, await Deno.readTextFile(f));
-    const digest = await crypto.subtle.digest(
-      "SHA-256",
-      new TextEncoder().encode(parts.join("\0")),
-    );
-    return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
-  } catch {
-    return "";
   }
 }
 

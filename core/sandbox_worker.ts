@@ -11,7 +11,6 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { invokeTool } from "./invoke.ts";
 import type { HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
 import { capResult, failure } from "./result.ts";
-import { inputJsonSchema } from "./schema.ts";
 import { configureSubprocesses } from "./subprocess.ts";
 import { collectTools, type ToolDefinition, VALID_EXPORT_EXAMPLE } from "./tool.ts";
 
@@ -75,22 +74,37 @@ for (const level of ["log", "info", "debug", "warn", "error"] as const) {
 interface _Loaded {
   meta: ModuleMeta;
   tools: Map<string, ToolDefinition>;
+  /** The tools' JSON Schemas are in `meta`. */
+  described?: boolean;
 }
 const _modules = new Map<string, Promise<_Loaded>>();
 const _running = new Map<number, AbortController>();
 
-function _load(module: string, env: SandboxEnv): Promise<_Loaded> {
+async function _load(module: string, env: SandboxEnv, describe = false): Promise<_Loaded> {
   // Processes that tools start get the host's allowlisted values and the jail.
   configureSubprocesses({ vars: env.vars, grant: env.grant });
   let p = _modules.get(module);
   if (!p) {
-    p = _loadModule(module, env);
+    p = _loadModule(module, env, describe);
     _modules.set(module, p);
   }
-  return p;
+  const loaded = await p;
+  if (describe && !loaded.described) {
+    // Loaded by a call first: add the schemas now.
+    const { inputJsonSchema } = await import("./schema.ts");
+    for (const t of loaded.meta.tools) {
+      t.inputSchema = inputJsonSchema(loaded.tools.get(t.name)!.input);
+    }
+    loaded.described = true;
+  }
+  return loaded;
 }
 
-async function _loadModule(module: string, env: SandboxEnv): Promise<_Loaded> {
+async function _loadModule(
+  module: string,
+  env: SandboxEnv,
+  describe: boolean,
+): Promise<_Loaded> {
   const meta: ModuleMeta = { module, tools: [], problems: [] };
   const tools = new Map<string, ToolDefinition>();
   let ns: Record<string, unknown>;
@@ -118,9 +132,12 @@ async function _loadModule(module: string, env: SandboxEnv): Promise<_Loaded> {
   }
   const collected = await collectTools(ns);
   meta.problems.push(...collected.problems);
+  // JSON Schemas are only needed to describe tools (discovery), not to run
+  // them: converting is left to a "load" request, keeping calls light.
+  const inputJsonSchema = describe ? (await import("./schema.ts")).inputJsonSchema : undefined;
   for (const def of collected.tools) {
     try {
-      const inputSchema = inputJsonSchema(def.input);
+      const inputSchema = inputJsonSchema ? inputJsonSchema(def.input) : {};
       const load = await def.shouldLoad();
       meta.tools.push({
         name: def.name,
@@ -141,7 +158,7 @@ async function _loadModule(module: string, env: SandboxEnv): Promise<_Loaded> {
       "exports no tools (expected TOOL_CONFIGS, TOOL_CONFIG, @tool classes or a default plugin with tools()); " +
       `a valid export looks like: ${VALID_EXPORT_EXAMPLE}`;
   }
-  return { meta, tools };
+  return { meta, tools, described: describe };
 }
 
 async function _call(msg: Extract<HostMessage, { type: "call" }>): Promise<void> {
@@ -193,7 +210,7 @@ self.onmessage = async (e: MessageEvent<HostMessage>) => {
       break;
     case "load": {
       const modules: ModuleMeta[] = [];
-      for (const m of msg.modules) modules.push((await _load(m, msg.env)).meta);
+      for (const m of msg.modules) modules.push((await _load(m, msg.env, true)).meta);
       _post({ type: "loaded", id: msg.id, modules });
       break;
     }
