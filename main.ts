@@ -458,7 +458,7 @@ export async function main(argv: string[]): Promise<number> {
           return await _call(values, rest[0], registry);
         case "demo":
           return await _demo(registry, color);
-        case "mcp":
+        case "mcp": {
           const { runMcpCommand } = await import("./core/mcp_server.ts");
           return await runMcpCommand(registry, {
             http: values.http,
@@ -469,6 +469,7 @@ export async function main(argv: string[]): Promise<number> {
             allowOrigin: values["allow-origin"],
             onServe: values.watch ? (handle) => _watch(registry, reporter, handle) : undefined,
           });
+        }
       }
       return 2;
     } finally {
