@@ -441,7 +441,30 @@ export async function packageSource(
     modules: [module],
     policy: policy.plugin(id, name),
     config: config.services[name],
+    imports: importHosts(spec),
   };
+}
+
+/**
+ * The hosts a remote package's code is imported from: the host of an
+ * `https:`/`http:` specifier, `jsr.io` for `jsr:`; none for `npm:` and paths.
+ *
+ * @example
+ * ```ts
+ * import { importHosts } from "./plugins.ts";
+ * console.assert(importHosts("https://example.com:8443/mod.ts")[0] === "example.com:8443");
+ * ```
+ */
+export function importHosts(spec: string): string[] {
+  if (spec.startsWith("jsr:")) return ["jsr.io"];
+  if (/^https?:/.test(spec)) {
+    try {
+      return [new URL(spec).host];
+    } catch {
+      return [];
+    }
+  }
+  return [];
 }
 
 /** Options of {@link loadPlugins}. */
@@ -531,7 +554,12 @@ export async function installPlugin(
   const configFile = resolve(options.configFile);
   const target = isRemoteSpecifier(spec) ? spec : resolve(dirname(configFile), expandHome(spec));
   const cmd = new Deno.Command(options.deno ?? Deno.execPath(), {
-    args: ["cache", `--config=${join(_ROOT, "deno.json")}`, target],
+    args: [
+      "cache",
+      `--config=${join(_ROOT, "deno.json")}`,
+      ...importHosts(spec).map((h) => `--allow-import=${h}`),
+      target,
+    ],
     stdout: "piped",
     stderr: "piped",
   });

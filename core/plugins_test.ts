@@ -5,6 +5,7 @@ import { ConfigError } from "./errors.ts";
 import {
   DEFAULT_PLUGIN_DIR,
   expandHome,
+  importHosts,
   installPlugin,
   isInsidePath,
   isPluginFileName,
@@ -213,4 +214,12 @@ Deno.test("installPlugin caches a local package and adds it to corral.json once"
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("importHosts gives remote packages import access to their own host only", () => {
+  assert.deepEqual(importHosts("https://example.com:8443/plugins/mod.ts"), ["example.com:8443"]);
+  assert.deepEqual(importHosts("http://127.0.0.1:9000/mod.ts"), ["127.0.0.1:9000"]);
+  assert.deepEqual(importHosts("jsr:@scope/tools@1"), ["jsr.io"]);
+  assert.deepEqual(importHosts("npm:some-tools@1"), []);
+  assert.deepEqual(importHosts("./local/plugin.ts"), []);
 });

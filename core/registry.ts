@@ -24,6 +24,14 @@ import type { Grant, ReportKind, ReportOptions } from "./tool.ts";
 const _ROOT = new URL("..", import.meta.url).pathname;
 const _TOOLSETS_DIR = join(_ROOT, "toolsets");
 const _CACHE_VERSION = 1;
+/** Sandboxes discovering plugins at once (each is a process for plugins). */
+const _DISCOVERY_CONCURRENCY = (() => {
+  try {
+    return Math.max(2, Math.min(8, navigator.hardwareConcurrency * 2));
+  } catch {
+    return 2;
+  }
+})();
 
 /** Where a toolset comes from. */
 export type SourceKind = "builtin" | "plugin" | "package";
@@ -38,6 +46,8 @@ export interface ToolsetSource {
   policy: SandboxPolicy;
   /** The plugin's own section of the config, passed to `TOOL_SETUP`. */
   config?: unknown;
+  /** Hosts its remote modules are imported from (cached code only). */
+  imports?: string[];
 }
 
 /** Status of a tool in the catalog. */
@@ -206,7 +216,7 @@ export class Registry {
       );
       for (const name of names) await registry.#loadSource(await registry.#builtinSource(name));
     }
-    for (const source of options.sources ?? []) await registry.#loadSource(source);
+    await registry.#loadSources(options.sources ?? []);
     await registry.#saveCache();
     return registry;
   }
@@ -451,6 +461,7 @@ export class Registry {
         grant: info.grant,
         modules,
         policy: source.policy,
+        imports: source.imports,
         workspace: this.workspace,
         onLog: (text) =>
           this.reporter.line(`[${source.id}] ${scrubText(text, this.#secrets)}`, "dim"),
@@ -470,9 +481,32 @@ export class Registry {
     };
   }
 
+  /**
+   * Load sources in order. Discovery (the sandbox work) of several sources
+   * runs at once, `_DISCOVERY_CONCURRENCY` at a time; registration keeps the
+   * given order, so "last registered wins" does not depend on timing.
+   */
+  async #loadSources(sources: ToolsetSource[]): Promise<void> {
+    const found: Array<Promise<ModuleMeta[]> | undefined> = new Array(sources.length);
+    let next = 0;
+    const start = () => {
+      if (next >= sources.length) return;
+      const i = next++;
+      found[i] = this.#discoverSource(sources[i]);
+      found[i]!.then(start, start);
+    };
+    for (let k = 0; k < _DISCOVERY_CONCURRENCY; k++) start();
+    for (let i = 0; i < sources.length; i++) {
+      while (!found[i]) await Promise.race(found.filter(Boolean));
+      this.#register(sources[i], await found[i]!);
+    }
+  }
+
   async #loadSource(source: ToolsetSource): Promise<void> {
-    this.#loadedToolsets.add(source.id);
-    this.#sources.set(source.id, source);
+    this.#register(source, await this.#discoverSource(source));
+  }
+
+  async #discoverSource(source: ToolsetSource): Promise<ModuleMeta[]> {
     for (const s of secretValues(source.config)) this.#secrets.add(s);
     const ceiling = ceilingGrant(source.policy, this.host);
     const ceilingJail = decideJail(
@@ -484,7 +518,12 @@ export class Registry {
       source.kind !== "builtin",
     );
     if (ceilingJail.jail) ceiling.jail = ceilingJail.jail;
-    const metas = await this.#discover(source, ceiling);
+    return await this.#discover(source, ceiling);
+  }
+
+  #register(source: ToolsetSource, metas: ModuleMeta[]): void {
+    this.#loadedToolsets.add(source.id);
+    this.#sources.set(source.id, source);
     for (const meta of metas) {
       const where = _display(meta.module, this.workspace);
       if (meta.error) {
@@ -609,6 +648,7 @@ export class Registry {
         grant: ceiling,
         modules: misses.filter((m) => m.startsWith("/")),
         policy: source.policy,
+        imports: source.imports,
         workspace: this.workspace,
         onLog: (text) =>
           this.reporter.line(`[${source.id}] ${scrubText(text, this.#secrets)}`, "dim"),
@@ -668,17 +708,25 @@ export class Registry {
     }
   }
 
-  async #loadCache(): Promise<Record<string, ModuleMeta>> {
-    if (this.#cache) return this.#cache;
-    this.#cache = {};
-    if (!this.#cacheDir) return this.#cache;
-    try {
-      const data = JSON.parse(await Deno.readTextFile(join(this.#cacheDir, "discovery.json")));
-      if (data && typeof data === "object" && data.version === _CACHE_VERSION) {
-        this.#cache = data.modules;
+  #cacheLoading: Promise<Record<string, ModuleMeta>> | undefined;
+
+  /** The discovery cache, read once (concurrent discoveries share one object). */
+  #loadCache(): Promise<Record<string, ModuleMeta>> {
+    return this.#cacheLoading ??= (async () => {
+      let modules: Record<string, ModuleMeta> = {};
+      if (this.#cacheDir) {
+        try {
+          const data = JSON.parse(
+            await Deno.readTextFile(join(this.#cacheDir, "discovery.json")),
+          );
+          if (data && typeof data === "object" && data.version === _CACHE_VERSION) {
+            modules = data.modules;
+          }
+        } catch { /* no cache yet, or unreadable: start empty */ }
       }
-    } catch { /* no cache yet, or unreadable: start empty */ }
-    return this.#cache!;
+      this.#cache = modules;
+      return modules;
+    })();
   }
 
   async #saveCache(): Promise<void> {

@@ -37,8 +37,12 @@ export function normalizeResult(tool: string, value: unknown): ToolResult {
     const what = value === null ? "null" : Array.isArray(value) ? "an array" : typeof value;
     return failure(tool, `it returned ${what}, not an object or a string`);
   }
-  const problem = _jsonProblem(value, "result", new Set());
-  if (problem) return failure(tool, `its result is not JSON: ${problem}`);
+  const walk: _Walk = { seen: new Set() };
+  const problem = _problem(value, walk);
+  if (problem) {
+    return failure(tool, `its result is not JSON: result${problem.path} ${problem.what}`);
+  }
+  // A copy that shares nothing with the tool's value, exactly what JSON carries.
   const out = JSON.parse(JSON.stringify(value)) as Record<string, unknown>;
   if (typeof out.success !== "boolean") {
     if ("success" in out) return failure(tool, "its result has a non-boolean `success`");
@@ -50,30 +54,42 @@ export function normalizeResult(tool: string, value: unknown): ToolResult {
   return out as ToolResult;
 }
 
-function _jsonProblem(v: unknown, path: string, seen: Set<object>): string | undefined {
+interface _Walk {
+  seen: Set<object>;
+}
+
+// Paths are built only on the way out of a problem, so clean results cost
+// no string work.
+function _problem(v: unknown, walk: _Walk): { path: string; what: string } | undefined {
   switch (typeof v) {
     case "bigint":
-      return `${path} is a BigInt`;
+      return { path: "", what: "is a BigInt" };
     case "function":
-      return `${path} is a function`;
+      return { path: "", what: "is a function" };
     case "symbol":
-      return `${path} is a symbol`;
+      return { path: "", what: "is a symbol" };
     case "number":
-      return Number.isFinite(v) ? undefined : `${path} is ${v}`;
+      return Number.isFinite(v) ? undefined : { path: "", what: `is ${v}` };
     case "object": {
       if (v === null) return undefined;
-      if (seen.has(v)) return `${path} is a circular reference`;
+      if (walk.seen.has(v)) return { path: "", what: "is a circular reference" };
       if (typeof (v as { toJSON?: unknown }).toJSON === "function") return undefined;
-      seen.add(v);
-      const entries = Array.isArray(v)
-        ? v.map((x, i) => [`${path}[${i}]`, x] as const)
-        : Object.entries(v).map(([k, x]) => [`${path}.${k}`, x] as const);
-      for (const [p, x] of entries) {
-        if (x === undefined && !Array.isArray(v)) continue;
-        const found = _jsonProblem(x, p, seen);
-        if (found) return found;
+      walk.seen.add(v);
+      if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++) {
+          const found = _problem(v[i], walk);
+          if (found) return { path: `[${i}]${found.path}`, what: found.what };
+        }
+      } else {
+        for (const k in v) {
+          if (!Object.hasOwn(v, k)) continue;
+          const x = (v as Record<string, unknown>)[k];
+          if (x === undefined) continue;
+          const found = _problem(x, walk);
+          if (found) return { path: `.${k}${found.path}`, what: found.what };
+        }
       }
-      seen.delete(v);
+      walk.seen.delete(v);
       return undefined;
     }
     default:
@@ -89,6 +105,8 @@ function _jsonProblem(v: unknown, path: string, seen: Set<object>): string | und
  */
 export function capResult(result: ToolResult, maxBytes: number): ToolResult {
   const text = JSON.stringify(result);
+  // A UTF-8 byte is at most 3 per UTF-16 unit: short texts need no counting.
+  if (text.length * 3 <= maxBytes) return result;
   const size = _bytes(text);
   if (size <= maxBytes) return result;
   const marker = `…[truncated: result was ${size} bytes, limit ${maxBytes}]`;

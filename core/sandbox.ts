@@ -30,6 +30,12 @@ export interface SandboxOptions {
   modules: string[];
   /** Limits and isolation. */
   policy: SandboxPolicy;
+  /**
+   * Hosts remote module code may be imported from (a package plugin given
+   * as `https:` or `jsr:`); it must already be in Deno's cache, since
+   * process sandboxes run `--cached-only`. Default: none.
+   */
+  imports?: string[];
   /** The workspace (the process sandbox's current directory). */
   workspace: string;
   /** Output of tool code that is not a protocol message. */
@@ -50,6 +56,9 @@ interface _Pending {
   resolve: (msg: SandboxMessage) => void;
   onReport?: CallOptions["onReport"];
   onLog?: CallOptions["onLog"];
+  /** `performance.now()` after which the request times out. */
+  deadline?: number;
+  onTimeout?: () => void;
 }
 
 interface _Transport {
@@ -181,6 +190,7 @@ export class Sandbox {
   close(): Promise<void> {
     this.#closed = true;
     this.#recycle("the host is shutting down");
+    this.#unschedule();
     return Promise.resolve();
   }
 
@@ -200,7 +210,7 @@ export class Sandbox {
         if (done) return;
         done = true;
         this.#pending.delete(id);
-        clearTimeout(timer);
+        if (this.#pending.size === 0) this.#unschedule();
         options.signal?.removeEventListener("abort", onAbort);
         resolve(msg);
       };
@@ -215,25 +225,59 @@ export class Sandbox {
         resolve: finish,
         onReport: options.onReport,
         onLog: options.onLog,
+        deadline: performance.now() + timeoutMs,
+        onTimeout: () => {
+          finish({
+            type: "result",
+            id,
+            result: {
+              success: false,
+              error: new ToolTimeoutError(tool, timeoutMs).message,
+              timed_out: true,
+            },
+          });
+          this.#abandon(id, `a call to ${tool} timed out after ${timeoutMs} ms`);
+        },
       });
-      const timer = setTimeout(() => {
-        finish({
-          type: "result",
-          id,
-          result: {
-            success: false,
-            error: new ToolTimeoutError(tool, timeoutMs).message,
-            timed_out: true,
-          },
-        });
-        this.#abandon(id, `a call to ${tool} timed out after ${timeoutMs} ms`);
-      }, timeoutMs);
+      this.#schedule(timeoutMs);
       try {
         this.#ensure().send(make(id));
       } catch (err) {
         finish(this.#fail(tool, `sandbox failed to start: ${(err as Error).message}`));
       }
     });
+  }
+
+  // One timer per sandbox, set for the earliest deadline, instead of a
+  // timer per call: thousands of concurrent calls stay cheap.
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timerAt = Infinity;
+
+  #schedule(inMs: number): void {
+    const at = performance.now() + inMs;
+    if (this.#timer !== undefined && this.#timerAt <= at) return;
+    clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => this.#expire(), Math.max(0, inMs));
+  }
+
+  #unschedule(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+  }
+
+  #expire(): void {
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    for (const p of [...this.#pending.values()]) {
+      if (p.deadline === undefined) continue;
+      if (p.deadline <= now + 1) p.onTimeout?.();
+      else next = Math.min(next, p.deadline);
+    }
+    if (next !== Infinity) this.#schedule(next - now);
   }
 
   #fail(tool: string, reason: string): SandboxMessage {
@@ -362,7 +406,7 @@ export class Sandbox {
           env: false,
           ffi: false,
           sys: false,
-          import: false,
+          import: list(this.options.imports ?? []),
         },
       },
     });
@@ -412,6 +456,7 @@ export class Sandbox {
       ...flag("write", g.write),
       ...flag("run", run),
       ...flag("net", g.net),
+      ...flag("import", this.options.imports ?? []),
       `--v8-flags=--max-old-space-size=${p.memory_mb}`,
       _CHILD_ENTRY,
     ];
@@ -447,7 +492,16 @@ export class Sandbox {
       },
     };
     write(token + "\n");
-    write(JSON.stringify({ read, write: g.write, run, net: g.net }) + "\n");
+    write(
+      JSON.stringify({
+        read,
+        write: g.write,
+        run,
+        net: g.net,
+        import: this.options.imports ?? [],
+      }) +
+        "\n",
+    );
     const mark = FRAME_MARK + token;
     // The sandbox caps results itself; this bounds what a hostile one can send.
     const limit = p.max_output_bytes + 1_048_576;

@@ -25,6 +25,8 @@ interface _Init {
   write: string[];
   run: string[];
   net: string[];
+  /** Hosts remote modules may be imported from (from the cache only). */
+  import?: string[];
 }
 
 const _encoder = new TextEncoder();
@@ -51,6 +53,7 @@ async function _drop(init: _Init): Promise<Record<string, string>> {
   if (init.write.length) keep.add("write");
   if (init.run.length) keep.add("run");
   if (init.net.length) keep.add("net");
+  if (init.import?.length) keep.add("import");
   const held: Record<string, string> = {};
   for (const name of _KINDS) {
     const desc = { name } as Deno.PermissionDescriptor;
@@ -91,7 +94,7 @@ export async function runSandboxChild(): Promise<void> {
         env: false,
         ffi: false,
         sys: false,
-        import: false,
+        import: list(init.import ?? []),
       },
     },
   });

@@ -5,6 +5,9 @@
  */
 import type { z } from "zod";
 
+/** The strict form of each schema, built once (tools are called many times). */
+const _strict = new WeakMap<z.ZodTypeAny, z.ZodTypeAny>();
+
 /** Outcome of {@link validateArgs}. */
 export type Validation = { ok: true; value: unknown } | { ok: false; problems: string[] };
 
@@ -21,9 +24,13 @@ export type Validation = { ok: true; value: unknown } | { ok: false; problems: s
  * ```
  */
 export function validateArgs(schema: z.ZodTypeAny, args: unknown): Validation {
-  const strict = typeof (schema as { strict?: unknown }).strict === "function"
-    ? (schema as unknown as z.ZodObject<z.ZodRawShape>).strict()
-    : schema;
+  let strict = _strict.get(schema);
+  if (!strict) {
+    strict = typeof (schema as { strict?: unknown }).strict === "function"
+      ? (schema as unknown as z.ZodObject<z.ZodRawShape>).strict()
+      : schema;
+    _strict.set(schema, strict);
+  }
   const parsed = strict.safeParse(args ?? {});
   if (parsed.success) return { ok: true, value: parsed.data };
   return { ok: false, problems: parsed.error.issues.map(_issueText) };
