@@ -289,37 +289,60 @@ export interface DirScan {
 export async function scanPluginDir(dir: string): Promise<DirScan> {
   const out: DirScan = { entries: [], files: [], rejected: [] };
   const root = await Deno.realPath(dir);
-  const names: string[] = [];
+  const found: Array<{ name: string; link: boolean }> = [];
   for await (const e of Deno.readDir(dir)) {
     if (!e.isFile && !e.isSymlink) continue;
     if (!isPluginFileName(e.name)) continue;
-    names.push(e.name);
+    found.push({ name: e.name, link: e.isSymlink });
   }
-  names.sort();
-  for (const name of names) {
+  found.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+  // Files are checked concurrently (a start with many plugins stays fast);
+  // results keep the sorted order.
+  const checked = await _mapLimit(found, 32, async ({ name, link }) => {
     const path = join(dir, name);
-    let real: string;
-    try {
-      real = await Deno.realPath(path);
-    } catch (err) {
-      out.rejected.push(`rejected ${path}: cannot resolve it (${_reason(err)})`);
-      continue;
+    let real = join(root, name); // a plain file in a real directory is its own real path
+    if (link) {
+      try {
+        real = await Deno.realPath(path);
+      } catch (err) {
+        return { rejected: `rejected ${path}: cannot resolve it (${_reason(err)})` };
+      }
+      if (!isInsidePath(real, root)) {
+        return {
+          rejected:
+            `rejected ${path}: it is a symlink to ${real}, outside the plugin directory ${dir}`,
+        };
+      }
+      if (!(await Deno.stat(real)).isFile) return {};
     }
-    if (!isInsidePath(real, root)) {
-      out.rejected.push(
-        `rejected ${path}: it is a symlink to ${real}, outside the plugin directory ${dir}`,
-      );
-      continue;
-    }
-    if (!(await Deno.stat(real)).isFile) continue;
     const escape = await graphEscape(real, root);
-    if (escape) {
-      out.rejected.push(`rejected ${path}: ${escape}`);
-      continue;
+    if (escape) return { rejected: `rejected ${path}: ${escape}` };
+    return { entry: { file: real, stem: stemOf(name) } };
+  });
+  for (const c of checked) {
+    if (c.rejected) out.rejected.push(c.rejected);
+    if (c.entry) {
+      out.entries.push(c.entry);
+      out.files.push(c.entry.file);
     }
-    out.entries.push({ file: real, stem: stemOf(name) });
-    out.files.push(real);
   }
+  return out;
+}
+
+async function _mapLimit<T, R>(
+  items: T[],
+  limit: number,
+  fn: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return out;
 }
 
@@ -329,6 +352,8 @@ export function isPluginFileName(name: string): boolean {
   return !name.startsWith("_") && !/_test\.(ts|js|mjs)$/.test(name);
 }
 
+let _coreReal: Promise<string> | undefined;
+
 /**
  * Why the local module graph of `file` leaves `root` (a file it imports
  * resolves outside it, e.g. through a symlinked directory), or undefined.
@@ -336,8 +361,10 @@ export function isPluginFileName(name: string): boolean {
  * to every file of this graph, so an escape would widen the plugin's grant.
  */
 export async function graphEscape(file: string, root: string): Promise<string | undefined> {
-  const core = await Deno.realPath(_CORE).catch(() => _CORE);
-  for (const f of await localModuleGraph([file])) {
+  const core = await (_coreReal ??= Deno.realPath(_CORE).catch(() => _CORE));
+  // Plugin files are small: a sync read is far cheaper than a promise each.
+  const read = (f: string) => Promise.resolve(Deno.readTextFileSync(f));
+  for (const f of await localModuleGraph([file], {}, read)) {
     if (f === file) continue;
     let real = f;
     try {

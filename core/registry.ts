@@ -24,8 +24,10 @@ import type { Grant, ReportKind, ReportOptions } from "./tool.ts";
 const _ROOT = new URL("..", import.meta.url).pathname;
 const _TOOLSETS_DIR = join(_ROOT, "toolsets");
 const _CACHE_VERSION = 1;
-/** Sandboxes discovering plugins at once (each is a process for plugins). */
-const _DISCOVERY_CONCURRENCY = (() => {
+/** Sources being discovered at once (cache look-ups: reading and hashing files). */
+const _DISCOVERY_CONCURRENCY = 32;
+/** Discovery sandboxes running at once (each is a process for plugins). */
+const _SANDBOX_SLOTS = (() => {
   try {
     return Math.max(2, Math.min(8, navigator.hardwareConcurrency * 2));
   } catch {
@@ -643,6 +645,7 @@ export class Registry {
     const misses = source.modules.filter((m) => !found.has(m));
     if (misses.length) {
       this.imports += misses.length;
+      await this.#slot();
       const sb = new Sandbox({
         label: `${source.id}[discovery]`,
         grant: ceiling,
@@ -672,11 +675,30 @@ export class Registry {
         }
       } finally {
         await sb.close();
+        this.#release();
       }
     }
     return source.modules.map((module) =>
       found.get(module) ?? { module, tools: [], problems: [], error: "no answer from its sandbox" }
     );
+  }
+
+  // Discovery sandboxes running at once (each is a process for plugins).
+  #slotsFree = _SANDBOX_SLOTS;
+  #slotWaiters: Array<() => void> = [];
+
+  #slot(): Promise<void> {
+    if (this.#slotsFree > 0) {
+      this.#slotsFree--;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.#slotWaiters.push(resolve));
+  }
+
+  #release(): void {
+    const next = this.#slotWaiters.shift();
+    if (next) next();
+    else this.#slotsFree++;
   }
 
   /** File texts read during this registry's life (modules share core files). */
@@ -694,6 +716,9 @@ export class Registry {
   /** The cache key of a module: its local import graph's contents and the fingerprint. */
   async #moduleKey(module: string, fingerprint: string): Promise<string> {
     if (!module.startsWith("/")) return ""; // packages: never cached
+    const id = `${module}\0${fingerprint}`;
+    const known = this.#stats?.[id];
+    if (known && _statsMatch(known.files)) return known.key;
     try {
       const files = await localModuleGraph([module], {}, this.#read);
       const parts: string[] = [fingerprint, module];
@@ -702,29 +727,44 @@ export class Registry {
         "SHA-256",
         new TextEncoder().encode(parts.join("\0")),
       );
-      return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+      const key = Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0"))
+        .join("");
+      // Remember size and mtime, so that the next start need not read and
+      // hash unchanged files; files changed in the last seconds are not
+      // remembered (an edit within the same mtime tick could go unseen).
+      const stats = _fileStats(files);
+      if (stats && this.#stats) {
+        this.#stats[id] = { files: stats, key };
+        this.#cacheDirty = true;
+      }
+      return key;
     } catch {
       return "";
     }
   }
 
   #cacheLoading: Promise<Record<string, ModuleMeta>> | undefined;
+  /** Size and mtime of each cached module's files, to skip re-hashing them. */
+  #stats: Record<string, _StatEntry> | undefined;
 
   /** The discovery cache, read once (concurrent discoveries share one object). */
   #loadCache(): Promise<Record<string, ModuleMeta>> {
     return this.#cacheLoading ??= (async () => {
       let modules: Record<string, ModuleMeta> = {};
+      let stats: Record<string, _StatEntry> = {};
       if (this.#cacheDir) {
         try {
           const data = JSON.parse(
             await Deno.readTextFile(join(this.#cacheDir, "discovery.json")),
           );
           if (data && typeof data === "object" && data.version === _CACHE_VERSION) {
-            modules = data.modules;
+            modules = data.modules ?? {};
+            stats = data.stats ?? {};
           }
         } catch { /* no cache yet, or unreadable: start empty */ }
       }
       this.#cache = modules;
+      this.#stats = stats;
       return modules;
     })();
   }
@@ -739,7 +779,7 @@ export class Registry {
       const tmp = join(this.#cacheDir, `discovery.${crypto.randomUUID()}.tmp`);
       await Deno.writeTextFile(
         tmp,
-        JSON.stringify({ version: _CACHE_VERSION, modules: this.#cache }),
+        JSON.stringify({ version: _CACHE_VERSION, modules: this.#cache, stats: this.#stats }),
       );
       await Deno.rename(tmp, join(this.#cacheDir, "discovery.json"));
     } catch (err) {
@@ -748,6 +788,40 @@ export class Registry {
         "yellow",
       );
     }
+  }
+}
+
+/** A module's files with their size and mtime when its cache key was computed. */
+interface _StatEntry {
+  files: Array<[path: string, size: number, mtimeMs: number]>;
+  key: string;
+}
+
+/** Files modified this recently are always re-hashed. */
+const _RACY_MS = 3000;
+
+function _fileStats(files: string[]): _StatEntry["files"] | undefined {
+  const now = Date.now();
+  const out: _StatEntry["files"] = [];
+  for (const f of files) {
+    const st = Deno.statSync(f);
+    const mtime = st.mtime?.getTime();
+    if (mtime === undefined || now - mtime < _RACY_MS) return undefined;
+    out.push([f, st.size, mtime]);
+  }
+  return out;
+}
+
+function _statsMatch(files: _StatEntry["files"]): boolean {
+  try {
+    for (const [f, size, mtime] of files) {
+      // Sync: for many small files far cheaper than a promise each.
+      const st = Deno.statSync(f);
+      if (st.size !== size || st.mtime?.getTime() !== mtime) return false;
+    }
+    return true;
+  } catch {
+    return false;
   }
 }
 
