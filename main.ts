@@ -147,7 +147,8 @@ async function _registry(values: _Values, reporter: Reporter): Promise<Registry>
     reporter,
   };
   if (values["no-cache"]) options.cacheDir = null;
-  if (values.audit) options.auditPath = values.audit;
+  const audit = values.audit ?? config.audit;
+  if (audit) options.auditPath = audit;
   return await Registry.create(options);
 }
 

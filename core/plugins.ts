@@ -51,6 +51,8 @@ const _configSchema = z.object({
   toolsets: z.array(z.string()).optional().describe("On-demand built-in toolsets to load"),
   default_plugin_dir: z.boolean().optional()
     .describe("Load corral's own plugins/ directory (default true)"),
+  audit: z.string().min(1, "must not be empty").optional()
+    .describe("Append one JSON line per call to this file (like --audit)"),
 }).strict();
 
 /** The validated `corral.json`, with directories and local paths made absolute. */
@@ -69,6 +71,8 @@ export interface CorralConfig {
   defaultPluginDir: boolean;
   /** The directory relative paths of the config resolve against. */
   baseDir: string;
+  /** The audit log from `audit` (absolute), or null: off unless `--audit` is given. */
+  audit: string | null;
 }
 
 /** An empty config (no file): only corral's own `plugins/` directory. */
@@ -81,6 +85,7 @@ export function emptyConfig(baseDir: string = Deno.cwd()): CorralConfig {
     toolsets: [],
     defaultPluginDir: true,
     baseDir,
+    audit: null,
   };
 }
 
@@ -122,6 +127,7 @@ export function parseConfig(text: string, file: string): CorralConfig {
     toolsets: d.toolsets ?? [],
     defaultPluginDir: d.default_plugin_dir ?? true,
     baseDir,
+    audit: d.audit ? resolve(baseDir, expandHome(d.audit)) : null,
   };
 }
 

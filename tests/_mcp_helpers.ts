@@ -46,6 +46,8 @@ export function childEnv(cache: string): Record<string, string> {
     ...Deno.env.toObject(),
     NO_COLOR: "1",
     CORRAL_CACHE_DIR: cache,
+    // A file-drop plugin with progress and a cancellable sleep.
+    CORRAL_TOOL_DIRS: join(ROOT, "tests", "fixtures", "mcp_plugins"),
   };
   delete out.CORRAL_MCP_TOKEN;
   return out;

@@ -276,3 +276,20 @@ Deno.test("corral --audit logs a call and corral audit summarises it per tool", 
   const usage = await runCli(["audit", audit, "--since", "yesterday-ish"], { cwd: ws });
   assert.equal(usage.code, 2);
 });
+
+Deno.test("the audit log can be turned on by the config's audit key", async () => {
+  const { ws } = await tempLayout();
+  await Deno.writeTextFile(`${ws}/a.txt`, "one two");
+  await Deno.writeTextFile(`${ws}/corral.json`, JSON.stringify({ audit: "logs/audit.jsonl" }));
+  await Deno.mkdir(`${ws}/logs`);
+  const call = await runCli(
+    ["call", "WordCount", "--args", '{"filepath":"a.txt"}', "--workspace", ws],
+    { cwd: ws },
+  );
+  assert.equal(call.code, 0, call.stderr);
+  const lines = (await Deno.readTextFile(`${ws}/logs/audit.jsonl`)).trim().split("\n");
+  assert.equal(lines.length, 1);
+  const record = JSON.parse(lines[0]) as AuditRecord;
+  assert.equal(record.tool, "WordCount");
+  assert.equal(record.outcome, "ok");
+});

@@ -7,6 +7,8 @@ import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/stdio"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+// @ts-types="@modelcontextprotocol/sdk/types"
+import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { childEnv, CORRAL_ARGS, ROOT, startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
@@ -55,6 +57,32 @@ async function exercise(client: Client): Promise<void> {
     (err: Error & { code?: number }) =>
       err.code === -32602 && /Unknown tool "WordCounter"/.test(err.message),
   );
+
+  // Progress from a plugin in its process sandbox, received in order.
+  const seen: Array<{ progress: number; total?: number; message?: string }> = [];
+  const steps = await client.callTool({ name: "E2eSteps", arguments: { steps: 4 } }, undefined, {
+    onprogress: (p) => seen.push(p),
+  });
+  assert.equal(steps.isError, false, textOf(steps));
+  assert.deepEqual(seen.map((p) => p.progress), [1, 2, 3, 4]);
+  assert.deepEqual(seen.map((p) => p.message), ["step 1", "step 2", "step 3", "step 4"]);
+
+  // Cancellation: the call is abandoned, and the server serves the next call.
+  const abort = new AbortController();
+  let sleeping!: () => void;
+  const started = new Promise<void>((r) => sleeping = r);
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+    if (n.params.data === "sleeping") sleeping();
+  });
+  const long = client.callTool({ name: "E2eSleep", arguments: { ms: 60_000 } }, undefined, {
+    signal: abort.signal,
+    timeout: 120_000,
+  });
+  await started;
+  abort.abort();
+  await assert.rejects(long);
+  const after = await client.callTool({ name: "E2eSteps", arguments: { steps: 1 } });
+  assert.equal(after.isError, false);
 }
 
 Deno.test("corral mcp over stdio: SDK client initializes, pings, lists and calls tools", async () => {
