@@ -91,7 +91,7 @@ async function _load(module: string, env: SandboxEnv, describe = false): Promise
   const loaded = await p;
   if (describe && !loaded.described) {
     // Loaded by a call first: add the schemas now.
-    const { inputJsonSchema } = await import("./schema.ts");
+    const { inputJsonSchema } = await import("./input_schema.ts");
     for (const t of loaded.meta.tools) {
       t.inputSchema = inputJsonSchema(loaded.tools.get(t.name)!.input);
     }
@@ -134,7 +134,9 @@ async function _loadModule(
   meta.problems.push(...collected.problems);
   // JSON Schemas are only needed to describe tools (discovery), not to run
   // them: converting is left to a "load" request, keeping calls light.
-  const inputJsonSchema = describe ? (await import("./schema.ts")).inputJsonSchema : undefined;
+  const inputJsonSchema = describe
+    ? (await import("./input_schema.ts")).inputJsonSchema
+    : undefined;
   for (const def of collected.tools) {
     try {
       const inputSchema = inputJsonSchema ? inputJsonSchema(def.input) : {};

@@ -1,12 +1,9 @@
 /**
- * JSON Schema from zod, and the catalog in the three function-calling
- * formats: OpenAI, Anthropic and MCP.
+ * The catalog in the three function-calling formats: OpenAI, Anthropic and
+ * MCP. (JSON Schema from zod is made in the sandbox: core/input_schema.ts.)
  *
  * @module
  */
-import type { z } from "zod";
-import { zodToJsonSchema } from "zod-to-json-schema";
-
 /** A JSON Schema object describing a tool's arguments. */
 export type JsonSchema = Record<string, unknown>;
 
@@ -22,34 +19,6 @@ export interface SchemaTool {
   toolset?: string;
   source?: string;
   isolation?: string;
-}
-
-/**
- * Convert a zod object schema into a self-contained JSON Schema object:
- * types, `required`, enums, defaults and every `.describe()` text.
- *
- * @example
- * ```ts
- * import { z } from "zod";
- * import { inputJsonSchema } from "./schema.ts";
- * const s = inputJsonSchema(z.object({ path: z.string().describe("Where") }));
- * console.assert((s.properties as any).path.description === "Where");
- * ```
- */
-export function inputJsonSchema(schema: z.ZodTypeAny): JsonSchema {
-  // Called through a plain signature: the generic one can hit TS2589 ("type
-  // instantiation is excessively deep") depending on what else is checked.
-  const toJson = zodToJsonSchema as (s: unknown, o: Record<string, unknown>) => unknown;
-  const out = toJson(schema, {
-    $refStrategy: "none",
-    target: "jsonSchema7",
-  }) as JsonSchema;
-  delete out.$schema;
-  if (out.type !== "object") {
-    throw new TypeError(`input schema must describe an object, got ${JSON.stringify(out.type)}`);
-  }
-  out.properties ??= {};
-  return out;
 }
 
 /** MCP tool annotations derived from the permission letters. */

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
+import { inputJsonSchema } from "./input_schema.ts";
 import {
   formatSchemas,
-  inputJsonSchema,
   type JsonSchema,
   mcpAnnotations,
   type SchemaFormat,

@@ -71,7 +71,7 @@ Deno.test("file tools declare the least permission letters", () => {
 });
 
 Deno.test("every file tool parameter has a description", async () => {
-  const { inputJsonSchema } = await import("../../core/schema.ts");
+  const { inputJsonSchema } = await import("../../core/input_schema.ts");
   for (
     const def of [
       ReadFile,
