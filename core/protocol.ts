@@ -43,6 +43,8 @@ export interface ToolMeta {
   description: string;
   permissions: string;
   confirm: boolean;
+  /** Commands an `x` tool runs, when it declares them. */
+  commands?: string[];
   style: "class" | "module";
   inputSchema: Record<string, unknown>;
   load: LoadDecision;

@@ -23,7 +23,7 @@ import type { Grant, ReportKind, ReportOptions } from "./tool.ts";
 
 const _ROOT = new URL("..", import.meta.url).pathname;
 const _TOOLSETS_DIR = join(_ROOT, "toolsets");
-const _CACHE_VERSION = 1;
+const _CACHE_VERSION = 2;
 /** Sources being discovered at once (cache look-ups: reading and hashing files). */
 const _DISCOVERY_CONCURRENCY = 32;
 /** Discovery sandboxes running at once (each is a process for plugins). */
@@ -448,13 +448,17 @@ export class Registry {
   }
 
   async #sandbox(source: ToolsetSource, info: ToolInfo): Promise<Sandbox> {
-    const key = `${source.id}|${info.permissions}`;
+    // Tools share a sandbox only when they hold exactly the same grant.
+    const key = `${source.id}|${info.permissions}|${info.grant.run.join(",")}`;
     let sb = this.#sandboxes.get(key);
     if (!sb) {
       const modules = [
         ...new Set(
           this.#entries
-            .filter((e) => e.source.id === source.id && e.info.permissions === info.permissions)
+            .filter((e) =>
+              e.source.id === source.id && e.info.permissions === info.permissions &&
+              e.info.grant.run.join(",") === info.grant.run.join(",")
+            )
             .map((e) => e.module),
         ),
       ].filter((m) => m.startsWith("/"));
@@ -550,6 +554,18 @@ export class Registry {
 
   #add(source: ToolsetSource, module: string, t: ToolMeta): void {
     const decision = effectiveGrant(t.permissions, source.policy, this.host);
+    if (t.commands && t.permissions.includes("x") && !decision.missing) {
+      // Least privilege inside a toolset: RunBashCode gets bash, not python3.
+      const granted = decision.grant.run;
+      decision.grant.run = granted.filter((c) => t.commands!.includes(c));
+      if (decision.grant.run.length === 0) {
+        decision.missing = `needs x (run) for ${
+          t.commands.join(", ")
+        }: permissions.json ${source.policy.where}.run does not list ${
+          t.commands.length > 1 ? "them" : "it"
+        }`;
+      }
+    }
     const jail = decideJail(
       decision.grant,
       source.policy.jail ?? "auto",

@@ -146,6 +146,7 @@ async function _loadModule(
         description: def.description,
         permissions: def.permissions,
         confirm: def.confirm,
+        ...(def.commands ? { commands: def.commands } : {}),
         style: def.style,
         inputSchema,
         load,

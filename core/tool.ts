@@ -62,6 +62,11 @@ export interface ToolOptions {
   input?: z.ZodTypeAny;
   /** Calls need a person's confirmation. */
   confirm?: boolean;
+  /**
+   * For `x` tools: the commands the tool runs (e.g. `["bash"]`). Its grant
+   * then holds only those of the policy's `run` list, not the whole list.
+   */
+  commands?: string[];
   /** Name override; by default the class name. */
   name?: string;
 }
@@ -173,6 +178,8 @@ export interface ToolConfig {
   function: (args: any, context: ToolCallContext) => unknown;
   /** Calls need a person's confirmation. */
   requires_confirmation?: boolean;
+  /** For `x` tools: the commands it runs; its grant holds only these. */
+  commands?: string[];
   /** Permission letters, default none. */
   permissions?: string;
 }
@@ -186,6 +193,8 @@ export interface ToolDefinition {
   description: string;
   permissions: string;
   confirm: boolean;
+  /** Commands an `x` tool runs, when it says so. */
+  commands?: string[];
   style: "class" | "module";
   input: z.ZodTypeAny;
   shouldLoad(): Promise<LoadDecision>;
@@ -329,6 +338,7 @@ function _fromClass(cls: AnyClass): ToolDefinition {
     description: meta.description,
     permissions,
     confirm: meta.confirm === true,
+    ...(meta.commands ? { commands: _commands(meta.commands, meta.name) } : {}),
     style: "class",
     input,
     async shouldLoad() {
@@ -365,6 +375,7 @@ function _fromConfig(value: unknown): ToolDefinition {
     description: c.description!,
     permissions,
     confirm: c.requires_confirmation === true,
+    ...(c.commands ? { commands: _commands(c.commands, c.name!) } : {}),
     style: "module",
     input,
     shouldLoad: () => Promise.resolve({ load: true }),
@@ -376,4 +387,11 @@ function _fromConfig(value: unknown): ToolDefinition {
 
 function _emptyObject(): z.ZodTypeAny {
   return z.object({}).strict();
+}
+
+function _commands(value: unknown, tool: string): string[] {
+  if (!Array.isArray(value) || !value.every((c) => typeof c === "string" && c !== "")) {
+    throw new TypeError(`Tool "${tool}": commands must be a list of command names, like ["bash"]`);
+  }
+  return [...value];
 }

@@ -209,3 +209,29 @@ Deno.test("the README quick start pins the same Deno version as .deno-version", 
   assert.ok(pinned.every((v) => v === version), `README pins ${pinned}, .deno-version ${version}`);
   assert.equal(Deno.version.deno, version, "this suite runs on the pinned Deno");
 });
+
+Deno.test("x tools hold only the commands they declare, not the toolset's whole run list", async () => {
+  const { ws } = await tempLayout();
+  const tools = JSON.parse((await runCli(["list", "--json", "--workspace", ws])).stdout) as Array<
+    { name: string; status: string; grant: { run: string[] }; reason: string | null }
+  >;
+  const bash = tools.find((t) => t.name === "RunBashCode")!;
+  assert.deepEqual(bash.grant.run.filter((c) => c !== "bwrap" && !c.endsWith("/bwrap")), ["bash"]);
+  const python = tools.find((t) => t.name === "RunPythonCode")!;
+  assert.ok(!python.grant.run.includes("bash"), "RunPythonCode cannot run bash directly");
+
+  await Deno.writeTextFile(
+    `${ws}/permissions.json`,
+    JSON.stringify({ toolsets: { system: { run: ["bash"], jail: "off" } } }),
+  );
+  const narrowed = JSON.parse(
+    (await runCli(["list", "--json", "--workspace", ws])).stdout,
+  ) as typeof tools;
+  const py = narrowed.find((t) => t.name === "RunPythonCode")!;
+  assert.equal(py.status, "skipped");
+  assert.match(
+    String(py.reason),
+    /needs x \(run\) for python3: permissions\.json toolsets\.system\.run/,
+  );
+  assert.equal(narrowed.find((t) => t.name === "RunBashCode")!.status, "loaded");
+});

@@ -21,6 +21,7 @@ const input = interpreterInput("Bash");
  */
 @tool({
   permissions: "x",
+  commands: ["bash"],
   description: "Run Bash code in the workspace folder and return its exit code, stdout and " +
     "stderr. Killed after `timeout` seconds.",
   input,

@@ -21,6 +21,7 @@ const input = interpreterInput("Python 3");
  */
 @tool({
   permissions: "x",
+  commands: ["python3"],
   description: "Run Python 3 code in the workspace folder and return its exit code, stdout and " +
     "stderr. Killed after `timeout` seconds.",
   input,
