@@ -116,6 +116,16 @@ export class Policy {
     return this.#resolve(p[key], `plugins.${key}`, "process");
   }
 
+  /** The toolset names the file has an entry for. */
+  toolsetNames(): string[] {
+    return Object.keys(this.#raw.toolsets ?? {});
+  }
+
+  /** The tool names the file has a `tools` entry for. */
+  toolNames(): string[] {
+    return Object.keys(this.#raw.tools ?? {});
+  }
+
   /** The confirmation policy of a tool (default `ask`). */
   confirm(tool: string): ConfirmPolicy {
     return this.#raw.tools?.[tool]?.confirm ?? "ask";

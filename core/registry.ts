@@ -216,10 +216,24 @@ export class Registry {
       const names = Object.keys(declared).filter((n) =>
         declared[n].autoload || (options.toolsets ?? []).includes(n)
       );
+      // A typo in the policy would silently grant nothing: say so.
+      for (const name of policy.toolsetNames()) {
+        if (!(name in declared)) {
+          registry.#warn(
+            `Warning: ${policy.file}: toolsets.${name}: no built-in toolset has that name ` +
+              `(built-in toolsets: ${Object.keys(declared).join(", ")}; plugins go under "plugins")`,
+          );
+        }
+      }
       for (const name of names) await registry.#loadSource(await registry.#builtinSource(name));
     }
     await registry.#loadSources(options.sources ?? []);
     await registry.#saveCache();
+    for (const name of policy.toolNames()) {
+      if (!registry.#entries.some((e) => e.info.name === name)) {
+        registry.#warn(`Warning: ${policy.file}: tools.${name}: no loaded tool has that name`);
+      }
+    }
     return registry;
   }
 

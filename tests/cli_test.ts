@@ -235,3 +235,18 @@ Deno.test("x tools hold only the commands they declare, not the toolset's whole 
   );
   assert.equal(narrowed.find((t) => t.name === "RunBashCode")!.status, "loaded");
 });
+
+Deno.test("a misspelt toolset or tool in permissions.json is named in a warning", async () => {
+  const { ws } = await tempLayout();
+  await Deno.writeTextFile(
+    `${ws}/permissions.json`,
+    JSON.stringify({
+      toolsets: { filez: { read: ["."] } },
+      tools: { DeleteFiles: { confirm: "never" } },
+    }),
+  );
+  const { code, stderr } = await runCli(["list", "--json", "--workspace", ws], { cwd: ws });
+  assert.equal(code, 0);
+  assert.match(stderr, /permissions\.json: toolsets\.filez: no built-in toolset has that name/);
+  assert.match(stderr, /permissions\.json: tools\.DeleteFiles: no loaded tool has that name/);
+});
