@@ -17,7 +17,7 @@ import { basename, dirname, extname, isAbsolute, join, relative, resolve, sep } 
 import { z } from "zod";
 import { ConfigError } from "./errors.ts";
 import { localModuleGraph } from "./module_graph.ts";
-import { formatPath, loadPolicy, type Policy } from "./policy.ts";
+import { loadPolicy, parseJsonConfig, type Policy } from "./policy.ts";
 import {
   type LoadProblem,
   Registry,
@@ -101,23 +101,7 @@ export function emptyConfig(baseDir: string = Deno.cwd()): CorralConfig {
  * ```
  */
 export function parseConfig(text: string, file: string): CorralConfig {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    throw new ConfigError(`${file}: not valid JSON: ${(err as Error).message}`);
-  }
-  const parsed = _configSchema.safeParse(json);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => {
-      const what = i.code === "unrecognized_keys"
-        ? `unknown key${i.keys.length > 1 ? "s" : ""} ${i.keys.map((k) => `"${k}"`).join(", ")}`
-        : i.message;
-      return `${file}: ${formatPath(i.path)}: ${what}`;
-    });
-    throw new ConfigError(lines.join("\n"));
-  }
-  const d = parsed.data;
+  const d = parseJsonConfig(text, file, _configSchema);
   const baseDir = dirname(resolve(file));
   return {
     file: resolve(file),

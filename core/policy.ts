@@ -187,18 +187,39 @@ function _env(name: string): string | undefined {
  * ```
  */
 export function parsePolicy(text: string, file: string, workspace: string): Policy {
+  return new Policy(parseJsonConfig(text, file, _fileSchema), workspace, file);
+}
+
+/**
+ * Parse the JSON text of a configuration file and validate it with `schema`.
+ * Throws a {@link ConfigError} with one line per problem, each naming the
+ * file and the key path (`corral.json: tool_dirs[1]: Expected string, …`).
+ *
+ * @example
+ * ```ts
+ * import { z } from "zod";
+ * import { parseJsonConfig } from "./policy.ts";
+ * const v = parseJsonConfig('{"a": 1}', "x.json", z.object({ a: z.number() }));
+ * console.assert(v.a === 1);
+ * ```
+ */
+export function parseJsonConfig<T extends z.ZodTypeAny>(
+  text: string,
+  file: string,
+  schema: T,
+): z.infer<T> {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (err) {
     throw new ConfigError(`${file}: not valid JSON: ${(err as Error).message}`);
   }
-  const parsed = _fileSchema.safeParse(json);
+  const parsed = schema.safeParse(json);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `${file}: ${formatPath(i.path)}: ${_issue(i)}`);
     throw new ConfigError(lines.join("\n"));
   }
-  return new Policy(parsed.data, workspace, file);
+  return parsed.data;
 }
 
 function _issue(i: z.ZodIssue): string {

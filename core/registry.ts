@@ -221,7 +221,9 @@ export class Registry {
         if (!(name in declared)) {
           registry.#warn(
             `Warning: ${policy.file}: toolsets.${name}: no built-in toolset has that name ` +
-              `(built-in toolsets: ${Object.keys(declared).join(", ")}; plugins go under "plugins")`,
+              `(built-in toolsets: ${
+                Object.keys(declared).join(", ")
+              }; plugins go under "plugins")`,
           );
         }
       }

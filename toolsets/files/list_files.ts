@@ -1,8 +1,8 @@
-import { join } from "node:path";
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool.ts";
 import { fsError, resolveInside } from "../../core/paths.ts";
 import { runHarness } from "../../core/harness.ts";
+import { walkFolder } from "./_walk.ts";
 
 const input = z.object({
   path: z.string().min(1).default(".").describe(
@@ -52,36 +52,24 @@ export class ListFiles extends BaseTool {
 
     const entries: ListEntry[] = [];
     let truncated = false;
-    // Breadth first; only real directories (never symlinks) are entered, and
-    // they were reached from a checked root, so the walk stays inside it.
-    const queue: Array<[string, string]> = [[real, path]];
-    walk: while (queue.length > 0) {
-      const [dir, shown] = queue.shift()!;
-      let children: Deno.DirEntry[];
-      try {
-        children = await Array.fromAsync(Deno.readDir(dir));
-      } catch (err) {
-        if (dir === real) throw fsError(err, path, "folder");
-        continue; // an unreadable sub-folder: skip it
+    for await (
+      const { entry, shown } of walkFolder(real, path, {
+        descend: () => recursive,
+        signal: this.signal,
+      })
+    ) {
+      if (entries.length >= max_results) {
+        truncated = true;
+        break;
       }
-      children.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-      for (const child of children) {
-        if (this.signal.aborted) throw new Error("cancelled");
-        if (entries.length >= max_results) {
-          truncated = true;
-          break walk;
-        }
-        const type = child.isSymlink
-          ? "symlink"
-          : child.isDirectory
-          ? "directory"
-          : child.isFile
-          ? "file"
-          : "other";
-        const childShown = join(shown, child.name);
-        entries.push({ path: childShown, type });
-        if (recursive && type === "directory") queue.push([join(dir, child.name), childShown]);
-      }
+      const type = entry.isSymlink
+        ? "symlink"
+        : entry.isDirectory
+        ? "directory"
+        : entry.isFile
+        ? "file"
+        : "other";
+      entries.push({ path: shown, type });
     }
     this.reportResult(` ${entries.length} entries${truncated ? " (truncated)" : ""}`);
     return { success: true, path, recursive, count: entries.length, truncated, entries };

@@ -1,8 +1,8 @@
-import { join } from "node:path";
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool.ts";
 import { fsError, resolveInside } from "../../core/paths.ts";
 import { runHarness } from "../../core/harness.ts";
+import { walkFolder } from "./_walk.ts";
 
 /** Files larger than this are skipped. */
 export const MAX_SEARCH_FILE_BYTES = 2_000_000;
@@ -109,28 +109,15 @@ export class SearchText extends BaseTool {
     if (top.isFile) {
       await searchFile(real, path, top.size);
     } else if (top.isDirectory) {
-      // Only real directories reached from the checked root are entered.
-      const queue: Array<[string, string]> = [[real, path]];
-      walk: while (queue.length > 0) {
-        const [dir, shown] = queue.shift()!;
-        let children: Deno.DirEntry[];
-        try {
-          children = await Array.fromAsync(Deno.readDir(dir));
-        } catch (err) {
-          if (dir === real) throw fsError(err, path, "folder");
-          skipped.unreadable++;
-          continue;
-        }
-        children.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-        for (const child of children) {
-          if (this.signal.aborted) throw new Error("cancelled");
-          const full = join(dir, child.name);
-          const childShown = join(shown, child.name);
-          if (child.isDirectory && !_SKIP_DIRS.has(child.name)) queue.push([full, childShown]);
-          if (!child.isFile) continue;
-          const size = (await Deno.lstat(full).catch(() => null))?.size ?? 0;
-          if (!(await searchFile(full, childShown, size))) break walk;
-        }
+      const walk = walkFolder(real, path, {
+        descend: (e) => !_SKIP_DIRS.has(e.name),
+        onUnreadable: () => skipped.unreadable++,
+        signal: this.signal,
+      });
+      for await (const { entry, full, shown } of walk) {
+        if (!entry.isFile) continue;
+        const size = (await Deno.lstat(full).catch(() => null))?.size ?? 0;
+        if (!(await searchFile(full, shown, size))) break;
       }
     } else {
       throw new Error(`"${path}" is neither a file nor a folder`);
