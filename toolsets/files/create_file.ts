@@ -2,7 +2,6 @@ import { dirname } from "node:path";
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool.ts";
 import { fsError, resolveInside } from "../../core/paths.ts";
-import { runHarness } from "../../core/harness.ts";
 
 const input = z.object({
   filepath: z.string().min(1).describe("Path of the file to create, relative to the workspace"),
@@ -63,4 +62,5 @@ async function _statOrNull(real: string, given: string): Promise<Deno.FileInfo |
   }
 }
 
-if (import.meta.main) await runHarness(CreateFile);
+// Run alone, the module is a command-line harness (loaded only then).
+if (import.meta.main) await (await import("../../core/harness.ts")).runHarness(CreateFile);

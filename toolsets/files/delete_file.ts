@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool.ts";
 import { fsError, resolveInside } from "../../core/paths.ts";
-import { runHarness } from "../../core/harness.ts";
 
 const input = z.object({
   filepath: z.string().min(1).describe(
@@ -43,4 +42,5 @@ export class DeleteFile extends BaseTool {
   }
 }
 
-if (import.meta.main) await runHarness(DeleteFile);
+// Run alone, the module is a command-line harness (loaded only then).
+if (import.meta.main) await (await import("../../core/harness.ts")).runHarness(DeleteFile);

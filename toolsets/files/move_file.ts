@@ -2,7 +2,6 @@ import { dirname } from "node:path";
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool.ts";
 import { fsError, resolveInside } from "../../core/paths.ts";
-import { runHarness } from "../../core/harness.ts";
 
 const input = z.object({
   source: z.string().min(1).describe(
@@ -68,4 +67,5 @@ export class MoveFile extends BaseTool {
   }
 }
 
-if (import.meta.main) await runHarness(MoveFile);
+// Run alone, the module is a command-line harness (loaded only then).
+if (import.meta.main) await (await import("../../core/harness.ts")).runHarness(MoveFile);

@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool.ts";
 import { fsError, resolveInside } from "../../core/paths.ts";
-import { runHarness } from "../../core/harness.ts";
 
 /** Files larger than this are refused (read a smaller file or use SearchText). */
 const _MAX_BYTES = 20_000_000;
@@ -80,4 +79,5 @@ function _splitLines(text: string): string[] {
   return lines;
 }
 
-if (import.meta.main) await runHarness(ReadFile);
+// Run alone, the module is a command-line harness (loaded only then).
+if (import.meta.main) await (await import("../../core/harness.ts")).runHarness(ReadFile);

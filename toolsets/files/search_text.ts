@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool.ts";
 import { fsError, resolveInside } from "../../core/paths.ts";
-import { runHarness } from "../../core/harness.ts";
 import { walkFolder } from "./_walk.ts";
 
 /** Files larger than this are skipped. */
@@ -137,4 +136,5 @@ export class SearchText extends BaseTool {
   }
 }
 
-if (import.meta.main) await runHarness(SearchText);
+// Run alone, the module is a command-line harness (loaded only then).
+if (import.meta.main) await (await import("../../core/harness.ts")).runHarness(SearchText);

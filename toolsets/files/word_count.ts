@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool.ts";
 import { fsError, resolveInside } from "../../core/paths.ts";
-import { runHarness } from "../../core/harness.ts";
 
 const input = z.object({
   filepath: z.string().min(1).describe("Path of the file to count, relative to the workspace"),
@@ -71,4 +70,5 @@ export function countText(bytes: Uint8Array): Counts {
   };
 }
 
-if (import.meta.main) await runHarness(WordCount);
+// Run alone, the module is a command-line harness (loaded only then).
+if (import.meta.main) await (await import("../../core/harness.ts")).runHarness(WordCount);

@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool.ts";
 import { PermissionDeniedError } from "../../core/errors.ts";
-import { runHarness } from "../../core/harness.ts";
 import { guardUrl, listedExplicitly, NetworkGuardError } from "../../core/net_guard.ts";
 
 const input = z.object({
@@ -157,4 +156,5 @@ async function _readCapped(
   return { bytes, truncated };
 }
 
-if (import.meta.main) await runHarness(GetUrl);
+// Run alone, the module is a command-line harness (loaded only then).
+if (import.meta.main) await (await import("../../core/harness.ts")).runHarness(GetUrl);

@@ -1,6 +1,5 @@
 import type { z } from "zod";
 import { BaseTool, tool } from "../../core/tool.ts";
-import { runHarness } from "../../core/harness.ts";
 import { interpreterInput, missingReason, runInterpreter } from "./_interpreter.ts";
 
 const input = interpreterInput("Python 3");
@@ -43,4 +42,5 @@ export class RunPythonCode extends BaseTool {
   }
 }
 
-if (import.meta.main) await runHarness(RunPythonCode);
+// Run alone, the module is a command-line harness (loaded only then).
+if (import.meta.main) await (await import("../../core/harness.ts")).runHarness(RunPythonCode);
