@@ -56,7 +56,8 @@ Options:
   --permissions PATH    the policy file (default: ./permissions.json, else the shipped one);
                         for "new": the tool's permission letters
   --config PATH         the config file (default: ./corral.json when present): tool_dirs,
-                        plugins, services; CORRAL_TOOL_DIRS adds directories (colon-separated)
+                        plugins, services, toolsets, audit; CORRAL_TOOL_DIRS adds directories
+                        (colon-separated)
   --workspace DIR       the workspace (default: the current directory)
   --timeout MS          shorter time limit for this call (never above the policy's)
   --yes                 approve calls of tools that need confirmation
