@@ -32,7 +32,8 @@ export type HostMessage =
     module: string;
     tool: string;
     args: unknown;
-    env: SandboxEnv;
+    /** Sent with the first call of a sandbox and when it changes; else the last one holds. */
+    env?: SandboxEnv;
   }
   | { type: "cancel"; id: number }
   | { type: "ping"; id: number };

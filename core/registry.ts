@@ -169,6 +169,7 @@ export class Registry {
   readonly warnings: string[] = [];
   #entries: _Entry[] = [];
   #sources = new Map<string, ToolsetSource>();
+  #envs = new WeakMap<Sandbox, SandboxEnv>();
   #byName = new Map<string, _Entry>();
   #sandboxes = new Map<string, Sandbox>();
   #loadedToolsets = new Set<string>();
@@ -328,6 +329,7 @@ export class Registry {
    * other outcome is a {@link ToolResult}.
    */
   async call(name: string, args: unknown, options: RegistryCallOptions = {}): Promise<ToolResult> {
+    if (!this.#audit) return this.#clean(await this.#call(name, args, options));
     const started = performance.now();
     const time = new Date().toISOString();
     let result: ToolResult;
@@ -426,12 +428,17 @@ export class Registry {
     const sandbox = await this.#sandbox(source, info);
     const limit = source.policy.timeout_ms;
     const timeoutMs = options.timeoutMs ? Math.min(options.timeoutMs, limit) : limit;
-    const env: SandboxEnv = {
-      workspace: this.workspace,
-      grant: info.grant,
-      config: source.config,
-      vars: this.#vars(source.policy),
-    };
+    let env = this.#envs.get(sandbox);
+    if (!env) {
+      // One per sandbox: its tools share the grant, the config and the variables.
+      env = {
+        workspace: this.workspace,
+        grant: info.grant,
+        config: source.config,
+        vars: this.#vars(source.policy),
+      };
+      this.#envs.set(sandbox, env);
+    }
     const result = await sandbox.call(module, name, args, env, {
       timeoutMs,
       signal: options.signal,

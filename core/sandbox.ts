@@ -129,6 +129,8 @@ export class Sandbox {
   #nextId = 1;
   #closed = false;
   #starts = 0;
+  #envSent: SandboxEnv | undefined;
+  #envTransport: _Transport | undefined;
   #pid: number | undefined;
 
   constructor(options: SandboxOptions) {
@@ -171,14 +173,23 @@ export class Sandbox {
     options: CallOptions = {},
   ): Promise<ToolResult> {
     const msg = await this.#request(
-      (id) => ({
-        type: "call",
-        id,
-        module,
-        tool,
-        args,
-        env: { ...env, maxOutputBytes: this.options.policy.max_output_bytes },
-      }),
+      (id) => {
+        // The environment is sent once per running sandbox and again only
+        // when it changes: calls stay small messages.
+        if (this.#envSent === env && this.#envTransport === this.#transport) {
+          return { type: "call", id, module, tool, args };
+        }
+        this.#envSent = env;
+        this.#envTransport = this.#transport;
+        return {
+          type: "call",
+          id,
+          module,
+          tool,
+          args,
+          env: { ...env, maxOutputBytes: this.options.policy.max_output_bytes },
+        };
+      },
       tool,
       options,
     );
@@ -241,7 +252,8 @@ export class Sandbox {
       });
       this.#schedule(timeoutMs);
       try {
-        this.#ensure().send(make(id));
+        const transport = this.#ensure();
+        transport.send(make(id));
       } catch (err) {
         finish(this.#fail(tool, `sandbox failed to start: ${(err as Error).message}`));
       }

@@ -79,6 +79,8 @@ interface _Loaded {
 }
 const _modules = new Map<string, Promise<_Loaded>>();
 const _running = new Map<number, AbortController>();
+/** The environment of calls, as last sent by the host. */
+let _env: SandboxEnv | undefined;
 
 async function _load(module: string, env: SandboxEnv, describe = false): Promise<_Loaded> {
   // Processes that tools start get the host's allowlisted values and the jail.
@@ -168,7 +170,10 @@ async function _call(msg: Extract<HostMessage, { type: "call" }>): Promise<void>
   const controller = new AbortController();
   _running.set(msg.id, controller);
   try {
-    const loaded = await _load(msg.module, msg.env);
+    if (msg.env) _env = msg.env;
+    const env = _env;
+    if (!env) throw new Error("no environment from the host");
+    const loaded = await _load(msg.module, env);
     const def = loaded.tools.get(msg.tool);
     if (!def) {
       const why = loaded.meta.error ?? `module does not export it`;
@@ -183,8 +188,8 @@ async function _call(msg: Extract<HostMessage, { type: "call" }>): Promise<void>
     const result = await _callId.run(msg.id, () =>
       invokeTool(def, msg.args, {
         signal: controller.signal,
-        workspace: msg.env.workspace,
-        grant: msg.env.grant,
+        workspace: env.workspace,
+        grant: env.grant,
         report: (kind, message, options) =>
           _post({
             type: "report",
@@ -194,7 +199,7 @@ async function _call(msg: Extract<HostMessage, { type: "call" }>): Promise<void>
             options,
           }),
       }));
-    _post({ type: "result", id: msg.id, result: capResult(result, msg.env.maxOutputBytes ?? 1e6) });
+    _post({ type: "result", id: msg.id, result: capResult(result, env.maxOutputBytes ?? 1e6) });
   } catch (err) {
     _post({ type: "result", id: msg.id, result: failure(msg.tool, _message(err)) });
   } finally {
