@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool.ts";
-import { fsError, resolveInside } from "../../core/paths.ts";
+import { resolveInside } from "../../core/paths.ts";
+import { readChecked } from "./_read.ts";
 
 /** Files larger than this are refused (read a smaller file or use SearchText). */
 const _MAX_BYTES = 20_000_000;
@@ -38,12 +39,7 @@ export class ReadFile extends BaseTool {
     const { filepath, start_line, max_lines } = args;
     this.reportStart(`Reading ${filepath}`, { end: "" });
     const real = await resolveInside(filepath, ctx.grant.read, ctx.workspace);
-    const info = await Deno.stat(real).catch((err) => Promise.reject(fsError(err, filepath)));
-    if (info.isDirectory) throw new Error(`"${filepath}" is a directory, not a file`);
-    if (info.size > _MAX_BYTES) {
-      throw new Error(`file "${filepath}" is too large (${info.size} bytes, limit ${_MAX_BYTES})`);
-    }
-    const bytes = await Deno.readFile(real).catch((err) => Promise.reject(fsError(err, filepath)));
+    const { bytes } = await readChecked(real, filepath, _MAX_BYTES);
     if (bytes.subarray(0, 8192).includes(0)) {
       throw new Error(`file "${filepath}" looks binary (it contains NUL bytes), not text`);
     }

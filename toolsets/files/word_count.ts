@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool.ts";
-import { fsError, resolveInside } from "../../core/paths.ts";
+import { resolveInside } from "../../core/paths.ts";
+import { readChecked } from "./_read.ts";
 
 const input = z.object({
   filepath: z.string().min(1).describe("Path of the file to count, relative to the workspace"),
@@ -40,9 +41,7 @@ export class WordCount extends BaseTool {
     const { filepath } = args;
     this.reportStart(`Counting ${filepath}`, { end: "" });
     const real = await resolveInside(filepath, ctx.grant.read, ctx.workspace);
-    const info = await Deno.stat(real).catch((err) => Promise.reject(fsError(err, filepath)));
-    if (info.isDirectory) throw new Error(`"${filepath}" is a directory, not a file`);
-    const bytes = await Deno.readFile(real).catch((err) => Promise.reject(fsError(err, filepath)));
+    const { bytes } = await readChecked(real, filepath);
     const counts = countText(bytes);
     this.reportResult(` ${counts.lines} lines, ${counts.words} words`);
     return { success: true, filepath, ...counts };
