@@ -248,12 +248,18 @@ async function _authoring(command: string, values: _Values, rest: string[]): Pro
   return 2;
 }
 
-function _row(t: ToolInfo, color: boolean): string {
+function _table(registry: Registry, color: boolean): void {
+  const tools = registry.list();
+  const width = Math.max(10, ...tools.map((t) => t.toolset.length));
+  for (const t of tools) _out(_row(t, color, width));
+}
+
+function _row(t: ToolInfo, color: boolean, width = 10): string {
   const letters = colour((t.permissions || "-").padEnd(4), lettersColour(t.permissions), color);
   const status = t.status === "loaded"
     ? colour("loaded", "green", color)
     : colour(`${t.status}: ${t.reason ?? ""}`, t.status === "skipped" ? "yellow" : "red", color);
-  return `${t.name.padEnd(22)} ${t.toolset.padEnd(10)} ${letters} ${
+  return `${t.name.padEnd(22)} ${t.toolset.padEnd(width)} ${letters} ${
     t.isolation.padEnd(8)
   } ${status}\n${" ".repeat(23)}${
     colour(`${_relSource(t.source)}  grant: ${describeGrant(t.grant)}`, "dim", color)
@@ -345,12 +351,17 @@ async function _demo(registry: Registry, color: boolean): Promise<number> {
       color,
     ),
   );
-  for (const t of registry.list()) _out(_row(t, color));
+  _table(registry, color);
   const readme = new URL("./README.md", import.meta.url).pathname;
   const calls: Array<[string, Record<string, unknown>, string]> = [
     ["WordCount", { filepath: readme }, "count words of README.md (letters r)"],
     ["ListFiles", { path: ".", max_results: 5 }, "list the workspace (letters r)"],
     ["ReadFile", { filepath: "/etc/hostname" }, "read outside the workspace: refused"],
+    [
+      "Slugify",
+      { text: "Hello from a process sandbox!" },
+      "a plugin, in its own process (no letters)",
+    ],
   ];
   for (const [name, args, what] of calls) {
     if (!registry.get(name)) continue;
@@ -440,7 +451,7 @@ export async function main(argv: string[]): Promise<number> {
               2,
             ));
           } else {
-            for (const t of registry.list()) _out(_row(t, color));
+            _table(registry, color);
             for (const p of registry.problems) {
               _out(colour(`skipped module: ${p.message}`, "yellow", color));
             }
