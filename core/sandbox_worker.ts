@@ -71,6 +71,45 @@ for (const level of ["log", "info", "debug", "warn", "error"] as const) {
     _post({ type: "log", id: _callId.getStore(), text: _format(args) });
 }
 
+// Deno.stdout/stderr writes become the call's log too, and Deno.stdin is
+// closed to tool code: a worker shares the host's stdio, which carries the
+// MCP protocol under `corral mcp`. (This stops accidents and the obvious
+// APIs; it is not a boundary against hostile code: node:process or fd-level
+// writes still reach the host's stdout. Untrusted code runs in process
+// isolation, whose stdout is framed with a token it cannot know.)
+const _decoder = new TextDecoder();
+const _logBytes = (p: Uint8Array): number => {
+  const text = _decoder.decode(p).replace(/\n$/, "");
+  _post({ type: "log", id: _callId.getStore(), text: text.slice(0, _MAX_LOG) });
+  return p.length;
+};
+const _sink = () =>
+  Object.freeze({
+    write: (p: Uint8Array) => Promise.resolve(_logBytes(p)),
+    writeSync: _logBytes,
+    writable: new WritableStream<Uint8Array>({ write: (chunk) => void _logBytes(chunk) }),
+    isTerminal: () => false,
+    close: () => {},
+  });
+const _noStdin = () => {
+  throw new Error("stdin is not available to tool code in a corral sandbox");
+};
+const _stdin = Object.freeze({
+  read: () => Promise.reject(new Error("stdin is not available to tool code in a corral sandbox")),
+  readSync: _noStdin,
+  get readable(): ReadableStream<Uint8Array> {
+    return _noStdin();
+  },
+  setRaw: _noStdin,
+  isTerminal: () => false,
+  close: () => {},
+});
+for (const [key, value] of [["stdout", _sink()], ["stderr", _sink()], ["stdin", _stdin]] as const) {
+  try {
+    Object.defineProperty(Deno, key, { value, writable: false, configurable: false });
+  } catch { /* already locked */ }
+}
+
 interface _Loaded {
   meta: ModuleMeta;
   tools: Map<string, ToolDefinition>;

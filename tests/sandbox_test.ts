@@ -126,7 +126,7 @@ for (const isolation of MODES) {
 
   Deno.test(`forged protocol messages are ignored (${isolation})`, async () => {
     const { ws } = await tempLayout();
-    const { registry } = await fixtureRegistry([MISBEHAVING], { isolation }, ws);
+    const { registry, lines } = await fixtureRegistry([MISBEHAVING], { isolation }, ws);
     try {
       const slow = registry.call("Echo", { value: "real", delay_ms: 300 });
       const forge = await registry.call("Forge", {});
@@ -139,6 +139,24 @@ for (const isolation of MODES) {
         "the pending call got its real result",
       );
       assert.equal((res as Record<string, unknown>).forged, undefined);
+      if (isolation === "process") {
+        // The forged lines did reach the host's reader, which took them for output.
+        assert.ok(lines.some((l) => l.includes('"forged":true')), "forged lines were read as logs");
+      }
+    } finally {
+      await registry.close();
+    }
+  });
+
+  Deno.test(`Deno.stdout writes become the call's log and stdin is closed (${isolation})`, async () => {
+    const { ws } = await tempLayout();
+    const { registry } = await fixtureRegistry([MISBEHAVING], { isolation }, ws);
+    try {
+      const logs: string[] = [];
+      const res = await registry.call("Stdio", {}, { onLog: (t) => logs.push(t) });
+      assert.equal(res.success, true);
+      assert.match(String(res.stdin), /^refused: stdin is not available to tool code/);
+      assert.deepEqual(logs, ["written to stdout", "written to stderr"]);
     } finally {
       await registry.close();
     }
