@@ -52,7 +52,7 @@ export interface GrantDecision {
  * ```ts
  * import { effectiveGrant } from "./grant.ts";
  * const host = { letters: "r", denoGranted: () => true };
- * const policy = { read: ["/w"], write: ["/w"], run: [], net: [], where: "toolsets.files" } as any;
+ * const policy = { read: ["/w"], write: ["/w"], run: [], net: [], env: [], where: "toolsets.files" } as any;
  * console.assert(effectiveGrant("rw", policy, host).missing?.startsWith("needs w"));
  * ```
  */
