@@ -280,7 +280,8 @@ export async function scanPluginDir(dir: string): Promise<DirScan> {
   const out: DirScan = { entries: [], files: [], rejected: [] };
   const root = await Deno.realPath(dir);
   const found: Array<{ name: string; link: boolean }> = [];
-  for await (const e of Deno.readDir(dir)) {
+  // Sync: one call for the whole listing, where the async form pays a trip per batch.
+  for (const e of Deno.readDirSync(dir)) {
     if (!e.isFile && !e.isSymlink) continue;
     if (!isPluginFileName(e.name)) continue;
     found.push({ name: e.name, link: e.isSymlink });

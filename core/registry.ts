@@ -554,11 +554,13 @@ export class Registry {
     this.#loadedToolsets.add(source.id);
     this.#sources.set(source.id, source);
     for (const meta of metas) {
-      const where = _display(meta.module, this.workspace);
-      if (meta.error) {
-        this.#problem(source.id, meta.module, `${where}: ${_oneLine(meta.error)}`);
+      if (meta.error || meta.problems.length) {
+        const where = _display(meta.module, this.workspace);
+        if (meta.error) {
+          this.#problem(source.id, meta.module, `${where}: ${_oneLine(meta.error)}`);
+        }
+        for (const p of meta.problems) this.#problem(source.id, meta.module, `${where}: ${p}`);
       }
-      for (const p of meta.problems) this.#problem(source.id, meta.module, `${where}: ${p}`);
       for (const t of meta.tools) this.#add(source, meta.module, t);
     }
   }
@@ -793,9 +795,8 @@ export class Registry {
       let stats: Record<string, _StatEntry> = {};
       if (this.#cacheDir) {
         try {
-          const data = JSON.parse(
-            await Deno.readTextFile(join(this.#cacheDir, "discovery.json")),
-          );
+          // One file, read once at start: sync avoids a thread-pool trip.
+          const data = JSON.parse(Deno.readTextFileSync(join(this.#cacheDir, "discovery.json")));
           if (data && typeof data === "object" && data.version === _CACHE_VERSION) {
             modules = data.modules ?? {};
             stats = data.stats ?? {};
