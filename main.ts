@@ -73,6 +73,7 @@ Options:
   --allow-origin ORIGIN mcp --http: a browser origin allowed besides loopback (repeatable)
   --watch               mcp: reload plugin files that are added, changed or removed, and
                         send notifications/tools/list_changed
+  -V, --version         corral's and Deno's versions
   -h, --help            this help
 
 Exit codes: 0 success, 1 the tool failed, 2 usage or configuration error.`;
@@ -108,6 +109,7 @@ const _OPTIONS = {
   "allow-origin": { type: "string", multiple: true },
   watch: { type: "boolean" },
   help: { type: "boolean", short: "h" },
+  version: { type: "boolean", short: "V" },
 } as const;
 
 type _Values = ReturnType<typeof _parse>["values"];
@@ -162,7 +164,16 @@ let _pluginContext:
 let _pluginWarnings: string[] = [];
 
 async function _config(values: _Values): Promise<{ config: CorralConfig; workspace: string }> {
-  const workspace = Deno.realPathSync(values.workspace ?? Deno.cwd());
+  let workspace: string;
+  try {
+    workspace = Deno.realPathSync(values.workspace ?? Deno.cwd());
+    if (!Deno.statSync(workspace).isDirectory) throw new Error("not a directory");
+  } catch (err) {
+    const reason = err instanceof Deno.errors.NotFound
+      ? "no such directory"
+      : (err as Error).message;
+    throw new _UsageError(`--workspace "${values.workspace ?? "."}": ${reason}`);
+  }
   return { config: await loadConfig({ file: values.config, workspace }), workspace };
 }
 
@@ -415,6 +426,15 @@ export async function main(argv: string[]): Promise<number> {
   const reporter0 = new Reporter();
   try {
     const { values, positionals } = _parse(argv);
+    if (values.version) {
+      let version = "(unknown version)";
+      try {
+        version = JSON.parse(await Deno.readTextFile(new URL("./deno.json", import.meta.url)))
+          .version;
+      } catch { /* a compiled binary may not carry deno.json */ }
+      _out(`corral ${version} (Deno ${Deno.version.deno})`);
+      return 0;
+    }
     if (values.help || positionals.length === 0) {
       (values.help ? _out : (t: string) => reporter0.line(t))(USAGE);
       return values.help ? 0 : 2;

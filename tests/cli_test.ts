@@ -250,3 +250,17 @@ Deno.test("a misspelt toolset or tool in permissions.json is named in a warning"
   assert.match(stderr, /permissions\.json: toolsets\.filez: no built-in toolset has that name/);
   assert.match(stderr, /permissions\.json: tools\.DeleteFiles: no loaded tool has that name/);
 });
+
+Deno.test("a workspace that does not exist is a usage error naming it, not a crash", async () => {
+  const { code, stderr } = await runCli(["list", "--workspace", "/nonexistent/corral-ws"]);
+  assert.equal(code, 2);
+  assert.match(stderr, /--workspace "\/nonexistent\/corral-ws": no such directory/);
+  assert.doesNotMatch(stderr, /internal error|^\s+at /m);
+});
+
+Deno.test("corral --version prints corral's and Deno's versions", async () => {
+  const { code, stdout } = await runCli(["--version"]);
+  assert.equal(code, 0);
+  const { version } = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`));
+  assert.equal(stdout.trim(), `corral ${version} (Deno ${Deno.version.deno})`);
+});
