@@ -55,29 +55,43 @@ export interface ResolveOptions {
  * }
  * ```
  */
-export async function resolveInside(
+export function resolveInside(
   path: string,
   roots: string[],
   workspace: string,
   options: ResolveOptions = {},
 ): Promise<string> {
+  // A promise for callers (the check may go async again); the work is sync.
+  try {
+    return Promise.resolve(_resolveInside(path, roots, workspace, options));
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
+function _resolveInside(
+  path: string,
+  roots: string[],
+  workspace: string,
+  options: ResolveOptions,
+): string {
   const shown = JSON.stringify(path);
   if (typeof path !== "string" || path === "" || path.includes("\0")) {
     throw new TypeError(`invalid path ${shown}`);
   }
   const abs = isAbsolute(path) ? resolve(path) : resolve(workspace, path);
-  const realRoots = await Promise.all(roots.map(_realRoot));
+  const realRoots = roots.map(_realRoot);
   const denied = () =>
     new PermissionDeniedError(`path ${shown} is outside the folders this tool may use`);
 
   let real: string;
   try {
     if (options.noFollow && dirname(abs) !== abs) {
-      const parent = await _resolvePartial(dirname(abs), options.create === true);
+      const parent = _resolvePartial(dirname(abs), options.create === true);
       real = join(parent, basename(abs));
       if (!options.create) Deno.lstatSync(real);
     } else {
-      real = await _resolvePartial(abs, options.create === true);
+      real = _resolvePartial(abs, options.create === true);
     }
   } catch (err) {
     if (err instanceof _DanglingLink) {
@@ -87,7 +101,7 @@ export async function resolveInside(
       // Say "not found" only for paths the tool may see; elsewhere, deny.
       let guess: string;
       try {
-        guess = await _resolvePartial(abs, true);
+        guess = _resolvePartial(abs, true);
       } catch {
         throw denied();
       }
@@ -177,7 +191,7 @@ function _insideAny(real: string, roots: string[]): boolean {
   return roots.some((root) => isInside(real, root));
 }
 
-async function _realRoot(root: string): Promise<string> {
+function _realRoot(root: string): string {
   const abs = resolve(root);
   try {
     return Deno.realPathSync(abs);
@@ -192,7 +206,7 @@ class _DanglingLink extends Error {}
  * Real path of `abs`. With `create`, a missing tail is allowed: the nearest
  * existing ancestor is resolved and the missing names appended.
  */
-async function _resolvePartial(abs: string, create: boolean): Promise<string> {
+function _resolvePartial(abs: string, create: boolean): string {
   if (!create) return Deno.realPathSync(abs);
   let head = abs;
   const tail: string[] = [];

@@ -790,7 +790,7 @@ export class Registry {
 
   /** The discovery cache, read once (concurrent discoveries share one object). */
   #loadCache(): Promise<Record<string, ModuleMeta>> {
-    return this.#cacheLoading ??= (async () => {
+    return this.#cacheLoading ??= Promise.resolve().then(() => {
       let modules: Record<string, ModuleMeta> = {};
       let stats: Record<string, _StatEntry> = {};
       if (this.#cacheDir) {
@@ -806,7 +806,7 @@ export class Registry {
       this.#cache = modules;
       this.#stats = stats;
       return modules;
-    })();
+    });
   }
 
   async #saveCache(): Promise<void> {
