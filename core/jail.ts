@@ -17,7 +17,7 @@
  *
  * @module
  */
-import { isAbsolute, join } from "node:path";
+import { dirname, isAbsolute, join } from "node:path";
 
 /** What a jailed subprocess may use. Part of a tool's grant (`grant.jail`). */
 export interface JailSpec {
@@ -56,11 +56,32 @@ let _found: Promise<string | undefined> | undefined;
  * console.log(await findBwrap() ?? "no working bwrap: subprocesses run unjailed");
  * ```
  */
-export function findBwrap(): Promise<string | undefined> {
-  return _found ??= _find();
+export function findBwrap(options: BwrapProbeOptions = {}): Promise<string | undefined> {
+  return _found ??= _find(options);
 }
 
-async function _find(): Promise<string | undefined> {
+/** Options of {@link findBwrap}. */
+export interface BwrapProbeOptions {
+  /**
+   * Remember the probe's outcome in this file, keyed by the binary's path,
+   * size and mtime, for `maxAgeMs`: each start then skips the probe (a
+   * namespace set-up, ≈ 13 ms here). A jailed call on a machine where bwrap
+   * stopped working fails; it never runs unjailed.
+   */
+  cacheFile?: string;
+  /** How long a remembered outcome holds (default one hour). */
+  maxAgeMs?: number;
+}
+
+interface _ProbeRecord {
+  path: string;
+  size: number;
+  mtime: number;
+  ok: boolean;
+  at: number;
+}
+
+async function _find(options: BwrapProbeOptions): Promise<string | undefined> {
   let path: string | undefined;
   try {
     path = Deno.env.get("PATH");
@@ -69,8 +90,17 @@ async function _find(): Promise<string | undefined> {
     if (!isAbsolute(dir)) continue;
     const candidate = join(dir, "bwrap");
     try {
-      const st = await Deno.stat(candidate);
+      const st = Deno.statSync(candidate);
       if (!st.isFile) continue;
+      const key = { path: candidate, size: st.size, mtime: st.mtime?.getTime() ?? 0 };
+      const known = _readProbe(options.cacheFile);
+      const maxAge = options.maxAgeMs ?? 3_600_000;
+      if (
+        known && known.path === key.path && known.size === key.size &&
+        known.mtime === key.mtime && Date.now() - known.at < maxAge
+      ) {
+        return known.ok ? candidate : undefined;
+      }
       const probe = await new Deno.Command(candidate, {
         args: [...bwrapArgs({ bwrap: candidate, write: [], net: false }, "/"), "--", "true"],
         clearEnv: true,
@@ -78,12 +108,33 @@ async function _find(): Promise<string | undefined> {
         stdout: "null",
         stderr: "null",
       }).output();
+      _writeProbe(options.cacheFile, { ...key, ok: probe.success, at: Date.now() });
       return probe.success ? candidate : undefined;
     } catch {
       continue;
     }
   }
   return undefined;
+}
+
+function _readProbe(file: string | undefined): _ProbeRecord | undefined {
+  if (!file) return undefined;
+  try {
+    const r = JSON.parse(Deno.readTextFileSync(file));
+    return typeof r?.path === "string" && typeof r?.ok === "boolean" ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function _writeProbe(file: string | undefined, record: _ProbeRecord): void {
+  if (!file) return;
+  try {
+    Deno.mkdirSync(dirname(file), { recursive: true });
+    const tmp = `${file}.${crypto.randomUUID()}.tmp`;
+    Deno.writeTextFileSync(tmp, JSON.stringify(record));
+    Deno.renameSync(tmp, file);
+  } catch { /* no cache: probe again next time */ }
 }
 
 /**

@@ -203,7 +203,11 @@ export class Registry {
       await loadPolicy({ file: options.policyFile, workspace });
     const host = options.host ?? hostPrivileges(options.privileges ?? "rwxn");
     const registry = new Registry(workspace, policy, host, options);
-    registry.#bwrap = options.bwrap === undefined ? await findBwrap() : options.bwrap ?? undefined;
+    registry.#bwrap = options.bwrap === undefined
+      ? await findBwrap({
+        cacheFile: registry.#cacheDir ? join(registry.#cacheDir, "bwrap.json") : undefined,
+      })
+      : options.bwrap ?? undefined;
     if (options.auditPath) registry.#audit = new AuditLog(resolve(options.auditPath));
     if (!options.noBuiltins) {
       const declared = await builtinToolsets();
