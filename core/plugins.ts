@@ -344,6 +344,8 @@ export function isPluginFileName(name: string): boolean {
 }
 
 let _coreReal: Promise<string> | undefined;
+/** A quoted specifier that names a local file: `./`, `../`, `/` or `file:`. */
+const _LOCAL_SPECIFIER = /["'](?:\.{1,2}\/|\/|file:)/;
 
 /**
  * Why the local module graph of `file` leaves `root` (a file it imports
@@ -354,7 +356,10 @@ let _coreReal: Promise<string> | undefined;
 export async function graphEscape(file: string, root: string): Promise<string | undefined> {
   const core = await (_coreReal ??= Deno.realPath(_CORE).catch(() => _CORE));
   // Plugin files are small: a sync read is far cheaper than a promise each.
-  const read = (f: string) => Promise.resolve(Deno.readTextFileSync(f));
+  const text = Deno.readTextFileSync(file);
+  // Most plugins import only packages ("zod", npm:…): no local file to follow.
+  if (!_LOCAL_SPECIFIER.test(text)) return undefined;
+  const read = (f: string) => Promise.resolve(f === file ? text : Deno.readTextFileSync(f));
   for (const f of await localModuleGraph([file], {}, read)) {
     if (f === file) continue;
     let real = f;

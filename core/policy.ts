@@ -113,8 +113,16 @@ export class Policy {
   plugin(id: string, shortName?: string): SandboxPolicy {
     const p = this.#raw.plugins ?? {};
     const key = id in p ? id : shortName && shortName in p ? shortName : "default";
-    return this.#resolve(p[key], `plugins.${key}`, "process");
+    // Plugins sharing an entry (usually plugins.default) share its resolved form.
+    let resolved = this.#plugins.get(key);
+    if (!resolved) {
+      resolved = _frozen(this.#resolve(p[key], `plugins.${key}`, "process"));
+      this.#plugins.set(key, resolved);
+    }
+    return resolved;
   }
+
+  #plugins = new Map<string, SandboxPolicy>();
 
   /** The toolset names the file has an entry for. */
   toolsetNames(): string[] {
@@ -165,6 +173,12 @@ export class Policy {
       return abs; // not there yet: keep it as written, absolute
     }
   }
+}
+
+/** Shared between plugins, so nobody may change it. */
+function _frozen(p: SandboxPolicy): SandboxPolicy {
+  for (const list of [p.read, p.write, p.run, p.net, p.env]) Object.freeze(list);
+  return Object.freeze(p);
 }
 
 function _env(name: string): string | undefined {
