@@ -17,18 +17,12 @@
  */
 import { join } from "node:path";
 import { toolModules } from "./registry.ts";
+import { HOST_PERMISSION_FLAGS } from "./host_flags.ts";
 
 const _ROOT = new URL("..", import.meta.url).pathname;
 
 /** The permissions the compiled host holds (the same as `deno task corral`). */
-export const COMPILE_PERMISSIONS = [
-  "--allow-read",
-  "--allow-write",
-  "--allow-run",
-  "--allow-net",
-  "--allow-env",
-  "--allow-sys",
-] as const;
+export const COMPILE_PERMISSIONS = HOST_PERMISSION_FLAGS;
 
 /**
  * Files the binary must embed besides main.ts's static import graph

@@ -1,4 +1,5 @@
 // Shared helpers of the end-to-end tests.
+import { HOST_PERMISSION_FLAGS } from "../core/host_flags.ts";
 import { Reporter } from "../core/reporter.ts";
 import { Registry } from "../core/registry.ts";
 import { parsePolicy } from "../core/policy.ts";
@@ -49,7 +50,7 @@ export async function runCli(
   options: { cwd?: string; stdin?: string; flags?: string[]; env?: Record<string, string> } = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const flags = options.flags ??
-    ["--allow-read", "--allow-write", "--allow-run", "--allow-net", "--allow-env", "--allow-sys"];
+    [...HOST_PERMISSION_FLAGS];
   const cmd = new Deno.Command(Deno.execPath(), {
     args: ["run", ...flags, `${ROOT}main.ts`, ...args],
     cwd: options.cwd ?? ROOT,

@@ -1,5 +1,6 @@
 // Shared helpers of the MCP end-to-end tests: start `corral mcp` processes.
 import { join } from "node:path";
+import { HOST_PERMISSION_FLAGS } from "../core/host_flags.ts";
 
 /** The project root. */
 export const ROOT = new URL("..", import.meta.url).pathname;
@@ -7,12 +8,7 @@ export const ROOT = new URL("..", import.meta.url).pathname;
 /** `deno` arguments that run corral with the permissions of the `corral` task in deno.json. */
 export const CORRAL_ARGS = [
   "run",
-  "--allow-read",
-  "--allow-write",
-  "--allow-run",
-  "--allow-net",
-  "--allow-env",
-  "--allow-sys",
+  ...HOST_PERMISSION_FLAGS,
   "--config",
   join(ROOT, "deno.json"),
   join(ROOT, "main.ts"),

@@ -264,3 +264,12 @@ Deno.test("corral --version prints corral's and Deno's versions", async () => {
   const { version } = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`));
   assert.equal(stdout.trim(), `corral ${version} (Deno ${Deno.version.deno})`);
 });
+
+Deno.test("deno.json's corral and start tasks run the host with exactly HOST_PERMISSION_FLAGS", async () => {
+  const { HOST_PERMISSION_FLAGS } = await import("../core/host_flags.ts");
+  const { tasks } = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`));
+  for (const name of ["corral", "start"]) {
+    const flags = (tasks[name] as string).split(" ").filter((a) => a.startsWith("--allow-"));
+    assert.deepEqual(flags, [...HOST_PERMISSION_FLAGS], name);
+  }
+});
