@@ -249,6 +249,24 @@ Deno.test("a busy-looping tool times out and its CPU is reclaimed (process)", as
   }
 });
 
+Deno.test("a worker that stops answering is replaced on the next call (worker)", async () => {
+  const { ws } = await tempLayout();
+  const { registry } = await fixtureRegistry([MISBEHAVING], { isolation: "worker" }, ws);
+  try {
+    const sb = await registry.sandboxFor("SpinFor");
+    // Busy for 2.5 s: past the call's timeout and the 1 s ping grace, so the
+    // worker is recycled; the loop ends by itself, so no thread is left burning.
+    const res = await registry.call("SpinFor", { ms: 2500 }, { timeoutMs: 300 });
+    assert.equal(res.error, 'Cannot run tool "SpinFor": timed out after 300 ms');
+    for (let i = 0; i < 40 && sb.running; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(sb.running, false, "the unresponsive worker was recycled");
+    assert.deepEqual(await registry.call("Echo", { value: 6 }), { success: true, value: 6 });
+    assert.equal(sb.starts, 2, "the next call got a fresh worker");
+  } finally {
+    await registry.close();
+  }
+});
+
 Deno.test("a memory bomb is contained in process mode and the host keeps answering", async () => {
   const { ws } = await tempLayout();
   const { registry } = await fixtureRegistry([MISBEHAVING], {
