@@ -141,6 +141,8 @@ Deno.test("isInside does not confuse a sibling with a common prefix", () => {
   assert.ok(isInside("/a", "/a"));
   assert.ok(!isInside("/ab", "/a"));
   assert.ok(isInside("/x", "/"));
+  assert.ok(!isInside("/a", "/a/b"));
+  assert.ok(isInside("/a/b/..x", "/a/b"), "a name starting with .. is still inside");
 });
 
 Deno.test("displayPath shows workspace paths relative and never an outside host path", () => {

@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { basename, dirname, extname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { basename, dirname, extname, join, resolve, sep } from "node:path";
 import { z } from "zod";
 import { ConfigError } from "./errors.ts";
 import { localModuleGraph } from "./module_graph.ts";
@@ -26,6 +26,7 @@ import {
   type ToolsetSource,
 } from "./registry.ts";
 import { Reporter } from "./reporter.ts";
+import { isInside } from "./paths.ts";
 
 const _ROOT = resolve(new URL("..", import.meta.url).pathname);
 const _CORE = resolve(new URL(".", import.meta.url).pathname);
@@ -298,7 +299,7 @@ export async function scanPluginDir(dir: string): Promise<DirScan> {
       } catch (err) {
         return { rejected: `rejected ${path}: cannot resolve it (${_reason(err)})` };
       }
-      if (!isInsidePath(real, root)) {
+      if (!isInside(real, root)) {
         return {
           rejected:
             `rejected ${path}: it is a symlink to ${real}, outside the plugin directory ${dir}`,
@@ -366,7 +367,7 @@ export async function graphEscape(file: string, root: string): Promise<string | 
     try {
       real = await Deno.realPath(f);
     } catch { /* missing: judge the path as written */ }
-    if (isInsidePath(real, root) || isInsidePath(real, core)) continue;
+    if (isInside(real, root) || isInside(real, core)) continue;
     const link = real === f ? "" : ` (through a symlink: ${f} -> ${real})`;
     return `it imports ${real}${link}, outside the plugin directory ${root} ` +
       `(a plugin may import files of its own directory and corral's core/)`;
@@ -604,12 +605,6 @@ export async function installPlugin(
   raw.plugins = [...list, spec];
   await Deno.writeTextFile(configFile, JSON.stringify(raw, null, 2) + "\n");
   return { added: true, output };
-}
-
-/** Whether `child` is `root` or inside it (both absolute, normalised). */
-export function isInsidePath(child: string, root: string): boolean {
-  const rel = relative(root, child);
-  return rel === "" || (rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
 }
 
 function stemOf(name: string): string {

@@ -7,7 +7,6 @@ import {
   expandHome,
   importHosts,
   installPlugin,
-  isInsidePath,
   isPluginFileName,
   loadConfig,
   packageName,
@@ -97,14 +96,6 @@ Deno.test("packageName: npm/jsr package names, file stems, directory of mod.ts",
   assert.equal(packageName("https://example.com/x/stocks.ts"), "stocks");
   assert.equal(packageName("./vendor/stocks/mod.ts"), "stocks");
   assert.equal(packageName("../weather.js"), "weather");
-});
-
-Deno.test("isInsidePath: a sibling with a common prefix is outside", () => {
-  assert.ok(isInsidePath("/a/b/c", "/a/b"));
-  assert.ok(isInsidePath("/a/b", "/a/b"));
-  assert.ok(!isInsidePath("/a/bc", "/a/b"));
-  assert.ok(!isInsidePath("/a", "/a/b"));
-  assert.ok(isInsidePath("/a/b/..x", "/a/b"));
 });
 
 Deno.test("pluginSources: ids plugin:<dir>/<stem>, own policy entry and own services section, default dir first", async () => {

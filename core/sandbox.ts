@@ -392,12 +392,12 @@ export class Sandbox {
     return t;
   }
 
-  #readList(): Promise<string[]> {
-    return (async () => [
+  async #readList(): Promise<string[]> {
+    return [
       ...this.options.grant.read,
       ...(await sandboxEntryFiles()),
       ...(await localModuleGraph(this.options.modules)),
-    ])();
+    ];
   }
 
   #startWorker(): _Transport {
