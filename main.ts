@@ -13,22 +13,22 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { ConfigError } from "./core/errors.ts";
-import { describeGrant } from "./core/grant.ts";
-import { colour, lettersColour, Reporter } from "./core/reporter.ts";
-import { Registry, type RegistryOptions, type ToolInfo } from "./core/registry.ts";
-import type { SchemaFormat } from "./core/schema.ts";
+import { ConfigError } from "./core/tool/errors.ts";
+import { describeGrant } from "./core/sandbox/grant.ts";
+import { colour, lettersColour, Reporter } from "./core/tool/reporter.ts";
+import { Registry, type RegistryOptions, type ToolInfo } from "./core/registry/registry.ts";
+import type { SchemaFormat } from "./core/tool/schema.ts";
 import {
   type CorralConfig,
   DEFAULT_PLUGIN_DIR,
   installPlugin,
   loadConfig,
   pluginSources,
-} from "./core/plugins.ts";
-import { loadPolicy, type Policy } from "./core/policy.ts";
+} from "./core/plugins/plugins.ts";
+import { loadPolicy, type Policy } from "./core/config/policy.ts";
 // Commands load what only they need (the MCP SDK, authoring tools, the
 // audit reader) on demand, so that `corral call` starts fast.
-import type { McpHandle } from "./core/mcp_server.ts";
+import type { McpHandle } from "./core/mcp/mcp_server.ts";
 
 const USAGE = `corral: a sandboxed tool host for LLM agents
 
@@ -180,7 +180,7 @@ async function _config(values: _Values): Promise<{ config: CorralConfig; workspa
 /** `mcp --watch`: reload changed plugin files and tell MCP clients. */
 async function _watch(registry: Registry, reporter: Reporter, handle: McpHandle): Promise<void> {
   const ctx = _pluginContext!;
-  const { watchPlugins } = await import("./core/plugin_watcher.ts");
+  const { watchPlugins } = await import("./core/plugins/plugin_watcher.ts");
   const watcher = await watchPlugins({
     registry,
     dirs: ctx.dirs,
@@ -203,7 +203,7 @@ async function _authoring(command: string, values: _Values, rest: string[]): Pro
         throw new _UsageError("check needs at least one plugin file or directory");
       }
       const policy = await loadPolicy({ file: values.permissions, workspace });
-      const { checkPlugins, formatCheckReport } = await import("./core/check.ts");
+      const { checkPlugins, formatCheckReport } = await import("./core/plugins/check.ts");
       const report = await checkPlugins(rest, {
         workspace,
         policy,
@@ -217,7 +217,7 @@ async function _authoring(command: string, values: _Values, rest: string[]): Pro
       if (!rest[0]) throw new _UsageError("new needs a tool name: corral new NAME --permissions r");
       let made;
       try {
-        const { scaffoldTool } = await import("./core/scaffold.ts");
+        const { scaffoldTool } = await import("./core/plugins/scaffold.ts");
         made = await scaffoldTool({
           name: rest[0],
           permissions: values.permissions ?? "",
@@ -396,7 +396,7 @@ async function _demo(registry: Registry, color: boolean): Promise<number> {
 async function _auditCommand(values: _Values, rest: string[]): Promise<number> {
   if (!rest[0]) throw new _UsageError("audit needs the path of an audit log: corral audit PATH");
   const { formatAuditSummary, parseSince, readAudit, summarizeAudit } = await import(
-    "./core/audit.ts"
+    "./core/guard/audit.ts"
   );
   let since: Date | undefined;
   try {
@@ -419,7 +419,7 @@ async function _auditCommand(values: _Values, rest: string[]): Promise<number> {
 export async function main(argv: string[]): Promise<number> {
   // Hidden: a compiled corral re-runs itself as a process sandbox.
   if (argv[0] === "__sandbox-child") {
-    const { runSandboxChild } = await import("./core/sandbox_child.ts");
+    const { runSandboxChild } = await import("./core/sandbox/sandbox_child.ts");
     await runSandboxChild();
     return 0;
   }
@@ -492,7 +492,7 @@ export async function main(argv: string[]): Promise<number> {
         case "demo":
           return await _demo(registry, color);
         case "mcp": {
-          const { runMcpCommand } = await import("./core/mcp_server.ts");
+          const { runMcpCommand } = await import("./core/mcp/mcp_server.ts");
           return await runMcpCommand(registry, {
             http: values.http,
             token: values.token,

@@ -9,11 +9,11 @@
  *
  * @module
  */
-import { invokeTool, testContext } from "../core/invoke.ts";
-import { parsePolicy } from "../core/policy.ts";
-import { Registry } from "../core/registry.ts";
-import { Reporter } from "../core/reporter.ts";
-import { collectTools } from "../core/tool.ts";
+import { invokeTool, testContext } from "../core/tool/invoke.ts";
+import { parsePolicy } from "../core/config/policy.ts";
+import { Registry } from "../core/registry/registry.ts";
+import { Reporter } from "../core/tool/reporter.ts";
+import { collectTools } from "../core/tool/tool.ts";
 import { BENCH, quantile } from "./lib.ts";
 import * as noopModule from "./noop_tools.ts";
 

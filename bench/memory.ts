@@ -10,10 +10,10 @@
  *
  * @module
  */
-import { builtinToolsets, Registry } from "../core/registry.ts";
-import { parsePolicy } from "../core/policy.ts";
-import { Reporter } from "../core/reporter.ts";
-import { Sandbox } from "../core/sandbox.ts";
+import { builtinToolsets, Registry } from "../core/registry/registry.ts";
+import { parsePolicy } from "../core/config/policy.ts";
+import { Reporter } from "../core/tool/reporter.ts";
+import { Sandbox } from "../core/sandbox/sandbox.ts";
 import { BENCH, collectGarbage, procStatus, ROOT, sleep } from "./lib.ts";
 
 /** What this script prints (bytes). */

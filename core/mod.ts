@@ -19,7 +19,7 @@
  *
  * @module
  */
-export { BaseTool, tool, TOOL_NAME_PATTERN } from "./tool.ts";
+export { BaseTool, tool, TOOL_NAME_PATTERN } from "./tool/tool.ts";
 export type {
   Grant,
   LoadDecision,
@@ -29,13 +29,23 @@ export type {
   ToolConfig,
   ToolDefinition,
   ToolOptions,
-} from "./tool.ts";
-export { failure, type ToolResult } from "./result.ts";
-export { ConfigError, PermissionDeniedError, ToolTimeoutError } from "./errors.ts";
-export { type Letter, LETTERS } from "./permissions.ts";
-export { displayPath, fsError, isInside, resolveInside, type ResolveOptions } from "./paths.ts";
-export { runSubprocess, type SubprocessOptions, type SubprocessResult } from "./subprocess.ts";
-export { type HarnessOptions, runHarness } from "./harness.ts";
+} from "./tool/tool.ts";
+export { failure, type ToolResult } from "./tool/result.ts";
+export { ConfigError, PermissionDeniedError, ToolTimeoutError } from "./tool/errors.ts";
+export { type Letter, LETTERS } from "./tool/permissions.ts";
+export {
+  displayPath,
+  fsError,
+  isInside,
+  resolveInside,
+  type ResolveOptions,
+} from "./guard/paths.ts";
+export {
+  runSubprocess,
+  type SubprocessOptions,
+  type SubprocessResult,
+} from "./guard/subprocess.ts";
+export { type HarnessOptions, runHarness } from "./tool/harness.ts";
 export {
   type AddressClass,
   classifyAddress,
@@ -43,4 +53,4 @@ export {
   guardUrl,
   listedExplicitly,
   NetworkGuardError,
-} from "./net_guard.ts";
+} from "./guard/net_guard.ts";

@@ -1,8 +1,8 @@
 // Shared helpers of the end-to-end tests.
-import { HOST_PERMISSION_FLAGS } from "../core/host_flags.ts";
-import { Reporter } from "../core/reporter.ts";
-import { Registry } from "../core/registry.ts";
-import { parsePolicy } from "../core/policy.ts";
+import { HOST_PERMISSION_FLAGS } from "../core/sandbox/host_flags.ts";
+import { Reporter } from "../core/tool/reporter.ts";
+import { Registry } from "../core/registry/registry.ts";
+import { parsePolicy } from "../core/config/policy.ts";
 
 export const ROOT = new URL("..", import.meta.url).pathname;
 export const FIXTURES = new URL("./fixtures/", import.meta.url).pathname;

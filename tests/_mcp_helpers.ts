@@ -1,6 +1,6 @@
 // Shared helpers of the MCP end-to-end tests: start `corral mcp` processes.
 import { join } from "node:path";
-import { HOST_PERMISSION_FLAGS } from "../core/host_flags.ts";
+import { HOST_PERMISSION_FLAGS } from "../core/sandbox/host_flags.ts";
 
 /** The project root. */
 export const ROOT = new URL("..", import.meta.url).pathname;

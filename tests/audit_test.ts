@@ -1,9 +1,9 @@
 // The audit trail and the redaction of secrets and host paths, end to end.
 import assert from "node:assert/strict";
-import { type AuditRecord, digestArgs } from "../core/audit.ts";
-import { parsePolicy } from "../core/policy.ts";
-import { Registry, type ToolsetSource } from "../core/registry.ts";
-import { Reporter } from "../core/reporter.ts";
+import { type AuditRecord, digestArgs } from "../core/guard/audit.ts";
+import { parsePolicy } from "../core/config/policy.ts";
+import { Registry, type ToolsetSource } from "../core/registry/registry.ts";
+import { Reporter } from "../core/tool/reporter.ts";
 import { FIXTURES, runCli, tempLayout } from "./_helpers.ts";
 
 const SECRET = "tok-9f8e7d6c5b4a";

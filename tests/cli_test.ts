@@ -266,7 +266,7 @@ Deno.test("corral --version prints corral's and Deno's versions", async () => {
 });
 
 Deno.test("deno.json's corral and start tasks run the host with exactly HOST_PERMISSION_FLAGS", async () => {
-  const { HOST_PERMISSION_FLAGS } = await import("../core/host_flags.ts");
+  const { HOST_PERMISSION_FLAGS } = await import("../core/sandbox/host_flags.ts");
   const { tasks } = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`));
   for (const name of ["corral", "start"]) {
     const flags = (tasks[name] as string).split(" ").filter((a) => a.startsWith("--allow-"));

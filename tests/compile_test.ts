@@ -3,11 +3,11 @@
 // sandbox. The compiled binary itself cannot be run here (no denort).
 import assert from "node:assert/strict";
 import { join, relative } from "node:path";
-import { compileArgs, compileIncludes } from "../core/compile.ts";
-import { localModuleGraph } from "../core/module_graph.ts";
-import { FRAME_MARK, type SandboxMessage } from "../core/protocol.ts";
-import { sandboxEntryFiles } from "../core/sandbox.ts";
-import { toolModules } from "../core/registry.ts";
+import { compileArgs, compileIncludes } from "../core/cli/compile.ts";
+import { localModuleGraph } from "../core/plugins/module_graph.ts";
+import { FRAME_MARK, type SandboxMessage } from "../core/sandbox/protocol.ts";
+import { sandboxEntryFiles } from "../core/sandbox/sandbox.ts";
+import { toolModules } from "../core/registry/registry.ts";
 import { FIXTURES, ROOT, tempLayout } from "./_helpers.ts";
 
 /** The paths in `deno compile`'s "Embedded Files" tree, relative to the root. */
@@ -44,8 +44,8 @@ Deno.test("deno compile embeds the sandbox entry points and every built-in tool 
     const embedded = _embedded(text);
     const expected = [
       "main.ts",
-      "core/sandbox_worker.ts",
-      "core/sandbox_child.ts",
+      "core/sandbox/sandbox_worker.ts",
+      "core/sandbox/sandbox_child.ts",
       "toolsets/toolsets.json",
       "permissions.json",
     ];

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { loadPlugins } from "../core/plugins.ts";
-import { Reporter } from "../core/reporter.ts";
+import { loadPlugins } from "../core/plugins/plugins.ts";
+import { Reporter } from "../core/tool/reporter.ts";
 
 const tool = (desc: string) =>
   `export const TOOL_CONFIGS = [{ name: "Cached", description: "${desc}", function: () => "x" }];\n`;

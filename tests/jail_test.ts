@@ -1,10 +1,10 @@
 // The subprocess jail (bubblewrap) and the clean environment of subprocesses,
 // attacked end to end through the registry and the CLI.
 import assert from "node:assert/strict";
-import { findBwrap } from "../core/jail.ts";
-import { parsePolicy } from "../core/policy.ts";
-import { Registry } from "../core/registry.ts";
-import { Reporter } from "../core/reporter.ts";
+import { findBwrap } from "../core/guard/jail.ts";
+import { parsePolicy } from "../core/config/policy.ts";
+import { Registry } from "../core/registry/registry.ts";
+import { Reporter } from "../core/tool/reporter.ts";
 import { FIXTURES, runCli, tempLayout } from "./_helpers.ts";
 
 const BWRAP = await findBwrap();

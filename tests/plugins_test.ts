@@ -5,9 +5,9 @@
 // at run time. One registry load covers several assertions.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { parsePolicy } from "../core/policy.ts";
-import { Registry } from "../core/registry.ts";
-import { Reporter } from "../core/reporter.ts";
+import { parsePolicy } from "../core/config/policy.ts";
+import { Registry } from "../core/registry/registry.ts";
+import { Reporter } from "../core/tool/reporter.ts";
 import {
   loadConfig,
   loadPluginDir,
@@ -15,10 +15,10 @@ import {
   pluginSources,
   scanPluginDir,
   TOOL_DIRS_ENV,
-} from "../core/plugins.ts";
-import { VALID_EXPORT_EXAMPLE } from "../core/tool.ts";
+} from "../core/plugins/plugins.ts";
+import { VALID_EXPORT_EXAMPLE } from "../core/tool/tool.ts";
 import { FIXTURES, ROOT, runCli } from "./_helpers.ts";
-import { checkPlugins } from "../core/check.ts";
+import { checkPlugins } from "../core/plugins/check.ts";
 
 const PLUGIN_FIXTURES = `${FIXTURES}plugins`;
 const SHIPPED_POLICY = JSON.parse(await Deno.readTextFile(`${ROOT}permissions.json`));

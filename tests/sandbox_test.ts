@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { Isolation } from "../core/policy.ts";
+import type { Isolation } from "../core/config/policy.ts";
 import { fixtureRegistry, tempLayout } from "./_helpers.ts";
 
 const MODES: Isolation[] = ["worker", "process"];

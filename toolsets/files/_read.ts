@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { fsError } from "../../core/paths.ts";
+import { fsError } from "../../core/guard/paths.ts";
 
 /** Files up to this size are read synchronously. */
 export const SYNC_READ_BYTES = 256 * 1024;

@@ -6,7 +6,7 @@
  * @module
  */
 import { join } from "node:path";
-import { fsError } from "../../core/paths.ts";
+import { fsError } from "../../core/guard/paths.ts";
 
 /** One entry met on the walk. */
 export interface WalkEntry {

@@ -1,7 +1,7 @@
 import { dirname } from "node:path";
 import { z } from "zod";
-import { BaseTool, tool } from "../../core/tool.ts";
-import { fsError, resolveInside } from "../../core/paths.ts";
+import { BaseTool, tool } from "../../core/tool/tool.ts";
+import { fsError, resolveInside } from "../../core/guard/paths.ts";
 
 const input = z.object({
   filepath: z.string().min(1).describe("Path of the file to create, relative to the workspace"),
@@ -63,4 +63,4 @@ async function _statOrNull(real: string, given: string): Promise<Deno.FileInfo |
 }
 
 // Run alone, the module is a command-line harness (loaded only then).
-if (import.meta.main) await (await import("../../core/harness.ts")).runHarness(CreateFile);
+if (import.meta.main) await (await import("../../core/tool/harness.ts")).runHarness(CreateFile);

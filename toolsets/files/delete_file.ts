@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { BaseTool, tool } from "../../core/tool.ts";
-import { fsError, resolveInside } from "../../core/paths.ts";
+import { BaseTool, tool } from "../../core/tool/tool.ts";
+import { fsError, resolveInside } from "../../core/guard/paths.ts";
 
 const input = z.object({
   filepath: z.string().min(1).describe(
@@ -43,4 +43,4 @@ export class DeleteFile extends BaseTool {
 }
 
 // Run alone, the module is a command-line harness (loaded only then).
-if (import.meta.main) await (await import("../../core/harness.ts")).runHarness(DeleteFile);
+if (import.meta.main) await (await import("../../core/tool/harness.ts")).runHarness(DeleteFile);

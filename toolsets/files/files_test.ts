@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { invokeTool, testContext } from "../../core/invoke.ts";
-import type { ToolResult } from "../../core/result.ts";
-import { collectTools, type ToolDefinition } from "../../core/tool.ts";
+import { invokeTool, testContext } from "../../core/tool/invoke.ts";
+import type { ToolResult } from "../../core/tool/result.ts";
+import { collectTools, type ToolDefinition } from "../../core/tool/tool.ts";
 import * as createFile from "./create_file.ts";
 import * as deleteFile from "./delete_file.ts";
 import * as listFiles from "./list_files.ts";
@@ -71,7 +71,7 @@ Deno.test("file tools declare the least permission letters", () => {
 });
 
 Deno.test("every file tool parameter has a description", async () => {
-  const { inputJsonSchema } = await import("../../core/input_schema.ts");
+  const { inputJsonSchema } = await import("../../core/tool/input_schema.ts");
   for (
     const def of [
       ReadFile,

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { BaseTool, tool } from "../../core/tool.ts";
-import { fsError, resolveInside } from "../../core/paths.ts";
+import { BaseTool, tool } from "../../core/tool/tool.ts";
+import { fsError, resolveInside } from "../../core/guard/paths.ts";
 import { walkFolder } from "./_walk.ts";
 
 const input = z.object({
@@ -76,4 +76,4 @@ export class ListFiles extends BaseTool {
 }
 
 // Run alone, the module is a command-line harness (loaded only then).
-if (import.meta.main) await (await import("../../core/harness.ts")).runHarness(ListFiles);
+if (import.meta.main) await (await import("../../core/tool/harness.ts")).runHarness(ListFiles);

@@ -1,7 +1,7 @@
 import { dirname } from "node:path";
 import { z } from "zod";
-import { BaseTool, tool } from "../../core/tool.ts";
-import { fsError, resolveInside } from "../../core/paths.ts";
+import { BaseTool, tool } from "../../core/tool/tool.ts";
+import { fsError, resolveInside } from "../../core/guard/paths.ts";
 
 const input = z.object({
   source: z.string().min(1).describe(
@@ -68,4 +68,4 @@ export class MoveFile extends BaseTool {
 }
 
 // Run alone, the module is a command-line harness (loaded only then).
-if (import.meta.main) await (await import("../../core/harness.ts")).runHarness(MoveFile);
+if (import.meta.main) await (await import("../../core/tool/harness.ts")).runHarness(MoveFile);

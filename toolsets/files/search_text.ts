@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { BaseTool, tool } from "../../core/tool.ts";
-import { fsError, resolveInside } from "../../core/paths.ts";
+import { BaseTool, tool } from "../../core/tool/tool.ts";
+import { fsError, resolveInside } from "../../core/guard/paths.ts";
 import { walkFolder } from "./_walk.ts";
 
 /** Files larger than this are skipped. */
@@ -137,4 +137,4 @@ export class SearchText extends BaseTool {
 }
 
 // Run alone, the module is a command-line harness (loaded only then).
-if (import.meta.main) await (await import("../../core/harness.ts")).runHarness(SearchText);
+if (import.meta.main) await (await import("../../core/tool/harness.ts")).runHarness(SearchText);

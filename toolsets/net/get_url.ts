@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { BaseTool, tool } from "../../core/tool.ts";
-import { PermissionDeniedError } from "../../core/errors.ts";
-import { guardUrl, listedExplicitly, NetworkGuardError } from "../../core/net_guard.ts";
+import { BaseTool, tool } from "../../core/tool/tool.ts";
+import { PermissionDeniedError } from "../../core/tool/errors.ts";
+import { guardUrl, listedExplicitly, NetworkGuardError } from "../../core/guard/net_guard.ts";
 
 const input = z.object({
   url: z.string().min(1).describe("The http:// or https:// address to fetch"),
@@ -17,7 +17,7 @@ const input = z.object({
  * Fetch a web page or file over HTTP(S) and return its text. The body is
  * read as a stream and reading stops at `max_length` bytes. Redirects are
  * followed by hand (at most {@link MAX_REDIRECTS}), and before every request
- * the network guard (core/net_guard.ts) refuses loopback, private,
+ * the network guard (core/guard/net_guard.ts) refuses loopback, private,
  * link-local and metadata addresses, after DNS resolution, unless the
  * policy's `net` list names that host explicitly.
  *
@@ -110,7 +110,7 @@ const _REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 /**
  * Refuse hosts outside the grant and non-public addresses (see
- * core/net_guard.ts) before each request, the first and every redirect.
+ * core/guard/net_guard.ts) before each request, the first and every redirect.
  */
 async function _guard(url: URL, allowed: string[]): Promise<void> {
   if (!allowed.includes("*") && !listedExplicitly(url, allowed)) {
@@ -157,4 +157,4 @@ async function _readCapped(
 }
 
 // Run alone, the module is a command-line harness (loaded only then).
-if (import.meta.main) await (await import("../../core/harness.ts")).runHarness(GetUrl);
+if (import.meta.main) await (await import("../../core/tool/harness.ts")).runHarness(GetUrl);

@@ -5,9 +5,9 @@
  * @module
  */
 import { z } from "zod";
-import { failure } from "../../core/result.ts";
-import { runSubprocess } from "../../core/subprocess.ts";
-import type { ToolCallContext } from "../../core/tool.ts";
+import { failure } from "../../core/tool/result.ts";
+import { runSubprocess } from "../../core/guard/subprocess.ts";
+import type { ToolCallContext } from "../../core/tool/tool.ts";
 
 /** Bytes kept of stdout and of stderr each. */
 export const MAX_STREAM_BYTES = 100_000;
@@ -58,12 +58,12 @@ export async function missingReason(command: string): Promise<string | undefined
 /**
  * Run `command ...args <code>` in the workspace and shape the tool result.
  * The environment (allowlisted variables only) and the jail come from the
- * sandbox (see `configureSubprocesses` in core/subprocess.ts).
+ * sandbox (see `configureSubprocesses` in core/guard/subprocess.ts).
  *
  * @example
  * ```ts
  * import { runInterpreter } from "./_interpreter.ts";
- * import { testContext } from "../../core/invoke.ts";
+ * import { testContext } from "../../core/tool/invoke.ts";
  * const r = await runInterpreter("RunBashCode", "bash", ["-c"], { code: "echo hi", timeout: 5 }, testContext());
  * console.assert(r.stdout === "hi\n");
  * ```

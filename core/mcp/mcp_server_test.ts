@@ -15,7 +15,7 @@ import {
   type Progress,
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { ConfigError } from "./errors.ts";
+import { ConfigError } from "../tool/errors.ts";
 import {
   createMcpServer,
   isLoopback,
@@ -24,11 +24,11 @@ import {
   parseListenAddress,
   serveHttp,
 } from "./mcp_server.ts";
-import { parsePolicy } from "./policy.ts";
-import { Registry } from "./registry.ts";
-import type { ToolResult } from "./result.ts";
+import { parsePolicy } from "../config/policy.ts";
+import { Registry } from "../registry/registry.ts";
+import type { ToolResult } from "../tool/result.ts";
 
-const FIXTURE = new URL("../tests/fixtures/progress_tools.ts", import.meta.url).pathname;
+const FIXTURE = new URL("../../tests/fixtures/progress_tools.ts", import.meta.url).pathname;
 
 async function fixtureRegistry(policyJson = "{}"): Promise<{ registry: Registry; dir: string }> {
   const dir = await Deno.makeTempDir({ prefix: "corral_mcp_" });

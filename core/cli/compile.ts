@@ -16,10 +16,10 @@
  * @module
  */
 import { join } from "node:path";
-import { toolModules } from "./registry.ts";
-import { HOST_PERMISSION_FLAGS } from "./host_flags.ts";
+import { toolModules } from "../registry/registry.ts";
+import { HOST_PERMISSION_FLAGS } from "../sandbox/host_flags.ts";
 
-const _ROOT = new URL("..", import.meta.url).pathname;
+const _ROOT = new URL("../..", import.meta.url).pathname;
 
 /** The permissions the compiled host holds (the same as `deno task corral`). */
 export const COMPILE_PERMISSIONS = HOST_PERMISSION_FLAGS;
@@ -32,13 +32,13 @@ export const COMPILE_PERMISSIONS = HOST_PERMISSION_FLAGS;
  * ```ts
  * import { compileIncludes } from "./compile.ts";
  * const files = await compileIncludes();
- * console.assert(files.some((f) => f.endsWith("core/sandbox_worker.ts")));
+ * console.assert(files.some((f) => f.endsWith("core/sandbox/sandbox_worker.ts")));
  * ```
  */
 export async function compileIncludes(): Promise<string[]> {
   const files = [
-    join(_ROOT, "core", "sandbox_worker.ts"),
-    join(_ROOT, "core", "sandbox_child.ts"),
+    join(_ROOT, "core", "sandbox", "sandbox_worker.ts"),
+    join(_ROOT, "core", "sandbox", "sandbox_child.ts"),
     join(_ROOT, "toolsets", "toolsets.json"),
     join(_ROOT, "permissions.json"),
   ];

@@ -5,7 +5,7 @@
  * @module
  */
 import { z } from "zod";
-import type { JailSpec } from "./jail.ts";
+import type { JailSpec } from "../guard/jail.ts";
 import { parsePermissions } from "./permissions.ts";
 
 /** Tool names allowed by corral (and by every function-calling API). */
@@ -46,7 +46,7 @@ export interface Grant {
   env?: string[];
   /**
    * Set when the processes this tool starts run inside the bwrap jail
-   * (core/jail.ts): Deno's run list is then only `jail.bwrap`, and `run`
+   * (core/guard/jail.ts): Deno's run list is then only `jail.bwrap`, and `run`
    * lists the commands allowed inside it.
    */
   jail?: JailSpec;

@@ -9,8 +9,8 @@
  *
  * @module
  */
-import type { ToolResult } from "./result.ts";
-import type { Grant } from "./tool.ts";
+import type { ToolResult } from "../tool/result.ts";
+import type { Grant } from "../tool/tool.ts";
 
 /** How a call ended. */
 export type AuditOutcome = "ok" | "error" | "timeout" | "denied" | "crashed";

@@ -7,7 +7,7 @@
  * (PATH, LANG, TERM and the names the policy's `env` lists) with each call,
  * and the sandbox hands them here ({@link configureSubprocesses}).
  *
- * Jail: when the tool's grant has `jail` (core/jail.ts), the command runs
+ * Jail: when the tool's grant has `jail` (core/guard/jail.ts), the command runs
  * inside bubblewrap and must be one of the grant's `run` commands.
  *
  * Killing: the child is started `detached` (its own session and process
@@ -24,9 +24,9 @@
  * @module
  */
 import { basename } from "node:path";
-import { PermissionDeniedError } from "./errors.ts";
+import { PermissionDeniedError } from "../tool/errors.ts";
 import { bwrapArgs, JAIL_HOME, type JailSpec } from "./jail.ts";
-import type { Grant } from "./tool.ts";
+import type { Grant } from "../tool/tool.ts";
 
 /** What the sandbox knows about the processes its tools start. */
 export interface SubprocessDefaults {

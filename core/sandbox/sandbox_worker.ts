@@ -8,11 +8,11 @@
  */
 /// <reference lib="deno.worker" />
 import { AsyncLocalStorage } from "node:async_hooks";
-import { invokeTool } from "./invoke.ts";
+import { invokeTool } from "../tool/invoke.ts";
 import type { HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
-import { capResult, failure } from "./result.ts";
-import { configureSubprocesses } from "./subprocess.ts";
-import { collectTools, type ToolDefinition, VALID_EXPORT_EXAMPLE } from "./tool.ts";
+import { capResult, failure } from "../tool/result.ts";
+import { configureSubprocesses } from "../guard/subprocess.ts";
+import { collectTools, type ToolDefinition, VALID_EXPORT_EXAMPLE } from "../tool/tool.ts";
 
 // Keep the only channel to the host in this closure, then take it away from
 // tool code: whatever a tool posts itself is dropped, so it cannot forge a
@@ -132,7 +132,7 @@ async function _load(module: string, env: SandboxEnv, describe = false): Promise
   const loaded = await p;
   if (describe && !loaded.described) {
     // Loaded by a call first: add the schemas now.
-    const { inputJsonSchema } = await import("./input_schema.ts");
+    const { inputJsonSchema } = await import("../tool/input_schema.ts");
     for (const t of loaded.meta.tools) {
       t.inputSchema = inputJsonSchema(loaded.tools.get(t.name)!.input);
     }
@@ -176,7 +176,7 @@ async function _loadModule(
   // JSON Schemas are only needed to describe tools (discovery), not to run
   // them: converting is left to a "load" request, keeping calls light.
   const inputJsonSchema = describe
-    ? (await import("./input_schema.ts")).inputJsonSchema
+    ? (await import("../tool/input_schema.ts")).inputJsonSchema
     : undefined;
   for (const def of collected.tools) {
     try {

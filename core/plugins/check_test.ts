@@ -2,11 +2,11 @@
 // files pass; the CLI exits 1 when anything fails.
 import assert from "node:assert/strict";
 import { checkPlugins, formatCheckReport } from "./check.ts";
-import { parsePolicy } from "./policy.ts";
-import { main } from "../main.ts";
+import { parsePolicy } from "../config/policy.ts";
+import { main } from "../../main.ts";
 
-const FIX = new URL("../tests/fixtures/plugins/", import.meta.url).pathname;
-const ROOT = new URL("..", import.meta.url).pathname;
+const FIX = new URL("../../tests/fixtures/plugins/", import.meta.url).pathname;
+const ROOT = new URL("../..", import.meta.url).pathname;
 
 Deno.test("check catches each contract breach and names the tool", async () => {
   const report = await checkPlugins([`${FIX}check/breaches.ts`], { builtins: false });

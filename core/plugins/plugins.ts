@@ -15,21 +15,21 @@
  */
 import { basename, dirname, extname, join, resolve, sep } from "node:path";
 import { z } from "zod";
-import { ConfigError } from "./errors.ts";
+import { ConfigError } from "../tool/errors.ts";
 import { localModuleGraph } from "./module_graph.ts";
-import { loadPolicy, parseJsonConfig, type Policy } from "./policy.ts";
+import { loadPolicy, parseJsonConfig, type Policy } from "../config/policy.ts";
 import {
   type LoadProblem,
   Registry,
   type RegistryOptions,
   type ToolInfo,
   type ToolsetSource,
-} from "./registry.ts";
-import { Reporter } from "./reporter.ts";
-import { isInside } from "./paths.ts";
+} from "../registry/registry.ts";
+import { Reporter } from "../tool/reporter.ts";
+import { isInside } from "../guard/paths.ts";
 
-const _ROOT = resolve(new URL("..", import.meta.url).pathname);
-const _CORE = resolve(new URL(".", import.meta.url).pathname);
+const _ROOT = resolve(new URL("../..", import.meta.url).pathname);
+const _CORE = resolve(new URL("..", import.meta.url).pathname);
 
 /** corral's own file-drop directory, loaded by default (before the configured ones). */
 export const DEFAULT_PLUGIN_DIR: string = join(_ROOT, "plugins");

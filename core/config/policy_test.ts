@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { ConfigError } from "./errors.ts";
+import { ConfigError } from "../tool/errors.ts";
 import { DEFAULT_LIMITS, formatPath, loadPolicy, parsePolicy } from "./policy.ts";
 
 async function _withTemp(fn: (dir: string) => Promise<void> | void): Promise<void> {

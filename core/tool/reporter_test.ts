@@ -149,7 +149,7 @@ async function _runChild(noColor: string | undefined) {
   if (noColor !== undefined) env.NO_COLOR = noColor;
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["eval", "--quiet", _CHILD],
-    cwd: new URL("..", import.meta.url).pathname,
+    cwd: new URL("../..", import.meta.url).pathname,
     env,
     clearEnv: true,
     stdin: "null",

@@ -3,11 +3,11 @@
 // from a folder outside the repo.
 import assert from "node:assert/strict";
 import { checkPlugins } from "./check.ts";
-import { parsePolicy } from "./policy.ts";
+import { parsePolicy } from "../config/policy.ts";
 import { coreImportBase, policyHint, scaffoldTool, snakeCase } from "./scaffold.ts";
-import { main } from "../main.ts";
+import { main } from "../../main.ts";
 
-const ROOT = new URL("..", import.meta.url).pathname;
+const ROOT = new URL("../..", import.meta.url).pathname;
 
 async function runDenoTest(file: string, cwd: string): Promise<{ ok: boolean; out: string }> {
   const res = await new Deno.Command(Deno.execPath(), {

@@ -1,6 +1,6 @@
 /**
  * The catalog in the three function-calling formats: OpenAI, Anthropic and
- * MCP. (JSON Schema from zod is made in the sandbox: core/input_schema.ts.)
+ * MCP. (JSON Schema from zod is made in the sandbox: core/tool/input_schema.ts.)
  *
  * @module
  */

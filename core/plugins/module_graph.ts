@@ -18,8 +18,8 @@ const _SPECIFIER =
  * @example
  * ```ts
  * import { localModuleGraph } from "./module_graph.ts";
- * const files = await localModuleGraph([new URL("./mod.ts", import.meta.url).pathname]);
- * console.assert(files.some((f) => f.endsWith("core/tool.ts")));
+ * const files = await localModuleGraph([new URL("../mod.ts", import.meta.url).pathname]);
+ * console.assert(files.some((f) => f.endsWith("core/tool/tool.ts")));
  * ```
  */
 export async function localModuleGraph(

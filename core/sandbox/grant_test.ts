@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ceilingGrant, describeGrant, effectiveGrant, type HostPrivileges } from "./grant.ts";
-import type { SandboxPolicy } from "./policy.ts";
+import type { SandboxPolicy } from "../config/policy.ts";
 
 function _policy(overrides: Partial<SandboxPolicy> = {}): SandboxPolicy {
   return {

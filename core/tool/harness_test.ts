@@ -4,7 +4,7 @@ import { z } from "zod";
 import { describeParams, renderResult, runHarness } from "./harness.ts";
 import { BaseTool, collectTools, tool } from "./tool.ts";
 
-const _wordCount = new URL("../toolsets/files/word_count.ts", import.meta.url).pathname;
+const _wordCount = new URL("../../toolsets/files/word_count.ts", import.meta.url).pathname;
 
 async function _deno(
   args: string[],

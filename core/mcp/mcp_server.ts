@@ -31,11 +31,11 @@ import {
   SetLevelRequestSchema,
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
-import { ConfigError } from "./errors.ts";
-import type { RegistryCallOptions, ToolInfo } from "./registry.ts";
-import type { ToolResult } from "./result.ts";
-import { formatSchemas } from "./schema.ts";
-import type { ReportKind, ReportOptions } from "./tool.ts";
+import { ConfigError } from "../tool/errors.ts";
+import type { RegistryCallOptions, ToolInfo } from "../registry/registry.ts";
+import type { ToolResult } from "../tool/result.ts";
+import { formatSchemas } from "../tool/schema.ts";
+import type { ReportKind, ReportOptions } from "../tool/tool.ts";
 
 /** The part of the registry the MCP server uses (a `Registry` fits). */
 export interface McpRegistry {
@@ -112,7 +112,7 @@ export interface CorralMcpServer {
  * @example
  * ```ts ignore
  * import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
- * import { Registry } from "./registry.ts";
+ * import { Registry } from "../registry/registry.ts";
  * import { createMcpServer } from "./mcp_server.ts";
  * const registry = await Registry.create({ privileges: "r" });
  * const [, serverSide] = InMemoryTransport.createLinkedPair();

@@ -7,21 +7,26 @@
  * @module
  */
 import { basename, join, relative, resolve } from "node:path";
-import { ConfigError } from "./errors.ts";
-import { ceilingGrant, effectiveGrant, type HostPrivileges, hostPrivileges } from "./grant.ts";
-import { localModuleGraph } from "./module_graph.ts";
-import { loadPolicy, type Policy, type SandboxPolicy } from "./policy.ts";
-import type { ModuleMeta, SandboxEnv, ToolMeta } from "./protocol.ts";
-import { Reporter } from "./reporter.ts";
-import { failure, type ToolResult } from "./result.ts";
-import { Sandbox } from "./sandbox.ts";
-import { AuditLog, digestArgs, outcomeOf } from "./audit.ts";
-import { decideJail, findBwrap, type JailStatus } from "./jail.ts";
-import { hideHostPaths, redact, scrubDeep, scrubText, secretValues } from "./redact.ts";
-import { formatSchemas, type SchemaFormat } from "./schema.ts";
-import type { Grant, ReportKind, ReportOptions } from "./tool.ts";
+import { ConfigError } from "../tool/errors.ts";
+import {
+  ceilingGrant,
+  effectiveGrant,
+  type HostPrivileges,
+  hostPrivileges,
+} from "../sandbox/grant.ts";
+import { localModuleGraph } from "../plugins/module_graph.ts";
+import { loadPolicy, type Policy, type SandboxPolicy } from "../config/policy.ts";
+import type { ModuleMeta, SandboxEnv, ToolMeta } from "../sandbox/protocol.ts";
+import { Reporter } from "../tool/reporter.ts";
+import { failure, type ToolResult } from "../tool/result.ts";
+import { Sandbox } from "../sandbox/sandbox.ts";
+import { AuditLog, digestArgs, outcomeOf } from "../guard/audit.ts";
+import { decideJail, findBwrap, type JailStatus } from "../guard/jail.ts";
+import { hideHostPaths, redact, scrubDeep, scrubText, secretValues } from "../guard/redact.ts";
+import { formatSchemas, type SchemaFormat } from "../tool/schema.ts";
+import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
 
-const _ROOT = new URL("..", import.meta.url).pathname;
+const _ROOT = new URL("../..", import.meta.url).pathname;
 const _TOOLSETS_DIR = join(_ROOT, "toolsets");
 const _CACHE_VERSION = 2;
 /** Sources being discovered at once (cache look-ups: reading and hashing files). */
@@ -103,7 +108,7 @@ export interface RegistryOptions {
   cacheDir?: string | null;
   /** Where host warnings and reports go (default stderr). */
   reporter?: Reporter;
-  /** Append one JSON line per call to this file (see core/audit.ts). */
+  /** Append one JSON line per call to this file (see core/guard/audit.ts). */
   auditPath?: string;
   /** The bwrap binary for the subprocess jail; `null`: none (tests). Default: detected. */
   bwrap?: string | null;

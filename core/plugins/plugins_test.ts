@@ -1,7 +1,7 @@
-// Unit tests of core/plugins.ts: config parsing and source building. Nothing
+// Unit tests of core/plugins/plugins.ts: config parsing and source building. Nothing
 // here imports a plugin (the end-to-end loading is in tests/plugins_test.ts).
 import assert from "node:assert/strict";
-import { ConfigError } from "./errors.ts";
+import { ConfigError } from "../tool/errors.ts";
 import {
   DEFAULT_PLUGIN_DIR,
   expandHome,
@@ -16,7 +16,7 @@ import {
   splitToolDirs,
   uniqueLabels,
 } from "./plugins.ts";
-import { parsePolicy } from "./policy.ts";
+import { parsePolicy } from "../config/policy.ts";
 
 const HOME = Deno.env.get("HOME") ?? "/";
 

@@ -7,9 +7,9 @@
  * @module
  */
 import { basename } from "node:path";
-import { ToolTimeoutError } from "./errors.ts";
-import { localModuleGraph } from "./module_graph.ts";
-import type { SandboxPolicy } from "./policy.ts";
+import { ToolTimeoutError } from "../tool/errors.ts";
+import { localModuleGraph } from "../plugins/module_graph.ts";
+import type { SandboxPolicy } from "../config/policy.ts";
 import {
   FRAME_MARK,
   type HostMessage,
@@ -17,8 +17,8 @@ import {
   type SandboxEnv,
   type SandboxMessage,
 } from "./protocol.ts";
-import { capResult, failure, type ToolResult } from "./result.ts";
-import type { Grant, ReportKind, ReportOptions } from "./tool.ts";
+import { capResult, failure, type ToolResult } from "../tool/result.ts";
+import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
 
 /** What a sandbox is made of. */
 export interface SandboxOptions {
@@ -68,7 +68,7 @@ interface _Transport {
 
 const _WORKER_ENTRY = new URL("./sandbox_worker.ts", import.meta.url).pathname;
 const _CHILD_ENTRY = new URL("./sandbox_child.ts", import.meta.url).pathname;
-const _CONFIG = new URL("../deno.json", import.meta.url).pathname;
+const _CONFIG = new URL("../../deno.json", import.meta.url).pathname;
 const _PING_GRACE_MS = 1000;
 
 /**

@@ -14,7 +14,7 @@
  * @module
  */
 import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path";
-import { PermissionDeniedError } from "./errors.ts";
+import { PermissionDeniedError } from "../tool/errors.ts";
 
 /** Options of {@link resolveInside}. */
 export interface ResolveOptions {

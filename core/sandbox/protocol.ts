@@ -4,8 +4,8 @@
  *
  * @module
  */
-import type { ToolResult } from "./result.ts";
-import type { Grant, LoadDecision, ReportKind, ReportOptions } from "./tool.ts";
+import type { ToolResult } from "../tool/result.ts";
+import type { Grant, LoadDecision, ReportKind, ReportOptions } from "../tool/tool.ts";
 
 /** What the host tells the sandbox about the environment of a request. */
 export interface SandboxEnv {

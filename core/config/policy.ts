@@ -7,9 +7,9 @@
  */
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
-import { ConfigError } from "./errors.ts";
-import type { JailMode } from "./jail.ts";
-import type { Grant } from "./tool.ts";
+import { ConfigError } from "../tool/errors.ts";
+import type { JailMode } from "../guard/jail.ts";
+import type { Grant } from "../tool/tool.ts";
 
 /** How a toolset is isolated. */
 export type Isolation = "worker" | "process";
@@ -254,7 +254,7 @@ export function formatPath(path: Array<string | number>): string {
  * when that is absent, the file shipped with corral).
  */
 export async function loadPolicy(options: { file?: string; workspace: string }): Promise<Policy> {
-  const shipped = new URL("../permissions.json", import.meta.url).pathname;
+  const shipped = new URL("../../permissions.json", import.meta.url).pathname;
   let file = options.file;
   if (!file) {
     const local = resolve(options.workspace, "permissions.json");

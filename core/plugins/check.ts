@@ -9,12 +9,12 @@
  * @module
  */
 import { basename, dirname, extname, resolve } from "node:path";
-import { type Letter, LETTER_NAMES, LETTERS } from "./permissions.ts";
+import { type Letter, LETTER_NAMES, LETTERS } from "../tool/permissions.ts";
 import { scanPluginDir, uniqueLabels } from "./plugins.ts";
-import { loadPolicy, type Policy } from "./policy.ts";
-import { Registry, type ToolInfo, type ToolsetSource } from "./registry.ts";
-import { Reporter } from "./reporter.ts";
-import { TOOL_NAME_PATTERN } from "./tool.ts";
+import { loadPolicy, type Policy } from "../config/policy.ts";
+import { Registry, type ToolInfo, type ToolsetSource } from "../registry/registry.ts";
+import { Reporter } from "../tool/reporter.ts";
+import { TOOL_NAME_PATTERN } from "../tool/tool.ts";
 
 /** One breach of the tool contract. */
 export interface CheckIssue {
