@@ -10,7 +10,8 @@
  *
  * @module
  */
-import { builtinToolsets, Registry } from "../core/registry/registry.ts";
+import { builtinToolsets } from "../core/registry/builtin_toolsets.ts";
+import { Registry } from "../core/registry/registry.ts";
 import { parsePolicy } from "../core/config/policy.ts";
 import { Reporter } from "../core/tool/reporter.ts";
 import { Sandbox } from "../core/sandbox/sandbox.ts";

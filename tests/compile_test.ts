@@ -7,7 +7,7 @@ import { compileArgs, compileIncludes } from "../core/cli/compile.ts";
 import { localModuleGraph } from "../core/plugins/module_graph.ts";
 import { FRAME_MARK, type SandboxMessage } from "../core/sandbox/protocol.ts";
 import { sandboxEntryFiles } from "../core/sandbox/sandbox.ts";
-import { toolModules } from "../core/registry/registry.ts";
+import { toolModules } from "../core/registry/builtin_toolsets.ts";
 import { FIXTURES, ROOT, tempLayout } from "./_helpers.ts";
 
 /** The paths in `deno compile`'s "Embedded Files" tree, relative to the root. */

@@ -16,7 +16,7 @@
  * @module
  */
 import { join } from "node:path";
-import { toolModules } from "../registry/registry.ts";
+import { toolModules } from "../registry/builtin_toolsets.ts";
 import { HOST_PERMISSION_FLAGS } from "../sandbox/host_flags.ts";
 
 const _ROOT = new URL("../..", import.meta.url).pathname;

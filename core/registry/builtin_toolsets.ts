@@ -1,0 +1,56 @@
+/**
+ * corral's built-in toolsets: declared in `toolsets/toolsets.json` (which
+ * ones autoload), one folder of tool modules each.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import type { Policy } from "../config/policy.ts";
+import type { ToolsetSource } from "./catalog.ts";
+
+/** The folder of the built-in toolsets. */
+export const TOOLSETS_DIR: string = join(new URL("../..", import.meta.url).pathname, "toolsets");
+
+/** The built-in toolsets declared in toolsets/toolsets.json. */
+export async function builtinToolsets(): Promise<
+  Record<string, { autoload: boolean; description: string }>
+> {
+  const raw = JSON.parse(await Deno.readTextFile(join(TOOLSETS_DIR, "toolsets.json")));
+  delete raw.$comment;
+  return raw;
+}
+
+/**
+ * Tool module files of a directory: sorted, skipping `_*` helpers and `*_test.*`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { join } from "node:path";
+ * import { TOOLSETS_DIR, toolModules } from "./builtin_toolsets.ts";
+ * const files = await toolModules(join(TOOLSETS_DIR, "files"));
+ * assert.ok(files.some((f) => f.endsWith("/word_count.ts")));
+ * assert.ok(!files.some((f) => f.endsWith("_test.ts") || f.includes("/_")));
+ * ```
+ */
+export async function toolModules(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const e of Deno.readDir(dir)) {
+    if (!e.isFile && !e.isSymlink) continue;
+    if (!/\.(ts|js|mjs)$/.test(e.name)) continue;
+    if (e.name.startsWith("_") || /_test\.(ts|js|mjs)$/.test(e.name)) continue;
+    if (e.name.endsWith(".d.ts")) continue;
+    out.push(join(dir, e.name));
+  }
+  return out.sort();
+}
+
+/** The source of one built-in toolset under `policy`. */
+export async function builtinSource(name: string, policy: Policy): Promise<ToolsetSource> {
+  return {
+    id: name,
+    kind: "builtin",
+    modules: await toolModules(join(TOOLSETS_DIR, name)),
+    policy: policy.toolset(name),
+  };
+}

@@ -1,0 +1,252 @@
+/**
+ * Running one call: the tool the catalog names, after confirmation, in the
+ * sandbox of its toolset and grant, within its time limit; its reports and
+ * logs scrubbed of secrets; its result cleaned (secrets, host paths) and
+ * written to the audit log.
+ *
+ * @module
+ */
+import type { Policy } from "../config/policy.ts";
+import { type AuditLog, digestArgs, outcomeOf } from "../guard/audit.ts";
+import { hideHostPaths, redact, scrubDeep, scrubText } from "../guard/redact.ts";
+import type { SandboxEnv } from "../sandbox/protocol.ts";
+import { Sandbox } from "../sandbox/sandbox.ts";
+import type { Reporter } from "../tool/reporter.ts";
+import { failure, type ToolResult } from "../tool/result.ts";
+import type { ReportKind, ReportOptions } from "../tool/tool.ts";
+import type { Catalog, CatalogEntry, ToolInfo, ToolsetSource } from "./catalog.ts";
+import { hostVars } from "./host_vars.ts";
+
+/** Per-call options of {@link CallRunner.call} (and `Registry.call`). */
+export interface RegistryCallOptions {
+  signal?: AbortSignal;
+  /** Shorter timeout than the policy's (never longer). */
+  timeoutMs?: number;
+  onReport?: (kind: ReportKind, message: string, options?: ReportOptions) => void;
+  onLog?: (text: string) => void;
+  /** Asked when a tool needs confirmation and the policy says `ask`. */
+  confirm?: (tool: ToolInfo, args: unknown) => Promise<boolean> | boolean;
+}
+
+/** What a {@link CallRunner} needs. */
+export interface CallRunnerOptions {
+  /** The workspace (sandboxes' current directory; host paths are hidden outside it). */
+  workspace: string;
+  /** The policy: confirmation rules. */
+  policy: Policy;
+  /** Which tools exist, with their grants. */
+  catalog: Catalog;
+  /** Where reports and logs go when the caller gives no hooks. */
+  reporter: Reporter;
+  /** Secret values scrubbed from everything a call gives back (shared, grows). */
+  secrets: Set<string>;
+  /** The audit log, if any. */
+  audit?: AuditLog;
+}
+
+/**
+ * Runs calls in sandboxes, one sandbox per toolset and grant, started on
+ * the first call and reused.
+ *
+ * @example
+ * ```ts ignore
+ * const runner = new CallRunner({ workspace, policy, catalog, reporter, secrets: new Set() });
+ * const result = await runner.call("WordCount", { filepath: "README.md" });
+ * await runner.close();
+ * ```
+ */
+export class CallRunner {
+  readonly #options: CallRunnerOptions;
+  #sandboxes = new Map<string, Sandbox>();
+  #envs = new WeakMap<Sandbox, SandboxEnv>();
+
+  constructor(options: CallRunnerOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * Call a tool in its sandbox. Unknown names throw a `TypeError`; every
+   * other outcome is a {@link ToolResult}.
+   */
+  async call(name: string, args: unknown, options: RegistryCallOptions = {}): Promise<ToolResult> {
+    if (!this.#options.audit) return this.#clean(await this.#call(name, args, options));
+    const started = performance.now();
+    const time = new Date().toISOString();
+    let result: ToolResult;
+    try {
+      result = this.#clean(await this.#call(name, args, options));
+    } catch (err) {
+      await this.#auditCall(name, args, time, started, failure(name, (err as Error).message));
+      throw err;
+    }
+    await this.#auditCall(name, args, time, started, result);
+    return result;
+  }
+
+  /** The sandbox a tool's calls run in (shared by tools of a toolset with equal letters). */
+  async sandboxFor(name: string): Promise<Sandbox> {
+    const entry = this.#options.catalog.entry(name);
+    if (!entry) throw new TypeError(this.#options.catalog.unknownToolMessage(name));
+    return await this.#sandbox(entry.source, entry.info);
+  }
+
+  /** Stop the sandboxes of one toolset (e.g. a deleted plugin file). */
+  async closeToolset(id: string): Promise<void> {
+    for (const [key, sb] of this.#sandboxes) {
+      if (key.startsWith(`${id}|`)) {
+        await sb.close();
+        this.#sandboxes.delete(key);
+      }
+    }
+  }
+
+  /** Stop every sandbox. */
+  async close(): Promise<void> {
+    await Promise.all([...this.#sandboxes.values()].map((s) => s.close()));
+    this.#sandboxes.clear();
+  }
+
+  /** Secrets scrubbed from the whole result; no host path outside the workspace in its error. */
+  #clean(result: ToolResult): ToolResult {
+    const out = scrubDeep(result, this.#options.secrets);
+    if (typeof out.error === "string") {
+      out.error = hideHostPaths(out.error, this.#options.workspace);
+    }
+    return out;
+  }
+
+  async #auditCall(
+    name: string,
+    args: unknown,
+    time: string,
+    started: number,
+    result: ToolResult,
+  ): Promise<void> {
+    const { audit, catalog, reporter } = this.#options;
+    if (!audit) return;
+    const entry = catalog.anyEntry(name);
+    const info = entry?.info;
+    const secrets = this.#options.secrets;
+    try {
+      await audit.append({
+        time,
+        tool: name,
+        toolset: info?.toolset ?? "",
+        source: info?.kind ?? "",
+        letters: info?.permissions ?? "",
+        grant: info ? { ...info.grant } : null,
+        isolation: info?.isolation ?? "",
+        ...(info?.jail ? { jail: info.jail } : {}),
+        args_sha256: await digestArgs(args ?? null),
+        ...(entry?.source.policy.redact_args ? {} : { args: redact(args ?? null, secrets) }),
+        duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
+        outcome: outcomeOf(result),
+        ...(result.error ? { error: scrubText(result.error, secrets) } : {}),
+      });
+    } catch (err) {
+      reporter.line(`Warning: cannot write the audit log: ${(err as Error).message}`, "yellow");
+    }
+  }
+
+  async #call(name: string, args: unknown, options: RegistryCallOptions): Promise<ToolResult> {
+    const { catalog, reporter } = this.#options;
+    const entry = catalog.entry(name);
+    if (!entry) {
+      const other = catalog.anyEntry(name);
+      if (other) return failure(name, `not loaded: ${other.info.reason ?? other.info.status}`);
+      throw new TypeError(catalog.unknownToolMessage(name));
+    }
+    const refused = await this.#confirm(entry, args, options);
+    if (refused) return refused;
+    const { info, source, module } = entry;
+    const sandbox = await this.#sandbox(source, info);
+    const limit = source.policy.timeout_ms;
+    const timeoutMs = options.timeoutMs ? Math.min(options.timeoutMs, limit) : limit;
+    let env = this.#envs.get(sandbox);
+    if (!env) {
+      // One per sandbox: its tools share the grant, the config and the variables.
+      env = {
+        workspace: this.#options.workspace,
+        grant: info.grant,
+        config: source.config,
+        vars: hostVars(source.policy),
+      };
+      this.#envs.set(sandbox, env);
+    }
+    const secrets = this.#options.secrets;
+    const result = await sandbox.call(module, name, args, env, {
+      timeoutMs,
+      signal: options.signal,
+      onReport: (kind, message, opts) => {
+        message = scrubText(message, secrets);
+        if (options.onReport) options.onReport(kind, message, opts);
+        else reporter.report(name, info.permissions, { kind, message, options: opts });
+      },
+      onLog: (text) => {
+        text = scrubText(text, secrets);
+        if (options.onLog) options.onLog(text);
+        else reporter.line(`[${name}] ${text}`, "dim");
+      },
+    });
+    reporter.finish();
+    return result;
+  }
+
+  /** A refusal when the tool needs confirmation and does not get it, else undefined. */
+  async #confirm(
+    { info }: CatalogEntry,
+    args: unknown,
+    options: RegistryCallOptions,
+  ): Promise<ToolResult | undefined> {
+    if (!info.confirm) return undefined;
+    const name = info.name;
+    const rule = this.#options.policy.confirm(name);
+    if (rule === "never") {
+      return failure(name, `refused by policy (permissions.json tools.${name}.confirm is "never")`);
+    }
+    if (rule === "ask") {
+      const yes = options.confirm ? await options.confirm(info, args) : false;
+      if (!yes) {
+        return failure(
+          name,
+          options.confirm
+            ? "not confirmed"
+            : `needs confirmation: approve it (corral call --yes) or set tools.${name}.confirm to "always" in permissions.json`,
+        );
+      }
+    }
+    return undefined;
+  }
+
+  async #sandbox(source: ToolsetSource, info: ToolInfo): Promise<Sandbox> {
+    // Tools share a sandbox only when they hold exactly the same grant.
+    const run = info.grant.run.join(",");
+    const key = `${source.id}|${info.permissions}|${run}`;
+    let sb = this.#sandboxes.get(key);
+    if (!sb) {
+      const modules = [
+        ...new Set(
+          this.#options.catalog.entries()
+            .filter((e) =>
+              e.source.id === source.id && e.info.permissions === info.permissions &&
+              e.info.grant.run.join(",") === run
+            )
+            .map((e) => e.module),
+        ),
+      ].filter((m) => m.startsWith("/"));
+      const { reporter, secrets } = this.#options;
+      sb = new Sandbox({
+        label: `${source.id}[${info.permissions || "-"}]`,
+        grant: info.grant,
+        modules,
+        policy: source.policy,
+        imports: source.imports,
+        workspace: this.#options.workspace,
+        onLog: (text) => reporter.line(`[${source.id}] ${scrubText(text, secrets)}`, "dim"),
+      });
+      this.#sandboxes.set(key, sb);
+    }
+    await sb.prepare();
+    return sb;
+  }
+}

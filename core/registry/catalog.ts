@@ -1,0 +1,346 @@
+/**
+ * The catalog: which tools exist, with which grant and which status. It
+ * takes what discovery found in a toolset's sandbox and decides, tool by
+ * tool, the effective grant (letters ∩ policy ∩ host), whether the jail
+ * applies, whether the tool loads, and who wins a name collision. It runs
+ * nothing: calls are the {@link CallRunner}'s job.
+ *
+ * @module
+ */
+import { basename, relative } from "node:path";
+import type { SandboxPolicy } from "../config/policy.ts";
+import { decideJail, type JailStatus } from "../guard/jail.ts";
+import { scrubText } from "../guard/redact.ts";
+import { ceilingGrant, effectiveGrant, type HostPrivileges } from "../sandbox/grant.ts";
+import type { ModuleMeta, ToolMeta } from "../sandbox/protocol.ts";
+import type { Reporter } from "../tool/reporter.ts";
+import { formatSchemas, type SchemaFormat } from "../tool/schema.ts";
+import type { Grant } from "../tool/tool.ts";
+
+const _ROOT = new URL("../..", import.meta.url).pathname;
+
+/** Where a toolset comes from. */
+export type SourceKind = "builtin" | "plugin" | "package";
+
+/** A toolset to load: its modules, its policy and its config section. */
+export interface ToolsetSource {
+  /** `files`, `plugin:<dir>/<stem>`, `package:<specifier>`. */
+  id: string;
+  kind: SourceKind;
+  /** Module files (absolute paths) or specifiers. */
+  modules: string[];
+  policy: SandboxPolicy;
+  /** The plugin's own section of the config, passed to `TOOL_SETUP`. */
+  config?: unknown;
+  /** Hosts its remote modules are imported from (cached code only). */
+  imports?: string[];
+}
+
+/** Status of a tool in the catalog. */
+export type ToolStatus = "loaded" | "skipped" | "overridden" | "dropped";
+
+/** One tool as `list` shows it. */
+export interface ToolInfo {
+  name: string;
+  description: string;
+  toolset: string;
+  kind: SourceKind;
+  /** Module file or specifier the tool comes from. */
+  source: string;
+  permissions: string;
+  status: ToolStatus;
+  reason?: string;
+  isolation: "worker" | "process";
+  /** What a call of this tool may use. */
+  grant: Grant;
+  confirm: boolean;
+  inputSchema: Record<string, unknown>;
+  /** For tools that start processes: whether they run in the bwrap jail. */
+  jail?: JailStatus;
+}
+
+/** A module (or whole toolset) that failed to load. */
+export interface LoadProblem {
+  toolset: string;
+  source: string;
+  message: string;
+}
+
+/** One tool of the catalog with the toolset and module it comes from. */
+export interface CatalogEntry {
+  info: ToolInfo;
+  source: ToolsetSource;
+  module: string;
+}
+
+/** What a {@link Catalog} decides with. */
+export interface CatalogOptions {
+  /** The workspace (paths in messages are shown relative to it). */
+  workspace: string;
+  /** What the host itself may grant. */
+  host: HostPrivileges;
+  /** The working bwrap binary, if any (see core/guard/jail.ts). */
+  bwrap: string | undefined;
+  /** Where warnings and load problems are reported. */
+  reporter: Reporter;
+  /** Secret values scrubbed from descriptions, problems and warnings (shared, grows). */
+  secrets: Set<string>;
+}
+
+/**
+ * Every tool, loaded or not, in load order, and the one a call by a name
+ * runs. Later registrations win a name, with a warning; a plugin replaces a
+ * built-in only with `allow_override`.
+ *
+ * @example
+ * ```ts ignore
+ * const catalog = new Catalog({ workspace, host, bwrap: undefined, reporter, secrets: new Set() });
+ * catalog.register(source, await discovery.discover(source, catalog.ceiling(source)));
+ * console.log(catalog.list().map((t) => `${t.name}: ${t.status}`));
+ * ```
+ */
+export class Catalog {
+  /** Modules that failed to load, one entry each. */
+  readonly problems: LoadProblem[] = [];
+  /** Collisions, dropped tools and policy typos, as reported. */
+  readonly warnings: string[] = [];
+  readonly #options: CatalogOptions;
+  #entries: CatalogEntry[] = [];
+  #sources = new Map<string, ToolsetSource>();
+  #byName = new Map<string, CatalogEntry>();
+
+  constructor(options: CatalogOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * The widest grant any tool of `source` can get: what its discovery
+   * sandbox holds (jailed like its tools would be).
+   */
+  ceiling(source: ToolsetSource): Grant {
+    const ceiling = ceilingGrant(source.policy, this.#options.host);
+    const jail = this.#decideJail(source, ceiling);
+    if (jail.jail) ceiling.jail = jail.jail;
+    return ceiling;
+  }
+
+  /** Whether a toolset with this id is registered. */
+  has(id: string): boolean {
+    return this.#sources.has(id);
+  }
+
+  /** Add what discovery found in one toolset: its tools and its load problems. */
+  register(source: ToolsetSource, metas: ModuleMeta[]): void {
+    this.#sources.set(source.id, source);
+    for (const meta of metas) {
+      if (meta.error || meta.problems.length) {
+        const where = _display(meta.module, this.#options.workspace);
+        if (meta.error) {
+          this.#problem(source.id, meta.module, `${where}: ${_oneLine(meta.error)}`);
+        }
+        for (const p of meta.problems) this.#problem(source.id, meta.module, `${where}: ${p}`);
+      }
+      for (const t of meta.tools) this.#add(source, meta.module, t);
+    }
+  }
+
+  /** Forget a toolset (e.g. a deleted plugin file): its tools and problems. */
+  remove(id: string): void {
+    this.#entries = this.#entries.filter((e) => e.source.id !== id);
+    this.problems.splice(0, this.problems.length, ...this.problems.filter((p) => p.toolset !== id));
+    this.#sources.delete(id);
+    this.#byName.clear();
+    for (const e of this.#entries) if (e.info.status === "loaded") this.#byName.set(e.info.name, e);
+  }
+
+  /** The toolset sources registered now, in load order. */
+  sources(): ToolsetSource[] {
+    return [...this.#sources.values()];
+  }
+
+  /** Every entry, loaded or not, in load order. */
+  entries(): readonly CatalogEntry[] {
+    return this.#entries;
+  }
+
+  /** Every tool, loaded or not, in load order. */
+  list(): ToolInfo[] {
+    return this.#entries.map((e) => e.info);
+  }
+
+  /** The loaded tools only. */
+  loaded(): ToolInfo[] {
+    return this.list().filter((t) => t.status === "loaded");
+  }
+
+  /** The entry that a call by this name runs, if any. */
+  entry(name: string): CatalogEntry | undefined {
+    return this.#byName.get(name);
+  }
+
+  /** The entry a call runs, else any entry of that name (skipped, dropped, …). */
+  anyEntry(name: string): CatalogEntry | undefined {
+    return this.#byName.get(name) ?? this.#entries.find((e) => e.info.name === name);
+  }
+
+  /** The permission letters a tool declares (`""` for none). Throws for unknown names. */
+  permissionsOf(name: string): string {
+    const e = this.anyEntry(name);
+    if (!e) throw new TypeError(this.unknownToolMessage(name));
+    return e.info.permissions;
+  }
+
+  /** Schemas of the loaded tools in one format. */
+  schemas(format: SchemaFormat = "openai"): unknown[] {
+    return formatSchemas(this.loaded(), format);
+  }
+
+  /** The names closest to `name`, for "did you mean". */
+  closest(name: string, count = 3): string[] {
+    const names = [...new Set(this.#entries.map((e) => e.info.name))];
+    return names
+      .map((n) => [n, _distance(n.toLowerCase(), name.toLowerCase())] as const)
+      .sort((a, b) => a[1] - b[1])
+      .slice(0, count)
+      .map(([n]) => n);
+  }
+
+  /** `Unknown tool "X" (did you mean: A, B?)`. */
+  unknownToolMessage(name: string): string {
+    const near = this.closest(name);
+    return `Unknown tool "${name}"${near.length ? ` (did you mean: ${near.join(", ")}?)` : ""}`;
+  }
+
+  /** Record and show a warning. */
+  warn(text: string): void {
+    this.warnings.push(text);
+    this.#options.reporter.line(text, "yellow");
+  }
+
+  #problem(toolset: string, source: string, text: string): void {
+    const message = scrubText(text, this.#options.secrets);
+    this.problems.push({ toolset, source, message });
+    this.#options.reporter.line(`Warning: skipped ${message}`, "yellow");
+  }
+
+  #decideJail(source: ToolsetSource, grant: Grant): ReturnType<typeof decideJail> {
+    return decideJail(
+      grant,
+      source.policy.jail ?? "auto",
+      this.#options.bwrap,
+      this.#jailWrite(source),
+      source.policy.where,
+      source.kind !== "builtin",
+    );
+  }
+
+  /** Paths the jail binds writable: the policy's write paths that the host may write. */
+  #jailWrite(source: ToolsetSource): string[] {
+    const host = this.#options.host;
+    if (!host.letters.includes("w")) return [];
+    return source.policy.write.filter((p) => host.denoGranted("write", p));
+  }
+
+  #add(source: ToolsetSource, module: string, t: ToolMeta): void {
+    const workspace = this.#options.workspace;
+    const decision = effectiveGrant(t.permissions, source.policy, this.#options.host);
+    if (t.commands && t.permissions.includes("x") && !decision.missing) {
+      // Least privilege inside a toolset: RunBashCode gets bash, not python3.
+      const granted = decision.grant.run;
+      decision.grant.run = granted.filter((c) => t.commands!.includes(c));
+      if (decision.grant.run.length === 0) {
+        decision.missing = `needs x (run) for ${
+          t.commands.join(", ")
+        }: permissions.json ${source.policy.where}.run does not list ${
+          t.commands.length > 1 ? "them" : "it"
+        }`;
+      }
+    }
+    const jail = this.#decideJail(source, decision.grant);
+    if (jail.jail) decision.grant.jail = jail.jail;
+    decision.missing ??= jail.missing;
+    let status: ToolStatus = "loaded";
+    let reason: string | undefined;
+    if (!t.load.load) {
+      status = "skipped";
+      reason = t.load.reason;
+    } else if (decision.missing) {
+      status = "skipped";
+      reason = decision.missing;
+    }
+    const info: ToolInfo = {
+      name: t.name,
+      description: scrubText(t.description, this.#options.secrets),
+      toolset: source.id,
+      kind: source.kind,
+      source: module,
+      permissions: t.permissions,
+      status,
+      reason,
+      isolation: source.policy.isolation,
+      grant: decision.grant,
+      ...(jail.status ? { jail: jail.status } : {}),
+      confirm: t.confirm,
+      inputSchema: t.inputSchema,
+    };
+    const entry: CatalogEntry = { info, source, module };
+    if (status === "loaded") {
+      const prev = this.#byName.get(t.name);
+      if (prev) {
+        const builtinVictim = prev.source.kind === "builtin" && source.kind !== "builtin";
+        if (builtinVictim && !source.policy.allow_override) {
+          info.status = "dropped";
+          info.reason = `would replace built-in tool from ${
+            _display(prev.module, workspace)
+          }; allow it with "allow_override": true in permissions.json ${source.policy.where}`;
+          this.warn(
+            `WARNING: tool "${t.name}" from ${_display(module, workspace)} dropped: ${info.reason}`,
+          );
+        } else {
+          prev.info.status = "overridden";
+          prev.info.reason = `replaced by ${_display(module, workspace)}`;
+          this.warn(
+            `WARNING: tool "${t.name}" from ${_display(module, workspace)} replaces the one from ${
+              _display(prev.module, workspace)
+            }`,
+          );
+        }
+      }
+    }
+    this.#entries.push(entry);
+    if (info.status === "loaded") this.#byName.set(t.name, entry);
+  }
+}
+
+/** A module for messages: relative to corral's folder or the workspace, else `.../<name>`. */
+function _display(module: string, workspace: string): string {
+  if (!module.startsWith("/")) return module;
+  const inRoot = relative(_ROOT, module);
+  if (!inRoot.startsWith("..")) return inRoot;
+  const inWs = relative(workspace, module);
+  return inWs.startsWith("..") ? `.../${basename(module)}` : inWs;
+}
+
+/** A module error on one line: no colours, the first line and the error's location. */
+function _oneLine(text: string): string {
+  // deno-lint-ignore no-control-regex
+  const lines = text.replace(/\x1b\[[0-9;]*m/g, "").split("\n").map((l) => l.trim()).filter(
+    Boolean,
+  );
+  const at = lines.slice(1).find((l) => /^at \S+:\d+:\d+$/.test(l));
+  return at ? `${lines[0]} (${at})` : lines[0] ?? "";
+}
+
+function _distance(a: string, b: string): number {
+  const dp = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = dp[0];
+    dp[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = dp[j];
+      dp[j] = Math.min(dp[j] + 1, dp[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = tmp;
+    }
+  }
+  return dp[b.length] - (a.includes(b) || b.includes(a) ? 1 : 0);
+}

@@ -1,0 +1,140 @@
+/**
+ * Discovery: import a toolset's modules inside a sandbox that holds the
+ * toolset's ceiling grant, and bring back what they declare (names,
+ * letters, schemas, load decisions). Tool code never runs in the host;
+ * unchanged modules are served from the {@link DiscoveryCache}.
+ *
+ * @module
+ */
+import { scrubText } from "../guard/redact.ts";
+import type { ModuleMeta, SandboxEnv } from "../sandbox/protocol.ts";
+import { Sandbox } from "../sandbox/sandbox.ts";
+import type { Reporter } from "../tool/reporter.ts";
+import type { Grant } from "../tool/tool.ts";
+import type { ToolsetSource } from "./catalog.ts";
+import { DISCOVERY_CACHE_VERSION, DiscoveryCache } from "./discovery_cache.ts";
+import { hostVars } from "./host_vars.ts";
+
+/** Discovery sandboxes running at once (each is a process for plugins). */
+const _SANDBOX_SLOTS = (() => {
+  try {
+    return Math.max(2, Math.min(8, navigator.hardwareConcurrency * 2));
+  } catch {
+    return 2;
+  }
+})();
+
+/** What a {@link Discovery} needs. */
+export interface DiscoveryOptions {
+  /** The workspace (the sandboxes' current directory). */
+  workspace: string;
+  /** The discovery cache directory; `null`: no cache. */
+  cacheDir: string | null;
+  /** Where the sandboxes' own output goes. */
+  reporter: Reporter;
+  /** Secret values scrubbed from that output (shared, grows). */
+  secrets: Set<string>;
+}
+
+/**
+ * Imports toolsets in sandboxes, at most a few sandboxes at once.
+ *
+ * @example
+ * ```ts ignore
+ * const discovery = new Discovery({ workspace, cacheDir: null, reporter, secrets: new Set() });
+ * const metas = await discovery.discover(source, catalog.ceiling(source));
+ * await discovery.save();
+ * ```
+ */
+export class Discovery {
+  /** How many modules were imported in a sandbox (cache misses), for tests. */
+  imports = 0;
+  readonly #options: DiscoveryOptions;
+  readonly #cache: DiscoveryCache;
+  #slotsFree = _SANDBOX_SLOTS;
+  #slotWaiters: Array<() => void> = [];
+
+  constructor(options: DiscoveryOptions) {
+    this.#options = options;
+    this.#cache = new DiscoveryCache(options.cacheDir, options.reporter);
+  }
+
+  /**
+   * What each module of `source` declares, imported in a sandbox holding
+   * `ceiling` (or from the cache). Never throws: a module that fails
+   * carries its `error`.
+   */
+  async discover(source: ToolsetSource, ceiling: Grant): Promise<ModuleMeta[]> {
+    const { workspace, reporter, secrets } = this.#options;
+    const fingerprint = JSON.stringify([
+      DISCOVERY_CACHE_VERSION,
+      Deno.version.deno,
+      ceiling,
+      source.config ?? null,
+    ]);
+    const keys = new Map<string, string>();
+    const found = new Map<string, ModuleMeta>();
+    const computed = await Promise.all(
+      source.modules.map((module) => this.#cache.key(module, fingerprint)),
+    );
+    for (const [i, module] of source.modules.entries()) {
+      const key = computed[i];
+      keys.set(module, key);
+      const hit = await this.#cache.get(key);
+      if (hit) found.set(module, hit);
+    }
+    const misses = source.modules.filter((m) => !found.has(m));
+    if (misses.length) {
+      this.imports += misses.length;
+      await this.#slot();
+      const sb = new Sandbox({
+        label: `${source.id}[discovery]`,
+        grant: ceiling,
+        modules: misses.filter((m) => m.startsWith("/")),
+        policy: source.policy,
+        imports: source.imports,
+        workspace,
+        onLog: (text) => reporter.line(`[${source.id}] ${scrubText(text, secrets)}`, "dim"),
+      });
+      try {
+        await sb.prepare();
+        const env: SandboxEnv = {
+          workspace,
+          grant: ceiling,
+          config: source.config,
+          vars: hostVars(source.policy),
+        };
+        for (const m of await sb.load(misses, env, source.policy.timeout_ms)) {
+          found.set(m.module, m);
+          // Only clean results are cached; failures are retried on the next start.
+          if (!m.error && m.problems.length === 0) this.#cache.put(keys.get(m.module) ?? "", m);
+        }
+      } finally {
+        await sb.close();
+        this.#release();
+      }
+    }
+    return source.modules.map((module) =>
+      found.get(module) ?? { module, tools: [], problems: [], error: "no answer from its sandbox" }
+    );
+  }
+
+  /** Write the discovery cache if it changed. */
+  save(): Promise<void> {
+    return this.#cache.save();
+  }
+
+  #slot(): Promise<void> {
+    if (this.#slotsFree > 0) {
+      this.#slotsFree--;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.#slotWaiters.push(resolve));
+  }
+
+  #release(): void {
+    const next = this.#slotWaiters.shift();
+    if (next) next();
+    else this.#slotsFree++;
+  }
+}

@@ -1,0 +1,194 @@
+/**
+ * The discovery cache: what a module's sandbox reported at import time,
+ * keyed by the content of the module's local import graph and by what the
+ * sandbox held (the fingerprint). An unchanged module is not imported
+ * again; any edit to it or to a file it imports changes its key. Size and
+ * mtime of the files are remembered so that an unchanged file is not read
+ * and hashed again on the next start.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { localModuleGraph } from "../plugins/module_graph.ts";
+import type { ModuleMeta } from "../sandbox/protocol.ts";
+import type { Reporter } from "../tool/reporter.ts";
+
+const _VERSION = 2;
+/** Files modified this recently are always re-hashed. */
+const _RACY_MS = 3000;
+
+/** A module's files with their size and mtime when its cache key was computed. */
+interface _StatEntry {
+  files: Array<[path: string, size: number, mtimeMs: number]>;
+  key: string;
+}
+
+/**
+ * The cache directory: `CORRAL_CACHE_DIR` (empty: no cache), else
+ * `$XDG_CACHE_HOME/corral`, else `~/.cache/corral`; null without env access.
+ */
+export function defaultCacheDir(): string | null {
+  try {
+    const explicit = Deno.env.get("CORRAL_CACHE_DIR");
+    if (explicit !== undefined) return explicit === "" ? null : explicit;
+    const xdg = Deno.env.get("XDG_CACHE_HOME");
+    const home = Deno.env.get("HOME");
+    if (xdg) return join(xdg, "corral");
+    if (home) return join(home, ".cache", "corral");
+  } catch { /* no env permission */ }
+  return null;
+}
+
+/**
+ * `discovery.json` in a cache directory (`null`: nothing is read or kept).
+ * Read once, lazily; written by {@link DiscoveryCache.save} when it changed.
+ *
+ * @example
+ * ```ts ignore
+ * const cache = new DiscoveryCache("/home/me/.cache/corral", reporter);
+ * const key = await cache.key("/srv/tools/a.ts", fingerprint);
+ * const meta = await cache.get(key) ?? await importInSandbox();
+ * cache.put(key, meta);
+ * await cache.save();
+ * ```
+ */
+export class DiscoveryCache {
+  readonly #dir: string | null;
+  readonly #reporter: Reporter;
+  #modules: Record<string, ModuleMeta> | undefined;
+  /** Size and mtime of each cached module's files, to skip re-hashing them. */
+  #stats: Record<string, _StatEntry> | undefined;
+  #loading: Promise<Record<string, ModuleMeta>> | undefined;
+  #dirty = false;
+  /** File texts read during one load (modules share core files). */
+  #texts = new Map<string, Promise<string>>();
+
+  constructor(dir: string | null, reporter: Reporter) {
+    this.#dir = dir;
+    this.#reporter = reporter;
+  }
+
+  /** The cached report for a key, if any. */
+  async get(key: string): Promise<ModuleMeta | undefined> {
+    if (!key) return undefined;
+    return (await this.#load())[key];
+  }
+
+  /** Remember a clean report (failures are never cached: they are retried). */
+  put(key: string, meta: ModuleMeta): void {
+    if (!key || !this.#modules) return;
+    this.#modules[key] = meta;
+    this.#dirty = true;
+  }
+
+  /** The cache key of a module: its local import graph's contents and the fingerprint. */
+  async key(module: string, fingerprint: string): Promise<string> {
+    if (!module.startsWith("/")) return ""; // packages: never cached
+    await this.#load();
+    const id = `${module}\0${fingerprint}`;
+    const known = this.#stats?.[id];
+    if (known && _statsMatch(known.files)) return known.key;
+    try {
+      const files = await localModuleGraph([module], {}, this.#read);
+      const parts: string[] = [fingerprint, module];
+      for (const f of files) parts.push(f, await this.#read(f));
+      const digest = await crypto.subtle.digest(
+        "SHA-256",
+        new TextEncoder().encode(parts.join("\0")),
+      );
+      const key = Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0"))
+        .join("");
+      // Remember size and mtime, so that the next start need not read and
+      // hash unchanged files; files changed in the last seconds are not
+      // remembered (an edit within the same mtime tick could go unseen).
+      const stats = _fileStats(files);
+      if (stats && this.#stats) {
+        this.#stats[id] = { files: stats, key };
+        this.#dirty = true;
+      }
+      return key;
+    } catch {
+      return "";
+    }
+  }
+
+  /** Write the cache if it changed; forget the file texts read for this load. */
+  async save(): Promise<void> {
+    // File texts are remembered for one load only: later loads see edits.
+    this.#texts.clear();
+    if (!this.#dir || !this.#dirty || !this.#modules) return;
+    this.#dirty = false;
+    try {
+      await Deno.mkdir(this.#dir, { recursive: true });
+      const tmp = join(this.#dir, `discovery.${crypto.randomUUID()}.tmp`);
+      await Deno.writeTextFile(
+        tmp,
+        JSON.stringify({ version: _VERSION, modules: this.#modules, stats: this.#stats }),
+      );
+      await Deno.rename(tmp, join(this.#dir, "discovery.json"));
+    } catch (err) {
+      this.#reporter.line(
+        `Warning: cannot write the discovery cache: ${(err as Error).message}`,
+        "yellow",
+      );
+    }
+  }
+
+  #read = (file: string): Promise<string> => {
+    let p = this.#texts.get(file);
+    if (!p) {
+      p = Deno.readTextFile(file);
+      this.#texts.set(file, p);
+    }
+    return p;
+  };
+
+  /** Read once (concurrent discoveries share one object). */
+  #load(): Promise<Record<string, ModuleMeta>> {
+    return this.#loading ??= Promise.resolve().then(() => {
+      let modules: Record<string, ModuleMeta> = {};
+      let stats: Record<string, _StatEntry> = {};
+      if (this.#dir) {
+        try {
+          // One file, read once at start: sync avoids a thread-pool trip.
+          const data = JSON.parse(Deno.readTextFileSync(join(this.#dir, "discovery.json")));
+          if (data && typeof data === "object" && data.version === _VERSION) {
+            modules = data.modules ?? {};
+            stats = data.stats ?? {};
+          }
+        } catch { /* no cache yet, or unreadable: start empty */ }
+      }
+      this.#modules = modules;
+      this.#stats = stats;
+      return modules;
+    });
+  }
+}
+
+/** The version of the cache format, part of every fingerprint. */
+export const DISCOVERY_CACHE_VERSION = _VERSION;
+
+function _fileStats(files: string[]): _StatEntry["files"] | undefined {
+  const now = Date.now();
+  const out: _StatEntry["files"] = [];
+  for (const f of files) {
+    const st = Deno.statSync(f);
+    const mtime = st.mtime?.getTime();
+    if (mtime === undefined || now - mtime < _RACY_MS) return undefined;
+    out.push([f, st.size, mtime]);
+  }
+  return out;
+}
+
+function _statsMatch(files: _StatEntry["files"]): boolean {
+  try {
+    for (const [f, size, mtime] of files) {
+      // Sync: for many small files far cheaper than a promise each.
+      const st = Deno.statSync(f);
+      if (st.size !== size || st.mtime?.getTime() !== mtime) return false;
+    }
+    return true;
+  } catch {
+    return false;
+  }
+}
