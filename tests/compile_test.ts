@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { join, relative } from "node:path";
 import { compileArgs, compileIncludes } from "../core/cli/compile.ts";
-import { localModuleGraph } from "../core/plugins/module_graph.ts";
+import { localModuleGraph } from "../core/sandbox/module_graph.ts";
 import { FRAME_MARK, type SandboxMessage } from "../core/sandbox/protocol.ts";
 import { sandboxEntryFiles } from "../core/sandbox/sandbox.ts";
 import { toolModules } from "../core/registry/builtin_toolsets.ts";

@@ -16,7 +16,7 @@
 import { basename, dirname, extname, join, resolve, sep } from "node:path";
 import { z } from "zod";
 import { ConfigError } from "../tool/errors.ts";
-import { localModuleGraph } from "./module_graph.ts";
+import { localModuleGraph } from "../sandbox/module_graph.ts";
 import { loadPolicy, parseJsonConfig, type Policy } from "../config/policy.ts";
 import {
   type LoadProblem,

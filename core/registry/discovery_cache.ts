@@ -9,7 +9,7 @@
  * @module
  */
 import { join } from "node:path";
-import { localModuleGraph } from "../plugins/module_graph.ts";
+import { localModuleGraph } from "../sandbox/module_graph.ts";
 import type { ModuleMeta } from "../sandbox/protocol.ts";
 import type { Reporter } from "../tool/reporter.ts";
 

@@ -6,19 +6,15 @@
  *
  * @module
  */
-import { basename } from "node:path";
-import { ToolTimeoutError } from "../tool/errors.ts";
-import { localModuleGraph } from "../plugins/module_graph.ts";
 import type { SandboxPolicy } from "../config/policy.ts";
-import {
-  FRAME_MARK,
-  type HostMessage,
-  type ModuleMeta,
-  type SandboxEnv,
-  type SandboxMessage,
-} from "./protocol.ts";
+import { localModuleGraph } from "./module_graph.ts";
+import { ToolTimeoutError } from "../tool/errors.ts";
 import { capResult, failure, type ToolResult } from "../tool/result.ts";
 import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
+import { startProcess } from "./process_transport.ts";
+import type { HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
+import { CHILD_ENTRY, type Transport, type TransportHooks, WORKER_ENTRY } from "./transport.ts";
+import { startWorker } from "./worker_transport.ts";
 
 /** What a sandbox is made of. */
 export interface SandboxOptions {
@@ -61,55 +57,12 @@ interface _Pending {
   onTimeout?: () => void;
 }
 
-interface _Transport {
-  send(msg: HostMessage): void;
-  kill(): void;
-}
-
-const _WORKER_ENTRY = new URL("./sandbox_worker.ts", import.meta.url).pathname;
-const _CHILD_ENTRY = new URL("./sandbox_child.ts", import.meta.url).pathname;
-const _CONFIG = new URL("../../deno.json", import.meta.url).pathname;
 const _PING_GRACE_MS = 1000;
-
-/**
- * The commands Deno lets a sandbox run: the grant's `run` list, plus the
- * bwrap binary when the grant is jailed, or ONLY bwrap when the jail is
- * exclusive (plugins: the listed commands then run inside it, and
- * `runSubprocess` checks them).
- *
- * @example
- * ```ts
- * import { denoRunList } from "./sandbox.ts";
- * const g = { read: [], write: [], net: [], run: ["bash"] };
- * console.assert(denoRunList(g)[0] === "bash");
- * const jail = { bwrap: "/usr/bin/bwrap", write: [], net: false, exclusive: true };
- * console.assert(denoRunList({ ...g, jail }).join() === "/usr/bin/bwrap");
- * ```
- */
-export function denoRunList(grant: Grant): string[] {
-  if (!grant.jail || !grant.run.length) return grant.run;
-  return grant.jail.exclusive ? [grant.jail.bwrap] : [...grant.run, grant.jail.bwrap];
-}
-
-/**
- * Whether this host is a compiled corral binary (`deno compile`): then
- * `Deno.execPath()` is corral itself, not `deno`, and a process sandbox is
- * `corral __sandbox-child`.
- *
- * @example
- * ```ts
- * import { selfHosted } from "./sandbox.ts";
- * console.assert(selfHosted() === false); // under `deno run` / `deno test`
- * ```
- */
-export function selfHosted(): boolean {
-  return !/^deno(\.exe)?$/.test(basename(Deno.execPath()));
-}
 
 let _entryGraph: Promise<string[]> | undefined;
 /** The files the sandbox entry points import (read access for the sandbox). */
 export function sandboxEntryFiles(): Promise<string[]> {
-  return _entryGraph ??= localModuleGraph([_WORKER_ENTRY, _CHILD_ENTRY]);
+  return _entryGraph ??= localModuleGraph([WORKER_ENTRY, CHILD_ENTRY]);
 }
 
 /**
@@ -124,13 +77,13 @@ export function sandboxEntryFiles(): Promise<string[]> {
  */
 export class Sandbox {
   readonly options: SandboxOptions;
-  #transport: _Transport | undefined;
+  #transport: Transport | undefined;
   #pending = new Map<number, _Pending>();
   #nextId = 1;
   #closed = false;
   #starts = 0;
   #envSent: SandboxEnv | undefined;
-  #envTransport: _Transport | undefined;
+  #envTransport: Transport | undefined;
   #pid: number | undefined;
 
   constructor(options: SandboxOptions) {
@@ -335,7 +288,7 @@ export class Sandbox {
     }
   }
 
-  #onMessage(t: _Transport, msg: SandboxMessage): void {
+  #onMessage(t: Transport, msg: SandboxMessage): void {
     if (t !== this.#transport) return; // a recycled sandbox speaking late
     switch (msg.type) {
       case "ready": {
@@ -377,17 +330,39 @@ export class Sandbox {
     );
   }
 
-  #onExit(t: _Transport, reason: string): void {
+  #onExit(t: Transport, reason: string): void {
     if (t !== this.#transport) return;
     this.#recycle(reason);
   }
 
-  #ensure(): _Transport {
+  #ensure(): Transport {
     if (this.#transport) return this.#transport;
     this.#starts++;
-    const t = this.options.policy.isolation === "process"
-      ? this.#startProcess()
-      : this.#startWorker();
+    const read = this.#prepared;
+    if (!read) throw new Error("sandbox not prepared");
+    const o = this.options;
+    const spec = {
+      label: o.label,
+      read,
+      grant: o.grant,
+      policy: o.policy,
+      imports: o.imports ?? [],
+      workspace: o.workspace,
+    };
+    // The hooks know their transport: a recycled sandbox speaking late is ignored.
+    const self: { t?: Transport } = {};
+    const hooks: TransportHooks = {
+      onMessage: (msg) => this.#onMessage(self.t!, msg),
+      onExit: (reason) => {
+        if (this.#pid === self.t?.pid) this.#pid = undefined;
+        this.#onExit(self.t!, reason);
+      },
+      onLog: (text) => this.options.onLog?.(text),
+    };
+    const t = self.t = o.policy.isolation === "process"
+      ? startProcess(spec, hooks)
+      : startWorker(spec, hooks);
+    this.#pid = t.pid;
     this.#transport = t;
     return t;
   }
@@ -400,201 +375,10 @@ export class Sandbox {
     ];
   }
 
-  #startWorker(): _Transport {
-    // Worker options need the read list now; module graphs are computed
-    // ahead by the registry (see prepare()).
-    const read = this.#prepared;
-    if (!read) throw new Error("sandbox not prepared");
-    const g = this.options.grant;
-    const list = (l: string[]) => l.includes("*") ? true : l.length ? [...new Set(l)] : false;
-    const worker = new Worker(new URL(_WORKER_ENTRY, "file:///"), {
-      type: "module",
-      deno: {
-        permissions: {
-          read: list(read),
-          write: list(g.write),
-          run: list(denoRunList(g)),
-          net: list(g.net),
-          env: false,
-          ffi: false,
-          sys: false,
-          import: list(this.options.imports ?? []),
-        },
-      },
-    });
-    const t: _Transport = {
-      send: (msg) => worker.postMessage(msg),
-      kill: () => worker.terminate(),
-    };
-    worker.onmessage = (e: MessageEvent<SandboxMessage>) => this.#onMessage(t, e.data);
-    worker.onmessageerror = () => this.options.onLog?.("dropped an unreadable message");
-    worker.onerror = (e) => {
-      e.preventDefault();
-      this.#onExit(t, `crashed: ${e.message}`);
-    };
-    return t;
-  }
-
   #prepared: string[] | undefined;
 
   /** Compute the read list (module graphs). Call before the first request. */
   async prepare(): Promise<void> {
     this.#prepared ??= await this.#readList();
   }
-
-  #startProcess(): _Transport {
-    const read = this.#prepared;
-    if (!read) throw new Error("sandbox not prepared");
-    const g = this.options.grant;
-    const p = this.options.policy;
-    const flag = (name: string, l: string[]) =>
-      l.includes("*")
-        ? [`--allow-${name}`]
-        : l.length
-        ? [`--allow-${name}=${[...new Set(l)].join(",")}`]
-        : [];
-    const run = denoRunList(g);
-    // A compiled corral binary re-runs itself as the child (its flags are fixed
-    // at compile time; the child revokes down to the grant, see sandbox_child.ts).
-    const args = selfHosted() ? ["__sandbox-child"] : [
-      "run",
-      "--no-prompt",
-      "--cached-only",
-      "--frozen",
-      "--no-check",
-      `--config=${_CONFIG}`,
-      "--unstable-worker-options",
-      ...flag("read", read),
-      ...flag("write", g.write),
-      ...flag("run", run),
-      ...flag("net", g.net),
-      ...flag("import", this.options.imports ?? []),
-      `--v8-flags=--max-old-space-size=${p.memory_mb}`,
-      _CHILD_ENTRY,
-    ];
-    const child = new Deno.Command(Deno.execPath(), {
-      args,
-      cwd: this.options.workspace,
-      clearEnv: true,
-      env: selfHosted()
-        ? { ..._childEnv(), DENO_V8_FLAGS: `--max-old-space-size=${p.memory_mb}` }
-        : _childEnv(),
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    this.#pid = child.pid;
-    const token = crypto.randomUUID().replaceAll("-", "");
-    const writer = child.stdin.getWriter();
-    const enc = new TextEncoder();
-    let dead = false;
-    const write = (text: string) => {
-      if (dead) return;
-      writer.write(enc.encode(text)).catch(() => {});
-    };
-    const t: _Transport = {
-      send: (msg) => write(JSON.stringify(msg) + "\n"),
-      kill: () => {
-        if (dead) return;
-        dead = true;
-        writer.close().catch(() => {});
-        try {
-          child.kill("SIGKILL");
-        } catch { /* exited */ }
-      },
-    };
-    write(token + "\n");
-    write(
-      JSON.stringify({
-        read,
-        write: g.write,
-        run,
-        net: g.net,
-        import: this.options.imports ?? [],
-      }) +
-        "\n",
-    );
-    const mark = FRAME_MARK + token;
-    // The sandbox caps results itself; this bounds what a hostile one can send.
-    const limit = p.max_output_bytes + 1_048_576;
-    let stderrTail = "";
-    _readLines(child.stdout, limit, (line) => {
-      const at = line.lastIndexOf(mark);
-      if (at < 0) {
-        this.options.onLog?.(line);
-        return;
-      }
-      if (at > 0) this.options.onLog?.(line.slice(0, at));
-      try {
-        this.#onMessage(t, JSON.parse(line.slice(at + mark.length)) as SandboxMessage);
-      } catch {
-        this.options.onLog?.(`dropped a malformed message from sandbox ${this.options.label}`);
-      }
-    });
-    _readLines(child.stderr, 65_536, (line) => {
-      stderrTail = (stderrTail + line + "\n").slice(-4096);
-      this.options.onLog?.(line);
-    });
-    child.status.then((status) => {
-      dead = true;
-      if (this.#pid === child.pid) this.#pid = undefined;
-      const oom = /out of memory|heap limit|allocation failed/i.test(stderrTail) ||
-        status.code === 133 || status.signal === "SIGTRAP";
-      const why = oom
-        ? `ran out of memory (limit ${p.memory_mb} MB) and was restarted`
-        : `exited unexpectedly (code ${status.code}${status.signal ? `, ${status.signal}` : ""})${
-          _lastLine(stderrTail)
-        }`;
-      this.#onExit(t, why);
-    });
-    return t;
-  }
-}
-
-function _lastLine(text: string): string {
-  // deno-lint-ignore no-control-regex
-  const lines = text.replace(/\x1b\[[0-9;]*m/g, "").split("\n").map((l) => l.trim()).filter(
-    Boolean,
-  );
-  const line = lines.find((l) => /error/i.test(l)) ?? lines.at(-1);
-  return line ? `: ${line.slice(0, 300)}` : "";
-}
-
-function _childEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const name of ["HOME", "DENO_DIR", "XDG_CACHE_HOME", "PATH", "LANG", "NO_COLOR"]) {
-    try {
-      const v = Deno.env.get(name);
-      if (v !== undefined) env[name] = v;
-    } catch { /* no env permission */ }
-  }
-  return env;
-}
-
-async function _readLines(
-  stream: ReadableStream<Uint8Array>,
-  limit: number,
-  onLine: (line: string) => void,
-): Promise<void> {
-  const decoder = new TextDecoder();
-  let buf = "";
-  let skipping = false;
-  try {
-    for await (const chunk of stream) {
-      buf += decoder.decode(chunk, { stream: true });
-      let nl: number;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        if (skipping) skipping = false;
-        else onLine(line);
-      }
-      if (buf.length > limit) {
-        buf = "";
-        skipping = true; // drop the rest of an oversized line
-        onLine(`[sandbox output line over ${limit} bytes dropped]`);
-      }
-    }
-  } catch { /* stream closed */ }
-  if (buf && !skipping) onLine(buf);
 }

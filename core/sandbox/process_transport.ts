@@ -1,0 +1,182 @@
+/**
+ * Process isolation: the sandbox is a child `deno run` whose permission
+ * flags are the grant, run `--cached-only --frozen` with a V8 heap limit,
+ * with a clean environment. Inside it, a permissioned worker runs the tool
+ * code (./sandbox_child.ts). Messages travel as lines on stdin/stdout;
+ * lines from the child count only when they carry the random token sent
+ * first, before any tool code exists, so tool output cannot forge them.
+ *
+ * @module
+ */
+import { basename } from "node:path";
+import { FRAME_MARK, type SandboxMessage } from "./protocol.ts";
+import {
+  CHILD_ENTRY,
+  denoRunList,
+  type Transport,
+  type TransportHooks,
+  type TransportSpec,
+} from "./transport.ts";
+
+const _CONFIG = new URL("../../deno.json", import.meta.url).pathname;
+
+/**
+ * Whether this host is a compiled corral binary (`deno compile`): then
+ * `Deno.execPath()` is corral itself, not `deno`, and a process sandbox is
+ * `corral __sandbox-child`.
+ *
+ * @example
+ * ```ts
+ * import { selfHosted } from "./process_transport.ts";
+ * console.assert(selfHosted() === false); // under `deno run` / `deno test`
+ * ```
+ */
+export function selfHosted(): boolean {
+  return !/^deno(\.exe)?$/.test(basename(Deno.execPath()));
+}
+
+/** Start a child process sandbox for `spec`. */
+export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transport {
+  const { grant: g, policy: p, read } = spec;
+  const flag = (name: string, l: string[]) =>
+    l.includes("*")
+      ? [`--allow-${name}`]
+      : l.length
+      ? [`--allow-${name}=${[...new Set(l)].join(",")}`]
+      : [];
+  const run = denoRunList(g);
+  // A compiled corral binary re-runs itself as the child (its flags are fixed
+  // at compile time; the child revokes down to the grant, see sandbox_child.ts).
+  const args = selfHosted() ? ["__sandbox-child"] : [
+    "run",
+    "--no-prompt",
+    "--cached-only",
+    "--frozen",
+    "--no-check",
+    `--config=${_CONFIG}`,
+    "--unstable-worker-options",
+    ...flag("read", read),
+    ...flag("write", g.write),
+    ...flag("run", run),
+    ...flag("net", g.net),
+    ...flag("import", spec.imports),
+    `--v8-flags=--max-old-space-size=${p.memory_mb}`,
+    CHILD_ENTRY,
+  ];
+  const child = new Deno.Command(Deno.execPath(), {
+    args,
+    cwd: spec.workspace,
+    clearEnv: true,
+    env: selfHosted()
+      ? { ..._childEnv(), DENO_V8_FLAGS: `--max-old-space-size=${p.memory_mb}` }
+      : _childEnv(),
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const token = crypto.randomUUID().replaceAll("-", "");
+  const writer = child.stdin.getWriter();
+  const enc = new TextEncoder();
+  let dead = false;
+  const write = (text: string) => {
+    if (dead) return;
+    writer.write(enc.encode(text)).catch(() => {});
+  };
+  const t: Transport = {
+    pid: child.pid,
+    send: (msg) => write(JSON.stringify(msg) + "\n"),
+    kill: () => {
+      if (dead) return;
+      dead = true;
+      writer.close().catch(() => {});
+      try {
+        child.kill("SIGKILL");
+      } catch { /* exited */ }
+    },
+  };
+  write(token + "\n");
+  write(
+    JSON.stringify({ read, write: g.write, run, net: g.net, import: spec.imports }) + "\n",
+  );
+  const mark = FRAME_MARK + token;
+  // The sandbox caps results itself; this bounds what a hostile one can send.
+  const limit = p.max_output_bytes + 1_048_576;
+  let stderrTail = "";
+  _readLines(child.stdout, limit, (line) => {
+    const at = line.lastIndexOf(mark);
+    if (at < 0) {
+      hooks.onLog(line);
+      return;
+    }
+    if (at > 0) hooks.onLog(line.slice(0, at));
+    try {
+      hooks.onMessage(JSON.parse(line.slice(at + mark.length)) as SandboxMessage);
+    } catch {
+      hooks.onLog(`dropped a malformed message from sandbox ${spec.label}`);
+    }
+  });
+  _readLines(child.stderr, 65_536, (line) => {
+    stderrTail = (stderrTail + line + "\n").slice(-4096);
+    hooks.onLog(line);
+  });
+  child.status.then((status) => {
+    dead = true;
+    const oom = /out of memory|heap limit|allocation failed/i.test(stderrTail) ||
+      status.code === 133 || status.signal === "SIGTRAP";
+    const why = oom
+      ? `ran out of memory (limit ${p.memory_mb} MB) and was restarted`
+      : `exited unexpectedly (code ${status.code}${status.signal ? `, ${status.signal}` : ""})${
+        _lastLine(stderrTail)
+      }`;
+    hooks.onExit(why);
+  });
+  return t;
+}
+
+function _lastLine(text: string): string {
+  // deno-lint-ignore no-control-regex
+  const lines = text.replace(/\x1b\[[0-9;]*m/g, "").split("\n").map((l) => l.trim()).filter(
+    Boolean,
+  );
+  const line = lines.find((l) => /error/i.test(l)) ?? lines.at(-1);
+  return line ? `: ${line.slice(0, 300)}` : "";
+}
+
+function _childEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of ["HOME", "DENO_DIR", "XDG_CACHE_HOME", "PATH", "LANG", "NO_COLOR"]) {
+    try {
+      const v = Deno.env.get(name);
+      if (v !== undefined) env[name] = v;
+    } catch { /* no env permission */ }
+  }
+  return env;
+}
+
+async function _readLines(
+  stream: ReadableStream<Uint8Array>,
+  limit: number,
+  onLine: (line: string) => void,
+): Promise<void> {
+  const decoder = new TextDecoder();
+  let buf = "";
+  let skipping = false;
+  try {
+    for await (const chunk of stream) {
+      buf += decoder.decode(chunk, { stream: true });
+      let nl: number;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (skipping) skipping = false;
+        else onLine(line);
+      }
+      if (buf.length > limit) {
+        buf = "";
+        skipping = true; // drop the rest of an oversized line
+        onLine(`[sandbox output line over ${limit} bytes dropped]`);
+      }
+    }
+  } catch { /* stream closed */ }
+  if (buf && !skipping) onLine(buf);
+}

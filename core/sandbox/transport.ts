@@ -1,0 +1,72 @@
+/**
+ * How the host talks to a running sandbox, whatever it is: a permissioned
+ * Web Worker (./worker_transport.ts) or a child process holding one
+ * (./process_transport.ts). Both start from the same entry points and hand
+ * Deno the same permissions, computed here from the grant.
+ *
+ * @module
+ */
+import type { SandboxPolicy } from "../config/policy.ts";
+import type { Grant } from "../tool/tool.ts";
+import type { HostMessage, SandboxMessage } from "./protocol.ts";
+
+/** The worker entry point: where tool code is imported and called. */
+export const WORKER_ENTRY: string = new URL("./sandbox_worker.ts", import.meta.url).pathname;
+/** The child process entry point of process isolation (it starts the worker). */
+export const CHILD_ENTRY: string = new URL("./sandbox_child.ts", import.meta.url).pathname;
+
+/** A running sandbox, as the host sees it. */
+export interface Transport {
+  /** Send one message (dropped silently when the sandbox is gone). */
+  send(msg: HostMessage): void;
+  /** Stop it at once (a process is killed with SIGKILL). */
+  kill(): void;
+  /** The child's process id (process isolation only). */
+  readonly pid?: number;
+}
+
+/** What a transport reports back. */
+export interface TransportHooks {
+  /** A protocol message from the sandbox. */
+  onMessage(msg: SandboxMessage): void;
+  /** The sandbox died or crashed (not called after `kill()` of a worker). */
+  onExit(reason: string): void;
+  /** Output that is not a protocol message, and notes about dropped messages. */
+  onLog(text: string): void;
+}
+
+/** What a transport starts. */
+export interface TransportSpec {
+  /** Label for messages, e.g. `files[r]`. */
+  label: string;
+  /** Every path the sandbox may read: the grant's, the entry points' and the modules' graphs. */
+  read: string[];
+  /** Paths, commands and hosts the tool code may use. */
+  grant: Grant;
+  /** Limits (memory, output size). */
+  policy: SandboxPolicy;
+  /** Hosts remote module code may be imported from. */
+  imports: string[];
+  /** The process sandbox's current directory. */
+  workspace: string;
+}
+
+/**
+ * The commands Deno lets a sandbox run: the grant's `run` list, plus the
+ * bwrap binary when the grant is jailed, or ONLY bwrap when the jail is
+ * exclusive (plugins: the listed commands then run inside it, and
+ * `runSubprocess` checks them).
+ *
+ * @example
+ * ```ts
+ * import { denoRunList } from "./transport.ts";
+ * const g = { read: [], write: [], net: [], run: ["bash"] };
+ * console.assert(denoRunList(g)[0] === "bash");
+ * const jail = { bwrap: "/usr/bin/bwrap", write: [], net: false, exclusive: true };
+ * console.assert(denoRunList({ ...g, jail }).join() === "/usr/bin/bwrap");
+ * ```
+ */
+export function denoRunList(grant: Grant): string[] {
+  if (!grant.jail || !grant.run.length) return grant.run;
+  return grant.jail.exclusive ? [grant.jail.bwrap] : [...grant.run, grant.jail.bwrap];
+}
