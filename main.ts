@@ -18,13 +18,9 @@ import { describeGrant } from "./core/sandbox/grant.ts";
 import { colour, lettersColour, Reporter } from "./core/tool/reporter.ts";
 import { Registry, type RegistryOptions, type ToolInfo } from "./core/registry/registry.ts";
 import type { SchemaFormat } from "./core/tool/schema.ts";
-import {
-  type CorralConfig,
-  DEFAULT_PLUGIN_DIR,
-  installPlugin,
-  loadConfig,
-  pluginSources,
-} from "./core/plugins/plugins.ts";
+import { type CorralConfig, loadConfig } from "./core/config/corral_config.ts";
+import { installPlugin } from "./core/plugins/packages.ts";
+import { DEFAULT_PLUGIN_DIR, pluginSources } from "./core/plugins/plugins.ts";
 import { loadPolicy, type Policy } from "./core/config/policy.ts";
 // Commands load what only they need (the MCP SDK, authoring tools, the
 // audit reader) on demand, so that `corral call` starts fast.

@@ -10,7 +10,8 @@
  */
 import { basename, dirname, extname, resolve } from "node:path";
 import { type Letter, LETTER_NAMES, LETTERS } from "../tool/permissions.ts";
-import { scanPluginDir, uniqueLabels } from "./plugins.ts";
+import { scanPluginDir } from "./plugin_files.ts";
+import { uniqueLabels } from "./plugins.ts";
 import { loadPolicy, type Policy } from "../config/policy.ts";
 import { Registry, type ToolInfo, type ToolsetSource } from "../registry/registry.ts";
 import { Reporter } from "../tool/reporter.ts";

@@ -1,21 +1,10 @@
-// Unit tests of core/plugins/plugins.ts: config parsing and source building. Nothing
+// Unit tests of core/plugins/: source building, packages, plugin files. Nothing
 // here imports a plugin (the end-to-end loading is in tests/plugins_test.ts).
 import assert from "node:assert/strict";
-import { ConfigError } from "../tool/errors.ts";
-import {
-  DEFAULT_PLUGIN_DIR,
-  expandHome,
-  importHosts,
-  installPlugin,
-  isPluginFileName,
-  loadConfig,
-  packageName,
-  packageSource,
-  parseConfig,
-  pluginSources,
-  splitToolDirs,
-  uniqueLabels,
-} from "./plugins.ts";
+import { parseConfig } from "../config/corral_config.ts";
+import { importHosts, installPlugin, packageName, packageSource } from "./packages.ts";
+import { isPluginFileName } from "./plugin_files.ts";
+import { DEFAULT_PLUGIN_DIR, pluginSources, splitToolDirs, uniqueLabels } from "./plugins.ts";
 import { parsePolicy } from "../config/policy.ts";
 
 const HOME = Deno.env.get("HOME") ?? "/";
@@ -23,49 +12,6 @@ const HOME = Deno.env.get("HOME") ?? "/";
 async function tempDir(): Promise<string> {
   return await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_plugins_unit_" }));
 }
-
-Deno.test("parseConfig: errors name the file and the key path of every problem", () => {
-  let text = "";
-  try {
-    parseConfig('{"tool_dirs": ["a", 3], "plugin": [], "services": []}', "/x/corral.json");
-  } catch (err) {
-    assert.ok(err instanceof ConfigError);
-    text = err.message;
-  }
-  assert.match(text, /\/x\/corral\.json: tool_dirs\[1\]: Expected string, received number/);
-  assert.match(text, /\/x\/corral\.json: \(top level\): unknown key "plugin"/);
-  assert.match(text, /\/x\/corral\.json: services: Expected object, received array/);
-  assert.throws(() => parseConfig("{oops", "c.json"), /c\.json: not valid JSON/);
-});
-
-Deno.test("parseConfig: tool_dirs resolve against the config's folder and ~ is the home directory", () => {
-  const c = parseConfig(
-    JSON.stringify({ tool_dirs: ["tools", "~/mine", "/abs"], services: { s: { k: 1 } } }),
-    "/etc/corral/corral.json",
-  );
-  assert.deepEqual(c.toolDirs, ["/etc/corral/tools", `${HOME}/mine`, "/abs"]);
-  assert.deepEqual(c.services, { s: { k: 1 } });
-  assert.equal(c.defaultPluginDir, true);
-  assert.equal(expandHome("~"), HOME);
-  assert.equal(expandHome("a/~"), "a/~");
-});
-
-Deno.test("loadConfig: an explicit --config must exist; a missing corral.json is an empty config", async () => {
-  const dir = await tempDir();
-  try {
-    await assert.rejects(
-      loadConfig({ file: `${dir}/nope.json` }),
-      /Cannot read config file ".*nope\.json"/,
-    );
-    const empty = await loadConfig({ workspace: dir });
-    assert.equal(empty.file, null);
-    assert.deepEqual(empty.toolDirs, []);
-    await Deno.writeTextFile(`${dir}/corral.json`, '{"plugins": ["npm:x@1"]}');
-    assert.deepEqual((await loadConfig({ workspace: dir })).plugins, ["npm:x@1"]);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-});
 
 Deno.test("CORRAL_TOOL_DIRS is split on colons like PATH, skipping empty parts", () => {
   assert.deepEqual(splitToolDirs("a::/b:~/c", "/w"), ["/w/a", "/b", `${HOME}/c`]);

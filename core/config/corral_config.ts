@@ -1,0 +1,126 @@
+/**
+ * `corral.json`: the operator's config. File-drop directories
+ * (`tool_dirs`), package plugins (`plugins`), per-plugin sections
+ * (`services`), on-demand toolsets and the audit log. Validated with zod;
+ * relative paths resolve against the file's own folder.
+ *
+ * @module
+ */
+import { dirname, join, resolve } from "node:path";
+import { z } from "zod";
+import { ConfigError } from "../tool/errors.ts";
+import { parseJsonConfig } from "./policy.ts";
+
+/** The name of the config file looked up in the working directory. */
+export const CONFIG_FILE_NAME = "corral.json";
+
+const _configSchema = z.object({
+  $schema: z.string().optional(),
+  $comment: z.string().optional(),
+  tool_dirs: z.array(z.string().min(1, "must not be empty")).optional()
+    .describe("File-drop directories, in order; ~ is the home directory"),
+  plugins: z.array(z.string().min(1, "must not be empty")).optional()
+    .describe("Package plugins: npm:, jsr:, https: specifiers or local paths"),
+  services: z.record(z.string(), z.unknown()).optional()
+    .describe("Per-plugin config sections, passed to the plugin's TOOL_SETUP"),
+  toolsets: z.array(z.string()).optional().describe("On-demand built-in toolsets to load"),
+  default_plugin_dir: z.boolean().optional()
+    .describe("Load corral's own plugins/ directory (default true)"),
+  audit: z.string().min(1, "must not be empty").optional()
+    .describe("Append one JSON line per call to this file (like --audit)"),
+}).strict();
+
+/** The validated `corral.json`, with directories and local paths made absolute. */
+export interface CorralConfig {
+  /** The file it came from, or null when there is none. */
+  file: string | null;
+  /** File-drop directories from `tool_dirs`, absolute, in order. */
+  toolDirs: string[];
+  /** Package plugins from `plugins`, as written. */
+  plugins: string[];
+  /** Per-plugin sections: `services.<plugin name>`. */
+  services: Record<string, unknown>;
+  /** On-demand built-in toolsets to load. */
+  toolsets: string[];
+  /** Whether corral's own `plugins/` directory loads. */
+  defaultPluginDir: boolean;
+  /** The directory relative paths of the config resolve against. */
+  baseDir: string;
+  /** The audit log from `audit` (absolute), or null: off unless `--audit` is given. */
+  audit: string | null;
+}
+
+/** An empty config (no file): only corral's own `plugins/` directory. */
+export function emptyConfig(baseDir: string = Deno.cwd()): CorralConfig {
+  return {
+    file: null,
+    toolDirs: [],
+    plugins: [],
+    services: {},
+    toolsets: [],
+    defaultPluginDir: true,
+    baseDir,
+    audit: null,
+  };
+}
+
+/**
+ * Validate `corral.json` text. Throws a {@link ConfigError} naming the file
+ * and the key path of every problem (`corral.json: tool_dirs[1]: Expected string, received number`).
+ *
+ * @example
+ * ```ts
+ * import { parseConfig } from "./corral_config.ts";
+ * const c = parseConfig('{"tool_dirs": ["tools"], "services": {"weather": {"key": "k"}}}', "/srv/corral.json");
+ * console.assert(c.toolDirs[0] === "/srv/tools" && c.services.weather !== undefined);
+ * ```
+ */
+export function parseConfig(text: string, file: string): CorralConfig {
+  const d = parseJsonConfig(text, file, _configSchema);
+  const baseDir = dirname(resolve(file));
+  return {
+    file: resolve(file),
+    toolDirs: (d.tool_dirs ?? []).map((p) => resolve(baseDir, expandHome(p))),
+    plugins: d.plugins ?? [],
+    services: d.services ?? {},
+    toolsets: d.toolsets ?? [],
+    defaultPluginDir: d.default_plugin_dir ?? true,
+    baseDir,
+    audit: d.audit ? resolve(baseDir, expandHome(d.audit)) : null,
+  };
+}
+
+/**
+ * Load the config: `file` when given (it must exist), else `corral.json` in
+ * `workspace` when present, else an empty config.
+ */
+export async function loadConfig(
+  options: { file?: string; workspace?: string } = {},
+): Promise<CorralConfig> {
+  const workspace = resolve(options.workspace ?? Deno.cwd());
+  const file = options.file ? resolve(expandHome(options.file)) : join(workspace, CONFIG_FILE_NAME);
+  let text: string;
+  try {
+    text = await Deno.readTextFile(file);
+  } catch (err) {
+    if (!options.file && err instanceof Deno.errors.NotFound) return emptyConfig(workspace);
+    throw new ConfigError(`Cannot read config file "${file}": ${(err as Error).message}`);
+  }
+  return parseConfig(text, file);
+}
+
+/** `~` and `~/x` → the home directory (other paths unchanged). */
+export function expandHome(path: string): string {
+  if (path !== "~" && !path.startsWith("~/")) return path;
+  const home = envVar("HOME");
+  return home ? home + path.slice(1) : path;
+}
+
+/** A variable of the host's environment, or undefined (also without env access). */
+export function envVar(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,53 @@
+// Unit tests of core/config/corral_config.ts: parsing and loading corral.json.
+import assert from "node:assert/strict";
+import { ConfigError } from "../tool/errors.ts";
+import { expandHome, loadConfig, parseConfig } from "./corral_config.ts";
+
+const HOME = Deno.env.get("HOME") ?? "/";
+
+async function tempDir(): Promise<string> {
+  return await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_config_unit_" }));
+}
+
+Deno.test("parseConfig: errors name the file and the key path of every problem", () => {
+  let text = "";
+  try {
+    parseConfig('{"tool_dirs": ["a", 3], "plugin": [], "services": []}', "/x/corral.json");
+  } catch (err) {
+    assert.ok(err instanceof ConfigError);
+    text = err.message;
+  }
+  assert.match(text, /\/x\/corral\.json: tool_dirs\[1\]: Expected string, received number/);
+  assert.match(text, /\/x\/corral\.json: \(top level\): unknown key "plugin"/);
+  assert.match(text, /\/x\/corral\.json: services: Expected object, received array/);
+  assert.throws(() => parseConfig("{oops", "c.json"), /c\.json: not valid JSON/);
+});
+
+Deno.test("parseConfig: tool_dirs resolve against the config's folder and ~ is the home directory", () => {
+  const c = parseConfig(
+    JSON.stringify({ tool_dirs: ["tools", "~/mine", "/abs"], services: { s: { k: 1 } } }),
+    "/etc/corral/corral.json",
+  );
+  assert.deepEqual(c.toolDirs, ["/etc/corral/tools", `${HOME}/mine`, "/abs"]);
+  assert.deepEqual(c.services, { s: { k: 1 } });
+  assert.equal(c.defaultPluginDir, true);
+  assert.equal(expandHome("~"), HOME);
+  assert.equal(expandHome("a/~"), "a/~");
+});
+
+Deno.test("loadConfig: an explicit --config must exist; a missing corral.json is an empty config", async () => {
+  const dir = await tempDir();
+  try {
+    await assert.rejects(
+      loadConfig({ file: `${dir}/nope.json` }),
+      /Cannot read config file ".*nope\.json"/,
+    );
+    const empty = await loadConfig({ workspace: dir });
+    assert.equal(empty.file, null);
+    assert.deepEqual(empty.toolDirs, []);
+    await Deno.writeTextFile(`${dir}/corral.json`, '{"plugins": ["npm:x@1"]}');
+    assert.deepEqual((await loadConfig({ workspace: dir })).plugins, ["npm:x@1"]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
