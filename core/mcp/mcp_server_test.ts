@@ -16,14 +16,8 @@ import {
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { ConfigError } from "../tool/errors.ts";
-import {
-  createMcpServer,
-  isLoopback,
-  type McpRegistry,
-  type McpServerOptions,
-  parseListenAddress,
-  serveHttp,
-} from "./mcp_server.ts";
+import { createMcpServer, type McpRegistry, type McpServerOptions } from "./mcp_server.ts";
+import { isLoopback, parseListenAddress, serveHttp } from "./serve_http.ts";
 import { parsePolicy } from "../config/policy.ts";
 import { Registry } from "../registry/registry.ts";
 import type { ToolResult } from "../tool/result.ts";

@@ -1,0 +1,29 @@
+/**
+ * `corral check PATH…`: load plugin files (or directories) the way
+ * discovery does, each in its own sandbox, and report every breach of the
+ * tool contract. Exit 1 when any file has a problem.
+ *
+ * @module
+ */
+import { loadPolicy } from "../config/policy.ts";
+import { checkPlugins, formatCheckReport } from "../plugins/check.ts";
+import { workspaceConfig } from "./open_registry.ts";
+import { type CliValues, UsageError } from "./options.ts";
+import { out } from "./output.ts";
+
+/** Run `corral check`; returns the exit code. */
+export async function checkCommand(values: CliValues, rest: string[]): Promise<number> {
+  const { config, workspace } = await workspaceConfig(values);
+  if (rest.length === 0) {
+    throw new UsageError("check needs at least one plugin file or directory");
+  }
+  const policy = await loadPolicy({ file: values.permissions, workspace });
+  const report = await checkPlugins(rest, {
+    workspace,
+    policy,
+    services: config.services,
+    cacheDir: null,
+  });
+  out(formatCheckReport(report, Deno.cwd()));
+  return report.ok ? 0 : 1;
+}

@@ -1,0 +1,130 @@
+/**
+ * `corral mcp`: serve the loaded tools over MCP, on stdio or on
+ * Streamable HTTP (`--http [HOST:]PORT`), until stdin ends or SIGINT or
+ * SIGTERM. `--watch` reloads changed plugin files and tells the clients.
+ *
+ * @module
+ */
+import type { McpHandle, McpRegistry } from "../mcp/mcp_server.ts";
+import { parseListenAddress, serveHttp } from "../mcp/serve_http.ts";
+import { serveStdio } from "../mcp/serve_stdio.ts";
+import { watchPlugins } from "../plugins/plugin_watcher.ts";
+import { pluginSources } from "../plugins/plugins.ts";
+import { ConfigError } from "../tool/errors.ts";
+import type { CliSession } from "./open_registry.ts";
+import type { CliValues } from "./options.ts";
+
+/** Run `corral mcp` with the command line's flags; returns the exit code. */
+export async function mcpCommand(values: CliValues, session: CliSession): Promise<number> {
+  return await runMcpCommand(session.registry, {
+    http: values.http,
+    token: values.token,
+    stateless: values.stateless,
+    maxBody: values["max-body"],
+    maxConcurrent: values["max-concurrent"],
+    allowOrigin: values["allow-origin"],
+    onServe: values.watch ? (handle) => _watch(session, handle) : undefined,
+  });
+}
+
+/** `mcp --watch`: reload changed plugin files and tell MCP clients. */
+async function _watch(session: CliSession, handle: McpHandle): Promise<void> {
+  const { registry, reporter, plugins } = session;
+  const watcher = await watchPlugins({
+    registry,
+    dirs: plugins.dirs,
+    scan: async () => (await pluginSources(plugins)).sources,
+    onChange: () => handle.notifyToolsChanged(),
+    log: (text) => reporter.line(`corral: --watch: ${text}`),
+  });
+  handle.finished.finally(() => watcher.close());
+  reporter.line(
+    `corral: watching ${plugins.dirs.length} plugin director${
+      plugins.dirs.length === 1 ? "y" : "ies"
+    }`,
+  );
+}
+
+/** The `corral mcp` flags, as strings from the command line. */
+export interface McpCommandOptions {
+  /** `[HOST:]PORT`; absent: stdio. */
+  http?: string;
+  /** Bearer token; default `CORRAL_MCP_TOKEN`. */
+  token?: string;
+  /** `--stateless`: no sessions. */
+  stateless?: boolean;
+  /** `--max-body BYTES`. */
+  maxBody?: string;
+  /** `--max-concurrent N`. */
+  maxConcurrent?: string;
+  /** `--allow-origin ORIGIN`, repeatable. */
+  allowOrigin?: string[];
+  /** Called once the server is serving (e.g. to start `--watch`). */
+  onServe?: (handle: McpHandle) => void | Promise<void>;
+}
+
+/**
+ * Run `corral mcp`: serve until stdin ends (stdio) or SIGINT/SIGTERM, then
+ * return the exit code. Bad flags throw a {@link ConfigError}.
+ */
+export async function runMcpCommand(
+  registry: McpRegistry,
+  flags: McpCommandOptions,
+  log: (text: string) => void = (t) => console.error(t),
+): Promise<number> {
+  const number = (text: string | undefined, flag: string): number | undefined => {
+    if (text === undefined) return undefined;
+    const n = Number(text);
+    if (!Number.isInteger(n) || n <= 0) {
+      throw new ConfigError(`${flag} must be a positive integer, got "${text}"`);
+    }
+    return n;
+  };
+  const maxConcurrent = number(flags.maxConcurrent, "--max-concurrent");
+  const maxBodyBytes = number(flags.maxBody, "--max-body");
+  let handle: McpHandle;
+  if (flags.http === undefined) {
+    for (
+      const [set, flag] of [[flags.token, "--token"], [flags.stateless, "--stateless"], [
+        flags.maxBody,
+        "--max-body",
+      ], [flags.allowOrigin?.length, "--allow-origin"]] as const
+    ) {
+      if (set) throw new ConfigError(`${flag} only applies with --http`);
+    }
+    handle = await serveStdio(registry, { maxConcurrent });
+  } else {
+    const { hostname, port } = parseListenAddress(flags.http);
+    let token = flags.token;
+    if (token === undefined) {
+      try {
+        token = Deno.env.get("CORRAL_MCP_TOKEN") || undefined;
+      } catch { /* no env permission: no token */ }
+    }
+    const http = serveHttp(registry, {
+      hostname,
+      port,
+      token,
+      stateless: flags.stateless,
+      maxBodyBytes,
+      maxConcurrent,
+      allowedOrigins: flags.allowOrigin,
+    });
+    log(
+      `corral: MCP over Streamable HTTP at ${http.url}${flags.stateless ? " (stateless)" : ""}${
+        token ? " (bearer token required)" : ""
+      }`,
+    );
+    handle = http;
+  }
+  await flags.onServe?.(handle);
+  const stop = () => void handle.close();
+  const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
+  for (const s of signals) Deno.addSignalListener(s, stop);
+  try {
+    await handle.finished;
+  } finally {
+    for (const s of signals) Deno.removeSignalListener(s, stop);
+  }
+  return 0;
+}

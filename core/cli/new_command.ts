@@ -1,0 +1,37 @@
+/**
+ * `corral new NAME [--permissions LETTERS] [--dir DIR] [--style class|module]`:
+ * write a working tool file and its test, and say which policy entry would
+ * grant its letters.
+ *
+ * @module
+ */
+import { DEFAULT_PLUGIN_DIR } from "../plugins/plugins.ts";
+import { scaffoldTool } from "../plugins/scaffold.ts";
+import { workspaceConfig } from "./open_registry.ts";
+import { type CliValues, UsageError } from "./options.ts";
+import { out } from "./output.ts";
+
+/** Run `corral new`; returns the exit code. */
+export async function newCommand(values: CliValues, rest: string[]): Promise<number> {
+  const { config } = await workspaceConfig(values);
+  if (!rest[0]) throw new UsageError("new needs a tool name: corral new NAME --permissions r");
+  let made;
+  try {
+    made = await scaffoldTool({
+      name: rest[0],
+      permissions: values.permissions ?? "",
+      dir: values.dir ?? config.toolDirs[0] ?? DEFAULT_PLUGIN_DIR,
+      style: (values.style ?? "class") as "class" | "module",
+    });
+  } catch (err) {
+    if (err instanceof TypeError) throw new UsageError(err.message);
+    throw err;
+  }
+  out(`wrote ${made.file}\nwrote ${made.test}`);
+  if (made.policyHint) {
+    out(`Plugins get no permissions by default; grant them in permissions.json:`);
+    out(`  ${made.policyHint}`);
+  }
+  out(`Check it with: corral check ${made.file}`);
+  return 0;
+}

@@ -1,0 +1,125 @@
+/**
+ * The syntax of corral's command line: its help text, its options, and the
+ * error a command throws for bad usage (exit code 2).
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+
+/** `corral --help`. */
+export const USAGE = `corral: a sandboxed tool host for LLM agents
+
+Usage:
+  corral list [--json]                      every tool, its letters, isolation, grant and status
+  corral schema [--format openai|anthropic|mcp]
+                                            the catalog as function-calling schemas (JSON)
+  corral call NAME --args JSON [--yes]      run one tool in its sandbox; --args - reads stdin
+  corral demo                               list the tools and run a few sandboxed calls
+  corral audit PATH [--tool X] [--since ISO|1h|30m]
+                                            summary of an audit log: calls and outcomes per tool
+  corral check PATH...                      load plugin files (or directories) in their sandboxes
+                                            and report every breach of the tool contract
+  corral new NAME [--permissions LETTERS] [--dir DIR] [--style class|module]
+                                            write a working tool file and its test
+  corral plugins [list]                     the plugin directories, files and packages found
+  corral plugins install SPEC               cache a package plugin (npm:, jsr:, https:, path),
+                                            pin it in the lock file and add it to corral.json
+  corral mcp                                serve the tools over MCP on stdio (stdout: protocol only)
+  corral mcp --http [HOST:]PORT             serve over Streamable HTTP at /mcp (default host 127.0.0.1)
+
+Options:
+  -r -w -x -n           grant only these letters (read, write, run, net); none given: all
+  --toolset NAME        also load an on-demand toolset (repeatable), e.g. --toolset net
+  --permissions PATH    the policy file (default: ./permissions.json, else the shipped one);
+                        for "new": the tool's permission letters
+  --config PATH         the config file (default: ./corral.json when present): tool_dirs,
+                        plugins, services, toolsets, audit; CORRAL_TOOL_DIRS adds directories
+                        (colon-separated)
+  --workspace DIR       the workspace (default: the current directory)
+  --timeout MS          shorter time limit for this call (never above the policy's)
+  --yes                 approve calls of tools that need confirmation
+  --no-cache            do not read or write the discovery cache
+  --audit PATH          append one JSON line per tool call to PATH (off by default)
+  --quiet               no progress reports on stderr
+  --http [HOST:]PORT    mcp: Streamable HTTP instead of stdio; PORT 0 picks a free port
+  --token TOKEN         mcp --http: require "Authorization: Bearer TOKEN" (default
+                        CORRAL_MCP_TOKEN); required to bind a non-loopback address
+  --stateless           mcp --http: no sessions, for several instances behind a load balancer
+  --max-body BYTES      mcp --http: largest request body (default 1048576); larger: 413
+  --max-concurrent N    mcp: calls running at once per session (default 8); more: tool error
+  --allow-origin ORIGIN mcp --http: a browser origin allowed besides loopback (repeatable)
+  --watch               mcp: reload plugin files that are added, changed or removed, and
+                        send notifications/tools/list_changed
+  -V, --version         corral's and Deno's versions
+  -h, --help            this help
+
+Exit codes: 0 success, 1 the tool failed, 2 usage or configuration error.`;
+
+/** Bad usage of the command line: the message is printed with a pointer to `--help`; exit 2. */
+export class UsageError extends Error {
+  /** Create the error; `cause` keeps the underlying error, if any. */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "UsageError";
+  }
+}
+
+/** Every option of every command (commands ignore the ones that are not theirs). */
+export const CLI_OPTIONS = {
+  r: { type: "boolean", short: "r" },
+  w: { type: "boolean", short: "w" },
+  x: { type: "boolean", short: "x" },
+  n: { type: "boolean", short: "n" },
+  toolset: { type: "string", multiple: true },
+  permissions: { type: "string" },
+  config: { type: "string" },
+  dir: { type: "string" },
+  style: { type: "string" },
+  workspace: { type: "string" },
+  json: { type: "boolean" },
+  format: { type: "string" },
+  args: { type: "string" },
+  timeout: { type: "string" },
+  yes: { type: "boolean" },
+  "no-cache": { type: "boolean" },
+  audit: { type: "string" },
+  tool: { type: "string" },
+  since: { type: "string" },
+  quiet: { type: "boolean" },
+  http: { type: "string" },
+  token: { type: "string" },
+  stateless: { type: "boolean" },
+  "max-body": { type: "string" },
+  "max-concurrent": { type: "string" },
+  "allow-origin": { type: "string", multiple: true },
+  watch: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+  version: { type: "boolean", short: "V" },
+} as const;
+
+/** The parsed command line. */
+export type CliArgs = ReturnType<typeof parseCli>;
+
+/** The option values of a parsed command line. */
+export type CliValues = CliArgs["values"];
+
+/**
+ * Parse `argv`; unknown options throw a {@link UsageError}.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { parseCli } from "./options.ts";
+ * const { values, positionals } = parseCli(["call", "WordCount", "-r", "--args", "{}"]);
+ * assert.deepEqual(positionals, ["call", "WordCount"]);
+ * assert.equal(values.r, true);
+ * assert.throws(() => parseCli(["--nope"]), { name: "UsageError" });
+ * ```
+ */
+export function parseCli(argv: string[]) {
+  try {
+    return parseArgs({ args: argv, options: CLI_OPTIONS, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}

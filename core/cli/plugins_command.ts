@@ -1,0 +1,35 @@
+/**
+ * `corral plugins [list]`: the plugin directories, files and packages found
+ * (nothing is imported). `corral plugins install SPEC`: cache a package,
+ * pin it in the lock file and add it to corral.json.
+ *
+ * @module
+ */
+import { loadPolicy } from "../config/policy.ts";
+import { installPlugin } from "../plugins/packages.ts";
+import { pluginSources } from "../plugins/plugins.ts";
+import { workspaceConfig } from "./open_registry.ts";
+import { type CliValues, UsageError } from "./options.ts";
+import { out } from "./output.ts";
+
+/** Run `corral plugins`; returns the exit code. */
+export async function pluginsCommand(values: CliValues, rest: string[]): Promise<number> {
+  const { config, workspace } = await workspaceConfig(values);
+  const sub = rest[0] ?? "list";
+  if (sub === "install") {
+    if (!rest[1]) {
+      throw new UsageError("plugins install needs a specifier (npm:, jsr:, https: or a path)");
+    }
+    const configFile = config.file ?? `${workspace}/corral.json`;
+    const res = await installPlugin(rest[1], { configFile });
+    out(`installed ${rest[1]}; ${res.added ? "added to" : "already in"} ${configFile}`);
+    return 0;
+  }
+  if (sub !== "list") throw new UsageError(`unknown plugins command "${sub}" (list, install)`);
+  const policy = await loadPolicy({ file: values.permissions, workspace });
+  const found = await pluginSources({ policy, config, workspace });
+  for (const d of found.dirs) out(`${d.dir}  (${d.origin}; toolsets plugin:${d.label}/...)`);
+  for (const s of found.sources) out(`  ${s.id}  ${s.modules[0]}  [${s.policy.where}]`);
+  for (const w of found.warnings) out(`  warning: ${w}`);
+  return 0;
+}

@@ -1,0 +1,249 @@
+/**
+ * MCP over Streamable HTTP at `/mcp`, with `Deno.serve`: sessions (or
+ * none, `stateless`, for load balancers), and the checks every request
+ * passes first: Host and Origin against DNS rebinding, the bearer token,
+ * the path and the body size.
+ *
+ * @module
+ */
+// @ts-types="@modelcontextprotocol/sdk/server/webStandardStreamableHttp"
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { ConfigError } from "../tool/errors.ts";
+import {
+  type CorralMcpServer,
+  createMcpServer,
+  DEFAULT_MAX_CONCURRENT,
+  type McpHandle,
+  type McpRegistry,
+  type McpServerOptions,
+} from "./mcp_server.ts";
+
+/** Default of {@link McpHttpOptions.maxBodyBytes}: 1 MiB. */
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
+/** Options of {@link serveHttp}. */
+export interface McpHttpOptions extends McpServerOptions {
+  /** Address to bind (default 127.0.0.1). */
+  hostname?: string;
+  /** Port; 0 picks a free one. */
+  port: number;
+  /** Require `Authorization: Bearer TOKEN` on every request. */
+  token?: string;
+  /** Largest request body in bytes (default 1 MiB); more is refused with 413. */
+  maxBodyBytes?: number;
+  /** No sessions: each request is served on its own (for load balancers). */
+  stateless?: boolean;
+  /** Browser origins allowed besides loopback ones, e.g. `https://app.example`. */
+  allowedOrigins?: string[];
+  /** Path of the endpoint (default `/mcp`). */
+  path?: string;
+}
+
+/** A running Streamable HTTP server. */
+export interface McpHttpHandle extends McpHandle {
+  /** The bound address. */
+  readonly hostname: string;
+  /** The bound port. */
+  readonly port: number;
+  /** The endpoint, e.g. `http://127.0.0.1:8123/mcp`. */
+  readonly url: string;
+}
+
+/** Parse `--http [HOST:]PORT` (`8080`, `0.0.0.0:8080`, `[::1]:8080`). */
+export function parseListenAddress(text: string): { hostname: string; port: number } {
+  const m = /^(?:(\[[0-9a-fA-F:.]+\]|[^:[\]]+):)?(\d{1,5})$/.exec(text.trim());
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port > 65535) {
+    throw new ConfigError(
+      `--http needs [HOST:]PORT, like 8080 or 127.0.0.1:8080 or [::1]:8080, got "${text}"`,
+    );
+  }
+  const host = m[1] ?? "127.0.0.1";
+  return { hostname: host.startsWith("[") ? host.slice(1, -1) : host, port };
+}
+
+/** True for names and addresses that only reach this machine. */
+export function isLoopback(hostname: string): boolean {
+  const h = hostname.toLowerCase().replace(/^\[|\]$/g, "");
+  return h === "localhost" || h === "::1" || /^127\.\d+\.\d+\.\d+$/.test(h);
+}
+
+interface _Session {
+  mcp: CorralMcpServer;
+  transport: WebStandardStreamableHTTPServerTransport;
+}
+
+/**
+ * Serve over Streamable HTTP at `/mcp` with `Deno.serve`. Binding a
+ * non-loopback address without a token throws a {@link ConfigError}.
+ * Requests are checked in this order: Host and Origin (403), bearer token
+ * (401), path (404), body size (413).
+ */
+export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHttpHandle {
+  const hostname = options.hostname ?? "127.0.0.1";
+  const loopback = isLoopback(hostname);
+  const token = options.token || undefined;
+  if (!loopback && !token) {
+    throw new ConfigError(
+      `refusing to serve MCP on ${hostname} without a token: anyone who can reach it could run ` +
+        "tools. Pass --token TOKEN (or set CORRAL_MCP_TOKEN), or bind 127.0.0.1",
+    );
+  }
+  const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  if (!Number.isInteger(maxBody) || maxBody <= 0) {
+    throw new ConfigError(`--max-body must be a positive number of bytes, got ${maxBody}`);
+  }
+  const maxConcurrent = options.maxConcurrent ?? DEFAULT_MAX_CONCURRENT;
+  if (!Number.isInteger(maxConcurrent) || maxConcurrent <= 0) {
+    throw new ConfigError(`--max-concurrent must be a positive integer, got ${maxConcurrent}`);
+  }
+  const path = options.path ?? "/mcp";
+  const allowedOrigins = new Set((options.allowedOrigins ?? []).map((o) => o.replace(/\/$/, "")));
+  const sessions = new Map<string, _Session>();
+  const stateless = options.stateless === true;
+  const shared = { running: 0 };
+  const serverOptions: McpServerOptions = { ...options, maxConcurrent };
+  const expected = token ? new TextEncoder().encode(`Bearer ${token}`) : undefined;
+
+  const refuse = (status: number, message: string, headers: Record<string, string> = {}) =>
+    Response.json(
+      { jsonrpc: "2.0", error: { code: -32000, message }, id: null },
+      { status, headers },
+    );
+
+  const originAllowed = (origin: string): boolean => {
+    if (allowedOrigins.has(origin)) return true;
+    try {
+      const u = new URL(origin);
+      return loopback && isLoopback(u.hostname) &&
+        (u.protocol === "http:" || u.protocol === "https:");
+    } catch {
+      return false;
+    }
+  };
+
+  const handle = async (req: Request): Promise<Response> => {
+    // DNS rebinding: a loopback server only answers to loopback names.
+    const host = req.headers.get("host") ?? "";
+    if (loopback) {
+      let name = "";
+      try {
+        name = new URL(`http://${host}`).hostname;
+      } catch { /* malformed: refused below */ }
+      if (!isLoopback(name)) return refuse(403, `Forbidden: Host "${host}" is not allowed`);
+    }
+    const origin = req.headers.get("origin");
+    if (origin !== null && !originAllowed(origin)) {
+      return refuse(403, `Forbidden: Origin "${origin}" is not allowed`);
+    }
+    if (
+      expected &&
+      !_sameBytes(new TextEncoder().encode(req.headers.get("authorization") ?? ""), expected)
+    ) {
+      return refuse(401, "Unauthorized: send Authorization: Bearer <token>", {
+        "WWW-Authenticate": 'Bearer realm="corral"',
+      });
+    }
+    if (new URL(req.url).pathname !== path) {
+      return refuse(404, `Not found: the endpoint is ${path}`);
+    }
+    const length = Number(req.headers.get("content-length") ?? "0");
+    if (length > maxBody) {
+      return refuse(413, `Payload too large: ${length} bytes, limit ${maxBody} (--max-body)`);
+    }
+    const transportOptions = { maxRequestBodySize: maxBody };
+    if (stateless) {
+      if (req.method !== "POST") {
+        return refuse(405, "Method not allowed: a stateless server only takes POST", {
+          Allow: "POST",
+        });
+      }
+      const mcp = createMcpServer(registry, {
+        ...serverOptions,
+        elicitation: false,
+        counter: shared,
+      });
+      const transport = new WebStandardStreamableHTTPServerTransport({
+        ...transportOptions,
+        sessionIdGenerator: undefined,
+      });
+      await mcp.connect(transport);
+      return await transport.handleRequest(req);
+    }
+    const id = req.headers.get("mcp-session-id");
+    if (id !== null) {
+      const session = sessions.get(id);
+      if (!session) {
+        return Response.json(
+          { jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null },
+          { status: 404 },
+        );
+      }
+      return await session.transport.handleRequest(req);
+    }
+    if (req.method !== "POST") {
+      return refuse(400, "Bad Request: no Mcp-Session-Id header; initialize a session first");
+    }
+    const mcp = createMcpServer(registry, serverOptions);
+    const transport: WebStandardStreamableHTTPServerTransport =
+      new WebStandardStreamableHTTPServerTransport({
+        ...transportOptions,
+        sessionIdGenerator: () => crypto.randomUUID(),
+        onsessioninitialized: (sid) => void sessions.set(sid, { mcp, transport }),
+        onsessionclosed: (sid) => void sessions.delete(sid),
+      });
+    transport.onclose = () => {
+      if (transport.sessionId) sessions.delete(transport.sessionId);
+    };
+    await mcp.connect(transport);
+    return await transport.handleRequest(req);
+  };
+
+  let httpServer: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    httpServer = Deno.serve({
+      hostname,
+      port: options.port,
+      onListen: () => {/* the caller prints the URL */},
+      onError: (err) => refuse(500, `Internal error: ${(err as Error)?.message ?? err}`),
+    }, handle);
+  } catch (err) {
+    if (
+      err instanceof Deno.errors.AddrInUse || err instanceof Deno.errors.PermissionDenied ||
+      err instanceof Deno.errors.AddrNotAvailable || err instanceof Deno.errors.NotCapable
+    ) {
+      throw new ConfigError(
+        `cannot listen on ${hostname}:${options.port}: ${(err as Error).message}`,
+      );
+    }
+    throw err;
+  }
+  const addr = httpServer.addr;
+  const shown = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
+  let closing: Promise<void> | undefined;
+  return {
+    hostname: addr.hostname,
+    port: addr.port,
+    url: `http://${shown}:${addr.port}${path}`,
+    finished: httpServer.finished,
+    notifyToolsChanged: async () => {
+      await Promise.all([...sessions.values()].map((s) => s.mcp.notifyToolsChanged()));
+    },
+    close: () => {
+      closing ??= (async () => {
+        const open = [...sessions.values()];
+        sessions.clear();
+        await Promise.all(open.map((s) => s.mcp.close().catch(() => {})));
+        await httpServer.shutdown();
+      })();
+      return closing;
+    },
+  };
+}
+
+function _sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  // Length leaks, content does not: compare every byte whatever the first difference.
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < b.length; i++) diff |= (a[i] ?? 0) ^ b[i];
+  return diff === 0;
+}
