@@ -1,16 +1,13 @@
 /**
  * The per-tool command line: `deno run -A toolsets/files/word_count.ts
- * README.md --json`. Flags come from the tool's zod schema (no hand-written
- * parsing): each top-level key is `--key value` (`--key-name` also works for
- * `key_name`), booleans are `--flag` / `--no-flag`, numbers are parsed,
- * arrays repeat the flag, objects take JSON, and the first required string
- * parameter may be given positionally. `--json` prints the result as JSON on
- * stdout; `--help` prints the usage. Exit codes: 0 success, 1 the tool
- * failed, 2 usage error.
+ * README.md --json`. Flags come from the tool's zod schema
+ * (./harness_params.ts). `--json` prints the result as JSON on stdout;
+ * `--help` prints the usage. Exit codes: 0 success, 1 the tool failed, 2
+ * usage error.
  *
  * @module
  */
-import { parseArgs } from "node:util";
+import { describeParams, parseHarnessArgs, RESERVED_FLAGS } from "./harness_params.ts";
 import { invokeTool } from "./invoke.ts";
 import { Reporter, type Sink } from "./reporter.ts";
 import { type Letter, LETTER_NAMES } from "./permissions.ts";
@@ -35,21 +32,6 @@ export interface HarnessOptions {
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
 const _encoder = new TextEncoder();
-const _RESERVED = new Set(["json", "help"]);
-
-class _UsageError extends Error {}
-
-/** One command-line parameter derived from a top-level schema key. */
-export interface HarnessParam {
-  key: string;
-  kind: "string" | "number" | "boolean" | "array" | "json";
-  /** For arrays: the kind of the items. */
-  item?: "string" | "number" | "json";
-  required: boolean;
-  description?: string;
-  defaultValue?: unknown;
-  choices?: string[];
-}
 
 /**
  * Run a tool from the command line and return the exit code (also set as
@@ -112,7 +94,7 @@ async function _main(
   const params = describeParams(def);
   let parsed: { json: boolean; help: boolean; values: Record<string, unknown> };
   try {
-    parsed = _parse(params, args);
+    parsed = parseHarnessArgs(params, args);
   } catch (e) {
     err(`Error: ${e instanceof Error ? e.message : String(e)}\n`);
     err(`Run with --help for the parameters of ${def.name}.\n`);
@@ -172,218 +154,6 @@ function _namespace(target: unknown): Record<string, unknown> {
   throw new TypeError("runHarness needs a @tool class, a tool config or a module namespace");
 }
 
-/**
- * The command-line parameters of a tool, from its zod schema.
- *
- * @example
- * ```ts
- * import { z } from "zod";
- * import { collectTools } from "./tool.ts";
- * import { describeParams } from "./harness.ts";
- * const { tools: [t] } = await collectTools({ TOOL_CONFIG: { name: "T", description: "T",
- *   input_schema: z.object({ n: z.number().default(1).describe("How many") }), function: () => "" } });
- * console.assert(describeParams(t)[0].kind === "number");
- * ```
- */
-export function describeParams(def: ToolDefinition): HarnessParam[] {
-  const shape = _shape(def.input);
-  return Object.entries(shape).map(([key, field]) => {
-    const info = _unwrap(field);
-    const param: HarnessParam = {
-      key,
-      kind: "json",
-      required: !_accepts(field, undefined),
-      description: _description(field),
-      defaultValue: info.defaultValue,
-    };
-    switch (info.type) {
-      case "ZodString":
-        param.kind = "string";
-        break;
-      case "ZodNumber":
-      case "ZodBigInt":
-        param.kind = "number";
-        break;
-      case "ZodBoolean":
-        param.kind = "boolean";
-        break;
-      case "ZodEnum":
-        param.kind = "string";
-        param.choices = (info.schema._def.values as unknown[]).map(String);
-        break;
-      case "ZodNativeEnum":
-        param.kind = "string";
-        break;
-      case "ZodLiteral":
-        param.kind = typeof info.schema._def.value === "number" ? "number" : "string";
-        break;
-      case "ZodArray": {
-        param.kind = "array";
-        const item = _unwrap(info.schema._def.type).type;
-        param.item = item === "ZodNumber" ? "number" : item === "ZodString" ? "string" : "json";
-        break;
-      }
-    }
-    return param;
-  });
-}
-
-// deno-lint-ignore no-explicit-any
-type _AnyZod = { _def: any; description?: string; safeParse(v: unknown): { success: boolean } };
-
-function _shape(schema: unknown): Record<string, _AnyZod> {
-  const s = schema as { shape?: unknown; _def?: { shape?: unknown } };
-  const shape = typeof s._def?.shape === "function" ? s._def.shape() : s.shape;
-  return (shape ?? {}) as Record<string, _AnyZod>;
-}
-
-function _unwrap(field: _AnyZod): { type: string; schema: _AnyZod; defaultValue?: unknown } {
-  let cur = field;
-  let defaultValue: unknown = undefined;
-  for (let i = 0; i < 20; i++) {
-    const def = cur._def ?? {};
-    switch (def.typeName) {
-      case "ZodDefault":
-        if (defaultValue === undefined) defaultValue = def.defaultValue();
-        cur = def.innerType;
-        continue;
-      case "ZodOptional":
-      case "ZodNullable":
-      case "ZodReadonly":
-      case "ZodCatch":
-        cur = def.innerType;
-        continue;
-      case "ZodEffects":
-        cur = def.schema;
-        continue;
-      case "ZodBranded":
-        cur = def.type;
-        continue;
-      case "ZodPipeline":
-        cur = def.in;
-        continue;
-    }
-    break;
-  }
-  return { type: String(cur._def?.typeName), schema: cur, defaultValue };
-}
-
-function _description(field: _AnyZod): string | undefined {
-  let cur: _AnyZod | undefined = field;
-  for (let i = 0; i < 20 && cur; i++) {
-    if (cur.description) return cur.description;
-    cur = cur._def?.innerType ?? cur._def?.schema;
-  }
-  return undefined;
-}
-
-function _accepts(field: _AnyZod, value: unknown): boolean {
-  try {
-    return field.safeParse(value).success;
-  } catch {
-    return false;
-  }
-}
-
-function _kebab(key: string): string {
-  return key.replaceAll("_", "-");
-}
-
-function _parse(
-  params: HarnessParam[],
-  argv: string[],
-): { json: boolean; help: boolean; values: Record<string, unknown> } {
-  type Opt = { type: "string" | "boolean"; multiple?: boolean };
-  const opts: Record<string, Opt> = {
-    json: { type: "boolean" },
-    help: { type: "boolean" },
-  };
-  const byFlag = new Map<string, HarnessParam>();
-  for (const p of params) {
-    if (_RESERVED.has(p.key)) continue;
-    const opt: Opt = p.kind === "boolean"
-      ? { type: "boolean" }
-      : p.kind === "array"
-      ? { type: "string", multiple: true }
-      : { type: "string" };
-    for (const name of new Set([p.key, _kebab(p.key)])) {
-      opts[name] = opt;
-      byFlag.set(name, p);
-    }
-  }
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      options: opts,
-      strict: true,
-      allowPositionals: true,
-      allowNegative: true,
-    });
-  } catch (e) {
-    throw new _UsageError(e instanceof Error ? e.message : String(e));
-  }
-  const raw = parsed.values as Record<string, unknown>;
-  const values: Record<string, unknown> = {};
-  for (const [flag, value] of Object.entries(raw)) {
-    const p = byFlag.get(flag);
-    if (!p) continue;
-    if (p.key in values) {
-      throw new _UsageError(`--${p.key} is given twice (as --${p.key} and --${_kebab(p.key)})`);
-    }
-    values[p.key] = _convert(p, value);
-  }
-  if (parsed.positionals.length > 0) {
-    const first = params.find((p) => p.required && p.kind === "string" && !_RESERVED.has(p.key));
-    if (!first) {
-      throw new _UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[0])}`);
-    }
-    if (parsed.positionals.length > 1) {
-      throw new _UsageError(
-        `unexpected argument ${JSON.stringify(parsed.positionals[1])} (only <${first.key}> ` +
-          `may be given without a flag)`,
-      );
-    }
-    if (first.key in values) {
-      throw new _UsageError(`${first.key} is given both positionally and as --${first.key}`);
-    }
-    values[first.key] = parsed.positionals[0];
-  }
-  return { json: raw.json === true, help: raw.help === true, values };
-}
-
-function _convert(p: HarnessParam, value: unknown): unknown {
-  switch (p.kind) {
-    case "boolean":
-    case "string":
-      return value;
-    case "number":
-      return _number(p.key, String(value));
-    case "array":
-      return (value as string[]).map((v) =>
-        p.item === "number" ? _number(p.key, v) : p.item === "json" ? _json(p.key, v) : v
-      );
-    case "json":
-      return _json(p.key, String(value));
-  }
-}
-
-function _number(key: string, text: string): number {
-  const n = Number(text);
-  if (text.trim() === "" || !Number.isFinite(n)) {
-    throw new _UsageError(`--${key} expects a number, got ${JSON.stringify(text)}`);
-  }
-  return n;
-}
-
-function _json(key: string, text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new _UsageError(`--${key} expects JSON, got ${JSON.stringify(text)}`);
-  }
-}
-
 function _firstLine(text: string): string {
   return text.split("\n")[0];
 }
@@ -402,7 +172,7 @@ function _firstLine(text: string): string {
  * ```
  */
 export function usage(def: ToolDefinition): string {
-  const params = describeParams(def).filter((p) => !_RESERVED.has(p.key));
+  const params = describeParams(def).filter((p) => !RESERVED_FLAGS.has(p.key));
   const first = params.find((p) => p.required && p.kind === "string");
   const letters = def.permissions === ""
     ? "none"

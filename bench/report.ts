@@ -1,0 +1,117 @@
+/**
+ * The report of `deno task bench`: the sizes of a run, the section
+ * headings, the goals table and the helpers that format it.
+ *
+ * @module
+ */
+import { fmtMiB, sig } from "./lib.ts";
+
+/** Sizes of one run. */
+export interface Sizes {
+  calls: number;
+  rounds: number;
+  coldRuns: number;
+  plugins: number[];
+  discoveryColdRuns: (n: number) => number;
+  discoveryWarmRuns: number;
+  extraSandboxes: number;
+  mcpCalls: number;
+}
+
+/** The full run: `deno task bench`. */
+export const FULL: Sizes = {
+  calls: 10_000,
+  rounds: 5,
+  coldRuns: 15,
+  plugins: [0, 10, 100, 1000],
+  discoveryColdRuns: (n) => n >= 1000 ? 1 : n >= 100 ? 2 : 3,
+  discoveryWarmRuns: 7,
+  extraSandboxes: 8,
+  mcpCalls: 1000,
+};
+
+/** The smoke run: tiny counts, seconds (`--smoke`). */
+export const SMOKE: Sizes = {
+  calls: 200,
+  rounds: 2,
+  coldRuns: 2,
+  plugins: [0, 1, 2, 4],
+  discoveryColdRuns: () => 1,
+  discoveryWarmRuns: 2,
+  extraSandboxes: 1,
+  mcpCalls: 20,
+};
+
+/** Section headings; the smoke run checks that the report has every one. */
+export const SECTIONS = [
+  "## Goals",
+  "## 1. Warm call latency",
+  "## 2. Throughput",
+  "## 3. Cold start",
+  "## 4. Discovery",
+  "## 5. Memory",
+  "## 6. Against a peer: MCP",
+  "## Analysis",
+] as const;
+
+/** One row of the goals table. */
+export interface Goal {
+  id: string;
+  goal: string;
+  corral: string;
+  baseline: string;
+  ratio: number;
+  target: string;
+  pass: boolean | null;
+}
+
+/** The goals measured so far in this run, in order. */
+export const goals: Goal[] = [];
+
+/** Add a row to the goals table (`pass` absent: not judged). */
+export function goal(g: Omit<Goal, "pass"> & { pass?: boolean | null }): void {
+  goals.push({ ...g, pass: g.pass === undefined ? null : g.pass });
+}
+
+/** PASS, MISS or n/a, as the table shows it. */
+export function verdict(pass: boolean | null): string {
+  return pass === null ? "n/a" : pass ? "**PASS**" : "**MISS**";
+}
+
+/** A ratio as `1.23×`. */
+export function x(ratio: number): string {
+  return Number.isFinite(ratio) ? `${sig(ratio)}×` : "n/a";
+}
+
+/** A Markdown table. */
+export function table(head: string[], rows: string[][]): string {
+  const line = (cells: string[]) => `| ${cells.join(" | ")} |`;
+  return [line(head), line(head.map(() => "---")), ...rows.map(line)].join("\n");
+}
+
+/** `min – max` of several runs. */
+export function spread(values: number[], fmt: (v: number) => string): string {
+  return values.length > 1
+    ? `${fmt(Math.min(...values))} – ${fmt(Math.max(...values))}`
+    : "(1 run)";
+}
+
+/** A progress line on stderr. */
+export function log(text: string): void {
+  console.error(`[bench] ${text}`);
+}
+
+/** The machine the run was on, for the report header. */
+export function machine(): string[] {
+  let cpu = "unknown CPU";
+  let mem = NaN;
+  try {
+    cpu = /model name\s*:\s*(.+)/.exec(Deno.readTextFileSync("/proc/cpuinfo"))?.[1] ?? cpu;
+    mem = Number(/MemTotal:\s+(\d+)/.exec(Deno.readTextFileSync("/proc/meminfo"))?.[1]) * 1024;
+  } catch { /* not Linux */ }
+  return [
+    `- Machine: ${cpu}, ${navigator.hardwareConcurrency} cores, ${fmtMiB(mem)} RAM, ` +
+    `${Deno.build.os} ${Deno.osRelease()} (${Deno.build.arch})`,
+    `- Deno ${Deno.version.deno} (V8 ${Deno.version.v8}, TypeScript ${Deno.version.typescript})`,
+  ];
+}

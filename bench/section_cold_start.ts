@@ -1,0 +1,99 @@
+/**
+ * Section 3 of the benchmarks: cold start of `corral call` against an
+ * empty `deno run`.
+ *
+ * @module
+ */
+import { BENCH, CORRAL_FLAGS, fmtMs, median, ROOT, summary, timeDeno } from "./lib.ts";
+import { goal, log, SECTIONS, type Sizes, spread, table, x } from "./report.ts";
+
+/** Run section 3; returns its Markdown. */
+export async function sectionColdStart(sizes: Sizes, base: string): Promise<string> {
+  log(`3. cold start: ${sizes.coldRuns} runs per command`);
+  const ws = `${base}/cold_ws`;
+  const cache = `${base}/cold_cache`;
+  await Deno.mkdir(ws, { recursive: true });
+  await Deno.writeTextFile(`${ws}/small.txt`, "one two three\nfour five six\n".repeat(20));
+  const call = [
+    "run",
+    ...CORRAL_FLAGS,
+    `${ROOT}main.ts`,
+    "call",
+    "WordCount",
+    "--args",
+    '{"filepath":"small.txt"}',
+    "--quiet",
+  ];
+  const env = { CORRAL_CACHE_DIR: cache };
+  const commands: Array<
+    { key: string; label: string; args: string[]; env?: Record<string, string> }
+  > = [
+    {
+      key: "empty",
+      label: "`deno run` of an empty script (baseline)",
+      args: ["run", `${BENCH}empty.ts`],
+    },
+    {
+      key: "help",
+      label: "`corral --help` (host modules only, no registry)",
+      args: ["run", ...CORRAL_FLAGS, `${ROOT}main.ts`, "--help"],
+      env,
+    },
+    {
+      key: "call",
+      label: "**`corral call WordCount`**, discovery cache warm",
+      args: call,
+      env,
+    },
+    {
+      key: "nocache",
+      label: "`corral call WordCount --no-cache` (first run ever: discovery too)",
+      args: [...call, "--no-cache"],
+      env,
+    },
+  ];
+  // Warm the discovery cache and Deno's own caches; check that the call works.
+  const first = await timeDeno(call, { cwd: ws, env });
+  if (first.code !== 0 || !first.stdout.includes('"words"')) {
+    throw new Error(`corral call WordCount failed (${first.code}): ${first.stderr.slice(-800)}`);
+  }
+  for (const c of commands) await timeDeno(c.args, { cwd: ws, env: c.env });
+  const times: Record<string, number[]> = Object.fromEntries(commands.map((c) => [c.key, []]));
+  for (let i = 0; i < sizes.coldRuns; i++) {
+    for (const c of commands) {
+      const r = await timeDeno(c.args, { cwd: ws, env: c.env });
+      if (r.code !== 0) throw new Error(`${c.label} failed (${r.code}): ${r.stderr.slice(-500)}`);
+      times[c.key].push(r.ms);
+    }
+  }
+  const empty = median(times.empty);
+  const rows = commands.map((c) => {
+    const s = summary(times[c.key]);
+    return [
+      c.label,
+      fmtMs(s.median),
+      spread(times[c.key], fmtMs),
+      String(s.n),
+      x(s.median / empty),
+    ];
+  });
+  const callMs = median(times.call);
+  goal({
+    id: "3",
+    goal: "cold start, `corral call WordCount` ≤ 4× `deno run` of an empty script",
+    corral: fmtMs(callMs),
+    baseline: fmtMs(empty),
+    ratio: callMs / empty,
+    target: "≤ 4×",
+    pass: callMs / empty <= 4,
+  });
+  return [
+    SECTIONS[3],
+    "",
+    "Whole processes, wall time from spawn to exit, measured by the bench script. corral runs " +
+    "with the flags of `deno task corral` on a 600-byte file, in a workspace with no " +
+    "`corral.json`; the commands alternate run by run. Spread: fastest and slowest run.",
+    "",
+    table(["command", "median", "spread", "runs", "vs empty script"], rows),
+  ].join("\n");
+}
