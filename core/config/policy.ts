@@ -7,8 +7,8 @@
  */
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
-import { ConfigError } from "../tool/errors.ts";
 import type { JailMode } from "../guard/jail.ts";
+import { ConfigError } from "../tool/errors.ts";
 import type { Grant } from "../tool/tool.ts";
 
 /** How a toolset is isolated. */

@@ -18,21 +18,7 @@
  * @module
  */
 import { dirname, isAbsolute, join } from "node:path";
-
-/** What a jailed subprocess may use. Part of a tool's grant (`grant.jail`). */
-export interface JailSpec {
-  /** Absolute path of the `bwrap` binary. */
-  bwrap: string;
-  /** Paths bound writable (everything else is read-only). */
-  write: string[];
-  /** Share the host's network (the tool holds `n`); otherwise none at all. */
-  net: boolean;
-  /**
-   * Deno may run ONLY bwrap, not the listed commands directly (plugins and
-   * packages). Trusted built-ins keep their commands on Deno's list too.
-   */
-  exclusive?: boolean;
-}
+import type { JailSpec } from "../tool/tool.ts";
 
 /** The policy's `jail` setting: `auto` jails when bwrap works here. */
 export type JailMode = "required" | "auto" | "off";

@@ -25,7 +25,8 @@
  */
 import { basename } from "node:path";
 import { PermissionDeniedError } from "../tool/errors.ts";
-import { bwrapArgs, JAIL_HOME, type JailSpec } from "./jail.ts";
+import type { JailSpec } from "../tool/tool.ts";
+import { bwrapArgs, JAIL_HOME } from "./jail.ts";
 import type { Grant } from "../tool/tool.ts";
 
 /** What the sandbox knows about the processes its tools start. */

@@ -5,7 +5,6 @@
  * @module
  */
 import { z } from "zod";
-import type { JailSpec } from "../guard/jail.ts";
 import { parsePermissions } from "./permissions.ts";
 
 /** Tool names allowed by corral (and by every function-calling API). */
@@ -50,6 +49,22 @@ export interface Grant {
    * lists the commands allowed inside it.
    */
   jail?: JailSpec;
+}
+
+/** What a jailed subprocess may use. Part of a tool's grant (`grant.jail`; see
+ * core/guard/jail.ts). */
+export interface JailSpec {
+  /** Absolute path of the `bwrap` binary. */
+  bwrap: string;
+  /** Paths bound writable (everything else is read-only). */
+  write: string[];
+  /** Share the host's network (the tool holds `n`); otherwise none at all. */
+  net: boolean;
+  /**
+   * Deno may run ONLY bwrap, not the listed commands directly (plugins and
+   * packages). Trusted built-ins keep their commands on Deno's list too.
+   */
+  exclusive?: boolean;
 }
 
 /** Options of the `@tool` decorator. */

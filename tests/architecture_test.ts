@@ -1,0 +1,153 @@
+// ARCHITECTURE.md stays true: every path it names exists, imports follow its
+// layers, the sandbox realm and the host realm stay apart, and no source file
+// outside tests grows past 450 lines.
+import assert from "node:assert/strict";
+import { basename, dirname, relative } from "node:path";
+import { localModuleGraph } from "../core/sandbox/module_graph.ts";
+import { sandboxEntryFiles } from "../core/sandbox/sandbox.ts";
+import { ROOT } from "./_helpers.ts";
+
+/** core/ folders, bottom first; a folder may import its own and lower layers only. */
+const LAYERS = [["tool"], ["guard"], ["config"], ["sandbox"], ["registry"], ["plugins", "mcp"], [
+  "cli",
+]];
+const MAX_LINES = 450;
+
+/** Every file git knows, relative to the root (deleted files are left out). */
+async function repoFiles(): Promise<string[]> {
+  const out = await new Deno.Command("git", {
+    args: ["ls-files", "--cached", "--others", "--exclude-standard"],
+    cwd: ROOT,
+    stdout: "piped",
+  }).output();
+  assert.ok(out.success, "git ls-files failed");
+  return new TextDecoder().decode(out.stdout).split("\n").filter((f) => {
+    if (!f) return false;
+    try {
+      return Deno.statSync(`${ROOT}${f}`).isFile;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** Local import targets of one file (relative to the root), doc examples included. */
+async function importsOf(file: string): Promise<string[]> {
+  const graph = await localModuleGraph([`${ROOT}${file}`], {}, (f) =>
+    // Only the file itself: the graph's first step.
+    f === `${ROOT}${file}` ? Deno.readTextFile(f) : Promise.resolve(""));
+  return graph.map((f) => relative(ROOT, f)).filter((f) => f !== file);
+}
+
+function layerOf(file: string): number {
+  const folder = file.split("/")[1];
+  return LAYERS.findIndex((l) => l.includes(folder));
+}
+
+Deno.test("every path ARCHITECTURE.md names exists", async () => {
+  const doc = await Deno.readTextFile(`${ROOT}ARCHITECTURE.md`);
+  const files = await repoFiles();
+  const names = new Set(files.map((f) => basename(f)));
+  const dirs = new Set(files.flatMap((f) => {
+    const parts = f.split("/").slice(0, -1);
+    return parts.map((_, i) => parts.slice(0, i + 1).join("/") + "/");
+  }));
+  const paths = new Set<string>();
+  for (
+    const m of doc.matchAll(/(?:^|[\s`(|])((?:core|toolsets|plugins|tests|bench|docs)\/[\w./-]*)/g)
+  ) {
+    paths.add(m[1].replace(/[.,]$/, ""));
+  }
+  const bare = [...doc.matchAll(/`([\w.-]+\.(?:ts|json|md))`/g)].map((m) => m[1]);
+  assert.ok(paths.size > 40, `ARCHITECTURE.md names its files (found ${paths.size})`);
+  for (const p of paths) {
+    assert.ok(files.includes(p) || dirs.has(p.endsWith("/") ? p : `${p}/`), `${p} does not exist`);
+  }
+  // corral.json is the operator's file, not one of corral's.
+  for (const b of bare) assert.ok(names.has(b) || b === "corral.json", `no file is named ${b}`);
+  for (const folder of LAYERS.flat()) {
+    assert.ok(doc.includes(`\`core/${folder}/\``), `ARCHITECTURE.md describes core/${folder}/`);
+  }
+  assert.ok(
+    doc.includes("cli > mcp, plugins > registry > sandbox > config > guard > tool"),
+    "ARCHITECTURE.md states the same layers as this test",
+  );
+});
+
+Deno.test("README.md and docs/ name only core/ files that exist, and link only to existing files", async () => {
+  const files = new Set(await repoFiles());
+  for (const doc of ["README.md", "docs/AUTHORING.md", "bench/analysis.md"]) {
+    const text = await Deno.readTextFile(`${ROOT}${doc}`);
+    const core = [...text.matchAll(/(?:^|[\s`'"(])(?:\.\/)?(core\/[\w/-]+\.ts)/g)].map((m) => m[1]);
+    assert.ok(doc !== "README.md" || core.length > 3, `${doc} names core/ files`);
+    for (const p of core) assert.ok(files.has(p), `${doc}: ${p} does not exist`);
+    for (const m of text.matchAll(/\]\(([^)#:\s]+)(?:#[^)]*)?\)/g)) {
+      const target = relative(ROOT, `${ROOT}${dirname(doc)}/${m[1]}`);
+      assert.ok(files.has(target), `${doc}: the link ${m[1]} leads nowhere`);
+    }
+  }
+});
+
+Deno.test("core/ folders import only their own and lower layers", async () => {
+  const files = (await repoFiles()).filter((f) =>
+    f.startsWith("core/") && f.endsWith(".ts") && f.split("/").length === 3
+  );
+  const wrong: string[] = [];
+  for (const file of files) {
+    const from = layerOf(file);
+    assert.ok(from >= 0, `${file}: folder ${dirname(file)} is not in a layer`);
+    for (const target of await importsOf(file)) {
+      if (!target.startsWith("core/")) continue;
+      if (target === "core/mod.ts") {
+        if (!file.endsWith("_test.ts")) wrong.push(`${file} imports core/mod.ts`);
+        continue;
+      }
+      const to = layerOf(target);
+      const sameFolder = dirname(target) === dirname(file);
+      if (!sameFolder && to >= from) wrong.push(`${file} -> ${target}`);
+    }
+  }
+  assert.deepEqual(wrong, [], "imports against the layers");
+});
+
+Deno.test("core/mod.ts re-exports only core/tool/ and core/guard/; tool modules import no host code", async () => {
+  for (const target of await importsOf("core/mod.ts")) {
+    assert.match(target, /^core\/(tool|guard)\//, `core/mod.ts imports ${target}`);
+  }
+  const tools = (await repoFiles()).filter((f) =>
+    /^(toolsets|plugins)\/.*\.ts$/.test(f) && !f.endsWith("_test.ts")
+  );
+  assert.ok(tools.length > 10);
+  for (const file of tools) {
+    for (const target of await importsOf(file)) {
+      if (!target.startsWith("core/")) continue;
+      assert.match(target, /^core\/(mod\.ts|tool\/|guard\/)/, `${file} imports ${target}`);
+    }
+  }
+});
+
+Deno.test("the sandbox realm loads no host decision code; the host loads no tool module", async () => {
+  const sandbox = (await sandboxEntryFiles()).map((f) => relative(ROOT, f));
+  assert.ok(sandbox.includes("core/sandbox/sandbox_worker.ts"));
+  for (const f of sandbox) {
+    assert.match(f, /^core\/(tool|guard|sandbox)\//, `the sandbox entry points import ${f}`);
+  }
+  const host = (await localModuleGraph([`${ROOT}main.ts`])).map((f) => relative(ROOT, f));
+  assert.ok(host.includes("core/registry/registry.ts") && host.includes("core/cli/mcp_command.ts"));
+  for (const f of host) {
+    assert.ok(!/^(toolsets|plugins|tests)\//.test(f), `the host's import graph holds ${f}`);
+  }
+});
+
+Deno.test(`no source file outside tests is over ${MAX_LINES} lines`, async () => {
+  const sources = (await repoFiles()).filter((f) =>
+    /\.(ts|js|mjs)$/.test(f) && !f.startsWith("tests/") && !/_test\.(ts|js|mjs)$/.test(f)
+  );
+  assert.ok(sources.length > 50);
+  const long: string[] = [];
+  for (const f of sources) {
+    const lines = (await Deno.readTextFile(`${ROOT}${f}`)).split("\n").length - 1;
+    if (lines > MAX_LINES) long.push(`${f}: ${lines} lines`);
+  }
+  assert.deepEqual(long, []);
+});
