@@ -17,17 +17,13 @@
  *
  * @module
  */
-import { callCommand } from "./core/cli/call_command.ts";
-import { demoCommand } from "./core/cli/demo_command.ts";
-import { listCommand } from "./core/cli/list_command.ts";
-import { type CliSession, openRegistry } from "./core/cli/open_registry.ts";
+import type { CliSession } from "./core/cli/open_registry.ts";
 import { type CliValues, parseCli, USAGE, UsageError } from "./core/cli/options.ts";
-import { out, useColor } from "./core/cli/output.ts";
-import { schemaCommand } from "./core/cli/schema_command.ts";
+import { out } from "./core/cli/output.ts";
 import { ConfigError } from "./core/tool/errors.ts";
 import { Reporter } from "./core/tool/reporter.ts";
 
-/** Commands that need no catalog; loaded on demand, so that `corral call` starts fast. */
+/** Commands that need no catalog; each module loads only when its command runs. */
 const _STANDALONE: Record<
   string,
   () => Promise<(v: CliValues, rest: string[]) => Promise<number>>
@@ -38,18 +34,40 @@ const _STANDALONE: Record<
   plugins: async () => (await import("./core/cli/plugins_command.ts")).pluginsCommand,
 };
 
-/** Commands that run on the catalog: the registry is opened for them and closed after. */
-const _CATALOG: Record<
-  string,
-  (v: CliValues, rest: string[], s: CliSession) => number | Promise<number>
-> = {
-  list: (values, _rest, s) => listCommand(values, s, useColor()),
-  schema: (values, _rest, s) => schemaCommand(values, s.registry),
-  call: (values, rest, s) => callCommand(values, rest[0], s.registry),
-  demo: (_values, _rest, s) => demoCommand(s.registry, useColor()),
-  // The MCP SDK loads only for this command.
-  mcp: async (values, _rest, s) =>
-    await (await import("./core/cli/mcp_command.ts")).mcpCommand(values, s),
+type _CatalogCommand = (v: CliValues, rest: string[], s: CliSession) => number | Promise<number>;
+
+/**
+ * Commands that run on the catalog: the registry is opened for them and
+ * closed after. Each module loads only when its command runs (the MCP SDK,
+ * say, only for `mcp`).
+ */
+const _CATALOG: Record<string, () => Promise<_CatalogCommand>> = {
+  list: async () => {
+    const [{ listCommand }, { useColor }] = await Promise.all([
+      import("./core/cli/list_command.ts"),
+      import("./core/cli/output.ts"),
+    ]);
+    return (values, _rest, s) => listCommand(values, s, useColor());
+  },
+  schema: async () => {
+    const { schemaCommand } = await import("./core/cli/schema_command.ts");
+    return (values, _rest, s) => schemaCommand(values, s.registry);
+  },
+  call: async () => {
+    const { callCommand } = await import("./core/cli/call_command.ts");
+    return (values, rest, s) => callCommand(values, rest[0], s.registry);
+  },
+  demo: async () => {
+    const [{ demoCommand }, { useColor }] = await Promise.all([
+      import("./core/cli/demo_command.ts"),
+      import("./core/cli/output.ts"),
+    ]);
+    return (_values, _rest, s) => demoCommand(s.registry, useColor());
+  },
+  mcp: async () => {
+    const { mcpCommand } = await import("./core/cli/mcp_command.ts");
+    return (values, _rest, s) => mcpCommand(values, s);
+  },
 };
 
 const _KNOWN = ["list", "schema", "call", "demo", "check", "new", "plugins", "mcp", "audit"];
@@ -80,9 +98,13 @@ export async function main(argv: string[]): Promise<number> {
     if (!Object.hasOwn(_CATALOG, command)) {
       throw new UsageError(`unknown command "${command}" (commands: ${_KNOWN.join(", ")})`);
     }
+    const [run, { openRegistry }] = await Promise.all([
+      _CATALOG[command](),
+      import("./core/cli/open_registry.ts"),
+    ]);
     const session = await openRegistry(values, new Reporter({ quiet: values.quiet }));
     try {
-      return await _CATALOG[command](values, rest, session);
+      return await run(values, rest, session);
     } finally {
       await session.registry.close();
     }
