@@ -16,10 +16,9 @@
  * @module
  */
 import { join } from "node:path";
+import { INSTALL_DIR } from "../config/install_dir.ts";
 import { toolModules } from "../registry/builtin_toolsets.ts";
 import { HOST_PERMISSION_FLAGS } from "../sandbox/host_flags.ts";
-
-const _ROOT = new URL("../..", import.meta.url).pathname;
 
 /** The permissions the compiled host holds (the same as `deno task corral`). */
 export const COMPILE_PERMISSIONS = HOST_PERMISSION_FLAGS;
@@ -37,13 +36,13 @@ export const COMPILE_PERMISSIONS = HOST_PERMISSION_FLAGS;
  */
 export async function compileIncludes(): Promise<string[]> {
   const files = [
-    join(_ROOT, "core", "sandbox", "sandbox_worker.ts"),
-    join(_ROOT, "core", "sandbox", "sandbox_child.ts"),
-    join(_ROOT, "toolsets", "toolsets.json"),
-    join(_ROOT, "permissions.json"),
+    join(INSTALL_DIR, "core", "sandbox", "sandbox_worker.ts"),
+    join(INSTALL_DIR, "core", "sandbox", "sandbox_child.ts"),
+    join(INSTALL_DIR, "toolsets", "toolsets.json"),
+    join(INSTALL_DIR, "permissions.json"),
   ];
-  for await (const e of Deno.readDir(join(_ROOT, "toolsets"))) {
-    if (e.isDirectory) files.push(...await toolModules(join(_ROOT, "toolsets", e.name)));
+  for await (const e of Deno.readDir(join(INSTALL_DIR, "toolsets"))) {
+    if (e.isDirectory) files.push(...await toolModules(join(INSTALL_DIR, "toolsets", e.name)));
   }
   return files.sort();
 }
@@ -61,13 +60,13 @@ export async function compileIncludes(): Promise<string[]> {
 export async function compileArgs(output: string): Promise<string[]> {
   return [
     "compile",
-    `--config=${join(_ROOT, "deno.json")}`,
+    `--config=${join(INSTALL_DIR, "deno.json")}`,
     "--unstable-worker-options",
     ...COMPILE_PERMISSIONS,
     ...(await compileIncludes()).flatMap((f) => ["--include", f]),
     "--output",
     output,
-    join(_ROOT, "main.ts"),
+    join(INSTALL_DIR, "main.ts"),
   ];
 }
 

@@ -5,11 +5,12 @@
  *
  * @module
  */
+import { INSTALL_DIR } from "../config/install_dir.ts";
 import type { ToolInfo } from "../registry/registry.ts";
 import { describeGrant } from "../sandbox/grant.ts";
 import { colour, lettersColour } from "../tool/reporter.ts";
 
-const _ROOT = new URL("../..", import.meta.url).pathname;
+const _ROOT = `${INSTALL_DIR}/`;
 
 /** The table of `tools`, one entry per two lines. */
 export function toolTable(tools: ToolInfo[], color: boolean): string[] {

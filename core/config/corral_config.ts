@@ -9,6 +9,7 @@
 import { dirname, join, resolve } from "node:path";
 import { z } from "zod";
 import { ConfigError } from "../tool/errors.ts";
+import { expandHome } from "./env_var.ts";
 import { parseJsonConfig } from "./policy.ts";
 
 /** The name of the config file looked up in the working directory. */
@@ -107,20 +108,4 @@ export async function loadConfig(
     throw new ConfigError(`Cannot read config file "${file}": ${(err as Error).message}`);
   }
   return parseConfig(text, file);
-}
-
-/** `~` and `~/x` → the home directory (other paths unchanged). */
-export function expandHome(path: string): string {
-  if (path !== "~" && !path.startsWith("~/")) return path;
-  const home = envVar("HOME");
-  return home ? home + path.slice(1) : path;
-}
-
-/** A variable of the host's environment, or undefined (also without env access). */
-export function envVar(name: string): string | undefined {
-  try {
-    return Deno.env.get(name);
-  } catch {
-    return undefined;
-  }
 }

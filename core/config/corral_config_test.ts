@@ -1,7 +1,8 @@
 // Unit tests of core/config/corral_config.ts: parsing and loading corral.json.
 import assert from "node:assert/strict";
 import { ConfigError } from "../tool/errors.ts";
-import { expandHome, loadConfig, parseConfig } from "./corral_config.ts";
+import { loadConfig, parseConfig } from "./corral_config.ts";
+import { expandHome } from "./env_var.ts";
 
 const HOME = Deno.env.get("HOME") ?? "/";
 

@@ -5,11 +5,13 @@
  *
  * @module
  */
-import { isAbsolute, resolve } from "node:path";
+import { isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
 import type { JailMode } from "../guard/jail.ts";
 import { ConfigError } from "../tool/errors.ts";
 import type { Grant } from "../tool/tool.ts";
+import { expandHome } from "./env_var.ts";
+import { INSTALL_DIR } from "./install_dir.ts";
 
 /** How a toolset is isolated. */
 export type Isolation = "worker" | "process";
@@ -162,10 +164,7 @@ export class Policy {
 
   /** Resolve a policy path against the workspace, following symlinks. */
   resolvePath(p: string): string {
-    let path = p;
-    if (path === "~" || path.startsWith("~/")) {
-      path = (_env("HOME") ?? "~") + path.slice(1);
-    }
+    const path = expandHome(p);
     const abs = isAbsolute(path) ? path : resolve(this.workspace, path);
     try {
       return Deno.realPathSync(abs);
@@ -179,14 +178,6 @@ export class Policy {
 function _frozen(p: SandboxPolicy): SandboxPolicy {
   for (const list of [p.read, p.write, p.run, p.net, p.env]) Object.freeze(list);
   return Object.freeze(p);
-}
-
-function _env(name: string): string | undefined {
-  try {
-    return Deno.env.get(name);
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -254,7 +245,7 @@ export function formatPath(path: Array<string | number>): string {
  * when that is absent, the file shipped with corral).
  */
 export async function loadPolicy(options: { file?: string; workspace: string }): Promise<Policy> {
-  const shipped = new URL("../../permissions.json", import.meta.url).pathname;
+  const shipped = join(INSTALL_DIR, "permissions.json");
   let file = options.file;
   if (!file) {
     const local = resolve(options.workspace, "permissions.json");

@@ -5,7 +5,8 @@
  * @module
  */
 import { resolve } from "node:path";
-import { type CorralConfig, emptyConfig, expandHome } from "../config/corral_config.ts";
+import { type CorralConfig, emptyConfig } from "../config/corral_config.ts";
+import { expandHome } from "../config/env_var.ts";
 import { loadPolicy } from "../config/policy.ts";
 import {
   type LoadProblem,

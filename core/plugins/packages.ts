@@ -6,13 +6,13 @@
  * @module
  */
 import { basename, dirname, join, resolve } from "node:path";
-import { type CorralConfig, expandHome, parseConfig } from "../config/corral_config.ts";
+import { type CorralConfig, parseConfig } from "../config/corral_config.ts";
+import { expandHome } from "../config/env_var.ts";
+import { INSTALL_DIR } from "../config/install_dir.ts";
 import type { Policy } from "../config/policy.ts";
 import type { ToolsetSource } from "../registry/catalog.ts";
 import { ConfigError } from "../tool/errors.ts";
 import { errorReason, graphEscape, stemOf } from "./plugin_files.ts";
-
-const _ROOT = resolve(new URL("../..", import.meta.url).pathname);
 
 /**
  * The plugin name of a package specifier or path: the npm/jsr package name,
@@ -117,7 +117,7 @@ export async function installPlugin(
   const cmd = new Deno.Command(options.deno ?? Deno.execPath(), {
     args: [
       "cache",
-      `--config=${join(_ROOT, "deno.json")}`,
+      `--config=${join(INSTALL_DIR, "deno.json")}`,
       ...importHosts(spec).map((h) => `--allow-import=${h}`),
       target,
     ],

@@ -6,11 +6,10 @@
  *
  * @module
  */
-import { basename, extname, join, resolve } from "node:path";
+import { basename, extname, join } from "node:path";
+import { CORE_DIR } from "../config/install_dir.ts";
 import { isInside } from "../guard/paths.ts";
 import { localModuleGraph } from "../sandbox/module_graph.ts";
-
-const _CORE = resolve(new URL("..", import.meta.url).pathname);
 
 /** The plugin files of one directory, and the files rejected with the reason. */
 export interface DirScan {
@@ -106,7 +105,7 @@ const _LOCAL_SPECIFIER = /["'](?:\.{1,2}\/|\/|file:)/;
  * to every file of this graph, so an escape would widen the plugin's grant.
  */
 export async function graphEscape(file: string, root: string): Promise<string | undefined> {
-  const core = await (_coreReal ??= Deno.realPath(_CORE).catch(() => _CORE));
+  const core = await (_coreReal ??= Deno.realPath(CORE_DIR).catch(() => CORE_DIR));
   // Plugin files are small: a sync read is far cheaper than a promise each.
   const text = Deno.readTextFileSync(file);
   // Most plugins import only packages ("zod", npm:…): no local file to follow.

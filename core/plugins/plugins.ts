@@ -14,22 +14,16 @@
  * @module
  */
 import { join, resolve, sep } from "node:path";
-import {
-  CONFIG_FILE_NAME,
-  type CorralConfig,
-  emptyConfig,
-  envVar,
-  expandHome,
-} from "../config/corral_config.ts";
+import { CONFIG_FILE_NAME, type CorralConfig, emptyConfig } from "../config/corral_config.ts";
+import { envVar, expandHome } from "../config/env_var.ts";
+import { INSTALL_DIR } from "../config/install_dir.ts";
 import type { Policy } from "../config/policy.ts";
 import type { ToolsetSource } from "../registry/catalog.ts";
 import { packageSource } from "./packages.ts";
 import { errorReason, scanPluginDir } from "./plugin_files.ts";
 
-const _ROOT = resolve(new URL("../..", import.meta.url).pathname);
-
 /** corral's own file-drop directory, loaded by default (before the configured ones). */
-export const DEFAULT_PLUGIN_DIR: string = join(_ROOT, "plugins");
+export const DEFAULT_PLUGIN_DIR: string = join(INSTALL_DIR, "plugins");
 
 /** The environment variable listing more file-drop directories, colon-separated. */
 export const TOOL_DIRS_ENV = "CORRAL_TOOL_DIRS";

@@ -5,11 +5,12 @@
  * @module
  */
 import { join } from "node:path";
+import { INSTALL_DIR } from "../config/install_dir.ts";
 import type { Policy } from "../config/policy.ts";
 import type { ToolsetSource } from "./catalog.ts";
 
 /** The folder of the built-in toolsets. */
-export const TOOLSETS_DIR: string = join(new URL("../..", import.meta.url).pathname, "toolsets");
+export const TOOLSETS_DIR: string = join(INSTALL_DIR, "toolsets");
 
 /** The built-in toolsets declared in toolsets/toolsets.json. */
 export async function builtinToolsets(): Promise<

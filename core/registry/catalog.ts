@@ -8,6 +8,7 @@
  * @module
  */
 import { basename, relative } from "node:path";
+import { INSTALL_DIR } from "../config/install_dir.ts";
 import type { SandboxPolicy } from "../config/policy.ts";
 import { decideJail, type JailStatus } from "../guard/jail.ts";
 import { scrubText } from "../guard/redact.ts";
@@ -16,8 +17,6 @@ import type { ModuleMeta, ToolMeta } from "../sandbox/protocol.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { formatSchemas, type SchemaFormat } from "../tool/schema.ts";
 import type { Grant } from "../tool/tool.ts";
-
-const _ROOT = new URL("../..", import.meta.url).pathname;
 
 /** Where a toolset comes from. */
 export type SourceKind = "builtin" | "plugin" | "package";
@@ -315,7 +314,7 @@ export class Catalog {
 /** A module for messages: relative to corral's folder or the workspace, else `.../<name>`. */
 function _display(module: string, workspace: string): string {
   if (!module.startsWith("/")) return module;
-  const inRoot = relative(_ROOT, module);
+  const inRoot = relative(INSTALL_DIR, module);
   if (!inRoot.startsWith("..")) return inRoot;
   const inWs = relative(workspace, module);
   return inWs.startsWith("..") ? `.../${basename(module)}` : inWs;

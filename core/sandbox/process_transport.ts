@@ -8,7 +8,8 @@
  *
  * @module
  */
-import { basename } from "node:path";
+import { basename, join } from "node:path";
+import { INSTALL_DIR } from "../config/install_dir.ts";
 import { FRAME_MARK, type SandboxMessage } from "./protocol.ts";
 import {
   CHILD_ENTRY,
@@ -18,7 +19,7 @@ import {
   type TransportSpec,
 } from "./transport.ts";
 
-const _CONFIG = new URL("../../deno.json", import.meta.url).pathname;
+const _CONFIG = join(INSTALL_DIR, "deno.json");
 
 /**
  * Whether this host is a compiled corral binary (`deno compile`): then
@@ -47,7 +48,8 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
   const run = denoRunList(g);
   // A compiled corral binary re-runs itself as the child (its flags are fixed
   // at compile time; the child revokes down to the grant, see sandbox_child.ts).
-  const args = selfHosted() ? ["__sandbox-child"] : [
+  const compiled = selfHosted();
+  const args = compiled ? ["__sandbox-child"] : [
     "run",
     "--no-prompt",
     "--cached-only",
@@ -67,7 +69,7 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
     args,
     cwd: spec.workspace,
     clearEnv: true,
-    env: selfHosted()
+    env: compiled
       ? { ..._childEnv(), DENO_V8_FLAGS: `--max-old-space-size=${p.memory_mb}` }
       : _childEnv(),
     stdin: "piped",
