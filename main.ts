@@ -19,58 +19,58 @@
  */
 import type { CliSession } from "./core/cli/open_registry.ts";
 import { type CliValues, parseCli, USAGE, UsageError } from "./core/cli/options.ts";
-import { out } from "./core/cli/output.ts";
+import { out, useColor } from "./core/cli/output.ts";
 import { ConfigError } from "./core/tool/errors.ts";
 import { Reporter } from "./core/tool/reporter.ts";
 
-/** Commands that need no catalog; each module loads only when its command runs. */
-const _STANDALONE: Record<
-  string,
-  () => Promise<(v: CliValues, rest: string[]) => Promise<number>>
-> = {
-  audit: async () => (await import("./core/cli/audit_command.ts")).auditCommand,
-  check: async () => (await import("./core/cli/check_command.ts")).checkCommand,
-  new: async () => (await import("./core/cli/new_command.ts")).newCommand,
-  plugins: async () => (await import("./core/cli/plugins_command.ts")).pluginsCommand,
-};
-
-type _CatalogCommand = (v: CliValues, rest: string[], s: CliSession) => number | Promise<number>;
+type _Standalone = (v: CliValues, rest: string[]) => Promise<number>;
+type _OnCatalog = (v: CliValues, rest: string[], s: CliSession) => number | Promise<number>;
 
 /**
- * Commands that run on the catalog: the registry is opened for them and
- * closed after. Each module loads only when its command runs (the MCP SDK,
- * say, only for `mcp`).
+ * Every command, in the order the help names them. A command either runs
+ * alone or on the catalog (the registry is opened for it and closed after).
+ * Each module loads only when its command runs (the MCP SDK, say, only for
+ * `mcp`).
  */
-const _CATALOG: Record<string, () => Promise<_CatalogCommand>> = {
-  list: async () => {
-    const [{ listCommand }, { useColor }] = await Promise.all([
-      import("./core/cli/list_command.ts"),
-      import("./core/cli/output.ts"),
-    ]);
-    return (values, _rest, s) => listCommand(values, s, useColor());
+const _COMMANDS: Record<
+  string,
+  { alone: () => Promise<_Standalone> } | { onCatalog: () => Promise<_OnCatalog> }
+> = {
+  list: {
+    onCatalog: async () => {
+      const { listCommand } = await import("./core/cli/list_command.ts");
+      return (values, _rest, s) => listCommand(values, s, useColor());
+    },
   },
-  schema: async () => {
-    const { schemaCommand } = await import("./core/cli/schema_command.ts");
-    return (values, _rest, s) => schemaCommand(values, s.registry);
+  schema: {
+    onCatalog: async () => {
+      const { schemaCommand } = await import("./core/cli/schema_command.ts");
+      return (values, _rest, s) => schemaCommand(values, s.registry);
+    },
   },
-  call: async () => {
-    const { callCommand } = await import("./core/cli/call_command.ts");
-    return (values, rest, s) => callCommand(values, rest[0], s.registry);
+  call: {
+    onCatalog: async () => {
+      const { callCommand } = await import("./core/cli/call_command.ts");
+      return (values, rest, s) => callCommand(values, rest[0], s.registry);
+    },
   },
-  demo: async () => {
-    const [{ demoCommand }, { useColor }] = await Promise.all([
-      import("./core/cli/demo_command.ts"),
-      import("./core/cli/output.ts"),
-    ]);
-    return (_values, _rest, s) => demoCommand(s.registry, useColor());
+  demo: {
+    onCatalog: async () => {
+      const { demoCommand } = await import("./core/cli/demo_command.ts");
+      return (_values, _rest, s) => demoCommand(s.registry, useColor());
+    },
   },
-  mcp: async () => {
-    const { mcpCommand } = await import("./core/cli/mcp_command.ts");
-    return (values, _rest, s) => mcpCommand(values, s);
+  check: { alone: async () => (await import("./core/cli/check_command.ts")).checkCommand },
+  new: { alone: async () => (await import("./core/cli/new_command.ts")).newCommand },
+  plugins: { alone: async () => (await import("./core/cli/plugins_command.ts")).pluginsCommand },
+  mcp: {
+    onCatalog: async () => {
+      const { mcpCommand } = await import("./core/cli/mcp_command.ts");
+      return (values, _rest, s) => mcpCommand(values, s);
+    },
   },
+  audit: { alone: async () => (await import("./core/cli/audit_command.ts")).auditCommand },
 };
-
-const _KNOWN = ["list", "schema", "call", "demo", "check", "new", "plugins", "mcp", "audit"];
 
 /** Run the CLI with `argv`; returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
@@ -92,14 +92,14 @@ export async function main(argv: string[]): Promise<number> {
       return values.help ? 0 : 2;
     }
     const [command, ...rest] = positionals;
-    if (Object.hasOwn(_STANDALONE, command)) {
-      return await (await _STANDALONE[command]())(values, rest);
+    if (!Object.hasOwn(_COMMANDS, command)) {
+      const known = Object.keys(_COMMANDS).join(", ");
+      throw new UsageError(`unknown command "${command}" (commands: ${known})`);
     }
-    if (!Object.hasOwn(_CATALOG, command)) {
-      throw new UsageError(`unknown command "${command}" (commands: ${_KNOWN.join(", ")})`);
-    }
+    const spec = _COMMANDS[command];
+    if ("alone" in spec) return await (await spec.alone())(values, rest);
     const [run, { openRegistry }] = await Promise.all([
-      _CATALOG[command](),
+      spec.onCatalog(),
       import("./core/cli/open_registry.ts"),
     ]);
     const session = await openRegistry(values, new Reporter({ quiet: values.quiet }));

@@ -13,7 +13,8 @@ import { localModuleGraph } from "../sandbox/module_graph.ts";
 import type { ModuleMeta } from "../sandbox/protocol.ts";
 import type { Reporter } from "../tool/reporter.ts";
 
-const _VERSION = 2;
+/** The version of the cache format, part of every fingerprint. */
+export const DISCOVERY_CACHE_VERSION = 2;
 /** Files modified this recently are always re-hashed. */
 const _RACY_MS = 3000;
 
@@ -123,7 +124,11 @@ export class DiscoveryCache {
       const tmp = join(this.#dir, `discovery.${crypto.randomUUID()}.tmp`);
       await Deno.writeTextFile(
         tmp,
-        JSON.stringify({ version: _VERSION, modules: this.#modules, stats: this.#stats }),
+        JSON.stringify({
+          version: DISCOVERY_CACHE_VERSION,
+          modules: this.#modules,
+          stats: this.#stats,
+        }),
       );
       await Deno.rename(tmp, join(this.#dir, "discovery.json"));
     } catch (err) {
@@ -152,7 +157,7 @@ export class DiscoveryCache {
         try {
           // One file, read once at start: sync avoids a thread-pool trip.
           const data = JSON.parse(Deno.readTextFileSync(join(this.#dir, "discovery.json")));
-          if (data && typeof data === "object" && data.version === _VERSION) {
+          if (data && typeof data === "object" && data.version === DISCOVERY_CACHE_VERSION) {
             modules = data.modules ?? {};
             stats = data.stats ?? {};
           }
@@ -164,9 +169,6 @@ export class DiscoveryCache {
     });
   }
 }
-
-/** The version of the cache format, part of every fingerprint. */
-export const DISCOVERY_CACHE_VERSION = _VERSION;
 
 function _fileStats(files: string[]): _StatEntry["files"] | undefined {
   const now = Date.now();
