@@ -34,7 +34,8 @@ type _OnCatalog = (v: CliValues, rest: string[], s: CliSession) => number | Prom
  */
 const _COMMANDS: Record<
   string,
-  { alone: () => Promise<_Standalone> } | { onCatalog: () => Promise<_OnCatalog> }
+  | { alone: () => Promise<_Standalone> }
+  | { onCatalog: () => Promise<_OnCatalog>; prepare?: (v: CliValues) => Promise<void> }
 > = {
   list: {
     onCatalog: async () => {
@@ -55,6 +56,11 @@ const _COMMANDS: Record<
     },
   },
   demo: {
+    // The demo works in a scratch workspace of its own unless one is given.
+    prepare: async (values) => {
+      if (values.workspace) return;
+      values.workspace = await (await import("./core/cli/demo_command.ts")).demoWorkspace();
+    },
     onCatalog: async () => {
       const { demoCommand } = await import("./core/cli/demo_command.ts");
       return (_values, _rest, s) => demoCommand(s.registry, useColor());
@@ -98,6 +104,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     const spec = _COMMANDS[command];
     if ("alone" in spec) return await (await spec.alone())(values, rest);
+    await spec.prepare?.(values);
     const [run, { openRegistry }] = await Promise.all([
       spec.onCatalog(),
       import("./core/cli/open_registry.ts"),

@@ -53,11 +53,18 @@ export async function runCli(
     [...HOST_PERMISSION_FLAGS];
   const cmd = new Deno.Command(Deno.execPath(), {
     args: ["run", ...flags, `${ROOT}main.ts`, ...args],
-    cwd: options.cwd ?? ROOT,
+    // Never corral's own folder: that is no workspace (see README, Security model).
+    cwd: options.cwd ?? await _scratchCwd(),
     stdin: options.stdin === undefined ? "null" : "piped",
     stdout: "piped",
     stderr: "piped",
-    env: { NO_COLOR: "1", CORRAL_CACHE_DIR: "", ...options.env },
+    env: {
+      NO_COLOR: "1",
+      CORRAL_CACHE_DIR: "",
+      // The developer's own config directory never leaks into a test.
+      CORRAL_CONFIG_DIR: `${await _scratchCwd()}/.no-config`,
+      ...options.env,
+    },
   });
   const child = cmd.spawn();
   if (options.stdin !== undefined) {
@@ -71,4 +78,10 @@ export async function runCli(
     stdout: new TextDecoder().decode(out.stdout),
     stderr: new TextDecoder().decode(out.stderr),
   };
+}
+
+let _scratch: string | undefined;
+/** An empty folder to run the CLI from when a test names none. */
+async function _scratchCwd(): Promise<string> {
+  return _scratch ??= await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_cwd_" }));
 }

@@ -92,7 +92,7 @@ Deno.test("audit lines hold the grant, isolation, digest and the outcome of each
     const first = records[0];
     assert.equal(first.toolset, "fixture");
     assert.equal(first.source, "builtin");
-    assert.equal(first.isolation, "worker");
+    assert.equal(first.isolation, "process");
     assert.deepEqual(first.args, { value: 1 });
     assert.equal(first.args_sha256, await digestArgs({ value: 1 }));
     assert.ok(first.grant && Array.isArray(first.grant.read));
@@ -283,7 +283,16 @@ Deno.test("the audit log can be turned on by the config's audit key", async () =
   await Deno.writeTextFile(`${ws}/corral.json`, JSON.stringify({ audit: "logs/audit.jsonl" }));
   await Deno.mkdir(`${ws}/logs`);
   const call = await runCli(
-    ["call", "WordCount", "--args", '{"filepath":"a.txt"}', "--workspace", ws],
+    [
+      "call",
+      "WordCount",
+      "--args",
+      '{"filepath":"a.txt"}',
+      "--workspace",
+      ws,
+      "--config",
+      `${ws}/corral.json`,
+    ],
     { cwd: ws },
   );
   assert.equal(call.code, 0, call.stderr);

@@ -9,7 +9,7 @@ Deno.test("corral list --json prints an array of tools with status and reasons",
   assert.equal(read.toolset, "files");
   assert.equal(read.permissions, "r");
   assert.equal(read.status, "loaded");
-  assert.equal(read.isolation, "worker");
+  assert.equal(read.isolation, "process");
   assert.match(String(read.source), /toolsets\/files\/read_file\.ts$/);
   for (const t of tools) {
     assert.deepEqual(
@@ -50,7 +50,20 @@ Deno.test("no privilege flags print the full-privileges banner on stderr", async
 });
 
 Deno.test("a host started with only --allow-read loads only r tools (Deno's own grants)", async () => {
-  const { code, stdout } = await runCli(["list", "--json"], { flags: ["--allow-read"] });
+  // Process sandboxes need a host that may start processes: this host
+  // cannot, so the policy trusts the toolsets with worker isolation.
+  const { ws, base } = await tempLayout();
+  const worker = { isolation: "worker", read: ["."], write: ["."] };
+  await Deno.writeTextFile(
+    `${base}/p.json`,
+    JSON.stringify({
+      toolsets: { files: worker, system: { ...worker, run: ["bash", "python3"] } },
+    }),
+  );
+  const { code, stdout } = await runCli(
+    ["list", "--json", "--workspace", ws, "--permissions", `${base}/p.json`],
+    { flags: ["--allow-read"] },
+  );
   assert.equal(code, 0);
   const tools = JSON.parse(stdout) as Array<Record<string, unknown>>;
   assert.ok(tools.length >= 8);
@@ -60,7 +73,7 @@ Deno.test("a host started with only --allow-read loads only r tools (Deno's own 
   const write = tools.find((t) => t.name === "CreateFile")!;
   assert.match(String(write.reason), /needs w \(write\): start corral with --allow-write/);
   const bash = tools.find((t) => t.name === "RunBashCode")!;
-  assert.match(String(bash.reason), /needs x \(run\): start corral with --allow-run/);
+  assert.match(String(bash.reason), /needs w \(write\): start corral with --allow-write/);
 });
 
 Deno.test("corral call prints pure JSON on stdout and progress on stderr", async () => {
@@ -155,12 +168,15 @@ Deno.test("a tool needing confirmation is refused without a terminal and without
 });
 
 Deno.test("an invalid permissions.json stops the host with the key path, no stack trace", async () => {
-  const { ws } = await tempLayout();
+  const { ws, base } = await tempLayout();
   await Deno.writeTextFile(
-    `${ws}/permissions.json`,
+    `${base}/permissions.json`,
     JSON.stringify({ toolsets: { files: { read: [5], isolation: "vm" } } }),
   );
-  const { code, stdout, stderr } = await runCli(["list", "--workspace", ws], { cwd: ws });
+  const { code, stdout, stderr } = await runCli(
+    ["list", "--workspace", ws, "--permissions", `${base}/permissions.json`],
+    { cwd: ws },
+  );
   assert.equal(code, 2);
   assert.equal(stdout, "");
   assert.match(
@@ -220,12 +236,21 @@ Deno.test("x tools hold only the commands they declare, not the toolset's whole 
   const python = tools.find((t) => t.name === "RunPythonCode")!;
   assert.ok(!python.grant.run.includes("bash"), "RunPythonCode cannot run bash directly");
 
+  const { base } = await tempLayout();
   await Deno.writeTextFile(
-    `${ws}/permissions.json`,
-    JSON.stringify({ toolsets: { system: { run: ["bash"], jail: "off" } } }),
+    `${base}/permissions.json`,
+    JSON.stringify({ toolsets: { system: { run: ["bash"], read: ["."], write: ["."] } } }),
   );
   const narrowed = JSON.parse(
-    (await runCli(["list", "--json", "--workspace", ws])).stdout,
+    (await runCli([
+      "list",
+      "--json",
+      "--workspace",
+      ws,
+      "--permissions",
+      `${base}/permissions.json`,
+    ]))
+      .stdout,
   ) as typeof tools;
   const py = narrowed.find((t) => t.name === "RunPythonCode")!;
   assert.equal(py.status, "skipped");
@@ -237,15 +262,18 @@ Deno.test("x tools hold only the commands they declare, not the toolset's whole 
 });
 
 Deno.test("a misspelt toolset or tool in permissions.json is named in a warning", async () => {
-  const { ws } = await tempLayout();
+  const { ws, base } = await tempLayout();
   await Deno.writeTextFile(
-    `${ws}/permissions.json`,
+    `${base}/permissions.json`,
     JSON.stringify({
       toolsets: { filez: { read: ["."] } },
       tools: { DeleteFiles: { confirm: "never" } },
     }),
   );
-  const { code, stderr } = await runCli(["list", "--json", "--workspace", ws], { cwd: ws });
+  const { code, stderr } = await runCli(
+    ["list", "--json", "--workspace", ws, "--permissions", `${base}/permissions.json`],
+    { cwd: ws },
+  );
   assert.equal(code, 0);
   assert.match(stderr, /permissions\.json: toolsets\.filez: no built-in toolset has that name/);
   assert.match(stderr, /permissions\.json: tools\.DeleteFiles: no loaded tool has that name/);

@@ -1,5 +1,6 @@
-// The subprocess jail (bubblewrap) and the clean environment of subprocesses,
-// attacked end to end through the registry and the CLI.
+// The sandbox namespace (bubblewrap) as seen by the processes a tool starts,
+// and their clean environment, attacked end to end through the registry and
+// the CLI. More attacks on the namespace are in tests/namespace_test.ts.
 import assert from "node:assert/strict";
 import { findBwrap } from "../core/guard/jail.ts";
 import { parsePolicy } from "../core/config/policy.ts";
@@ -7,9 +8,10 @@ import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
 import { FIXTURES, runCli, tempLayout } from "./_helpers.ts";
 
+// Fail closed here too: a machine without bwrap fails these tests (CI installs it).
 const BWRAP = await findBwrap();
-const NO_BWRAP = BWRAP === undefined;
-if (NO_BWRAP) console.error("jail_test: no working bwrap here; jail tests are ignored");
+const NO_BWRAP = false;
+if (BWRAP === undefined) throw new Error("jail_test: no working bwrap here (install bubblewrap)");
 
 async function _system(
   ws: string,
@@ -57,7 +59,7 @@ Deno.test({
     // Outside the workspace and NOT under /tmp (the jail's /tmp is private anyway).
     const outside = await Deno.makeTempDir({ dir: "/var/tmp", prefix: "corral-jail-" });
     const tmpName = `/tmp/outside-${_rand()}`;
-    const registry = await _system(ws, { run: ["bash"], write: ["."] });
+    const registry = await _system(ws, { run: ["bash"], read: ["."], write: ["."] });
     try {
       assert.equal(registry.get("RunBashCode")?.jail, "bwrap");
       const res = await registry.call("RunBashCode", {
@@ -66,7 +68,8 @@ Deno.test({
       });
       assert.equal(res.success, true, res.error);
       assert.equal(await Deno.readTextFile(`${ws}/inside.txt`), "in\n");
-      assert.match(res.stderr as string, /escape\.txt: Read-only file system/);
+      // The outside folder does not even exist in the namespace.
+      assert.match(res.stderr as string, /escape\.txt: (No such file or directory|Read-only)/);
       await assert.rejects(Deno.stat(`${outside}/escape.txt`), Deno.errors.NotFound);
       await assert.rejects(Deno.stat(tmpName), Deno.errors.NotFound);
     } finally {
@@ -77,18 +80,29 @@ Deno.test({
 });
 
 Deno.test({
-  name: "without a write path in the policy, a jailed RunBashCode cannot write even the workspace",
+  name: "an x tool's processes see only its grant: read-only without w, nothing without r",
   ignore: NO_BWRAP,
   fn: async () => {
     const { ws } = await tempLayout();
-    const registry = await _system(ws, { run: ["bash"] });
+    await Deno.writeTextFile(`${ws}/seen.txt`, "seen");
+    // HelperRun declares "rx": the workspace is there, read-only.
+    const ro = await _plugin(ws, { run: ["bash"], read: ["."] });
+    // DirectRun declares "x" only: the workspace is an empty folder of the namespace.
     try {
-      const res = await registry.call("RunBashCode", { code: "echo x > file.txt" });
-      assert.equal(res.success, false);
+      const res = await ro.call("HelperRun", {
+        command: "bash",
+        args: ["-c", "cat seen.txt; echo x > file.txt"],
+      });
+      assert.equal(res.exit_code, 1, JSON.stringify(res));
+      assert.equal(res.stdout, "seen");
       assert.match(res.stderr as string, /Read-only file system/);
       await assert.rejects(Deno.stat(`${ws}/file.txt`), Deno.errors.NotFound);
+      const blind = await ro.call("DirectRun", { code: "ls -A; cat seen.txt; echo x > f2.txt" });
+      assert.equal(blind.ran, true, JSON.stringify(blind));
+      assert.equal(blind.stdout, "", "an x-only tool sees none of the workspace");
+      await assert.rejects(Deno.stat(`${ws}/f2.txt`), Deno.errors.NotFound);
     } finally {
-      await registry.close();
+      await ro.close();
     }
   },
 });
@@ -105,8 +119,8 @@ Deno.test({
     });
     const code = `exec 3<>/dev/tcp/127.0.0.1/${server.addr.port} && ` +
       `printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3`;
-    const jailed = await _system(ws, { run: ["bash"] });
-    const open = await _system(ws, { run: ["bash"], jail: "off" });
+    const jailed = await _system(ws, { run: ["bash"], read: ["."], write: ["."] });
+    const open = await _system(ws, { run: ["bash"], read: ["."], write: ["."], jail: "off" });
     try {
       const denied = await jailed.call("RunBashCode", { code, timeout: 5 });
       assert.equal(denied.success, false);
@@ -144,7 +158,7 @@ Deno.test({
   fn: async () => {
     const { ws } = await tempLayout();
     const marker = `corral-bg-${_rand()}`;
-    const registry = await _system(ws, { run: ["bash"] });
+    const registry = await _system(ws, { run: ["bash"], read: ["."], write: ["."] });
     try {
       const res = await registry.call("RunBashCode", {
         code: `(exec -a ${marker} sleep 100) & echo started; sleep 100`,
@@ -165,54 +179,52 @@ Deno.test({
   },
 });
 
-Deno.test('jail "required" without a working bwrap skips x tools with that reason', async () => {
+Deno.test("without a working bwrap, tools that hold files or commands are not loaded (fail closed)", async () => {
   const { ws } = await tempLayout();
-  const required = await _system(ws, { run: ["bash"], jail: "required" }, { bwrap: null });
-  const auto = await _system(ws, { run: ["bash"] }, { bwrap: null });
+  const grant = { run: ["bash"], read: ["."], write: ["."] };
+  const missing = await _system(ws, grant, { bwrap: null });
+  const auto = await _system(ws, { ...grant, jail: "auto" }, { bwrap: null });
+  const off = await _system(ws, { ...grant, jail: "off" }, { bwrap: null });
   try {
-    const bash = required.list().find((t) => t.name === "RunBashCode")!;
-    assert.equal(bash.status, "skipped");
-    assert.match(bash.reason!, /toolsets\.system\.jail is "required".*no working bwrap/);
-    const res = await required.call("RunBashCode", { code: "echo ran" });
-    assert.equal(res.success, false);
-    assert.doesNotMatch(JSON.stringify(res), /"ran\\n"/);
-    // Without the requirement it loads, marked unjailed.
-    assert.equal(auto.get("RunBashCode")?.status, "loaded");
-    assert.equal(auto.get("RunBashCode")?.jail, "none");
-    // Tools that start no process carry no jail mark.
-    assert.equal(auto.get("ReadFile")?.jail, undefined);
+    for (const registry of [missing, auto]) {
+      const bash = registry.list().find((t) => t.name === "RunBashCode")!;
+      assert.equal(bash.status, "skipped");
+      assert.match(bash.reason!, /needs the sandbox namespace, but no working bwrap was found/);
+      assert.match(bash.reason!, /apt-get install bubblewrap.*"jail": "off"/);
+      const res = await registry.call("RunBashCode", { code: "echo ran > ran.txt" });
+      assert.equal(res.success, false);
+      await assert.rejects(Deno.stat(`${ws}/ran.txt`), Deno.errors.NotFound);
+    }
+    // Only an explicit opt-out runs it without the namespace, marked as such.
+    assert.equal(off.get("RunBashCode")?.status, "loaded");
+    assert.equal(off.get("RunBashCode")?.jail, "none");
   } finally {
-    await required.close();
+    await missing.close();
     await auto.close();
+    await off.close();
   }
 });
 
 Deno.test({
-  name: "a jailed plugin may start only bwrap: a direct Deno.Command of its command is denied",
+  name: "a plugin holding x may not start bwrap: not on its run list, and masked in its namespace",
   ignore: NO_BWRAP,
   fn: async () => {
     const { ws } = await tempLayout();
-    const registry = await _plugin(ws, { run: ["bash"], write: ["."] });
+    const registry = await _plugin(ws, { run: ["bash"], read: ["."], write: ["."] });
     try {
-      const direct = await registry.call("DirectRun", { code: "echo x > direct.txt" });
-      assert.equal(direct.ran, false, JSON.stringify(direct));
-      assert.equal(direct.error_name, "NotCapable");
-      await assert.rejects(Deno.stat(`${ws}/direct.txt`), Deno.errors.NotFound);
-      // Through the helper the same command runs, jailed, in the workspace.
-      const helper = await registry.call("HelperRun", {
-        command: "bash",
-        args: ["-c", "echo ok > helper.txt; cat /proc/1/cmdline | tr '\\0' ' '"],
+      // Deno refuses bwrap itself: it is not on the run list.
+      const direct = await registry.call("HelperRun", {
+        command: BWRAP!,
+        args: ["--bind", "/", "/", "true"],
       });
-      assert.equal(helper.exit_code, 0, JSON.stringify(helper));
-      assert.match(helper.stdout as string, /bwrap/);
-      assert.equal(await Deno.readTextFile(`${ws}/helper.txt`), "ok\n");
-      // A command that is not on the run list is refused by corral inside the jail.
-      const other = await registry.call("HelperRun", { command: "python3", args: ["-c", "1"] });
-      assert.equal(other.success, false);
-      assert.match(
-        other.error!,
-        /permission denied: command "python3" is not on this tool's run list/,
-      );
+      assert.equal(direct.success, false, JSON.stringify(direct));
+      // Through bash it is masked (an empty, non-executable file).
+      const via = await registry.call("HelperRun", {
+        command: "bash",
+        args: ["-c", `${BWRAP} --bind / / touch /var/tmp/corral-bwrap-${_rand()}; echo rc=$?`],
+      });
+      assert.match(via.stdout as string, /rc=(126|127)/, JSON.stringify(via));
+      assert.match(via.stderr as string, /Permission denied|No such file/);
     } finally {
       await registry.close();
     }
@@ -220,16 +232,22 @@ Deno.test({
 });
 
 Deno.test("the host's environment never reaches a tool's subprocess; listed names do", async () => {
-  const { ws } = await tempLayout();
+  const { ws, base } = await tempLayout();
   await Deno.writeTextFile(
-    `${ws}/permissions.json`,
-    JSON.stringify({ toolsets: { system: { run: ["bash"], env: ["CORRAL_TEST_PASSED"] } } }),
+    `${base}/permissions.json`,
+    JSON.stringify({
+      toolsets: {
+        system: { run: ["bash"], read: ["."], write: ["."], env: ["CORRAL_TEST_PASSED"] },
+      },
+    }),
   );
   const out = await runCli(
     [
       "call",
       "RunBashCode",
-      "-x",
+      "-rwx",
+      "--permissions",
+      `${base}/permissions.json`,
       "--args",
       JSON.stringify({
         code: "env; cat /proc/self/environ; echo; echo passed=$CORRAL_TEST_PASSED",
@@ -244,16 +262,20 @@ Deno.test("the host's environment never reaches a tool's subprocess; listed name
   assert.match(out.stdout, /PATH=/);
 });
 
-Deno.test("corral list marks tools that start processes as jailed or unjailed", async () => {
-  const { ws } = await tempLayout();
+Deno.test("corral list marks each tool's sandbox as namespaced or not", async () => {
+  const { ws, base } = await tempLayout();
   await Deno.writeTextFile(
-    `${ws}/permissions.json`,
-    JSON.stringify({ toolsets: { system: { run: ["bash"], jail: "off" } } }),
+    `${base}/permissions.json`,
+    JSON.stringify({
+      toolsets: { files: { read: ["."] }, system: { run: ["bash"], read: ["."], jail: "off" } },
+    }),
   );
-  const text = await runCli(["list", "-rx"], { cwd: ws });
-  assert.match(text.stdout, /RunBashCode[^\n]*\n[^\n]*jail: NONE \(subprocesses unjailed\)/);
-  const json = await runCli(["list", "--json", "-rx"], { cwd: ws });
+  const args = ["--permissions", `${base}/permissions.json`, "-rx"];
+  const text = await runCli(["list", ...args], { cwd: ws });
+  assert.match(text.stdout, /RunPythonCode[^\n]*\n[^\n]*jail: NONE \(no namespace: opted out\)/);
+  assert.match(text.stdout, /ReadFile[^\n]*\n[^\n]*jail: bwrap \(namespace = grant\)/);
+  const json = await runCli(["list", "--json", ...args], { cwd: ws });
   const tools = JSON.parse(json.stdout) as Array<{ name: string; jail: string | null }>;
   assert.equal(tools.find((t) => t.name === "RunBashCode")?.jail, "none");
-  assert.equal(tools.find((t) => t.name === "ReadFile")?.jail, null);
+  assert.equal(tools.find((t) => t.name === "ReadFile")?.jail, "bwrap");
 });

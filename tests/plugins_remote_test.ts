@@ -23,10 +23,14 @@ async function corralCopy(): Promise<string> {
 }
 
 async function corral(dir: string, args: string[]) {
+  // Run from a workspace of its own (never corral's folder), with the copy's
+  // own config directory (never the developer's).
+  const ws = join(dir, "..", `${dir.split("/").at(-1)}_ws`);
+  await Deno.mkdir(ws, { recursive: true });
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", join(dir, "main.ts"), ...args],
-    cwd: dir,
-    env: { NO_COLOR: "1", CORRAL_CACHE_DIR: "" },
+    cwd: ws,
+    env: { NO_COLOR: "1", CORRAL_CACHE_DIR: "", CORRAL_CONFIG_DIR: join(dir, ".config") },
     stdout: "piped",
     stderr: "piped",
   }).output();
@@ -48,7 +52,8 @@ Deno.test("a remote (http or https) package plugin installs into the cache and l
     assert.ok(served >= 1, "the module was fetched at install time");
     const lock = await Deno.readTextFile(join(dir, "deno.lock"));
     assert.ok(lock.includes(spec), "the module is pinned in deno.lock");
-    const config = JSON.parse(await Deno.readTextFile(join(dir, "corral.json")));
+    // A new config goes to corral's config directory.
+    const config = JSON.parse(await Deno.readTextFile(join(dir, ".config", "corral.json")));
     assert.deepEqual(config.plugins, [spec]);
 
     // Running corral never downloads: stop the server, then load and call.
@@ -67,5 +72,6 @@ Deno.test("a remote (http or https) package plugin installs into the cache and l
   } finally {
     await server.shutdown().catch(() => {});
     await Deno.remove(dir, { recursive: true });
+    await Deno.remove(`${dir}_ws`, { recursive: true }).catch(() => {});
   }
 });

@@ -74,7 +74,7 @@ Deno.test("file-drop and package plugins load in order, each alone in its sandbo
   Deno.env.set(TOOL_DIRS_ENV, `${base}/other:${base}/does-not-exist`);
   let found;
   try {
-    const config = await loadConfig({ workspace: base });
+    const config = await loadConfig({ workspace: base, file: `${base}/corral.json` });
     found = await pluginSources({ policy, config, workspace: base, defaultDir: null });
   } finally {
     if (before === undefined) Deno.env.delete(TOOL_DIRS_ENV);
@@ -361,7 +361,18 @@ Deno.test("confirmation: `corral call` without a terminal refuses and does not r
     await Deno.writeTextFile(`${base}/permissions.json`, JSON.stringify(policy()));
     const marker = `${base}/markers/marker.txt`;
     const cli = (...extra: string[]) =>
-      runCli(["call", "WriteMarker", "--args", "{}", "-w", ...extra], {
+      runCli([
+        "call",
+        "WriteMarker",
+        "--args",
+        "{}",
+        "-w",
+        "--permissions",
+        `${base}/permissions.json`,
+        "--config",
+        `${base}/corral.json`,
+        ...extra,
+      ], {
         cwd: base,
         flags: ["-A", `--config=${ROOT}deno.json`],
         env: { CORRAL_CACHE_DIR: `${base}/cache`, [TOOL_DIRS_ENV]: "" },

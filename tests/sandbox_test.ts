@@ -59,7 +59,11 @@ for (const isolation of MODES) {
         };
         for (const [op, ok] of Object.entries(expect)) {
           if (ok) assert.equal(ops[op], "ok", `${tool.name} ${op}`);
-          else assert.match(ops[op], /^denied:NotCapable$/, `${tool.name} ${op}: ${ops[op]}`);
+          else {assert.match(
+              ops[op],
+              /^denied:(NotCapable|NotFound)$/,
+              `${tool.name} ${op}: ${ops[op]}`,
+            );}
         }
         await assert.rejects(Deno.stat(`${outside}/probe.txt`), Deno.errors.NotFound);
       }

@@ -5,10 +5,23 @@
  *
  * @module
  */
+import { join } from "node:path";
+import { INSTALL_DIR } from "../config/install_dir.ts";
 import type { Registry } from "../registry/registry.ts";
 import { colour } from "../tool/reporter.ts";
 import { out } from "./output.ts";
 import { toolTable } from "./tool_table.ts";
+
+/**
+ * A fresh scratch workspace for the demo (a copy of corral's README.md in a
+ * temp folder): never corral's own folder, never the user's files.
+ */
+export async function demoWorkspace(): Promise<string> {
+  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral-demo-" }));
+  await Deno.copyFile(join(INSTALL_DIR, "README.md"), join(dir, "README.md"));
+  await Deno.writeTextFile(join(dir, "notes.txt"), "A scratch workspace for corral's demo.\n");
+  return dir;
+}
 
 /** Run `corral demo`; returns the exit code. */
 export async function demoCommand(registry: Registry, color: boolean): Promise<number> {
@@ -20,11 +33,16 @@ export async function demoCommand(registry: Registry, color: boolean): Promise<n
     ),
   );
   for (const row of toolTable(registry.list(), color)) out(row);
-  const readme = new URL("../../README.md", import.meta.url).pathname;
+  out(colour(`workspace: ${registry.workspace}`, "dim", color));
   const calls: Array<[string, Record<string, unknown>, string]> = [
-    ["WordCount", { filepath: readme }, "count words of README.md (letters r)"],
+    ["WordCount", { filepath: "README.md" }, "count words of README.md (letters r)"],
     ["ListFiles", { path: ".", max_results: 5 }, "list the workspace (letters r)"],
     ["ReadFile", { filepath: "/etc/hostname" }, "read outside the workspace: refused"],
+    [
+      "RunBashCode",
+      { code: "ls /home /root 2>&1; cat ~/.ssh/id_rsa 2>&1; ls", timeout: 10 },
+      "bash sees only its grant (the workspace), not HOME or other folders",
+    ],
     [
       "Slugify",
       { text: "Hello from a process sandbox!" },

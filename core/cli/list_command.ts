@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { limitKind } from "../guard/limits.ts";
 import { colour } from "../tool/reporter.ts";
 import type { CliSession } from "./open_registry.ts";
 import type { CliValues } from "./options.ts";
@@ -35,5 +36,19 @@ export function listCommand(values: CliValues, session: CliSession, color: boole
   for (const row of toolTable(registry.list(), color)) out(row);
   for (const p of registry.problems) out(colour(`skipped module: ${p.message}`, "yellow", color));
   for (const w of pluginWarnings) out(colour(`skipped plugin: ${w}`, "yellow", color));
+  const ns = registry.list().some((t) => t.jail === "bwrap");
+  out(colour(
+    `sandboxes: ${
+      ns ? "namespace (bwrap), mounts = grant" : "no namespace"
+    }; process limits: ${_LIMITS[limitKind()]}`,
+    "dim",
+    color,
+  ));
   return 0;
 }
+
+const _LIMITS = {
+  cgroup2: "cgroup v2 (pids.max, memory.max)",
+  cgroup1: "cgroup v1 (pids.max, memory.limit_in_bytes)",
+  rlimit: "rlimits (ulimit -u, V8 heap; not binding for root)",
+} as const;

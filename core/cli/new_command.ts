@@ -7,20 +7,22 @@
  */
 import { DEFAULT_PLUGIN_DIR } from "../plugins/plugins.ts";
 import { scaffoldTool } from "../plugins/scaffold.ts";
-import { workspaceConfig } from "./open_registry.ts";
+import { loadConfig } from "../config/corral_config.ts";
 import { type CliValues, UsageError } from "./options.ts";
 import { out } from "./output.ts";
 
 /** Run `corral new`; returns the exit code. */
 export async function newCommand(values: CliValues, rest: string[]): Promise<number> {
-  const { config } = await workspaceConfig(values);
+  // Only the config is needed (its first tool_dirs entry), not a workspace.
+  const dir = values.dir ?? (await loadConfig({ file: values.config })).toolDirs[0] ??
+    DEFAULT_PLUGIN_DIR;
   if (!rest[0]) throw new UsageError("new needs a tool name: corral new NAME --permissions r");
   let made;
   try {
     made = await scaffoldTool({
       name: rest[0],
       permissions: values.permissions ?? "",
-      dir: values.dir ?? config.toolDirs[0] ?? DEFAULT_PLUGIN_DIR,
+      dir,
       style: (values.style ?? "class") as "class" | "module",
     });
   } catch (err) {

@@ -6,25 +6,54 @@
  * @module
  */
 import { type CorralConfig, loadConfig } from "../config/corral_config.ts";
+import { envVar } from "../config/env_var.ts";
+import { INSTALL_DIR } from "../config/install_dir.ts";
 import { loadPolicy, type Policy } from "../config/policy.ts";
+import { limitKind } from "../guard/limits.ts";
+import { isWithin } from "../guard/namespace.ts";
 import { pluginSources } from "../plugins/plugins.ts";
 import { Registry, type RegistryOptions } from "../registry/registry.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { type CliValues, UsageError } from "./options.ts";
 
-/** The workspace (`--workspace`, else the current directory) and the config. */
+/**
+ * The folder the user ran corral from: under `deno task` Deno's own cwd is
+ * the folder of corral's deno.json, and `INIT_CWD` holds where the user
+ * stood; otherwise the current directory (an inherited `INIT_CWD` is not
+ * ours then).
+ */
+export function userCwd(): string {
+  const cwd = Deno.cwd();
+  const init = envVar("INIT_CWD");
+  return init && cwd === INSTALL_DIR ? init : cwd;
+}
+
+/**
+ * The workspace (`--workspace`, else the folder the user ran corral from)
+ * and the config. The workspace is never corral's own folder: that is part
+ * of the trust base no tool may write.
+ */
 export async function workspaceConfig(
   values: CliValues,
-): Promise<{ config: CorralConfig; workspace: string }> {
+): Promise<{ config: CorralConfig & { ignored?: string }; workspace: string }> {
   let workspace: string;
+  const given = values.workspace ?? userCwd();
   try {
-    workspace = Deno.realPathSync(values.workspace ?? Deno.cwd());
+    workspace = Deno.realPathSync(given);
     if (!Deno.statSync(workspace).isDirectory) throw new Error("not a directory");
   } catch (err) {
     const reason = err instanceof Deno.errors.NotFound
       ? "no such directory"
       : (err as Error).message;
-    throw new UsageError(`--workspace "${values.workspace ?? "."}": ${reason}`);
+    throw new UsageError(`--workspace "${values.workspace ?? given}": ${reason}`);
+  }
+  if (isWithin(workspace, INSTALL_DIR)) {
+    throw new UsageError(
+      `the workspace would be ${
+        workspace === INSTALL_DIR ? "corral's own folder" : "inside corral's own folder"
+      } (${workspace}), which no tool may change: run corral from your project's folder ` +
+        `or pass --workspace DIR`,
+    );
   }
   return { config: await loadConfig({ file: values.config, workspace }), workspace };
 }
@@ -60,6 +89,14 @@ export async function openRegistry(values: CliValues, reporter: Reporter): Promi
   }
   const { config, workspace } = await workspaceConfig(values);
   const policy = await loadPolicy({ file: values.permissions, workspace });
+  for (const [file, flag] of [[policy.ignored, "--permissions"], [config.ignored, "--config"]]) {
+    if (!file) continue;
+    reporter.line(
+      `Warning: ignoring ${file}: a file in the workspace is never trusted silently ` +
+        `(a tool may be able to write it); pass ${flag} ${file} to use it`,
+      "yellow",
+    );
+  }
   const plugins = await pluginSources({ policy, config, workspace });
   for (const w of plugins.warnings) reporter.line(`Warning: ${w}`, "yellow");
   const options: RegistryOptions = {
@@ -73,10 +110,46 @@ export async function openRegistry(values: CliValues, reporter: Reporter): Promi
   if (values["no-cache"]) options.cacheDir = null;
   const audit = values.audit ?? config.audit;
   if (audit) options.auditPath = audit;
+  const registry = await Registry.create(options);
+  _warnOptOuts(registry, reporter);
   return {
-    registry: await Registry.create(options),
+    registry,
     reporter,
     pluginWarnings: plugins.warnings,
     plugins: { policy, config, workspace, dirs: plugins.dirs.map((d) => d.real) },
   };
+}
+
+/** The banner says when tools run without the namespace, and which limits are in force. */
+function _warnOptOuts(registry: Registry, reporter: Reporter): void {
+  const open = new Map<string, string[]>();
+  for (const t of registry.loaded()) {
+    const g = t.grant;
+    if (t.jail !== "none" || g.read.length + g.write.length + g.run.length === 0) continue;
+    const why = t.isolation === "worker" ? `isolation "worker"` : `"jail": "off"`;
+    open.set(why, [...(open.get(why) ?? []), t.name]);
+  }
+  for (const [why, names] of open) {
+    reporter.line(
+      `Warning: ${names.length} tool${names.length > 1 ? "s" : ""} run WITHOUT the sandbox ` +
+        `namespace (${why} in the policy): ${names.join(", ")}`,
+      "yellow",
+    );
+  }
+  const kind = limitKind();
+  if (kind === "rlimit" && _isRoot()) {
+    reporter.line(
+      "Warning: no writable cgroup here: sandbox processes are limited by rlimits, which do " +
+        "not bind root (see README, Security model)",
+      "yellow",
+    );
+  }
+}
+
+function _isRoot(): boolean {
+  try {
+    return Deno.uid() === 0;
+  } catch {
+    return false; // no sys permission: cannot tell
+  }
 }

@@ -5,6 +5,8 @@
  *
  * @module
  */
+import { dirname, join } from "node:path";
+import { configDir } from "../config/install_dir.ts";
 import { loadPolicy } from "../config/policy.ts";
 import { installPlugin } from "../plugins/packages.ts";
 import { pluginSources } from "../plugins/plugins.ts";
@@ -20,7 +22,9 @@ export async function pluginsCommand(values: CliValues, rest: string[]): Promise
     if (!rest[1]) {
       throw new UsageError("plugins install needs a specifier (npm:, jsr:, https: or a path)");
     }
-    const configFile = config.file ?? `${workspace}/corral.json`;
+    // A new config goes to corral's config directory, never the workspace.
+    const configFile = config.file ?? join(configDir(), "corral.json");
+    await Deno.mkdir(dirname(configFile), { recursive: true });
     const res = await installPlugin(rest[1], { configFile });
     out(`installed ${rest[1]}; ${res.added ? "added to" : "already in"} ${configFile}`);
     return 0;

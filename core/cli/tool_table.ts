@@ -30,11 +30,16 @@ export function toolRow(t: ToolInfo, color: boolean, width = 10): string {
     colour(`${_relSource(t.source)}  grant: ${describeGrant(t.grant)}`, "dim", color)
   }${
     t.jail === "bwrap"
-      ? colour("  jail: bwrap", "dim", color)
-      : t.jail === "none"
-      ? colour("  jail: NONE (subprocesses unjailed)", "yellow", color)
+      ? colour("  jail: bwrap (namespace = grant)", "dim", color)
+      : t.jail === "none" && _touches(t)
+      ? colour("  jail: NONE (no namespace: opted out)", "yellow", color)
       : ""
   }`;
+}
+
+/** Whether a tool holds files or commands (then running without the namespace matters). */
+function _touches(t: ToolInfo): boolean {
+  return t.grant.read.length + t.grant.write.length + t.grant.run.length > 0;
 }
 
 function _relSource(source: string): string {

@@ -10,6 +10,7 @@ import { dirname, join, resolve } from "node:path";
 import { z } from "zod";
 import { ConfigError } from "../tool/errors.ts";
 import { expandHome } from "./env_var.ts";
+import { configDir } from "./install_dir.ts";
 import { parseJsonConfig } from "./policy.ts";
 
 /** The name of the config file looked up in the working directory. */
@@ -92,19 +93,31 @@ export function parseConfig(text: string, file: string): CorralConfig {
 }
 
 /**
- * Load the config: `file` when given (it must exist), else `corral.json` in
- * `workspace` when present, else an empty config.
+ * Load the config: `file` when given (`--config`; it must exist), else
+ * `corral.json` in corral's config directory when present, else an empty
+ * config. A `corral.json` in the workspace is never taken silently (a tool
+ * may be able to write it): it is named in `ignored`.
  */
 export async function loadConfig(
-  options: { file?: string; workspace?: string } = {},
-): Promise<CorralConfig> {
+  options: { file?: string; workspace?: string; configDir?: string } = {},
+): Promise<CorralConfig & { ignored?: string }> {
   const workspace = resolve(options.workspace ?? Deno.cwd());
-  const file = options.file ? resolve(expandHome(options.file)) : join(workspace, CONFIG_FILE_NAME);
+  const file = options.file
+    ? resolve(expandHome(options.file))
+    : join(options.configDir ?? configDir(), CONFIG_FILE_NAME);
   let text: string;
   try {
     text = await Deno.readTextFile(file);
   } catch (err) {
-    if (!options.file && err instanceof Deno.errors.NotFound) return emptyConfig(workspace);
+    if (!options.file && err instanceof Deno.errors.NotFound) {
+      const config: CorralConfig & { ignored?: string } = emptyConfig(workspace);
+      const local = join(workspace, CONFIG_FILE_NAME);
+      try {
+        await Deno.stat(local);
+        config.ignored = local;
+      } catch { /* none */ }
+      return config;
+    }
     throw new ConfigError(`Cannot read config file "${file}": ${(err as Error).message}`);
   }
   return parseConfig(text, file);

@@ -43,11 +43,19 @@ Deno.test("loadConfig: an explicit --config must exist; a missing corral.json is
       loadConfig({ file: `${dir}/nope.json` }),
       /Cannot read config file ".*nope\.json"/,
     );
-    const empty = await loadConfig({ workspace: dir });
+    const own = `${dir}/config`;
+    const empty = await loadConfig({ workspace: dir, configDir: own });
     assert.equal(empty.file, null);
     assert.deepEqual(empty.toolDirs, []);
+    // A corral.json in the workspace is not taken: it is named as ignored.
     await Deno.writeTextFile(`${dir}/corral.json`, '{"plugins": ["npm:x@1"]}');
-    assert.deepEqual((await loadConfig({ workspace: dir })).plugins, ["npm:x@1"]);
+    const ignored = await loadConfig({ workspace: dir, configDir: own });
+    assert.deepEqual(ignored.plugins, []);
+    assert.equal(ignored.ignored, `${dir}/corral.json`);
+    // The one in corral's config directory is.
+    await Deno.mkdir(own);
+    await Deno.writeTextFile(`${own}/corral.json`, '{"plugins": ["npm:y@1"]}');
+    assert.deepEqual((await loadConfig({ workspace: dir, configDir: own })).plugins, ["npm:y@1"]);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -22,3 +22,29 @@ export const INSTALL_DIR: string = resolve(new URL("../..", import.meta.url).pat
 
 /** corral's `core/` folder: what plugins may import besides their own directory. */
 export const CORE_DIR: string = join(INSTALL_DIR, "core");
+
+/**
+ * corral's config directory, where the operator keeps `permissions.json`
+ * and `corral.json`: `CORRAL_CONFIG_DIR`, else `$XDG_CONFIG_HOME/corral`,
+ * else `~/.config/corral`. Part of the trust base: no tool may write it.
+ *
+ * @example
+ * ```ts
+ * import { configDir } from "./install_dir.ts";
+ * console.assert(configDir().startsWith("/"));
+ * ```
+ */
+export function configDir(): string {
+  const env = (n: string) => {
+    try {
+      return Deno.env.get(n) || undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const explicit = env("CORRAL_CONFIG_DIR");
+  if (explicit) return resolve(explicit);
+  const xdg = env("XDG_CONFIG_HOME");
+  if (xdg) return join(resolve(xdg), "corral");
+  return join(env("HOME") ?? "/root", ".config", "corral");
+}

@@ -11,7 +11,7 @@ import type { JailMode } from "../guard/jail.ts";
 import { ConfigError } from "../tool/errors.ts";
 import type { Grant } from "../tool/tool.ts";
 import { expandHome } from "./env_var.ts";
-import { INSTALL_DIR } from "./install_dir.ts";
+import { configDir, INSTALL_DIR } from "./install_dir.ts";
 
 /** How a toolset is isolated. */
 export type Isolation = "worker" | "process";
@@ -31,9 +31,15 @@ const _sandboxSchema = z.object({
   timeout_ms: z.number().int().positive().max(86_400_000).optional(),
   memory_mb: z.number().int().min(32).max(65_536).optional(),
   max_output_bytes: z.number().int().min(1024).max(1_073_741_824).optional(),
+  max_read_bytes: z.number().int().min(1024).max(1_099_511_627_776).optional().describe(
+    "The files tools refuse to read a file larger than this",
+  ),
+  max_processes: z.number().int().min(16).max(65_536).optional().describe(
+    "Processes and threads one process sandbox may hold at once (its Deno counts too)",
+  ),
   allow_override: z.boolean().optional().describe("A plugin may replace built-in tools"),
   jail: z.enum(["required", "auto", "off"]).optional().describe(
-    "Run subprocesses in the bwrap jail: required, auto (when bwrap works; default) or off",
+    'The sandbox namespace (bwrap): required (default; "auto" is the same) or off (opt out)',
   ),
   redact_args: z.boolean().optional().describe(
     "Audit lines keep only the digest of the arguments, not the arguments",
@@ -71,9 +77,13 @@ export interface SandboxPolicy extends Omit<Grant, "jail"> {
   timeout_ms: number;
   memory_mb: number;
   max_output_bytes: number;
+  /** The files tools refuse files larger than this. */
+  max_read_bytes: number;
+  /** Processes and threads of one process sandbox. */
+  max_processes: number;
   allow_override: boolean;
   env: string[];
-  /** Whether subprocesses run in the bwrap jail (absent: `auto`). */
+  /** The sandbox namespace: `off` opts out (absent: required). */
   jail?: JailMode;
   /** Audit lines leave the arguments out (their digest stays). */
   redact_args?: boolean;
@@ -86,6 +96,8 @@ export const DEFAULT_LIMITS = {
   timeout_ms: 60_000,
   memory_mb: 512,
   max_output_bytes: 1_000_000,
+  max_read_bytes: 16 * 1024 * 1024,
+  max_processes: 128,
 } as const;
 
 /** The loaded, validated and resolved policy. */
@@ -102,9 +114,12 @@ export class Policy {
     this.file = file;
   }
 
-  /** The policy of a built-in toolset. Built-ins default to worker isolation. */
+  /**
+   * The policy of a built-in toolset. Built-ins default to process
+   * isolation, like plugins; `"isolation": "worker"` trusts a toolset.
+   */
   toolset(name: string): SandboxPolicy {
-    return this.#resolve(this.#raw.toolsets?.[name], `toolsets.${name}`, "worker");
+    return this.#resolve(this.#raw.toolsets?.[name], `toolsets.${name}`, "process");
   }
 
   /**
@@ -155,6 +170,8 @@ export class Policy {
       memory_mb: entry?.memory_mb ?? d.memory_mb ?? DEFAULT_LIMITS.memory_mb,
       max_output_bytes: entry?.max_output_bytes ?? d.max_output_bytes ??
         DEFAULT_LIMITS.max_output_bytes,
+      max_read_bytes: entry?.max_read_bytes ?? d.max_read_bytes ?? DEFAULT_LIMITS.max_read_bytes,
+      max_processes: entry?.max_processes ?? d.max_processes ?? DEFAULT_LIMITS.max_processes,
       allow_override: entry?.allow_override ?? false,
       ...(entry?.jail ?? d.jail ? { jail: entry?.jail ?? d.jail } : {}),
       ...(entry?.redact_args ?? d.redact_args ? { redact_args: true } : {}),
@@ -241,15 +258,23 @@ export function formatPath(path: Array<string | number>): string {
 }
 
 /**
- * Load the policy from `file` (default `permissions.json` in the workspace;
- * when that is absent, the file shipped with corral).
+ * Load the policy: `file` when given (`--permissions`), else
+ * `permissions.json` in corral's config directory ({@link configDir}), else
+ * the file shipped with corral. A `permissions.json` in the workspace is
+ * never taken silently (a tool may be able to write it): it is named in
+ * `ignored` so the caller can say so.
  */
-export async function loadPolicy(options: { file?: string; workspace: string }): Promise<Policy> {
+export async function loadPolicy(
+  options: { file?: string; workspace: string; configDir?: string },
+): Promise<Policy & { ignored?: string }> {
   const shipped = join(INSTALL_DIR, "permissions.json");
-  let file = options.file;
+  let file = options.file ? resolve(expandHome(options.file)) : undefined;
+  let ignored: string | undefined;
   if (!file) {
+    const own = join(options.configDir ?? configDir(), "permissions.json");
+    file = await _exists(own) ? own : shipped;
     const local = resolve(options.workspace, "permissions.json");
-    file = await _exists(local) ? local : shipped;
+    if (local !== file && await _exists(local)) ignored = local;
   }
   let text: string;
   try {
@@ -257,7 +282,9 @@ export async function loadPolicy(options: { file?: string; workspace: string }):
   } catch (err) {
     throw new ConfigError(`Cannot read policy file "${file}": ${(err as Error).message}`);
   }
-  return parsePolicy(text, file, options.workspace);
+  const policy = parsePolicy(text, file, options.workspace) as Policy & { ignored?: string };
+  if (ignored) policy.ignored = ignored;
+  return policy;
 }
 
 async function _exists(p: string): Promise<boolean> {

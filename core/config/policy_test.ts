@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { ConfigError } from "../tool/errors.ts";
+import { INSTALL_DIR } from "./install_dir.ts";
 import { DEFAULT_LIMITS, formatPath, loadPolicy, parsePolicy } from "./policy.ts";
 
 async function _withTemp(fn: (dir: string) => Promise<void> | void): Promise<void> {
@@ -141,7 +142,7 @@ Deno.test("policy paths starting with ~/ resolve against HOME", async () => {
   });
 });
 
-Deno.test("a toolset defaults to worker isolation, nothing granted and default limits", () => {
+Deno.test("a toolset defaults to process isolation, nothing granted and default limits", () => {
   const p = parsePolicy("{}", "permissions.json", "/tmp");
   assert.deepEqual(p.toolset("files"), {
     read: [],
@@ -149,10 +150,12 @@ Deno.test("a toolset defaults to worker isolation, nothing granted and default l
     run: [],
     net: [],
     env: [],
-    isolation: "worker",
+    isolation: "process",
     timeout_ms: DEFAULT_LIMITS.timeout_ms,
     memory_mb: DEFAULT_LIMITS.memory_mb,
     max_output_bytes: DEFAULT_LIMITS.max_output_bytes,
+    max_read_bytes: DEFAULT_LIMITS.max_read_bytes,
+    max_processes: DEFAULT_LIMITS.max_processes,
     allow_override: false,
     where: "toolsets.files",
   });
@@ -257,12 +260,23 @@ Deno.test("formatPath joins keys with dots and indexes with brackets", () => {
   assert.equal(formatPath(["a", 1, 2, "b"]), "a[1][2].b");
 });
 
-Deno.test("loadPolicy reads permissions.json from the workspace", async () => {
+Deno.test("loadPolicy never takes permissions.json from the workspace; the config directory's wins", async () => {
   await _withTemp(async (ws) => {
-    await Deno.writeTextFile(join(ws, "permissions.json"), '{"toolsets":{"files":{"read":["."]}}}');
-    const p = await loadPolicy({ workspace: ws });
-    assert.equal(p.file, join(ws, "permissions.json"));
-    assert.deepEqual(p.toolset("files").read, [ws]);
+    const own = join(ws, "config");
+    // A policy a tool could have written into the workspace: named, not used.
+    await Deno.writeTextFile(join(ws, "permissions.json"), '{"toolsets":{"files":{"read":["/"]}}}');
+    const shipped = await loadPolicy({ workspace: ws, configDir: own });
+    assert.equal(shipped.file, join(INSTALL_DIR, "permissions.json"));
+    assert.equal(shipped.ignored, join(ws, "permissions.json"));
+    assert.deepEqual(shipped.toolset("files").read, [ws]);
+    await Deno.mkdir(own);
+    await Deno.writeTextFile(
+      join(own, "permissions.json"),
+      '{"toolsets":{"files":{"read":["sub"]}}}',
+    );
+    const p = await loadPolicy({ workspace: ws, configDir: own });
+    assert.equal(p.file, join(own, "permissions.json"));
+    assert.deepEqual(p.toolset("files").read, [join(ws, "sub")]);
   });
 });
 

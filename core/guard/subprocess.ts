@@ -35,6 +35,8 @@ export interface SubprocessDefaults {
   vars?: Record<string, string>;
   /** The grant of the tools in this sandbox (its `jail` and `run` list apply). */
   grant?: Grant;
+  /** HOME of subprocesses (inside the namespace: a folder on its private /tmp). */
+  home?: string;
 }
 
 let _defaults: SubprocessDefaults = {};
@@ -143,11 +145,11 @@ export async function runSubprocess(options: SubprocessOptions): Promise<Subproc
     const args = [...bwrapArgs(jail, options.cwd), "--", options.command, ...options.args];
     return await _run({ ...options, command: jail.bwrap, args }, env);
   }
-  const scratch = await _scratchDir();
+  const scratch = _defaults.home ? undefined : await _scratchDir();
   const env: Record<string, string> = {
     ...vars,
     ...base,
-    HOME: scratch ?? options.cwd,
+    HOME: _defaults.home ?? scratch ?? options.cwd,
     ...options.env,
   };
   try {

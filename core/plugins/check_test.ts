@@ -30,10 +30,11 @@ Deno.test("check catches each contract breach and names the tool", async () => {
 });
 
 Deno.test("check passes letters the policy grants, and clean files of both styles", async () => {
+  const ws = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_check_ws_" }));
   const policy = parsePolicy(
     JSON.stringify({ plugins: { breaches: { write: ["."] } } }),
     "p.json",
-    ROOT,
+    ws,
   );
   const report = await checkPlugins([
     `${FIX}check/breaches.ts`,
@@ -42,6 +43,7 @@ Deno.test("check passes letters the policy grants, and clean files of both style
   ], {
     builtins: false,
     policy,
+    workspace: ws,
   });
   assert.ok(!report.issues.some((i) => i.tool === "WantsWrite"));
   assert.ok(report.passed.some((p) => p.name === "WantsWrite"));
@@ -55,12 +57,13 @@ Deno.test("check passes letters the policy grants, and clean files of both style
 
 Deno.test("check reports a module that fails to import, a duplicate of a built-in, and files that are not plugins", async () => {
   const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_check_" }));
+  const ws = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_check_ws_" }));
   try {
     await Deno.writeTextFile(`${dir}/broken.ts`, "export const = ;\n");
     await Deno.writeTextFile(`${dir}/_helper.ts`, "export {};\n");
     const report = await checkPlugins(
       [`${dir}/broken.ts`, `${dir}/_helper.ts`, `${dir}/missing.ts`, `${FIX}collide/read_file.ts`],
-      { workspace: dir, cacheDir: null },
+      { workspace: ws, cacheDir: null },
     );
     const messages = (file: string) =>
       report.issues.filter((i) => i.file === file).map((i) => i.message).join("\n");
@@ -82,9 +85,14 @@ Deno.test("corral check exits 1 when anything fails and 0 when all passes", asyn
   const out: string[] = [];
   console.log = (...a: unknown[]) => out.push(a.join(" "));
   try {
-    assert.equal(await main(["check", `${FIX}check/breaches.ts`]), 1);
-    assert.equal(await main(["check", `${ROOT}plugins/text_tools.ts`, `${FIX}check/clean.ts`]), 0);
-    assert.equal(await main(["check"]), 2);
+    const ws = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_check_ws_" }));
+    const w = ["--workspace", ws];
+    assert.equal(await main(["check", ...w, `${FIX}check/breaches.ts`]), 1);
+    assert.equal(
+      await main(["check", ...w, `${ROOT}plugins/text_tools.ts`, `${FIX}check/clean.ts`]),
+      0,
+    );
+    assert.equal(await main(["check", ...w]), 2);
   } finally {
     console.log = log;
   }

@@ -10,10 +10,10 @@ import type { Policy } from "../config/policy.ts";
 import { type AuditLog, digestArgs, outcomeOf } from "../guard/audit.ts";
 import { hideHostPaths, redact, scrubDeep, scrubText } from "../guard/redact.ts";
 import type { SandboxEnv } from "../sandbox/protocol.ts";
-import { Sandbox } from "../sandbox/sandbox.ts";
+import { Sandbox, type SandboxOptions } from "../sandbox/sandbox.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { failure, type ToolResult } from "../tool/result.ts";
-import type { ReportKind, ReportOptions } from "../tool/tool.ts";
+import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
 import type { Catalog, CatalogEntry, ToolInfo, ToolsetSource } from "./catalog.ts";
 import { hostVars } from "./host_vars.ts";
 
@@ -42,6 +42,8 @@ export interface CallRunnerOptions {
   secrets: Set<string>;
   /** The audit log, if any. */
   audit?: AuditLog;
+  /** The namespace of a source's sandboxes, when they get one. */
+  namespace?: (source: ToolsetSource, grant: Grant) => SandboxOptions["namespace"];
 }
 
 /**
@@ -243,6 +245,8 @@ export class CallRunner {
         imports: source.imports,
         workspace: this.#options.workspace,
         onLog: (text) => reporter.line(`[${source.id}] ${scrubText(text, secrets)}`, "dim"),
+        namespace: this.#options.namespace?.(source, info.grant),
+        pins: source.pins,
       });
       this.#sandboxes.set(key, sb);
     }

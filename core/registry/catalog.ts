@@ -10,9 +10,10 @@
 import { basename, relative } from "node:path";
 import { INSTALL_DIR } from "../config/install_dir.ts";
 import type { SandboxPolicy } from "../config/policy.ts";
-import { decideJail, type JailStatus } from "../guard/jail.ts";
+import type { JailStatus } from "../guard/jail.ts";
 import { scrubText } from "../guard/redact.ts";
 import { ceilingGrant, effectiveGrant, type HostPrivileges } from "../sandbox/grant.ts";
+import type { Pins } from "../sandbox/module_graph.ts";
 import type { ModuleMeta, ToolMeta } from "../sandbox/protocol.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { formatSchemas, type SchemaFormat } from "../tool/schema.ts";
@@ -33,6 +34,8 @@ export interface ToolsetSource {
   config?: unknown;
   /** Hosts its remote modules are imported from (cached code only). */
   imports?: string[];
+  /** Its module files as discovery checked them, with their hashes (set by discovery). */
+  pins?: Pins;
 }
 
 /** Status of a tool in the catalog. */
@@ -54,7 +57,11 @@ export interface ToolInfo {
   grant: Grant;
   confirm: boolean;
   inputSchema: Record<string, unknown>;
-  /** For tools that start processes: whether they run in the bwrap jail. */
+  /**
+   * Whether its sandbox runs in the namespace whose mounts are its grant
+   * (`bwrap`), or without it (`none`: worker isolation, `"jail": "off"`, or
+   * a process sandbox holding no files or commands on a machine without bwrap).
+   */
   jail?: JailStatus;
 }
 
@@ -80,6 +87,8 @@ export interface CatalogOptions {
   host: HostPrivileges;
   /** The working bwrap binary, if any (see core/guard/jail.ts). */
   bwrap: string | undefined;
+  /** Why there is no working bwrap, for messages. */
+  bwrapMissing?: string;
   /** Where warnings and load problems are reported. */
   reporter: Reporter;
   /** Secret values scrubbed from descriptions, problems and warnings (shared, grows). */
@@ -118,9 +127,33 @@ export class Catalog {
    */
   ceiling(source: ToolsetSource): Grant {
     const ceiling = ceilingGrant(source.policy, this.#options.host);
-    const jail = this.#decideJail(source, ceiling);
-    if (jail.jail) ceiling.jail = jail.jail;
+    // Without the namespace it needs, discovery holds no files or commands.
+    if (this.confine(source, ceiling).missing) {
+      return { ...ceiling, read: [], write: [], run: [] };
+    }
     return ceiling;
+  }
+
+  /**
+   * Whether a sandbox of `source` holding `grant` runs in the namespace
+   * (`bwrap`) or not (`none`), and why it cannot run at all (`missing`):
+   * a process sandbox that holds files or commands needs the namespace,
+   * unless the operator opted out (`"jail": "off"`, or `"isolation":
+   * "worker"`, which trusts the toolset).
+   */
+  confine(source: ToolsetSource, grant: Grant): { status: JailStatus; missing?: string } {
+    const p = source.policy;
+    if (p.isolation === "worker" || p.jail === "off") return { status: "none" };
+    if (this.#options.bwrap) return { status: "bwrap" };
+    if (!grant.read.length && !grant.write.length && !grant.run.length) return { status: "none" };
+    return {
+      status: "none",
+      missing:
+        `needs the sandbox namespace, but ${
+          this.#options.bwrapMissing ?? "no working bwrap was found"
+        }: install bubblewrap (apt-get install bubblewrap), or opt out explicitly with ` +
+        `"jail": "off" in permissions.json ${p.where}`,
+    };
   }
 
   /** Whether a toolset with this id is registered. */
@@ -222,24 +255,6 @@ export class Catalog {
     this.#options.reporter.line(`Warning: skipped ${message}`, "yellow");
   }
 
-  #decideJail(source: ToolsetSource, grant: Grant): ReturnType<typeof decideJail> {
-    return decideJail(
-      grant,
-      source.policy.jail ?? "auto",
-      this.#options.bwrap,
-      this.#jailWrite(source),
-      source.policy.where,
-      source.kind !== "builtin",
-    );
-  }
-
-  /** Paths the jail binds writable: the policy's write paths that the host may write. */
-  #jailWrite(source: ToolsetSource): string[] {
-    const host = this.#options.host;
-    if (!host.letters.includes("w")) return [];
-    return source.policy.write.filter((p) => host.denoGranted("write", p));
-  }
-
   #add(source: ToolsetSource, module: string, t: ToolMeta): void {
     const workspace = this.#options.workspace;
     const decision = effectiveGrant(t.permissions, source.policy, this.#options.host);
@@ -255,8 +270,7 @@ export class Catalog {
         }`;
       }
     }
-    const jail = this.#decideJail(source, decision.grant);
-    if (jail.jail) decision.grant.jail = jail.jail;
+    const jail = this.confine(source, decision.grant);
     decision.missing ??= jail.missing;
     let status: ToolStatus = "loaded";
     let reason: string | undefined;
@@ -278,7 +292,7 @@ export class Catalog {
       reason,
       isolation: source.policy.isolation,
       grant: decision.grant,
-      ...(jail.status ? { jail: jail.status } : {}),
+      jail: jail.status,
       confirm: t.confirm,
       inputSchema: t.inputSchema,
     };

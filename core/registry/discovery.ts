@@ -8,7 +8,8 @@
  */
 import { scrubText } from "../guard/redact.ts";
 import type { ModuleMeta, SandboxEnv } from "../sandbox/protocol.ts";
-import { Sandbox } from "../sandbox/sandbox.ts";
+import { pinGraph } from "../sandbox/module_graph.ts";
+import { Sandbox, type SandboxOptions } from "../sandbox/sandbox.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import type { Grant } from "../tool/tool.ts";
 import type { ToolsetSource } from "./catalog.ts";
@@ -34,6 +35,8 @@ export interface DiscoveryOptions {
   reporter: Reporter;
   /** Secret values scrubbed from that output (shared, grows). */
   secrets: Set<string>;
+  /** The namespace of a source's sandboxes, when they get one. */
+  namespace?: (source: ToolsetSource, grant: Grant) => SandboxOptions["namespace"];
 }
 
 /**
@@ -72,6 +75,9 @@ export class Discovery {
       ceiling,
       source.config ?? null,
     ]);
+    // What runs later is what is checked now: the module files, pinned by hash.
+    const local = source.modules.filter((m) => m.startsWith("/"));
+    if (local.length) source.pins = await pinGraph(local);
     const keys = new Map<string, string>();
     const found = new Map<string, ModuleMeta>();
     const computed = await Promise.all(
@@ -95,6 +101,8 @@ export class Discovery {
         imports: source.imports,
         workspace,
         onLog: (text) => reporter.line(`[${source.id}] ${scrubText(text, secrets)}`, "dim"),
+        namespace: this.#options.namespace?.(source, ceiling),
+        pins: source.pins,
       });
       try {
         await sb.prepare();

@@ -11,7 +11,9 @@
  *
  * @module
  */
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { checkWrites, pluginRoot, trustBase, type TrustedPath } from "../config/trust_base.ts";
+import type { Grant } from "../tool/tool.ts";
 import { loadPolicy, type Policy } from "../config/policy.ts";
 import { AuditLog } from "../guard/audit.ts";
 import { findBwrap } from "../guard/jail.ts";
@@ -58,8 +60,14 @@ export interface RegistryOptions {
   reporter?: Reporter;
   /** Append one JSON line per call to this file (see core/guard/audit.ts). */
   auditPath?: string;
-  /** The bwrap binary for the subprocess jail; `null`: none (tests). Default: detected. */
+  /** The bwrap binary of the sandbox namespace; `null`: none (tests). Default: detected. */
   bwrap?: string | null;
+  /**
+   * More paths of the trust base (core/config/trust_base.ts): the config
+   * file, plugin directories. The policy file, the cache, the audit log and
+   * the plugin sources' folders are added by the registry itself.
+   */
+  trusted?: TrustedPath[];
 }
 
 /**
@@ -89,6 +97,9 @@ export class Registry {
   /** Secret values of config sections, scrubbed from every text shown. */
   readonly #secrets = new Set<string>();
 
+  /** What no tool may change (and, for secrets, read). */
+  readonly trusted: TrustedPath[];
+
   private constructor(
     workspace: string,
     policy: Policy,
@@ -102,11 +113,29 @@ export class Registry {
     this.host = host;
     const reporter = this.reporter = options.reporter ?? new Reporter();
     const secrets = this.#secrets;
-    this.#catalog = new Catalog({ workspace, host, bwrap, reporter, secrets });
+    const bwrapMissing = Deno.build.os === "linux"
+      ? "no working bwrap was found"
+      : `bubblewrap does not exist on ${Deno.build.os}`;
+    this.#catalog = new Catalog({ workspace, host, bwrap, bwrapMissing, reporter, secrets });
     this.problems = this.#catalog.problems;
     this.warnings = this.#catalog.warnings;
-    this.#discovery = new Discovery({ workspace, cacheDir, reporter, secrets });
-    const audit = options.auditPath ? new AuditLog(resolve(options.auditPath)) : undefined;
+    const auditPath = options.auditPath ? resolve(options.auditPath) : undefined;
+    this.trusted = [
+      ...trustBase({ policyFile: policy.file, cacheDir, auditPath }),
+      ...(options.trusted ?? []),
+    ];
+    const namespace = (source: ToolsetSource, grant: Grant) => {
+      if (source.policy.isolation !== "process") return undefined;
+      if (this.#catalog.confine(source, grant).status !== "bwrap" || !bwrap) return undefined;
+      const trusted = [...this.trusted, ...this.#pluginRoots()];
+      return {
+        bwrap,
+        protect: trusted.map((t) => t.path),
+        hide: trusted.filter((t) => t.secret).map((t) => t.path),
+      };
+    };
+    this.#discovery = new Discovery({ workspace, cacheDir, reporter, secrets, namespace });
+    const audit = auditPath ? new AuditLog(auditPath) : undefined;
     this.#runner = new CallRunner({
       workspace,
       policy,
@@ -114,7 +143,42 @@ export class Registry {
       reporter,
       secrets,
       audit,
+      namespace,
     });
+  }
+
+  /** The folders of the plugin sources registered so far (part of the trust base). */
+  #pluginRoots(): TrustedPath[] {
+    const roots = new Set<string>();
+    for (const s of this.#catalog.sources()) {
+      if (s.kind === "builtin") continue;
+      for (const m of s.modules) if (m.startsWith("/")) roots.add(pluginRoot(m));
+    }
+    return [...roots].map((path) => ({ path, what: "a plugin directory" }));
+  }
+
+  /**
+   * Refuse a source whose write grant overlaps the trust base (see
+   * core/config/trust_base.ts): inside it always, holding it when its
+   * sandbox runs without the namespace.
+   */
+  #checkTrust(source: ToolsetSource, sources: ToolsetSource[]): void {
+    const write = source.policy.write.filter((p) =>
+      this.host.letters.includes("w") && this.host.denoGranted("write", p)
+    );
+    if (!write.length) return;
+    const roots = new Set<string>();
+    for (const s of sources) {
+      if (s.kind === "builtin") continue;
+      for (const m of s.modules) if (m.startsWith("/")) roots.add(pluginRoot(m));
+    }
+    const trusted = [
+      ...this.trusted,
+      ...[...roots].map((path) => ({ path, what: "a plugin directory" })),
+    ];
+    const masked = source.policy.isolation === "process" &&
+      this.#catalog.confine(source, { read: [], write, run: [], net: [] }).status === "bwrap";
+    checkWrites(write, source.policy.where, trusted, masked);
   }
 
   /** Build the catalog: autoloaded built-ins, requested toolsets, then other sources. */
@@ -129,6 +193,14 @@ export class Registry {
       : options.bwrap ?? undefined;
     const registry = new Registry(workspace, policy, host, bwrap, cacheDir, options);
     const catalog = registry.#catalog;
+    if (options.auditPath) {
+      // The log exists from the start, so that the namespace can keep it out of reach.
+      await Deno.mkdir(dirname(resolve(options.auditPath)), { recursive: true }).catch(() => {});
+      await Deno.writeFile(resolve(options.auditPath), new Uint8Array(), { append: true })
+        .catch(() => {});
+    }
+    if (cacheDir) await Deno.mkdir(cacheDir, { recursive: true }).catch(() => {});
+    const plugins = options.sources ?? [];
     if (!options.noBuiltins) {
       const declared = await builtinToolsets();
       const known = Object.keys(declared).join(", ");
@@ -149,9 +221,12 @@ export class Registry {
           );
         }
       }
-      for (const name of names) await registry.#loadSource(await builtinSource(name, policy));
+      const builtins = await Promise.all(names.map((name) => builtinSource(name, policy)));
+      for (const b of builtins) registry.#checkTrust(b, plugins);
+      for (const b of builtins) await registry.#loadSource(b);
     }
-    await registry.#loadSources(options.sources ?? []);
+    for (const p of plugins) registry.#checkTrust(p, plugins);
+    await registry.#loadSources(plugins);
     await registry.#discovery.save();
     for (const name of policy.toolNames()) {
       if (!catalog.entries().some((e) => e.info.name === name)) {
@@ -175,13 +250,16 @@ export class Registry {
       );
     }
     if (this.#catalog.has(name)) return this.list().filter((t) => t.toolset === name);
-    await this.#loadSource(await builtinSource(name, this.policy));
+    const source = await builtinSource(name, this.policy);
+    this.#checkTrust(source, this.#catalog.sources());
+    await this.#loadSource(source);
     await this.#discovery.save();
     return this.list().filter((t) => t.toolset === name);
   }
 
   /** Add a toolset source (plugin or package) at run time. */
   async addSource(source: ToolsetSource): Promise<ToolInfo[]> {
+    this.#checkTrust(source, [...this.#catalog.sources(), source]);
     await this.#loadSource(source);
     await this.#discovery.save();
     return this.list().filter((t) => t.toolset === source.id);

@@ -13,6 +13,8 @@ function _policy(overrides: Partial<SandboxPolicy> = {}): SandboxPolicy {
     timeout_ms: 1000,
     memory_mb: 64,
     max_output_bytes: 4096,
+    max_read_bytes: 1 << 20,
+    max_processes: 128,
     allow_override: false,
     where: "toolsets.files",
     ...overrides,

@@ -64,3 +64,56 @@ function _resolveLocal(
   }
   return null;
 }
+
+/** The files of a module graph, each with the SHA-256 of the text it was read from. */
+export type Pins = Record<string, string>;
+
+/**
+ * The local module graph of `entries` (as {@link localModuleGraph}), each
+ * file pinned by the SHA-256 of the very text its imports were read from.
+ * A file that cannot be read is pinned as `"missing"`.
+ *
+ * @example
+ * ```ts
+ * import { pinGraph } from "./module_graph.ts";
+ * const pins = await pinGraph([new URL("./protocol.ts", import.meta.url).pathname]);
+ * console.assert(Object.values(pins).every((h) => /^[0-9a-f]{64}$/.test(h)));
+ * ```
+ */
+export async function pinGraph(entries: string[]): Promise<Pins> {
+  const pins: Pins = {};
+  const files = await localModuleGraph(entries, {}, async (file) => {
+    const bytes = await Deno.readFile(file);
+    pins[file] = await _sha256(bytes);
+    return new TextDecoder().decode(bytes);
+  });
+  for (const f of files) pins[f] ??= "missing";
+  return pins;
+}
+
+/**
+ * The files of `pins` whose content is no longer what was pinned.
+ *
+ * @example
+ * ```ts
+ * import { changedPins, pinGraph } from "./module_graph.ts";
+ * const pins = await pinGraph([new URL("./protocol.ts", import.meta.url).pathname]);
+ * console.assert((await changedPins(pins)).length === 0);
+ * ```
+ */
+export async function changedPins(pins: Pins): Promise<string[]> {
+  const changed: string[] = [];
+  for (const [file, hash] of Object.entries(pins)) {
+    let now = "missing";
+    try {
+      now = await _sha256(await Deno.readFile(file));
+    } catch { /* gone */ }
+    if (now !== hash) changed.push(file);
+  }
+  return changed;
+}
+
+async function _sha256(bytes: Uint8Array): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>);
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}

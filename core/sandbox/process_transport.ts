@@ -10,6 +10,8 @@
  */
 import { basename, join } from "node:path";
 import { INSTALL_DIR } from "../config/install_dir.ts";
+import { createLimits, hitProcessLimit, limitedCommand } from "../guard/limits.ts";
+import { NAMESPACE_HOME, namespaceArgs } from "../guard/namespace.ts";
 import { FRAME_MARK, type SandboxMessage } from "./protocol.ts";
 import {
   CHILD_ENTRY,
@@ -65,17 +67,59 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
     `--v8-flags=--max-old-space-size=${p.memory_mb}`,
     CHILD_ENTRY,
   ];
-  const child = new Deno.Command(Deno.execPath(), {
-    args,
-    cwd: spec.workspace,
-    clearEnv: true,
-    env: compiled
-      ? { ..._childEnv(), DENO_V8_FLAGS: `--max-old-space-size=${p.memory_mb}` }
-      : _childEnv(),
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
+  let command = Deno.execPath();
+  let commandArgs = args;
+  let env = _childEnv();
+  const ns = spec.namespace;
+  if (ns) {
+    // The mounts are the grant: read-only reads, writable writes, the code
+    // read-only, the trust base masked, and nothing else.
+    command = ns.bwrap;
+    commandArgs = [
+      ...namespaceArgs({
+        bwrap: ns.bwrap,
+        runtime: ns.runtime,
+        read: g.read,
+        code: spec.code ?? [],
+        write: g.write,
+        protect: ns.protect,
+        hide: ns.hide,
+        system: run.length > 0,
+        net: g.net.length > 0,
+        cwd: spec.workspace,
+      }),
+      "--",
+      ns.runtime.exec,
+      ...args,
+    ];
+    env = { ...env, HOME: NAMESPACE_HOME, DENO_DIR: ns.runtime.denoDir };
+  }
+  if (compiled) env.DENO_V8_FLAGS = `--max-old-space-size=${p.memory_mb}`;
+  // Processes and memory of the whole sandbox, subprocesses included: the
+  // V8 heap limit plus room for the runtime and the processes it starts.
+  const limits = createLimits({ pids: p.max_processes, memoryMb: p.memory_mb + 256 });
+  const wrapped = limitedCommand(limits, command, commandArgs);
+  let child: Deno.ChildProcess;
+  try {
+    child = new Deno.Command(wrapped.command, {
+      args: wrapped.args,
+      cwd: spec.workspace,
+      clearEnv: true,
+      env,
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+  } catch (err) {
+    limits.release();
+    if (err instanceof Deno.errors.NotCapable) {
+      throw new Error(
+        `the host may not start sandbox processes (${(err as Error).message}): start corral ` +
+          `with --allow-run, or trust the toolset with "isolation": "worker"`,
+      );
+    }
+    throw err;
+  }
   const token = crypto.randomUUID().replaceAll("-", "");
   const writer = child.stdin.getWriter();
   const enc = new TextEncoder();
@@ -94,6 +138,8 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
       try {
         child.kill("SIGKILL");
       } catch { /* exited */ }
+      // Whatever the sandbox started dies with it: its CPU is reclaimed.
+      limits.release();
     },
   };
   write(token + "\n");
@@ -123,9 +169,15 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
   });
   child.status.then((status) => {
     dead = true;
+    const forked = hitProcessLimit(limits);
+    limits.release();
     const oom = /out of memory|heap limit|allocation failed/i.test(stderrTail) ||
       status.code === 133 || status.signal === "SIGTRAP";
-    const why = oom
+    const why = forked
+      ? `hit its process limit (${p.max_processes} processes and threads) and was stopped`
+      : status.code === 97
+      ? `could not join its ${limits.kind} limits and was not started`
+      : oom
       ? `ran out of memory (limit ${p.memory_mb} MB) and was restarted`
       : `exited unexpectedly (code ${status.code}${status.signal ? `, ${status.signal}` : ""})${
         _lastLine(stderrTail)

@@ -15,6 +15,10 @@ export interface SandboxEnv {
   config?: unknown;
   /** Results larger than this (as JSON) are cut inside the sandbox. */
   maxOutputBytes?: number;
+  /** The files tools refuse files larger than this (policy `max_read_bytes`). */
+  maxReadBytes?: number;
+  /** HOME of subprocesses (set inside the namespace: its private /tmp). */
+  home?: string;
   /**
    * Values of the environment variables that subprocesses may see (PATH,
    * LANG, TERM and the policy's `env` names), read by the host: the sandbox

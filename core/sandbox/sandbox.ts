@@ -7,13 +7,24 @@
  * @module
  */
 import type { SandboxPolicy } from "../config/policy.ts";
-import { localModuleGraph } from "./module_graph.ts";
+import { join } from "node:path";
+import { INSTALL_DIR } from "../config/install_dir.ts";
+import { NAMESPACE_HOME, runtimeFiles } from "../guard/namespace.ts";
+import { warmEmitCache } from "./emit_cache.ts";
+import { changedPins, localModuleGraph, type Pins } from "./module_graph.ts";
+import { selfHosted } from "./process_transport.ts";
 import { ToolTimeoutError } from "../tool/errors.ts";
 import { capResult, failure, type ToolResult } from "../tool/result.ts";
 import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
 import { startProcess } from "./process_transport.ts";
 import type { HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
-import { CHILD_ENTRY, type Transport, type TransportHooks, WORKER_ENTRY } from "./transport.ts";
+import {
+  CHILD_ENTRY,
+  type SandboxNamespace,
+  type Transport,
+  type TransportHooks,
+  WORKER_ENTRY,
+} from "./transport.ts";
 import { startWorker } from "./worker_transport.ts";
 
 /** What a sandbox is made of. */
@@ -36,6 +47,17 @@ export interface SandboxOptions {
   workspace: string;
   /** Output of tool code that is not a protocol message. */
   onLog?: (text: string, callId?: number) => void;
+  /**
+   * Run a process sandbox in the namespace whose mounts are its grant
+   * (core/guard/namespace.ts); absent: no namespace (an explicit opt-out).
+   */
+  namespace?: { bwrap: string; protect: string[]; hide: string[] };
+  /**
+   * The module files as discovery checked them, with their hashes: the
+   * sandbox reads exactly these, and is never started while one of them
+   * differs from its pin (see core/sandbox/module_graph.ts `pinGraph`).
+   */
+  pins?: Pins;
 }
 
 /** Per-call hooks and limits. */
@@ -107,6 +129,10 @@ export class Sandbox {
 
   /** Import modules and describe their tools. */
   async load(modules: string[], env: SandboxEnv, timeoutMs: number): Promise<ModuleMeta[]> {
+    const refused = await this.#verify();
+    if (refused) {
+      return modules.map((module) => ({ module, tools: [], problems: [], error: refused }));
+    }
     const msg = await this.#request(
       (id) => ({ type: "load", id, modules, env }),
       "(import)",
@@ -125,6 +151,8 @@ export class Sandbox {
     env: SandboxEnv,
     options: CallOptions = {},
   ): Promise<ToolResult> {
+    const refused = await this.#verify();
+    if (refused) return failure(tool, refused);
     const msg = await this.#request(
       (id) => {
         // The environment is sent once per running sandbox and again only
@@ -140,13 +168,23 @@ export class Sandbox {
           module,
           tool,
           args,
-          env: { ...env, maxOutputBytes: this.options.policy.max_output_bytes },
+          env: {
+            ...env,
+            maxOutputBytes: this.options.policy.max_output_bytes,
+            maxReadBytes: this.options.policy.max_read_bytes,
+            ...(this.#namespace ? { home: NAMESPACE_HOME } : {}),
+          },
         };
       },
       tool,
       options,
     );
     const result = msg.type === "result" ? msg.result : failure(tool, "no result from sandbox");
+    if (result.timed_out === true && this.options.policy.isolation === "process") {
+      // Something the tool started ran out of time: the whole sandbox goes,
+      // with every process it still holds (a fresh one serves the next call).
+      this.#recycle(`was reset: a process of ${tool} timed out`);
+    }
     return capResult(result, this.options.policy.max_output_bytes);
   }
 
@@ -200,7 +238,10 @@ export class Sandbox {
               timed_out: true,
             },
           });
-          this.#abandon(id, `a call to ${tool} timed out after ${timeoutMs} ms`);
+          const why = `a call to ${tool} timed out after ${timeoutMs} ms`;
+          // A process sandbox is killed whole: every process it started, its CPU.
+          if (this.options.policy.isolation === "process") this.#recycle(why);
+          else this.#abandon(id, why);
         },
       });
       this.#schedule(timeoutMs);
@@ -243,6 +284,20 @@ export class Sandbox {
       else next = Math.min(next, p.deadline);
     }
     if (next !== Infinity) this.#schedule(next - now);
+  }
+
+  /**
+   * Before a sandbox starts: its module files must still be what discovery
+   * checked. Returns why not, or undefined.
+   */
+  async #verify(): Promise<string | undefined> {
+    const pins = this.options.pins;
+    if (!pins || this.#transport) return undefined;
+    const changed = await changedPins(pins);
+    if (changed.length === 0) return undefined;
+    return `not started: ${changed.map((f) => `"${f}"`).join(", ")} changed since corral ` +
+      `checked ${changed.length > 1 ? "them" : "it"} at discovery (restart corral, or run ` +
+      `it with --watch, to check the new version)`;
   }
 
   #fail(tool: string, reason: string): SandboxMessage {
@@ -348,6 +403,8 @@ export class Sandbox {
       policy: o.policy,
       imports: o.imports ?? [],
       workspace: o.workspace,
+      code: this.#code,
+      namespace: this.#namespace,
     };
     // The hooks know their transport: a recycled sandbox speaking late is ignored.
     const self: { t?: Transport } = {};
@@ -367,18 +424,26 @@ export class Sandbox {
     return t;
   }
 
-  async #readList(): Promise<string[]> {
-    return [
-      ...this.options.grant.read,
-      ...(await sandboxEntryFiles()),
-      ...(await localModuleGraph(this.options.modules)),
-    ];
-  }
-
   #prepared: string[] | undefined;
+  #code: string[] = [];
+  #namespace: SandboxNamespace | undefined;
 
-  /** Compute the read list (module graphs). Call before the first request. */
+  /**
+   * Compute the read list (module graphs: the pinned files when pinned) and,
+   * for a namespaced process sandbox, its mounts. Call before the first
+   * request.
+   */
   async prepare(): Promise<void> {
-    this.#prepared ??= await this.#readList();
+    if (this.#prepared) return;
+    const o = this.options;
+    const modules = o.pins ? Object.keys(o.pins) : await localModuleGraph(o.modules);
+    const code = [...(await sandboxEntryFiles()), ...modules];
+    if (o.policy.isolation === "process" && o.namespace) {
+      const runtime = await runtimeFiles();
+      if (!selfHosted()) await warmEmitCache(code, runtime.denoDir);
+      this.#namespace = { ...o.namespace, runtime };
+      this.#code = [...code, join(INSTALL_DIR, "deno.json"), join(INSTALL_DIR, "deno.lock")];
+    }
+    this.#prepared = [...o.grant.read, ...code];
   }
 }

@@ -123,7 +123,7 @@ let _env: SandboxEnv | undefined;
 
 async function _load(module: string, env: SandboxEnv, describe = false): Promise<_Loaded> {
   // Processes that tools start get the host's allowlisted values and the jail.
-  configureSubprocesses({ vars: env.vars, grant: env.grant });
+  configureSubprocesses({ vars: env.vars, grant: env.grant, home: env.home });
   let p = _modules.get(module);
   if (!p) {
     p = _loadModule(module, env, describe);
@@ -229,6 +229,7 @@ async function _call(msg: Extract<HostMessage, { type: "call" }>): Promise<void>
         signal: controller.signal,
         workspace: env.workspace,
         grant: env.grant,
+        ...(env.maxReadBytes ? { maxReadBytes: env.maxReadBytes } : {}),
         report: (kind, message, options) =>
           _post({
             type: "report",

@@ -7,6 +7,7 @@
  * @module
  */
 import type { SandboxPolicy } from "../config/policy.ts";
+import type { RuntimeFiles } from "../guard/namespace.ts";
 import type { Grant } from "../tool/tool.ts";
 import type { HostMessage, SandboxMessage } from "./protocol.ts";
 
@@ -49,6 +50,22 @@ export interface TransportSpec {
   imports: string[];
   /** The process sandbox's current directory. */
   workspace: string;
+  /** Module files, entry points and corral's deno.json/deno.lock (bound read-only). */
+  code?: string[];
+  /** Run the process sandbox in this namespace (absent: no namespace, an opt-out). */
+  namespace?: SandboxNamespace;
+}
+
+/** How a process sandbox's namespace is made, besides its grant. */
+export interface SandboxNamespace {
+  /** The working bwrap binary. */
+  bwrap: string;
+  /** The trust base: kept read-only inside write paths. */
+  protect: string[];
+  /** Secrets: masked inside mounted paths. */
+  hide: string[];
+  /** The runtime files (core/guard/namespace.ts `runtimeFiles`). */
+  runtime: RuntimeFiles;
 }
 
 /**

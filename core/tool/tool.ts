@@ -33,6 +33,8 @@ export interface ToolCallContext {
   workspace: string;
   /** The effective grant of this call: paths, commands and hosts. */
   grant: Grant;
+  /** The largest file the tool should read (policy `max_read_bytes`); absent: no limit. */
+  maxReadBytes?: number;
 }
 
 /** Paths, commands and hosts a sandbox holds; empty lists mean nothing. */

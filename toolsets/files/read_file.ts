@@ -39,7 +39,11 @@ export class ReadFile extends BaseTool {
     const { filepath, start_line, max_lines } = args;
     this.reportStart(`Reading ${filepath}`, { end: "" });
     const real = await resolveInside(filepath, ctx.grant.read, ctx.workspace);
-    const { bytes } = await readChecked(real, filepath, _MAX_BYTES);
+    const { bytes } = await readChecked(
+      real,
+      filepath,
+      Math.min(_MAX_BYTES, ctx.maxReadBytes ?? Infinity),
+    );
     if (bytes.subarray(0, 8192).includes(0)) {
       throw new Error(`file "${filepath}" looks binary (it contains NUL bytes), not text`);
     }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool/tool.ts";
 import { fsError, resolveInside } from "../../core/guard/paths.ts";
+import { readChecked } from "./_read.ts";
 
 const input = z.object({
   filepath: z.string().min(1).describe("Path of the file to edit, relative to the workspace"),
@@ -36,9 +37,8 @@ export class ReplaceTextInFile extends BaseTool {
     // The file must be both readable and writable for this tool.
     await resolveInside(filepath, ctx.grant.read, ctx.workspace);
     const real = await resolveInside(filepath, ctx.grant.write, ctx.workspace);
-    const text = await Deno.readTextFile(real).catch((err) =>
-      Promise.reject(fsError(err, filepath))
-    );
+    const { bytes } = await readChecked(real, filepath, ctx.maxReadBytes);
+    const text = new TextDecoder().decode(bytes);
     const occurrences = text.split(search).length - 1;
     if (occurrences === 0) {
       const shown = search.length > 80 ? `${search.slice(0, 80)}…` : search;

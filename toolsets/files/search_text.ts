@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool/tool.ts";
 import { fsError, resolveInside } from "../../core/guard/paths.ts";
+import { readChecked } from "./_read.ts";
 import { walkFolder } from "./_walk.ts";
 
 /** Files larger than this are skipped. */
@@ -73,15 +74,18 @@ export class SearchText extends BaseTool {
     let truncated = false;
 
     const searchFile = async (file: string, shown: string, size: number): Promise<boolean> => {
-      if (size > MAX_SEARCH_FILE_BYTES) {
+      const cap = Math.min(MAX_SEARCH_FILE_BYTES, ctx.maxReadBytes ?? Infinity);
+      if (size > cap) {
         skipped.large++;
         return true;
       }
       let bytes: Uint8Array;
       try {
-        bytes = await Deno.readFile(file);
-      } catch {
-        skipped.unreadable++;
+        // Regular files only, checked on the opened file; never more than the cap.
+        bytes = (await readChecked(file, shown, cap)).bytes;
+      } catch (err) {
+        if (/too large/.test((err as Error).message)) skipped.large++;
+        else skipped.unreadable++;
         return true;
       }
       if (bytes.subarray(0, 8192).includes(0)) {

@@ -41,7 +41,7 @@ export class WordCount extends BaseTool {
     const { filepath } = args;
     this.reportStart(`Counting ${filepath}`, { end: "" });
     const real = await resolveInside(filepath, ctx.grant.read, ctx.workspace);
-    const { bytes } = await readChecked(real, filepath);
+    const { bytes } = await readChecked(real, filepath, ctx.maxReadBytes);
     const counts = countText(bytes);
     this.reportResult(` ${counts.lines} lines, ${counts.words} words`);
     return { success: true, filepath, ...counts };

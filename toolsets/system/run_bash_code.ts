@@ -10,8 +10,8 @@ const input = interpreterInput("Bash");
  * and the variables the policy lists); stdout and stderr are kept up to
  * 100 000 bytes each. Skipped when `bash` is not on PATH.
  *
- * Permissions: `x` (starts a process; what that process does is outside
- * Deno's sandbox).
+ * Permissions: `rwx`. The process runs in the sandbox namespace, whose
+ * mounts are the grant: it reads and writes exactly what `r` and `w` allow.
  *
  * @example
  * ```sh
@@ -19,7 +19,7 @@ const input = interpreterInput("Bash");
  * ```
  */
 @tool({
-  permissions: "x",
+  permissions: "rwx",
   commands: ["bash"],
   description: "Run Bash code in the workspace folder and return its exit code, stdout and " +
     "stderr. Killed after `timeout` seconds.",

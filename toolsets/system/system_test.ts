@@ -24,9 +24,9 @@ async function _withWorkspace(fn: (ws: string) => Promise<void>): Promise<void> 
   }
 }
 
-Deno.test("interpreter tools need only the x letter", () => {
-  assert.equal(RunBashCode.permissions, "x");
-  assert.equal(RunPythonCode.permissions, "x");
+Deno.test("interpreter tools declare rwx: their processes read and write exactly the r and w grants", () => {
+  assert.equal(RunBashCode.permissions, "rwx");
+  assert.equal(RunPythonCode.permissions, "rwx");
 });
 
 Deno.test("RunBashCode loads when bash is installed", async () => {

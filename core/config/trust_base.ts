@@ -1,0 +1,141 @@
+/**
+ * The trust base: what the next start of corral trusts, so no tool may
+ * change it. corral's install folder, its config directory, the policy and
+ * config files, Deno's cache, corral's own cache, the audit log, and every
+ * plugin directory and package. Secrets among them (the config with its
+ * `services` sections, the config directory, the audit log) may not be read
+ * either.
+ *
+ * A write grant inside one of these paths refuses the start, naming both. A
+ * path of the trust base inside a write grant is bound read-only again in
+ * the sandbox namespace (core/guard/namespace.ts); a sandbox that runs
+ * without the namespace (an explicit opt-out) cannot mask it, so that
+ * overlap refuses the start too.
+ *
+ * @module
+ */
+import { dirname, resolve } from "node:path";
+import { denoDir, isWithin } from "../guard/namespace.ts";
+import { ConfigError } from "../tool/errors.ts";
+import { configDir, INSTALL_DIR } from "./install_dir.ts";
+
+/** One protected path and why it is protected. */
+export interface TrustedPath {
+  path: string;
+  /** What it is, for messages: "corral's install folder", "the audit log", … */
+  what: string;
+  /** Not readable by tools either. */
+  secret?: boolean;
+}
+
+/** What makes up a trust base. */
+export interface TrustBaseOptions {
+  /** The policy file in use. */
+  policyFile?: string;
+  /** The config file in use. */
+  configFile?: string | null;
+  /** corral's cache directory. */
+  cacheDir?: string | null;
+  /** The audit log. */
+  auditPath?: string;
+  /** Plugin directories and local package paths. */
+  plugins?: string[];
+}
+
+/**
+ * The protected paths (real paths where they exist).
+ *
+ * @example
+ * ```ts
+ * import { trustBase } from "./trust_base.ts";
+ * import { INSTALL_DIR } from "./install_dir.ts";
+ * const t = trustBase({ auditPath: "/var/log/corral.jsonl" });
+ * console.assert(t.some((p) => p.path === INSTALL_DIR));
+ * console.assert(t.find((p) => p.path === "/var/log/corral.jsonl")?.secret === true);
+ * ```
+ */
+export function trustBase(options: TrustBaseOptions = {}): TrustedPath[] {
+  const list: TrustedPath[] = [
+    { path: INSTALL_DIR, what: "corral's install folder" },
+    { path: configDir(), what: "corral's config directory", secret: true },
+    { path: denoDir(), what: "Deno's cache" },
+  ];
+  if (options.policyFile && !options.policyFile.startsWith("(")) {
+    list.push({ path: options.policyFile, what: "the policy file" });
+  }
+  if (options.configFile) {
+    list.push({ path: options.configFile, what: "the config file", secret: true });
+  }
+  if (options.cacheDir) list.push({ path: options.cacheDir, what: "corral's cache" });
+  if (options.auditPath) {
+    list.push({ path: options.auditPath, what: "the audit log", secret: true });
+  }
+  for (const p of options.plugins ?? []) list.push({ path: p, what: "a plugin directory" });
+  return list.map((t) => ({ ...t, path: _real(resolve(t.path)) }));
+}
+
+/**
+ * Refuse write grants that overlap the trust base: a write path inside a
+ * protected path always; a protected path inside a write path when the
+ * sandbox cannot mask it (`masked` false: no namespace). Throws a
+ * {@link ConfigError} naming both paths and where the grant comes from.
+ *
+ * @example
+ * ```ts
+ * import { checkWrites, trustBase } from "./trust_base.ts";
+ * import { INSTALL_DIR } from "./install_dir.ts";
+ * let refused = "";
+ * try {
+ *   checkWrites([`${INSTALL_DIR}/core`], "toolsets.files", trustBase(), true);
+ * } catch (err) {
+ *   refused = (err as Error).message;
+ * }
+ * console.assert(refused.includes("corral's install folder"));
+ * ```
+ */
+export function checkWrites(
+  write: string[],
+  where: string,
+  trust: TrustedPath[],
+  masked: boolean,
+): void {
+  for (const w of write) {
+    for (const t of trust) {
+      if (isWithin(w, t.path)) {
+        throw new ConfigError(
+          `Cannot start: permissions.json ${where}.write "${w}" lies inside ${t.what} ` +
+            `"${t.path}", which no tool may change. Grant a folder outside it.`,
+        );
+      }
+      if (!masked && isWithin(t.path, w) && _exists(t.path)) {
+        throw new ConfigError(
+          `Cannot start: permissions.json ${where}.write "${w}" holds ${t.what} "${t.path}", ` +
+            `and this sandbox runs without the namespace that would keep it read-only ` +
+            `(isolation "worker" or "jail": "off"). Grant a narrower folder, or move it out.`,
+        );
+      }
+    }
+  }
+}
+
+/** The folder a plugin module or local package is protected by. */
+export function pluginRoot(module: string): string {
+  return dirname(module);
+}
+
+function _real(p: string): string {
+  try {
+    return Deno.realPathSync(p);
+  } catch {
+    return p;
+  }
+}
+
+function _exists(p: string): boolean {
+  try {
+    Deno.statSync(p);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,285 @@
+/**
+ * The sandbox namespace: the bubblewrap (`bwrap`) mount namespace a process
+ * sandbox runs in. Its mounts ARE the grant: read paths read-only, write
+ * paths read-write, plus what the runtime needs (the deno binary and its
+ * libraries, Deno's cache and the module files, all read-only; for tools
+ * that start processes a read-only system runtime and a minimal `/etc`),
+ * and nothing else: no `/home`, `/root`, `/run`, `/sys`, no host `/tmp`.
+ * A symlink or a rename race inside the sandbox can only point at what
+ * exists in it. Subprocesses inherit the namespace, so an `x` tool reads
+ * exactly what its `r` grant allows.
+ *
+ * Inside write paths, the trust base (`protect`) is bound again read-only,
+ * and secrets (`hide`) are masked by an empty file or directory, wherever
+ * they fall inside a mounted path. All capabilities are dropped, so code
+ * inside cannot remount anything; `bwrap` itself is masked so that no tool
+ * can build a namespace of its own from inside.
+ *
+ * @module
+ */
+import { dirname, isAbsolute, join } from "node:path";
+
+/** What the deno runtime needs inside a namespace. */
+export interface RuntimeFiles {
+  /** The real path of the running binary (deno, or a compiled corral). */
+  exec: string;
+  /** Directories holding its shared libraries (from `ldd`). */
+  libDirs: string[];
+  /** Deno's cache directory (`DENO_DIR`). */
+  denoDir: string;
+}
+
+/** One namespace, as {@link namespaceArgs} builds it. */
+export interface NamespaceSpec {
+  /** The working bwrap binary. */
+  bwrap: string;
+  /** The runtime ({@link runtimeFiles}). */
+  runtime: RuntimeFiles;
+  /** Paths bound read-only: the read grant. */
+  read: string[];
+  /** Module and entry files bound read-only, even inside a write path. */
+  code: string[];
+  /** Paths bound read-write: the write grant. */
+  write: string[];
+  /** The trust base: bound read-only again wherever it falls inside a write path. */
+  protect: string[];
+  /** Secrets: masked (empty) wherever they fall inside a mounted path. */
+  hide: string[];
+  /** A system runtime for subprocesses (`/usr`, `/bin`, `/lib*`, a minimal `/etc`). */
+  system: boolean;
+  /** Keep the host's network (the grant holds `n`); otherwise none at all. */
+  net: boolean;
+  /** The working directory inside. */
+  cwd: string;
+}
+
+/** HOME inside the namespace: a directory on its private /tmp. */
+export const NAMESPACE_HOME = "/tmp/home";
+
+/** The `/etc` entries a system runtime gets: no shadow files, no keys, no host secrets. */
+export const SYSTEM_ETC: readonly string[] = [
+  "/etc/passwd",
+  "/etc/group",
+  "/etc/hosts",
+  "/etc/host.conf",
+  "/etc/resolv.conf",
+  "/etc/nsswitch.conf",
+  "/etc/gai.conf",
+  "/etc/ld.so.cache",
+  "/etc/ld.so.conf",
+  "/etc/ld.so.conf.d",
+  "/etc/localtime",
+  "/etc/timezone",
+  "/etc/alternatives",
+  "/etc/ssl/certs",
+  "/etc/ca-certificates",
+  "/etc/mime.types",
+  "/etc/bash.bashrc",
+  "/etc/profile",
+  "/etc/inputrc",
+  "/etc/os-release",
+  "/etc/debian_version",
+  "/etc/python3",
+  "/etc/locale.alias",
+];
+
+/** The `/etc` entries a sandbox holding the network gets (names, certificates). */
+export const NET_ETC: readonly string[] = [
+  "/etc/hosts",
+  "/etc/host.conf",
+  "/etc/resolv.conf",
+  "/etc/nsswitch.conf",
+  "/etc/gai.conf",
+  "/etc/ssl/certs",
+  "/etc/ca-certificates",
+];
+
+const _SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+
+let _runtime: Promise<RuntimeFiles> | undefined;
+
+/**
+ * The runtime files of this process (memoized): its binary, the folders of
+ * its shared libraries, and Deno's cache. Run in the host (needs env, run
+ * `ldd`, read).
+ *
+ * @example
+ * ```ts
+ * import { runtimeFiles } from "./namespace.ts";
+ * const rt = await runtimeFiles();
+ * console.assert(rt.exec.startsWith("/") && rt.denoDir.startsWith("/"));
+ * ```
+ */
+export function runtimeFiles(): Promise<RuntimeFiles> {
+  return _runtime ??= _runtimeFiles();
+}
+
+async function _runtimeFiles(): Promise<RuntimeFiles> {
+  const exec = Deno.realPathSync(Deno.execPath());
+  const libDirs = new Set<string>();
+  try {
+    const out = await new Deno.Command("ldd", { args: [exec], stdout: "piped", stderr: "null" })
+      .output();
+    for (const line of new TextDecoder().decode(out.stdout).split("\n")) {
+      const m = line.match(/(\/\S+)\s+\(0x/);
+      if (m) libDirs.add(dirname(m[1]));
+    }
+  } catch { /* no ldd: the fallback below */ }
+  if (libDirs.size === 0) {
+    for (const d of ["/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/lib64", "/lib"]) {
+      if (_exists(d)) libDirs.add(d);
+    }
+  }
+  return { exec, libDirs: [...libDirs], denoDir: denoDir() };
+}
+
+/**
+ * Deno's cache directory: `DENO_DIR`, else `$XDG_CACHE_HOME/deno`, else
+ * `~/.cache/deno` (Linux), as a real path when it exists.
+ */
+export function denoDir(): string {
+  const env = (n: string) => {
+    try {
+      return Deno.env.get(n) || undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const dir = env("DENO_DIR") ??
+    (env("XDG_CACHE_HOME") ? join(env("XDG_CACHE_HOME")!, "deno") : undefined) ??
+    join(env("HOME") ?? "/root", ".cache", "deno");
+  try {
+    return Deno.realPathSync(dir);
+  } catch {
+    return dir;
+  }
+}
+
+type _Kind = "ro" | "code" | "rw" | "protect" | "hide";
+const _RANK: Record<_Kind, number> = { ro: 0, rw: 1, code: 2, protect: 3, hide: 4 };
+
+/** Whether `path` is `root` or inside it. */
+export function isWithin(path: string, root: string): boolean {
+  if (root === "/") return true;
+  return path === root || path.startsWith(root.endsWith("/") ? root : root + "/");
+}
+
+/**
+ * The bwrap arguments of a namespace (the command follows after `--`).
+ *
+ * @example
+ * ```ts
+ * import { namespaceArgs } from "./namespace.ts";
+ * const runtime = { exec: "/usr/bin/deno", libDirs: ["/lib64"], denoDir: "/c/deno" };
+ * const args = namespaceArgs({
+ *   bwrap: "/usr/bin/bwrap", runtime, read: [], code: [], write: ["/ws"],
+ *   protect: ["/ws/plugins"], hide: [], system: false, net: false, cwd: "/ws",
+ * }).join(" ");
+ * console.assert(args.includes("--bind-try /ws /ws") && args.includes("--cap-drop ALL"));
+ * console.assert(args.indexOf("/ws/plugins") > args.indexOf("--bind-try /ws /ws"));
+ * console.assert(!args.includes("--share-net") && !args.includes("/home"));
+ * ```
+ */
+export function namespaceArgs(spec: NamespaceSpec): string[] {
+  const args = [
+    "--unshare-all",
+    ...(spec.net ? ["--share-net"] : []),
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--tmpfs",
+    "/tmp",
+    "--dir",
+    NAMESPACE_HOME,
+  ];
+  const rt = spec.runtime;
+  if (spec.system) {
+    for (const d of _SYSTEM_DIRS) _systemDir(args, d);
+    for (const e of SYSTEM_ETC) args.push("--ro-bind-try", e, e);
+  } else if (spec.net) {
+    // Name resolution and certificates for a sandbox that holds the network.
+    for (const e of NET_ETC) args.push("--ro-bind-try", e, e);
+  }
+  for (const d of rt.libDirs) args.push("--ro-bind-try", d, d);
+  args.push("--ro-bind", rt.exec, rt.exec);
+  args.push("--ro-bind-try", rt.denoDir, rt.denoDir);
+
+  // The grant, shallowest first so that deeper mounts land on top.
+  const wanted = new Map<string, _Kind>();
+  const want = (p: string, kind: _Kind) => {
+    if (!isAbsolute(p)) return;
+    const had = wanted.get(p);
+    if (had === undefined || _RANK[kind] > _RANK[had]) wanted.set(p, kind);
+  };
+  for (const p of spec.read) want(p, "ro");
+  for (const p of spec.write) want(p, "rw");
+  for (const p of spec.code) want(p, "code");
+  const mounted = [...spec.read, ...spec.write, ...spec.code];
+  const writable = spec.write;
+  const trusted = [...spec.protect, rt.exec, rt.denoDir, ...rt.libDirs];
+  for (const p of trusted) if (writable.some((w) => isWithin(p, w))) want(p, "protect");
+  for (const p of spec.hide) if (mounted.some((m) => isWithin(p, m))) want(p, "hide");
+  const depth = (p: string) => p.split("/").length;
+  const order = [...wanted.entries()].sort((a, b) => depth(a[0]) - depth(b[0]));
+  for (const [p, kind] of order) {
+    // A read path inside a write path is already there, writable.
+    if (kind === "ro" && writable.some((w) => w !== p && isWithin(p, w))) continue;
+    const st = _stat(p);
+    switch (kind) {
+      case "ro":
+      case "code":
+        args.push("--ro-bind-try", p, p);
+        break;
+      case "rw":
+        args.push("--bind-try", p, p);
+        break;
+      case "protect":
+        if (st) args.push("--ro-bind", p, p);
+        else args.push("--tmpfs", p, "--remount-ro", p); // not there: keep it from being made
+        break;
+      case "hide":
+        if (st?.isFile) args.push("--ro-bind", "/dev/null", p);
+        else if (st) args.push("--tmpfs", p, "--remount-ro", p);
+        break;
+    }
+  }
+  // No tool builds a namespace of its own from inside this one.
+  if (spec.system) {
+    for (const d of ["/usr/bin", "/usr/sbin", "/usr/local/bin"]) {
+      const b = join(d, "bwrap");
+      if (_stat(b)?.isFile) args.push("--ro-bind", "/dev/null", b);
+    }
+  }
+  // A sandbox that holds no files still starts in the workspace: an empty folder.
+  if (!mounted.some((m) => isWithin(spec.cwd, m))) args.push("--dir", spec.cwd);
+  args.push("--chdir", spec.cwd);
+  return args;
+}
+
+function _systemDir(args: string[], dir: string): void {
+  let st: Deno.FileInfo;
+  try {
+    st = Deno.lstatSync(dir);
+  } catch {
+    return;
+  }
+  if (st.isSymlink) args.push("--symlink", Deno.readLinkSync(dir), dir);
+  else if (st.isDirectory) args.push("--ro-bind", dir, dir);
+}
+
+function _stat(p: string): Deno.FileInfo | undefined {
+  try {
+    return Deno.statSync(p);
+  } catch {
+    return undefined;
+  }
+}
+
+function _exists(p: string): boolean {
+  return _stat(p) !== undefined;
+}
