@@ -279,3 +279,29 @@ Deno.test("corral list marks each tool's sandbox as namespaced or not", async ()
   assert.equal(tools.find((t) => t.name === "RunBashCode")?.jail, "none");
   assert.equal(tools.find((t) => t.name === "ReadFile")?.jail, "bwrap");
 });
+
+Deno.test("corral list on a machine without bwrap names the reason and the fix, and the call refuses", async () => {
+  const { ws } = await tempLayout();
+  await Deno.writeTextFile(`${ws}/a.txt`, "one two");
+  // No bwrap on PATH (and no remembered probe): as on a machine without it.
+  const env = { PATH: "/nonexistent" };
+  const list = await runCli(["list", "--json", "--workspace", ws], { env });
+  assert.equal(list.code, 0, list.stderr);
+  const tools = JSON.parse(list.stdout) as Array<
+    { name: string; status: string; reason: string | null }
+  >;
+  for (const name of ["ReadFile", "CreateFile", "SearchText"]) {
+    const t = tools.find((x) => x.name === name)!;
+    assert.equal(t.status, "skipped", name);
+    assert.match(String(t.reason), /needs the sandbox namespace, but no working bwrap was found/);
+    assert.match(String(t.reason), /apt-get install bubblewrap/);
+  }
+  // A plugin that holds no files or commands still loads.
+  assert.equal(tools.find((x) => x.name === "RollDice")?.status, "loaded");
+  const call = await runCli(
+    ["call", "WordCount", "--workspace", ws, "--args", '{"filepath":"a.txt"}'],
+    { env },
+  );
+  assert.equal(call.code, 1);
+  assert.match(call.stdout, /not loaded: needs the sandbox namespace/);
+});

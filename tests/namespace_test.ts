@@ -10,7 +10,7 @@ import { findBwrap } from "../core/guard/jail.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
 import { INSTALL_DIR } from "../core/config/install_dir.ts";
-import { ROOT, tempLayout } from "./_helpers.ts";
+import { ROOT, runCli, tempLayout } from "./_helpers.ts";
 
 if (await findBwrap() === undefined) {
   throw new Error("namespace_test: no working bwrap here (install bubblewrap)");
@@ -456,4 +456,57 @@ Deno.test("a 3 GB sparse file, a FIFO and a catastrophic regex cost the host nei
   for (const m of [sparse, fifo, regex]) {
     assert.ok(m.idleCpuMs < 400, `the host burned ${m.idleCpuMs} ms of CPU in 1 s after a call`);
   }
+});
+
+Deno.test("a process that allocates past the sandbox's memory limit is killed, not the host", async () => {
+  const { ws } = await tempLayout();
+  const policy = parsePolicy(
+    JSON.stringify({
+      toolsets: { system: { run: ["python3"], read: ["."], write: ["."], memory_mb: 64 } },
+    }),
+    "t.json",
+    ws,
+  );
+  const registry = await Registry.create({
+    workspace: ws,
+    policy,
+    privileges: "rwx",
+    cacheDir: null,
+    reporter: _QUIET(),
+  });
+  try {
+    // 64 MB for V8 plus 256 MB for the rest: a 1.5 GB allocation cannot fit.
+    const res = await registry.call("RunPythonCode", {
+      code:
+        "a = bytearray(1536 * 1024 * 1024)\nfor i in range(0, len(a), 4096): a[i] = 1\nprint('fit')",
+      timeout: 30,
+    });
+    assert.doesNotMatch(String(res.stdout ?? ""), /fit/, JSON.stringify(res));
+    // Killed by the cgroup's OOM killer (SIGKILL), not a MemoryError inside Python.
+    assert.equal(res.exit_code, 137, JSON.stringify(res));
+    const after = await registry.call("RunPythonCode", { code: "print('alive')" });
+    assert.equal(after.stdout, "alive\n");
+  } finally {
+    await registry.close();
+  }
+});
+
+Deno.test("corral list says which process limits are in force; a writable cgroup is used", async () => {
+  const { ws } = await tempLayout();
+  const res = await runCli(["list", "--workspace", ws, "-r"]);
+  assert.equal(res.code, 0, res.stderr);
+  const line = /process limits: (.*)/.exec(res.stdout)?.[1] ?? "";
+  assert.match(line, /^(cgroup v2|cgroup v1|rlimits)/);
+  // This test runs with -A: if it can make a cgroup, the host (without -A) must use one too.
+  let writable = false;
+  for (const dir of ["/sys/fs/cgroup/pids", "/sys/fs/cgroup"]) {
+    try {
+      const probe = `${dir}/corral-test-${_rand()}`;
+      Deno.mkdirSync(probe);
+      Deno.removeSync(probe);
+      writable = true;
+      break;
+    } catch { /* not writable */ }
+  }
+  if (writable) assert.match(line, /^cgroup/);
 });

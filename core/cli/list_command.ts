@@ -38,9 +38,9 @@ export function listCommand(values: CliValues, session: CliSession, color: boole
   for (const w of pluginWarnings) out(colour(`skipped plugin: ${w}`, "yellow", color));
   const ns = registry.list().some((t) => t.jail === "bwrap");
   out(colour(
-    `sandboxes: ${
-      ns ? "namespace (bwrap), mounts = grant" : "no namespace"
-    }; process limits: ${_LIMITS[limitKind()]}`,
+    `sandboxes: ${ns ? "namespace (bwrap), mounts = grant" : "no namespace"}; process limits: ${
+      _LIMITS[limitKind()]
+    }`,
     "dim",
     color,
   ));

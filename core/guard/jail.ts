@@ -1,33 +1,46 @@
 /**
- * The subprocess jail: bubblewrap (`bwrap`) around every process that an
- * `x` tool starts through {@link runSubprocess}. Inside it the root is
- * read-only, only the policy's write paths are writable, `/tmp` is a
- * private tmpfs, there is no network unless the tool holds `n`, and all
- * processes live in a new PID namespace that dies with the jail.
- *
- * How it fits Deno's sandbox: when a tool is jailed, `bwrap` is added to
- * its sandbox's Deno `--allow-run` list, and for plugins and packages it is
- * the ONLY entry: the commands the policy lists (`bash`, `python3`) run
- * INSIDE bwrap, and corral (in `runSubprocess`) refuses a command that is
- * not on that list. Deno's own run check therefore sees `bwrap`: tool code
- * that calls `Deno.Command(bwrap, …)` itself can choose other bwrap flags,
- * and a trusted built-in could still start its listed commands directly.
- * The jail contains what the started programs do (the model's Bash and
- * Python), not a hostile tool module holding `x`.
+ * Finding a working bubblewrap (`bwrap`), the tool that builds the sandbox
+ * namespace (core/guard/namespace.ts), and the policy's `jail` setting.
+ * bwrap is found on PATH and probed once per process (optionally
+ * remembered in corral's cache): the probe builds a namespace with the
+ * features corral uses (`--unshare-all`, `--cap-drop ALL`, tmpfs remounted
+ * read-only). No tool ever holds bwrap: a tool that could run it could
+ * choose its own mounts.
  *
  * @module
  */
 import { dirname, isAbsolute, join } from "node:path";
-import type { JailSpec } from "../tool/tool.ts";
 
-/** The policy's `jail` setting: `auto` jails when bwrap works here. */
+/**
+ * The policy's `jail` setting: `required` (the default) runs every process
+ * sandbox in the namespace and refuses tools that need it when bwrap does
+ * not work; `auto` is the same (kept for old policy files); `off` is the
+ * operator's explicit opt-out.
+ */
 export type JailMode = "required" | "auto" | "off";
 
-/** What `list` shows for a tool that starts processes. */
+/** What `list` shows: the tool's sandbox runs in the namespace, or not. */
 export type JailStatus = "bwrap" | "none";
 
-/** HOME inside the jail: a fresh directory on its private /tmp. */
-export const JAIL_HOME = "/tmp/home";
+/** The bwrap flags of the probe: the features the namespace needs. */
+const _PROBE_ARGS = [
+  "--unshare-all",
+  "--die-with-parent",
+  "--new-session",
+  "--cap-drop",
+  "ALL",
+  "--ro-bind",
+  "/",
+  "/",
+  "--proc",
+  "/proc",
+  "--dev",
+  "/dev",
+  "--tmpfs",
+  "/tmp",
+  "--remount-ro",
+  "/tmp",
+];
 
 let _found: Promise<string | undefined> | undefined;
 
@@ -39,7 +52,7 @@ let _found: Promise<string | undefined> | undefined;
  * @example
  * ```ts ignore
  * import { findBwrap } from "./jail.ts";
- * console.log(await findBwrap() ?? "no working bwrap: subprocesses run unjailed");
+ * console.log(await findBwrap() ?? "no working bwrap: tools that need the namespace do not load");
  * ```
  */
 export function findBwrap(options: BwrapProbeOptions = {}): Promise<string | undefined> {
@@ -51,8 +64,8 @@ export interface BwrapProbeOptions {
   /**
    * Remember the probe's outcome in this file, keyed by the binary's path,
    * size and mtime, for `maxAgeMs`: each start then skips the probe (a
-   * namespace set-up, ≈ 13 ms here). A jailed call on a machine where bwrap
-   * stopped working fails; it never runs unjailed.
+   * namespace set-up, ≈ 13 ms here). A call on a machine where bwrap
+   * stopped working fails; it never runs without the namespace.
    */
   cacheFile?: string;
   /** How long a remembered outcome holds (default one hour). */
@@ -88,7 +101,7 @@ async function _find(options: BwrapProbeOptions): Promise<string | undefined> {
         return known.ok ? candidate : undefined;
       }
       const probe = await new Deno.Command(candidate, {
-        args: [...bwrapArgs({ bwrap: candidate, write: [], net: false }, "/"), "--", "true"],
+        args: [..._PROBE_ARGS, "--", "true"],
         clearEnv: true,
         stdin: "null",
         stdout: "null",
@@ -121,83 +134,4 @@ function _writeProbe(file: string | undefined, record: _ProbeRecord): void {
     Deno.writeTextFileSync(tmp, JSON.stringify(record));
     Deno.renameSync(tmp, file);
   } catch { /* no cache: probe again next time */ }
-}
-
-/**
- * The bwrap flags of a jail for a process working in `cwd`: `--unshare-all`
- * (`--share-net` when `spec.net`), `--ro-bind / /`, `--dev /dev`,
- * `--proc /proc`, `--tmpfs /tmp` with a HOME directory on it, `cwd` bound
- * read-only when it is under /tmp (so it stays visible), `--bind W W` for
- * each write path, `--chdir cwd`, `--die-with-parent`, `--new-session`.
- * The command and its arguments follow after `--`.
- *
- * @example
- * ```ts
- * import { bwrapArgs } from "./jail.ts";
- * const args = bwrapArgs({ bwrap: "/usr/bin/bwrap", write: ["/ws"], net: false }, "/ws");
- * console.assert(args.includes("--unshare-all") && !args.includes("--share-net"));
- * console.assert(args.join(" ").includes("--bind /ws /ws"));
- * ```
- */
-export function bwrapArgs(spec: JailSpec, cwd: string): string[] {
-  const args = [
-    "--unshare-all",
-    ...(spec.net ? ["--share-net"] : []),
-    "--die-with-parent",
-    "--new-session",
-    "--ro-bind",
-    "/",
-    "/",
-    "--dev",
-    "/dev",
-    "--proc",
-    "/proc",
-    "--tmpfs",
-    "/tmp",
-    "--dir",
-    JAIL_HOME,
-  ];
-  // A workspace under /tmp would vanish under the private /tmp: bind it back, read-only.
-  if (cwd.startsWith("/tmp/")) args.push("--ro-bind", cwd, cwd);
-  for (const w of spec.write) args.push("--bind-try", w, w);
-  args.push("--chdir", cwd);
-  return args;
-}
-
-/**
- * The jail of a tool that starts processes (`grant.run` not empty), or why
- * it may not load. `bwrap` is the working binary ({@link findBwrap}) or
- * undefined; `write` the paths to bind writable.
- *
- * @example
- * ```ts
- * import { decideJail } from "./jail.ts";
- * const d = decideJail({ run: ["bash"], net: [] }, "required", undefined, []);
- * console.assert(d.status === "none" && d.missing?.includes("bwrap"));
- * ```
- */
-export function decideJail(
-  grant: { run: string[]; net: string[] },
-  mode: JailMode,
-  bwrap: string | undefined,
-  write: string[],
-  where = "this toolset",
-  exclusive = false,
-): { status?: JailStatus; jail?: JailSpec; missing?: string } {
-  if (grant.run.length === 0) return {};
-  if (mode === "off") return { status: "none" };
-  if (!bwrap) {
-    if (mode === "required") {
-      return {
-        status: "none",
-        missing: `needs the bwrap jail (permissions.json ${where}.jail is "required"), ` +
-          `but no working bwrap was found (install the bubblewrap package)`,
-      };
-    }
-    return { status: "none" };
-  }
-  return {
-    status: "bwrap",
-    jail: { bwrap, write: [...write], net: grant.net.length > 0, exclusive },
-  };
 }

@@ -9,14 +9,17 @@
  * - **rlimits** otherwise: `ulimit -u` (processes per user; NOT enforced
  *   for root) and the V8 heap limit of the sandbox.
  *
- * The sandbox's first process moves itself into its group before it execs
+ * The sandbox's first process moves itself into its groups before it execs
  * bwrap ({@link limitedCommand}), so every process of the sandbox is
  * counted from the start. When the sandbox ends, every process left in its
- * group is killed and the group removed.
+ * groups is killed and the groups removed.
+ *
+ * Deno lets only `--allow-all` touch `/proc` and `/sys`, and the host does
+ * not run with it: every cgroup file is read and written by `/bin/sh`
+ * (the host holds `--allow-run`, which process sandboxes need anyway).
  *
  * @module
  */
-import { join } from "node:path";
 
 /** Which mechanism enforces the limits here. */
 export type LimitKind = "cgroup2" | "cgroup1" | "rlimit";
@@ -35,8 +38,11 @@ export interface SandboxLimits {
   /** The group directories the first process joins (none for rlimits). */
   readonly groups: string[];
   readonly spec: LimitSpec;
-  /** Kill every process left in the groups and remove them. */
-  release(): void;
+  /**
+   * Kill every process left in the groups and remove them; resolves to
+   * whether the sandbox ever hit its process limit. Safe to call twice.
+   */
+  release(): Promise<{ hitProcessLimit: boolean }>;
 }
 
 interface _Found {
@@ -47,168 +53,134 @@ interface _Found {
 
 let _found: _Found | undefined;
 
-/** The mechanism in force on this machine (probed once). */
-export function limitKind(): LimitKind {
-  return _probe().kind;
-}
-
-function _own(controller: string): string {
-  // This process's group in a v1 hierarchy (e.g. "memory:/a/b"), else "/".
+function _sh(script: string, args: string[]): { ok: boolean; out: string } {
   try {
-    for (const line of Deno.readTextFileSync("/proc/self/cgroup").split("\n")) {
-      const [, ctrls, path] = line.split(":");
-      if (ctrls?.split(",").includes(controller)) return path || "/";
-    }
-  } catch { /* not Linux */ }
-  return "/";
-}
-
-function _writableDir(dir: string): boolean {
-  const probe = join(dir, `corral-probe-${Deno.pid}-${crypto.randomUUID().slice(0, 12)}`);
-  try {
-    Deno.mkdirSync(probe);
-    Deno.removeSync(probe);
-    return true;
+    const r = new Deno.Command("/bin/sh", {
+      args: ["-c", script, "corral-limits", ...args],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "null",
+      clearEnv: true,
+      env: { PATH: "/usr/bin:/bin" },
+    }).outputSync();
+    return { ok: r.success, out: new TextDecoder().decode(r.stdout) };
   } catch {
-    return false;
+    return { ok: false, out: "" };
   }
 }
 
+// Finds the mechanism, and removes the empty groups left by corral hosts
+// that are gone (a host may exit before its last group is reaped).
+const _PROBE = `
+sweep() { for sd in "$1"/corral-*; do
+  [ -d "$sd" ] || continue; sp=\${sd##*/corral-}; sp=\${sp%%-*}
+  case "$sp" in *[!0-9]*|"") continue;; esac
+  [ -d /proc/$sp ] || rmdir "$sd" 2>/dev/null; done; }
+try() { mkdir "$1/corral-probe-$$" 2>/dev/null && rmdir "$1/corral-probe-$$"; }
+r=/sys/fs/cgroup
+if [ -f $r/cgroup.controllers ] && grep -qw pids $r/cgroup.controllers &&
+   grep -qw memory $r/cgroup.controllers && try $r &&
+   echo "+pids +memory" > $r/cgroup.subtree_control 2>/dev/null; then
+  sweep $r; echo "cgroup2 $r"; exit 0; fi
+own() { sed -n "s/^[0-9]*:\\([^:]*,\\)*$1\\(,[^:]*\\)*:\\(.*\\)$/\\3/p" /proc/self/cgroup | head -n1; }
+p=$r/pids$(own pids); m=$r/memory$(own memory)
+if try "$p" && try "$m"; then sweep "$p"; sweep "$m"; echo "cgroup1 $p $m"; exit 0; fi
+echo rlimit`;
+
 function _probe(): _Found {
   if (_found) return _found;
-  const root = "/sys/fs/cgroup";
-  try {
-    const controllers = Deno.readTextFileSync(join(root, "cgroup.controllers"));
-    if (/\bpids\b/.test(controllers) && /\bmemory\b/.test(controllers) && _writableDir(root)) {
-      try {
-        Deno.writeTextFileSync(join(root, "cgroup.subtree_control"), "+pids +memory");
-        _found = { kind: "cgroup2", parents: [root] };
-        _sweep(_found.parents);
-        return _found;
-      } catch { /* cannot enable: try v1 */ }
-    }
-  } catch { /* not a v2 root */ }
-  const pids = join(root, "pids", _own("pids"));
-  const memory = join(root, "memory", _own("memory"));
-  if (_writableDir(pids) && _writableDir(memory)) {
-    _found = { kind: "cgroup1", parents: [pids, memory] };
-    _sweep(_found.parents);
-    return _found;
+  const [kind, ...parents] = _sh(_PROBE, []).out.trim().split(" ");
+  if ((kind === "cgroup2" || kind === "cgroup1") && parents.length) {
+    return _found = { kind, parents: parents.map((p) => p.replace(/\/+$/, "")) };
   }
   return _found = { kind: "rlimit", parents: [] };
 }
 
-/** Remove the empty groups left by corral hosts that are gone (a host exits before its last group is reaped). */
-function _sweep(parents: string[]): void {
-  for (const parent of parents) {
-    try {
-      for (const e of Deno.readDirSync(parent)) {
-        const m = /^corral-(\d+)-/.exec(e.name);
-        if (!m || !e.isDirectory) continue;
-        try {
-          Deno.statSync(`/proc/${m[1]}`);
-          continue; // its host still runs
-        } catch { /* gone */ }
-        try {
-          if (_pidsOf(join(parent, e.name)).length === 0) Deno.removeSync(join(parent, e.name));
-        } catch { /* busy */ }
-      }
-    } catch { /* unreadable */ }
-  }
+/**
+ * The mechanism in force on this machine (probed once per process).
+ *
+ * @example
+ * ```ts
+ * import { limitKind } from "./limits.ts";
+ * console.assert(["cgroup2", "cgroup1", "rlimit"].includes(limitKind()));
+ * ```
+ */
+export function limitKind(): LimitKind {
+  return _probe().kind;
 }
 
-/** Whether the sandbox of these groups hit its process limit (v1 and v2 `pids.events`). */
-export function hitProcessLimit(limits: SandboxLimits): boolean {
-  for (const g of limits.groups) {
-    try {
-      const m = /^max (\d+)/m.exec(Deno.readTextFileSync(join(g, "pids.events")));
-      if (m && Number(m[1]) > 0) return true;
-    } catch { /* not a pids group */ }
-  }
-  return false;
-}
+const _CREATE_V2 = `g=$1; mkdir "$g" && echo "$2" > "$g/pids.max" && echo "$3" > "$g/memory.max" &&
+{ echo 0 > "$g/memory.swap.max" 2>/dev/null; true; }`;
+const _CREATE_V1 = `mkdir "$1" && echo "$3" > "$1/pids.max" && mkdir "$2" &&
+echo "$4" > "$2/memory.limit_in_bytes" &&
+{ echo "$4" > "$2/memory.memsw.limit_in_bytes" 2>/dev/null; true; }`;
+const _RELEASE = `hit=0
+for g in "$@"; do
+  if [ -f "$g/pids.events" ]; then
+    n=$(sed -n 's/^max //p' "$g/pids.events"); [ "\${n:-0}" -gt 0 ] && hit=1; fi
+done
+echo "hit=$hit"
+for round in 1 2 3 4 5 6 7 8 9 10; do
+  left=0
+  for g in "$@"; do
+    [ -d "$g" ] || continue
+    for p in $(cat "$g/cgroup.procs" 2>/dev/null); do kill -9 "$p" 2>/dev/null; left=1; done
+    rmdir "$g" 2>/dev/null || left=1
+  done
+  [ "$left" = 0 ] && exit 0
+  sleep 0.05
+done`;
 
 /**
- * Make the limit groups of a new sandbox (none under rlimits).
+ * Make the limit groups of a new sandbox (none under rlimits). Throws when
+ * a cgroup that should work cannot be made.
  *
  * @example
  * ```ts
  * import { createLimits } from "./limits.ts";
  * const l = createLimits({ pids: 64, memoryMb: 256 });
  * console.assert(l.kind === "rlimit" ? l.groups.length === 0 : l.groups.length > 0);
- * l.release();
+ * await l.release();
  * ```
  */
 export function createLimits(spec: LimitSpec): SandboxLimits {
   const found = _probe();
   const name = `corral-${Deno.pid}-${crypto.randomUUID().slice(0, 12)}`;
-  const groups: string[] = [];
   const bytes = String(spec.memoryMb * 1024 * 1024);
-  try {
-    if (found.kind === "cgroup2") {
-      const g = join(found.parents[0], name);
-      Deno.mkdirSync(g);
-      groups.push(g);
-      Deno.writeTextFileSync(join(g, "pids.max"), String(spec.pids));
-      Deno.writeTextFileSync(join(g, "memory.max"), bytes);
-      try {
-        Deno.writeTextFileSync(join(g, "memory.swap.max"), "0");
-      } catch { /* no swap accounting */ }
-    } else if (found.kind === "cgroup1") {
-      const [pids, memory] = found.parents.map((p) => join(p, name));
-      Deno.mkdirSync(pids);
-      groups.push(pids);
-      Deno.writeTextFileSync(join(pids, "pids.max"), String(spec.pids));
-      Deno.mkdirSync(memory);
-      groups.push(memory);
-      Deno.writeTextFileSync(join(memory, "memory.limit_in_bytes"), bytes);
-      try {
-        Deno.writeTextFileSync(join(memory, "memory.memsw.limit_in_bytes"), bytes);
-      } catch { /* no swap accounting */ }
+  const groups = found.parents.map((p) => `${p}/${name}`);
+  if (found.kind === "cgroup2") {
+    if (!_sh(_CREATE_V2, [groups[0], String(spec.pids), bytes]).ok) {
+      _sh(_RELEASE, groups);
+      throw new Error(`cannot set up the sandbox's cgroup v2 limits in ${found.parents[0]}`);
     }
-  } catch (err) {
-    _remove(groups);
-    throw new Error(`cannot set up the sandbox's ${found.kind} limits: ${(err as Error).message}`);
+  } else if (found.kind === "cgroup1") {
+    if (!_sh(_CREATE_V1, [groups[0], groups[1], String(spec.pids), bytes]).ok) {
+      _sh(_RELEASE, groups);
+      throw new Error(
+        `cannot set up the sandbox's cgroup v1 limits in ${found.parents.join(", ")}`,
+      );
+    }
   }
+  let released: Promise<{ hitProcessLimit: boolean }> | undefined;
   return {
     kind: found.kind,
     groups,
     spec,
-    release: () => _remove(groups),
+    release: () =>
+      released ??= groups.length === 0
+        ? Promise.resolve({ hitProcessLimit: false })
+        : new Deno.Command("/bin/sh", {
+          args: ["-c", _RELEASE, "corral-limits", ...groups],
+          stdin: "null",
+          stdout: "piped",
+          stderr: "null",
+          clearEnv: true,
+          env: { PATH: "/usr/bin:/bin" },
+        }).output().then(
+          (r) => ({ hitProcessLimit: new TextDecoder().decode(r.stdout).includes("hit=1") }),
+          () => ({ hitProcessLimit: false }),
+        ),
   };
-}
-
-function _pidsOf(group: string): number[] {
-  try {
-    return Deno.readTextFileSync(join(group, "cgroup.procs")).split("\n").filter(Boolean).map(
-      Number,
-    );
-  } catch {
-    return [];
-  }
-}
-
-function _remove(groups: string[]): void {
-  for (const g of groups) {
-    for (let round = 0; round < 20; round++) {
-      const pids = _pidsOf(g);
-      if (pids.length === 0) break;
-      for (const pid of pids) {
-        try {
-          Deno.kill(pid, "SIGKILL");
-        } catch { /* gone */ }
-      }
-    }
-    // A group can be removed only once its last process is reaped: retry briefly.
-    const tryRemove = (left: number) => {
-      try {
-        Deno.removeSync(g);
-      } catch {
-        if (left > 0) setTimeout(() => tryRemove(left - 1), 50);
-      }
-    };
-    tryRemove(40);
-  }
 }
 
 /**
@@ -218,7 +190,10 @@ function _remove(groups: string[]): void {
  * @example
  * ```ts
  * import { limitedCommand } from "./limits.ts";
- * const l = { kind: "rlimit" as const, groups: [], spec: { pids: 64, memoryMb: 256 }, release() {} };
+ * const l = {
+ *   kind: "rlimit" as const, groups: [], spec: { pids: 64, memoryMb: 256 },
+ *   release: () => Promise.resolve({ hitProcessLimit: false }),
+ * };
  * const c = limitedCommand(l, "/usr/bin/bwrap", ["--", "true"]);
  * console.assert(c.command === "/bin/sh" && c.args.includes("/usr/bin/bwrap"));
  * ```

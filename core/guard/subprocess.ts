@@ -7,33 +7,29 @@
  * (PATH, LANG, TERM and the names the policy's `env` lists) with each call,
  * and the sandbox hands them here ({@link configureSubprocesses}).
  *
- * Jail: when the tool's grant has `jail` (core/guard/jail.ts), the command runs
- * inside bubblewrap and must be one of the grant's `run` commands.
+ * Confinement: in a process sandbox the command runs inside the sandbox's
+ * namespace (core/guard/namespace.ts) like everything else there: it sees
+ * exactly the grant's mounts. Deno's run list decides which commands start.
  *
  * Killing: the child is started `detached` (its own session and process
  * group, set by Deno itself, no `setsid` binary needed). At the limit the
  * whole group gets SIGKILL when the sandbox may signal any process
  * (`Deno.kill(-pid)` needs unscoped `--allow-run`); a sandbox granted only
- * some commands may signal just the child. Unjailed, grandchildren it
- * started in the background (`sleep 100 &`) then survive it. Jailed, the
- * child is bwrap: its processes live in their own PID namespace whose init
- * has `--die-with-parent`, so killing bwrap ends every one of them. Open
- * pipes do not hold the call: output reading stops shortly after the child
- * ends.
+ * some commands may signal just the child: grandchildren it started in
+ * the background (`sleep 100 &`) then survive the call, inside the sandbox,
+ * until the sandbox ends (a process sandbox is killed whole when a call or
+ * one of its processes times out). Open pipes do not hold the call: output
+ * reading stops shortly after the child ends.
  *
  * @module
  */
-import { basename } from "node:path";
-import { PermissionDeniedError } from "../tool/errors.ts";
-import type { JailSpec } from "../tool/tool.ts";
-import { bwrapArgs, JAIL_HOME } from "./jail.ts";
 import type { Grant } from "../tool/tool.ts";
 
 /** What the sandbox knows about the processes its tools start. */
 export interface SubprocessDefaults {
   /** Values of the allowlisted variables, read by the host. */
   vars?: Record<string, string>;
-  /** The grant of the tools in this sandbox (its `jail` and `run` list apply). */
+  /** The grant of the tools in this sandbox. */
   grant?: Grant;
   /** HOME of subprocesses (inside the namespace: a folder on its private /tmp). */
   home?: string;
@@ -43,7 +39,7 @@ let _defaults: SubprocessDefaults = {};
 
 /**
  * Set what {@link runSubprocess} uses when its options do not say: the
- * environment values and the grant (jail, allowed commands). The sandbox
+ * environment values, the grant and HOME. The sandbox
  * worker calls this before each call; tools do not need to.
  *
  * @example
@@ -75,11 +71,6 @@ export interface SubprocessOptions {
   signal?: AbortSignal;
   /** Extra environment variables, on top of the allowlisted ones. */
   env?: Record<string, string>;
-  /**
-   * Run inside this bwrap jail; `false` never jails. Default: the jail of
-   * the sandbox's grant (set by {@link configureSubprocesses}), if any.
-   */
-  jail?: JailSpec | false;
 }
 
 /** What {@link runSubprocess} returns. */
@@ -109,10 +100,8 @@ const _PIPE_GRACE_MS = 200;
  * environment: only PATH, LANG and TERM (the values the host passed to the
  * sandbox, else the host's own when readable, else defaults), the policy's
  * `env` names (passed by the host), HOME (a fresh scratch directory,
- * removed afterwards, or `cwd` when none can be made; in the jail, a
- * directory on its private /tmp) and `env`. In a jailed sandbox the
- * command must be on the grant's `run` list, else a
- * {@link PermissionDeniedError} is thrown.
+ * removed afterwards, or `cwd` when none can be made; in the namespace, a
+ * directory on its private /tmp) and `env`.
  *
  * @example
  * ```ts
@@ -125,26 +114,12 @@ const _PIPE_GRACE_MS = 200;
  * ```
  */
 export async function runSubprocess(options: SubprocessOptions): Promise<SubprocessResult> {
-  const jail = options.jail === undefined ? _defaults.grant?.jail : options.jail || undefined;
   const vars = _defaults.vars ?? {};
   const base = {
     PATH: vars.PATH ?? _hostEnv("PATH") ?? DEFAULT_PATH,
     LANG: vars.LANG ?? _hostEnv("LANG") ?? "C.UTF-8",
     TERM: vars.TERM ?? _hostEnv("TERM") ?? "dumb",
   };
-  if (jail) {
-    const allowed = _defaults.grant?.run ?? [];
-    if (!allowed.includes(options.command) && !allowed.includes(basename(options.command))) {
-      throw new PermissionDeniedError(
-        `command "${options.command}" is not on this tool's run list (${
-          allowed.join(", ") || "empty"
-        })`,
-      );
-    }
-    const env = { ...vars, ...base, HOME: JAIL_HOME, ...options.env };
-    const args = [...bwrapArgs(jail, options.cwd), "--", options.command, ...options.args];
-    return await _run({ ...options, command: jail.bwrap, args }, env);
-  }
   const scratch = _defaults.home ? undefined : await _scratchDir();
   const env: Record<string, string> = {
     ...vars,

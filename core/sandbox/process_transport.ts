@@ -10,7 +10,7 @@
  */
 import { basename, join } from "node:path";
 import { INSTALL_DIR } from "../config/install_dir.ts";
-import { createLimits, hitProcessLimit, limitedCommand } from "../guard/limits.ts";
+import { createLimits, limitedCommand } from "../guard/limits.ts";
 import { NAMESPACE_HOME, namespaceArgs } from "../guard/namespace.ts";
 import { FRAME_MARK, type SandboxMessage } from "./protocol.ts";
 import {
@@ -111,7 +111,7 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
       stderr: "piped",
     }).spawn();
   } catch (err) {
-    limits.release();
+    void limits.release();
     if (err instanceof Deno.errors.NotCapable) {
       throw new Error(
         `the host may not start sandbox processes (${(err as Error).message}): start corral ` +
@@ -139,7 +139,7 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
         child.kill("SIGKILL");
       } catch { /* exited */ }
       // Whatever the sandbox started dies with it: its CPU is reclaimed.
-      limits.release();
+      void limits.release();
     },
   };
   write(token + "\n");
@@ -167,10 +167,9 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
     stderrTail = (stderrTail + line + "\n").slice(-4096);
     hooks.onLog(line);
   });
-  child.status.then((status) => {
+  child.status.then(async (status) => {
     dead = true;
-    const forked = hitProcessLimit(limits);
-    limits.release();
+    const forked = (await limits.release()).hitProcessLimit;
     const oom = /out of memory|heap limit|allocation failed/i.test(stderrTail) ||
       status.code === 133 || status.signal === "SIGTRAP";
     const why = forked

@@ -69,21 +69,17 @@ export interface SandboxNamespace {
 }
 
 /**
- * The commands Deno lets a sandbox run: the grant's `run` list, plus the
- * bwrap binary when the grant is jailed, or ONLY bwrap when the jail is
- * exclusive (plugins: the listed commands then run inside it, and
- * `runSubprocess` checks them).
+ * The commands Deno lets a sandbox run: the grant's `run` list. (No tool
+ * ever holds bwrap: a process sandbox is already inside its namespace, and
+ * there bwrap is masked.)
  *
  * @example
  * ```ts
  * import { denoRunList } from "./transport.ts";
  * const g = { read: [], write: [], net: [], run: ["bash"] };
- * console.assert(denoRunList(g)[0] === "bash");
- * const jail = { bwrap: "/usr/bin/bwrap", write: [], net: false, exclusive: true };
- * console.assert(denoRunList({ ...g, jail }).join() === "/usr/bin/bwrap");
+ * console.assert(denoRunList(g).join() === "bash");
  * ```
  */
 export function denoRunList(grant: Grant): string[] {
-  if (!grant.jail || !grant.run.length) return grant.run;
-  return grant.jail.exclusive ? [grant.jail.bwrap] : [...grant.run, grant.jail.bwrap];
+  return grant.run;
 }

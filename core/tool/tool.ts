@@ -45,28 +45,6 @@ export interface Grant {
   net: string[];
   /** Extra environment variable names subprocesses may inherit. */
   env?: string[];
-  /**
-   * Set when the processes this tool starts run inside the bwrap jail
-   * (core/guard/jail.ts): Deno's run list is then only `jail.bwrap`, and `run`
-   * lists the commands allowed inside it.
-   */
-  jail?: JailSpec;
-}
-
-/** What a jailed subprocess may use. Part of a tool's grant (`grant.jail`; see
- * core/guard/jail.ts). */
-export interface JailSpec {
-  /** Absolute path of the `bwrap` binary. */
-  bwrap: string;
-  /** Paths bound writable (everything else is read-only). */
-  write: string[];
-  /** Share the host's network (the tool holds `n`); otherwise none at all. */
-  net: boolean;
-  /**
-   * Deno may run ONLY bwrap, not the listed commands directly (plugins and
-   * packages). Trusted built-ins keep their commands on Deno's list too.
-   */
-  exclusive?: boolean;
 }
 
 /** Options of the `@tool` decorator. */
