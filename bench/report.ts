@@ -16,6 +16,9 @@ export interface Sizes {
   discoveryWarmRuns: number;
   extraSandboxes: number;
   mcpCalls: number;
+  /** Section 7: cold runs and warm calls per variant. */
+  nsRuns: number;
+  nsWarmCalls: number;
 }
 
 /** The full run: `deno task bench`. */
@@ -28,6 +31,8 @@ export const FULL: Sizes = {
   discoveryWarmRuns: 7,
   extraSandboxes: 8,
   mcpCalls: 1000,
+  nsRuns: 15,
+  nsWarmCalls: 200,
 };
 
 /** The smoke run: tiny counts, seconds (`--smoke`). */
@@ -40,6 +45,8 @@ export const SMOKE: Sizes = {
   discoveryWarmRuns: 2,
   extraSandboxes: 1,
   mcpCalls: 20,
+  nsRuns: 2,
+  nsWarmCalls: 10,
 };
 
 /** Section headings; the smoke run checks that the report has every one. */
@@ -51,6 +58,7 @@ export const SECTIONS = [
   "## 4. Discovery",
   "## 5. Memory",
   "## 6. Against a peer: MCP",
+  "## 7. The namespace's cost",
   "## Analysis",
 ] as const;
 

@@ -9,7 +9,7 @@
  *     deno task bench --only 1,3      # some sections only (the report says which were skipped)
  *
  * Sections: 1 warm call latency, 2 throughput, 3 cold start, 4 discovery,
- * 5 memory, 6 MCP against the official filesystem server.
+ * 5 memory, 6 MCP against the official filesystem server, 7 the namespace's cost.
  *
  * @module
  */
@@ -22,6 +22,7 @@ import { sectionColdStart } from "./section_cold_start.ts";
 import { sectionDiscovery } from "./section_discovery.ts";
 import { sectionMemory } from "./section_memory.ts";
 import { sectionMcp } from "./section_mcp.ts";
+import { sectionNamespace } from "./section_namespace.ts";
 
 export { SECTIONS } from "./report.ts";
 
@@ -76,6 +77,7 @@ async function main(): Promise<number> {
     await attempt("4", SECTIONS[4], () => sectionDiscovery(sizes, base));
     await attempt("5", SECTIONS[5], () => sectionMemory(sizes));
     await attempt("6", SECTIONS[6], () => sectionMcp(sizes));
+    await attempt("7", SECTIONS[7], () => sectionNamespace(sizes));
   } finally {
     await Deno.remove(base, { recursive: true }).catch(() => {});
   }
@@ -114,7 +116,7 @@ async function main(): Promise<number> {
     ),
     "",
     ...parts.flatMap((p) => [p, ""]),
-    SECTIONS[7],
+    SECTIONS[8],
     "",
     analysis,
     "",

@@ -13,7 +13,7 @@ import { out } from "./output.ts";
 
 /** Run `corral check`; returns the exit code. */
 export async function checkCommand(values: CliValues, rest: string[]): Promise<number> {
-  const { config, workspace } = await workspaceConfig(values);
+  const { config, workspace } = await workspaceConfig(values, { scratch: true });
   if (rest.length === 0) {
     throw new UsageError("check needs at least one plugin file or directory");
   }

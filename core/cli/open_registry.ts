@@ -35,9 +35,14 @@ export function userCwd(): string {
  */
 export async function workspaceConfig(
   values: CliValues,
+  options: { scratch?: boolean } = {},
 ): Promise<{ config: CorralConfig & { ignored?: string }; workspace: string }> {
   let workspace: string;
-  const given = values.workspace ?? userCwd();
+  let given = values.workspace ?? userCwd();
+  // Commands that only inspect (check, plugins) run from corral's folder in an empty scratch one.
+  if (options.scratch && !values.workspace && isWithin(Deno.realPathSync(given), INSTALL_DIR)) {
+    given = await Deno.makeTempDir({ prefix: "corral-scratch-" });
+  }
   try {
     workspace = Deno.realPathSync(given);
     if (!Deno.statSync(workspace).isDirectory) throw new Error("not a directory");

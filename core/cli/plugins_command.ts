@@ -16,7 +16,7 @@ import { out } from "./output.ts";
 
 /** Run `corral plugins`; returns the exit code. */
 export async function pluginsCommand(values: CliValues, rest: string[]): Promise<number> {
-  const { config, workspace } = await workspaceConfig(values);
+  const { config, workspace } = await workspaceConfig(values, { scratch: true });
   const sub = rest[0] ?? "list";
   if (sub === "install") {
     if (!rest[1]) {
