@@ -510,3 +510,26 @@ Deno.test("corral list says which process limits are in force; a writable cgroup
   }
   if (writable) assert.match(line, /^cgroup/);
 });
+
+Deno.test("through the CLI, a configured plugin directory that does not exist yet cannot be created by a tool", async () => {
+  const { ws, base } = await tempLayout();
+  await Deno.writeTextFile(
+    `${base}/corral.json`,
+    JSON.stringify({ tool_dirs: [`${ws}/tools`], services: { x: { token: "tok-123" } } }),
+  );
+  const res = await runCli([
+    "call",
+    "RunBashCode",
+    "--workspace",
+    ws,
+    "--config",
+    `${base}/corral.json`,
+    "--args",
+    JSON.stringify({
+      code:
+        `mkdir -p tools; echo 'export const TOOLS = [];' > tools/evil.ts; cat ${base}/corral.json`,
+    }),
+  ]);
+  assert.ok(!res.stdout.includes("tok-123"), "the config (and its secret) is not readable");
+  await assert.rejects(Deno.stat(`${ws}/tools/evil.ts`), Deno.errors.NotFound);
+});

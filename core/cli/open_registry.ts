@@ -11,7 +11,7 @@ import { INSTALL_DIR } from "../config/install_dir.ts";
 import { loadPolicy, type Policy } from "../config/policy.ts";
 import { limitKind } from "../guard/limits.ts";
 import { isWithin } from "../guard/namespace.ts";
-import { pluginSources } from "../plugins/plugins.ts";
+import { pluginSources, splitToolDirs, TOOL_DIRS_ENV } from "../plugins/plugins.ts";
 import { Registry, type RegistryOptions } from "../registry/registry.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { type CliValues, UsageError } from "./options.ts";
@@ -113,6 +113,16 @@ export async function openRegistry(values: CliValues, reporter: Reporter): Promi
     reporter,
   };
   if (values["no-cache"]) options.cacheDir = null;
+  // The config in use and every plugin directory (found or not) are part of the trust base.
+  options.trusted = [
+    ...(config.file ? [{ path: config.file, what: "the config file", secret: true }] : []),
+    ...plugins.dirs.map((d) => ({ path: d.real, what: "a plugin directory" })),
+    // Configured ones that do not exist yet: no tool may create them either.
+    ...[...config.toolDirs, ...splitToolDirs(envVar(TOOL_DIRS_ENV), workspace)].map((path) => ({
+      path,
+      what: "a plugin directory",
+    })),
+  ];
   const audit = values.audit ?? config.audit;
   if (audit) options.auditPath = audit;
   const registry = await Registry.create(options);

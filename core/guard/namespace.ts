@@ -224,7 +224,7 @@ export function namespaceArgs(spec: NamespaceSpec): string[] {
   const trusted = [...spec.protect, rt.exec, rt.denoDir, ...rt.libDirs];
   for (const p of trusted) if (writable.some((w) => isWithin(p, w))) want(p, "protect");
   for (const p of spec.hide) if (mounted.some((m) => isWithin(p, m))) want(p, "hide");
-  const depth = (p: string) => p.split("/").length;
+  const depth = (p: string) => p === "/" ? 1 : p.split("/").length;
   const order = [...wanted.entries()].sort((a, b) => depth(a[0]) - depth(b[0]));
   for (const [p, kind] of order) {
     // A read path inside a write path is already there, writable.

@@ -61,6 +61,7 @@ export function testContext(
     signal: options.signal ?? new AbortController().signal,
     workspace: cwd,
     grant: options.grant ?? { read: [cwd], write: [cwd], run: [], net: [] },
+    ...(options.maxReadBytes ? { maxReadBytes: options.maxReadBytes } : {}),
     report: (kind, message) => reports.push({ kind, message }),
     reports,
   };

@@ -37,6 +37,12 @@ export class CreateFile extends BaseTool {
     const real = await resolveInside(filepath, ctx.grant.write, ctx.workspace, { create: true });
     const info = await _statOrNull(real, filepath);
     if (info?.isDirectory) throw new Error(`"${filepath}" is a directory`);
+    if (info && !info.isFile) {
+      throw new Error(
+        `"${filepath}" is not a regular file (a FIFO, socket or device): the files tools write ` +
+          `regular files only`,
+      );
+    }
     if (info && !overwrite) {
       throw new Error(`file "${filepath}" already exists (set overwrite to true to replace it)`);
     }

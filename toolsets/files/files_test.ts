@@ -415,3 +415,43 @@ Deno.test("ReplaceTextInFile does not edit an outside file through a symlink", (
     _denied(res, "ReplaceTextInFile", outside);
     assert.equal(await Deno.readTextFile(join(outside, "secret.txt")), "top secret\n");
   }));
+
+Deno.test("the files tools refuse a FIFO (without blocking) and files over max_read_bytes", async () => {
+  await _withWorkspace(async ({ ws, call }) => {
+    const mk = await new Deno.Command("mkfifo", { args: [join(ws, "pipe")] }).output();
+    assert.equal(mk.code, 0);
+    const started = performance.now();
+    for (
+      const [def, args] of [
+        [ReadFile, { filepath: "pipe" }],
+        [WordCount, { filepath: "pipe" }],
+        [ReplaceTextInFile, { filepath: "pipe", search: "a", replace: "b" }],
+        [CreateFile, { filepath: "pipe", content: "x", overwrite: true }],
+      ] as const
+    ) {
+      const res = await call(def, args);
+      assert.equal(res.success, false, def.name);
+      assert.match(res.error!, /not a regular file/, def.name);
+    }
+    const search = await call(SearchText, { pattern: "x", path: "." });
+    assert.equal(search.success, true, search.error);
+    assert.ok(performance.now() - started < 5000, "nothing blocked on the FIFO");
+
+    await Deno.writeTextFile(join(ws, "big.txt"), "word ".repeat(1000));
+    const capped = (def: ToolDefinition, args: Record<string, unknown>) =>
+      invokeTool(def, args, testContext({ workspace: ws, maxReadBytes: 2048 }));
+    for (
+      const [def, args] of [
+        [ReadFile, { filepath: "big.txt" }],
+        [WordCount, { filepath: "big.txt" }],
+        [ReplaceTextInFile, { filepath: "big.txt", search: "word", replace: "w" }],
+      ] as const
+    ) {
+      const res = await capped(def, args);
+      assert.equal(res.success, false, def.name);
+      assert.match(res.error!, /too large \(5000 bytes, limit 2048\)/, def.name);
+    }
+    const small = await capped(WordCount, { filepath: "pipe" });
+    assert.match(small.error!, /not a regular file/);
+  });
+});
