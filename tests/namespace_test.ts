@@ -22,6 +22,24 @@ function _rand(): string {
 
 const _QUIET = () => new Reporter({ sink: () => {}, color: false });
 
+/** A registry whose system toolset has `system` (plus read and write of the workspace). */
+async function _system(system: Record<string, unknown>) {
+  const { ws } = await tempLayout();
+  const policy = parsePolicy(
+    JSON.stringify({ toolsets: { system: { read: ["."], write: ["."], ...system } } }),
+    "t.json",
+    ws,
+  );
+  const registry = await Registry.create({
+    workspace: ws,
+    policy,
+    privileges: "rwx",
+    cacheDir: null,
+    reporter: _QUIET(),
+  });
+  return { ws, registry };
+}
+
 /**
  * A workspace holding everything a careless operator could put there: the
  * policy and config in use, the audit log, corral's cache and a plugin
@@ -358,21 +376,7 @@ Deno.test("jailed bash reads neither HOME, another folder, /etc/shadow, the host
 });
 
 Deno.test("a bounded fork bomb hits the sandbox's process limit and the host keeps serving", async () => {
-  const { ws } = await tempLayout();
-  const policy = parsePolicy(
-    JSON.stringify({
-      toolsets: { system: { run: ["bash"], read: ["."], write: ["."], max_processes: 48 } },
-    }),
-    "t.json",
-    ws,
-  );
-  const registry = await Registry.create({
-    workspace: ws,
-    policy,
-    privileges: "rwx",
-    cacheDir: null,
-    reporter: _QUIET(),
-  });
+  const { registry } = await _system({ run: ["bash"], max_processes: 48 });
   const marker = `corral-fork-${_rand()}`;
   try {
     const res = await registry.call("RunBashCode", {
@@ -459,21 +463,7 @@ Deno.test("a 3 GB sparse file, a FIFO and a catastrophic regex cost the host nei
 });
 
 Deno.test("a process that allocates past the sandbox's memory limit is killed, not the host", async () => {
-  const { ws } = await tempLayout();
-  const policy = parsePolicy(
-    JSON.stringify({
-      toolsets: { system: { run: ["python3"], read: ["."], write: ["."], memory_mb: 64 } },
-    }),
-    "t.json",
-    ws,
-  );
-  const registry = await Registry.create({
-    workspace: ws,
-    policy,
-    privileges: "rwx",
-    cacheDir: null,
-    reporter: _QUIET(),
-  });
+  const { registry } = await _system({ run: ["python3"], memory_mb: 64 });
   try {
     // 64 MB for V8 plus 256 MB for the rest: a 1.5 GB allocation cannot fit.
     const res = await registry.call("RunPythonCode", {

@@ -10,6 +10,7 @@
  * @module
  */
 import { dirname, isAbsolute, join } from "node:path";
+import { namespaceBase } from "./namespace.ts";
 
 /**
  * The policy's `jail` setting: `required` (the default) runs every process
@@ -23,24 +24,7 @@ export type JailMode = "required" | "auto" | "off";
 export type JailStatus = "bwrap" | "none";
 
 /** The bwrap flags of the probe: the features the namespace needs. */
-const _PROBE_ARGS = [
-  "--unshare-all",
-  "--die-with-parent",
-  "--new-session",
-  "--cap-drop",
-  "ALL",
-  "--ro-bind",
-  "/",
-  "/",
-  "--proc",
-  "/proc",
-  "--dev",
-  "/dev",
-  "--tmpfs",
-  "/tmp",
-  "--remount-ro",
-  "/tmp",
-];
+const _PROBE_ARGS = ["--ro-bind", "/", "/", ...namespaceBase(false), "--remount-ro", "/tmp"];
 
 let _found: Promise<string | undefined> | undefined;
 

@@ -165,6 +165,34 @@ export function isWithin(path: string, root: string): boolean {
 }
 
 /**
+ * The flags every namespace starts with: all namespaces new (the network
+ * kept only with `net`), tied to its parent's life, its own session, no
+ * capabilities, a fresh `/proc` and `/dev`, and a private `/tmp`.
+ *
+ * @example
+ * ```ts
+ * import { namespaceBase } from "./namespace.ts";
+ * console.assert(namespaceBase(false).join(" ").startsWith("--unshare-all --die-with-parent"));
+ * ```
+ */
+export function namespaceBase(net: boolean): string[] {
+  return [
+    "--unshare-all",
+    ...(net ? ["--share-net"] : []),
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--tmpfs",
+    "/tmp",
+  ];
+}
+
+/**
  * The bwrap arguments of a namespace (the command follows after `--`).
  *
  * @example
@@ -181,22 +209,7 @@ export function isWithin(path: string, root: string): boolean {
  * ```
  */
 export function namespaceArgs(spec: NamespaceSpec): string[] {
-  const args = [
-    "--unshare-all",
-    ...(spec.net ? ["--share-net"] : []),
-    "--die-with-parent",
-    "--new-session",
-    "--cap-drop",
-    "ALL",
-    "--proc",
-    "/proc",
-    "--dev",
-    "/dev",
-    "--tmpfs",
-    "/tmp",
-    "--dir",
-    NAMESPACE_HOME,
-  ];
+  const args = [...namespaceBase(spec.net), "--dir", NAMESPACE_HOME];
   const rt = spec.runtime;
   if (spec.system) {
     for (const d of _SYSTEM_DIRS) _systemDir(args, d);
