@@ -78,7 +78,7 @@ Deno.test("200 concurrent calls from two registries append 400 whole, parseable 
 Deno.test("audit lines hold the grant, isolation, digest and the outcome of each kind of call", async () => {
   const { ws, base } = await tempLayout();
   const audit = `${base}/audit.jsonl`;
-  const { registry } = await _registry(ws, { timeout_ms: 300 }, { auditPath: audit });
+  const { registry } = await _registry(ws, { timeout_ms: 2000 }, { auditPath: audit });
   try {
     await registry.call("Echo", { value: 1 });
     await registry.call("Sleep", { ms: 5000 });

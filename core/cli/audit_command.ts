@@ -7,6 +7,7 @@
 import { formatAuditSummary, parseSince, readAudit, summarizeAudit } from "../guard/audit.ts";
 import { ConfigError } from "../tool/errors.ts";
 import { type CliValues, UsageError } from "./options.ts";
+import { terminalSafe } from "../tool/reporter.ts";
 import { out } from "./output.ts";
 
 /** Run `corral audit PATH`; returns the exit code. */
@@ -24,7 +25,7 @@ export async function auditCommand(values: CliValues, rest: string[]): Promise<n
   } catch (err) {
     throw new ConfigError(`cannot read audit log "${rest[0]}": ${(err as Error).message}`);
   }
-  out(formatAuditSummary(summarizeAudit(read.records)));
+  out(terminalSafe(formatAuditSummary(summarizeAudit(read.records))));
   if (read.bad) out(`(${read.bad} unreadable line${read.bad === 1 ? "" : "s"} skipped)`);
   return 0;
 }

@@ -9,6 +9,7 @@ import { loadPolicy } from "../config/policy.ts";
 import { checkPlugins, formatCheckReport } from "../plugins/check.ts";
 import { workspaceConfig } from "./open_registry.ts";
 import { type CliValues, UsageError } from "./options.ts";
+import { terminalSafe } from "../tool/reporter.ts";
 import { out } from "./output.ts";
 
 /** Run `corral check`; returns the exit code. */
@@ -24,6 +25,6 @@ export async function checkCommand(values: CliValues, rest: string[]): Promise<n
     services: config.services,
     cacheDir: null,
   });
-  out(formatCheckReport(report, Deno.cwd()));
+  out(terminalSafe(formatCheckReport(report, Deno.cwd())));
   return report.ok ? 0 : 1;
 }

@@ -6,7 +6,7 @@
  * @module
  */
 import { limitKind } from "../guard/limits.ts";
-import { colour } from "../tool/reporter.ts";
+import { colour, terminalSafe } from "../tool/reporter.ts";
 import type { CliSession } from "./open_registry.ts";
 import type { CliValues } from "./options.ts";
 import { out } from "./output.ts";
@@ -34,8 +34,12 @@ export function listCommand(values: CliValues, session: CliSession, color: boole
     return 0;
   }
   for (const row of toolTable(registry.list(), color)) out(row);
-  for (const p of registry.problems) out(colour(`skipped module: ${p.message}`, "yellow", color));
-  for (const w of pluginWarnings) out(colour(`skipped plugin: ${w}`, "yellow", color));
+  for (const p of registry.problems) {
+    out(colour(`skipped module: ${terminalSafe(p.message)}`, "yellow", color));
+  }
+  for (const w of pluginWarnings) {
+    out(colour(`skipped plugin: ${terminalSafe(w)}`, "yellow", color));
+  }
   const ns = registry.list().some((t) => t.jail === "bwrap");
   out(colour(
     `sandboxes: ${ns ? "namespace (bwrap), mounts = grant" : "no namespace"}; process limits: ${

@@ -9,7 +9,7 @@ import { type CorralConfig, loadConfig } from "../config/corral_config.ts";
 import { envVar } from "../config/env_var.ts";
 import { INSTALL_DIR } from "../config/install_dir.ts";
 import { loadPolicy, type Policy } from "../config/policy.ts";
-import { limitKind } from "../guard/limits.ts";
+import { limitsMissing } from "../guard/limits.ts";
 import { isWithin } from "../guard/namespace.ts";
 import { pluginSources, splitToolDirs, TOOL_DIRS_ENV } from "../plugins/plugins.ts";
 import { Registry, type RegistryOptions } from "../registry/registry.ts";
@@ -151,20 +151,7 @@ function _warnOptOuts(registry: Registry, reporter: Reporter): void {
       "yellow",
     );
   }
-  const kind = limitKind();
-  if (kind === "rlimit" && _isRoot()) {
-    reporter.line(
-      "Warning: no writable cgroup here: sandbox processes are limited by rlimits, which do " +
-        "not bind root (see README, Security model)",
-      "yellow",
-    );
-  }
-}
-
-function _isRoot(): boolean {
-  try {
-    return Deno.uid() === 0;
-  } catch {
-    return false; // no sys permission: cannot tell
-  }
+  // Without a cgroup and as root, process sandboxes are refused unless the policy opts out.
+  const missing = limitsMissing(false);
+  if (missing) reporter.line(`Warning: ${missing}`, "yellow");
 }

@@ -12,6 +12,7 @@ import { installPlugin } from "../plugins/packages.ts";
 import { pluginSources } from "../plugins/plugins.ts";
 import { workspaceConfig } from "./open_registry.ts";
 import { type CliValues, UsageError } from "./options.ts";
+import { terminalSafe } from "../tool/reporter.ts";
 import { out } from "./output.ts";
 
 /** Run `corral plugins`; returns the exit code. */
@@ -32,8 +33,12 @@ export async function pluginsCommand(values: CliValues, rest: string[]): Promise
   if (sub !== "list") throw new UsageError(`unknown plugins command "${sub}" (list, install)`);
   const policy = await loadPolicy({ file: values.permissions, workspace });
   const found = await pluginSources({ policy, config, workspace });
-  for (const d of found.dirs) out(`${d.dir}  (${d.origin}; toolsets plugin:${d.label}/...)`);
-  for (const s of found.sources) out(`  ${s.id}  ${s.modules[0]}  [${s.policy.where}]`);
-  for (const w of found.warnings) out(`  warning: ${w}`);
+  for (const d of found.dirs) {
+    out(terminalSafe(`${d.dir}  (${d.origin}; toolsets plugin:${d.label}/...)`));
+  }
+  for (const s of found.sources) {
+    out(terminalSafe(`  ${s.id}  ${s.modules[0]}  [${s.policy.where}]`));
+  }
+  for (const w of found.warnings) out(terminalSafe(`  warning: ${w}`));
   return 0;
 }

@@ -8,7 +8,7 @@
 import { INSTALL_DIR } from "../config/install_dir.ts";
 import type { ToolInfo } from "../registry/registry.ts";
 import { describeGrant } from "../sandbox/grant.ts";
-import { colour, lettersColour } from "../tool/reporter.ts";
+import { colour, lettersColour, terminalSafe } from "../tool/reporter.ts";
 
 const _ROOT = `${INSTALL_DIR}/`;
 
@@ -20,6 +20,14 @@ export function toolTable(tools: ToolInfo[], color: boolean): string[] {
 
 /** One tool's two lines; `width` is the toolset column's. */
 export function toolRow(t: ToolInfo, color: boolean, width = 10): string {
+  // Names, reasons and sources come from plugins: no raw control characters.
+  t = {
+    ...t,
+    name: terminalSafe(t.name),
+    reason: t.reason === undefined ? undefined : terminalSafe(t.reason),
+    source: terminalSafe(t.source),
+    toolset: terminalSafe(t.toolset),
+  };
   const letters = colour((t.permissions || "-").padEnd(4), lettersColour(t.permissions), color);
   const status = t.status === "loaded"
     ? colour("loaded", "green", color)

@@ -41,6 +41,9 @@ const _sandboxSchema = z.object({
   jail: z.enum(["required", "auto", "off"]).optional().describe(
     'The sandbox namespace (bwrap): required (default; "auto" is the same) or off (opt out)',
   ),
+  limits: z.enum(["cgroup", "rlimit"]).optional().describe(
+    "cgroup (default; rlimits where they bind) or rlimit (accept rlimits even as root: an opt-out)",
+  ),
   redact_args: z.boolean().optional().describe(
     "Audit lines keep only the digest of the arguments, not the arguments",
   ),
@@ -87,6 +90,8 @@ export interface SandboxPolicy extends Omit<Grant, "jail"> {
   jail?: JailMode;
   /** Audit lines leave the arguments out (their digest stays). */
   redact_args?: boolean;
+  /** `rlimit`: accept rlimits where no cgroup is writable, even as root (an opt-out). */
+  limits?: "cgroup" | "rlimit";
   /** Where the entry came from, for messages: `toolsets.files`. */
   where: string;
 }
@@ -175,6 +180,7 @@ export class Policy {
       allow_override: entry?.allow_override ?? false,
       ...(entry?.jail ?? d.jail ? { jail: entry?.jail ?? d.jail } : {}),
       ...(entry?.redact_args ?? d.redact_args ? { redact_args: true } : {}),
+      ...(entry?.limits ?? d.limits ? { limits: entry?.limits ?? d.limits } : {}),
       where,
     };
   }

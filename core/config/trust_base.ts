@@ -55,6 +55,7 @@ export interface TrustBaseOptions {
  * ```
  */
 export function trustBase(options: TrustBaseOptions = {}): TrustedPath[] {
+  // (corral's cache is secret too: it holds what plugins declared, from their config.)
   const list: TrustedPath[] = [
     { path: INSTALL_DIR, what: "corral's install folder" },
     { path: configDir(), what: "corral's config directory", secret: true },
@@ -66,7 +67,7 @@ export function trustBase(options: TrustBaseOptions = {}): TrustedPath[] {
   if (options.configFile) {
     list.push({ path: options.configFile, what: "the config file", secret: true });
   }
-  if (options.cacheDir) list.push({ path: options.cacheDir, what: "corral's cache" });
+  if (options.cacheDir) list.push({ path: options.cacheDir, what: "corral's cache", secret: true });
   if (options.auditPath) {
     list.push({ path: options.auditPath, what: "the audit log", secret: true });
   }

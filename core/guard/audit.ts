@@ -50,6 +50,26 @@ export interface AuditRecord {
 }
 
 /**
+ * One connection through a sandbox's egress proxy (core/guard/egress.ts),
+ * allowed or refused: a line of its own in the audit log, beside the calls.
+ */
+export interface AuditConnectionRecord {
+  /** ISO time the connection ended (or was refused). */
+  time: string;
+  kind: "connection";
+  /** The toolset whose sandbox asked. */
+  toolset: string;
+  host: string;
+  port: number;
+  /** The address connected to (or refused). */
+  address: string;
+  verdict: "allowed" | "refused";
+  reason?: string;
+  bytes_out: number;
+  bytes_in: number;
+}
+
+/**
  * JSON with object keys sorted at every level (the input of the digest).
  *
  * @example
@@ -140,7 +160,7 @@ export class AuditLog {
   }
 
   /** Append one record as one line (one write, append mode). */
-  append(record: AuditRecord): Promise<void> {
+  append(record: AuditRecord | AuditConnectionRecord): Promise<void> {
     const line = JSON.stringify(record).replace(/\n/g, "\\n") + "\n";
     const next = this.#queue.then(() =>
       Deno.writeTextFile(this.path, line, { append: true, create: true })
@@ -208,6 +228,7 @@ export async function readAudit(
       bad++;
       continue;
     }
+    if (r && typeof r === "object" && (r as { kind?: string }).kind === "connection") continue;
     if (!r || typeof r !== "object" || typeof r.tool !== "string") {
       bad++;
       continue;

@@ -49,6 +49,8 @@ interface _Found {
   kind: LimitKind;
   /** Parent directories new groups are made in (v1: pids, memory). */
   parents: string[];
+  /** This process runs as root (rlimits do not bind it). */
+  root: boolean;
 }
 
 let _found: _Found | undefined;
@@ -72,6 +74,7 @@ function _sh(script: string, args: string[]): { ok: boolean; out: string } {
 // Finds the mechanism, and removes the empty groups left by corral hosts
 // that are gone (a host may exit before its last group is reaped).
 const _PROBE = `
+id -u
 sweep() { for sd in "$1"/corral-*; do
   [ -d "$sd" ] || continue; sp=\${sd##*/corral-}; sp=\${sp%%-*}
   case "$sp" in *[!0-9]*|"") continue;; esac
@@ -89,11 +92,13 @@ echo rlimit`;
 
 function _probe(): _Found {
   if (_found) return _found;
-  const [kind, ...parents] = _sh(_PROBE, []).out.trim().split(" ");
+  const [uid, line = ""] = _sh(_PROBE, []).out.trim().split("\n");
+  const root = uid?.trim() !== "" && Number(uid) === 0;
+  const [kind, ...parents] = line.trim().split(" ");
   if ((kind === "cgroup2" || kind === "cgroup1") && parents.length) {
-    return _found = { kind, parents: parents.map((p) => p.replace(/\/+$/, "")) };
+    return _found = { kind, parents: parents.map((p) => p.replace(/\/+$/, "")), root };
   }
-  return _found = { kind: "rlimit", parents: [] };
+  return _found = { kind: "rlimit", parents: [], root };
 }
 
 /**
@@ -132,18 +137,41 @@ for round in 1 2 3 4 5 6 7 8 9 10; do
 done`;
 
 /**
+ * Why this machine cannot limit a sandbox, or undefined: without a writable
+ * cgroup, rlimits stand in, but they do not bind root; then only an
+ * explicit opt-out (`"limits": "rlimit"` in the policy, `allowRlimit`)
+ * accepts them.
+ *
+ * @example
+ * ```ts
+ * import { limitsMissing } from "./limits.ts";
+ * console.assert(limitsMissing(true) === undefined);
+ * ```
+ */
+export function limitsMissing(allowRlimit: boolean): string | undefined {
+  const found = _probe();
+  if (found.kind !== "rlimit" || !found.root || allowRlimit) return undefined;
+  return "no writable cgroup here, and rlimits do not bind root, so the sandbox's processes " +
+    "and memory cannot be limited: make /sys/fs/cgroup writable (cgroup v2 or v1 pids and " +
+    'memory), or accept rlimits explicitly with "limits": "rlimit" in permissions.json';
+}
+
+/**
  * Make the limit groups of a new sandbox (none under rlimits). Throws when
- * a cgroup that should work cannot be made.
+ * a cgroup that should work cannot be made, or when no limit would bind
+ * and `allowRlimit` is not set ({@link limitsMissing}).
  *
  * @example
  * ```ts
  * import { createLimits } from "./limits.ts";
- * const l = createLimits({ pids: 64, memoryMb: 256 });
+ * const l = createLimits({ pids: 64, memoryMb: 256 }, true);
  * console.assert(l.kind === "rlimit" ? l.groups.length === 0 : l.groups.length > 0);
  * await l.release();
  * ```
  */
-export function createLimits(spec: LimitSpec): SandboxLimits {
+export function createLimits(spec: LimitSpec, allowRlimit = false): SandboxLimits {
+  const missing = limitsMissing(allowRlimit);
+  if (missing) throw new Error(missing);
   const found = _probe();
   const name = `corral-${Deno.pid}-${crypto.randomUUID().slice(0, 12)}`;
   const bytes = String(spec.memoryMb * 1024 * 1024);

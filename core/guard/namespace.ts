@@ -18,6 +18,7 @@
  * @module
  */
 import { dirname, isAbsolute, join } from "node:path";
+import { EGRESS_SOCKET_IN_NAMESPACE } from "./egress.ts";
 
 /** What the deno runtime needs inside a namespace. */
 export interface RuntimeFiles {
@@ -47,8 +48,15 @@ export interface NamespaceSpec {
   hide: string[];
   /** A system runtime for subprocesses (`/usr`, `/bin`, `/lib*`, a minimal `/etc`). */
   system: boolean;
-  /** Keep the host's network (the grant holds `n`); otherwise none at all. */
+  /** Keep the host's network (never for corral's sandboxes: they hold `egress`). */
   net: boolean;
+  /**
+   * The host folder of the egress proxy's socket, bound read-only where the
+   * sandbox finds it (core/guard/egress.ts); absent: no way out at all.
+   */
+  egressDir?: string;
+  /** Name resolution and certificates (a sandbox that holds `n`). */
+  netFiles?: boolean;
   /** The working directory inside. */
   cwd: string;
 }
@@ -155,8 +163,8 @@ export function denoDir(): string {
   }
 }
 
-type _Kind = "ro" | "code" | "rw" | "protect" | "hide";
-const _RANK: Record<_Kind, number> = { ro: 0, rw: 1, code: 2, protect: 3, hide: 4 };
+type _Kind = "ro" | "code" | "rw" | "pin" | "protect" | "hide";
+const _RANK: Record<_Kind, number> = { ro: 0, rw: 1, pin: 2, code: 3, protect: 4, hide: 5 };
 
 /** Whether `path` is `root` or inside it. */
 export function isWithin(path: string, root: string): boolean {
@@ -214,7 +222,7 @@ export function namespaceArgs(spec: NamespaceSpec): string[] {
   if (spec.system) {
     for (const d of _SYSTEM_DIRS) _systemDir(args, d);
     for (const e of SYSTEM_ETC) args.push("--ro-bind-try", e, e);
-  } else if (spec.net) {
+  } else if (spec.net || spec.netFiles) {
     // Name resolution and certificates for a sandbox that holds the network.
     for (const e of NET_ETC) args.push("--ro-bind-try", e, e);
   }
@@ -234,9 +242,26 @@ export function namespaceArgs(spec: NamespaceSpec): string[] {
   for (const p of spec.code) want(p, "code");
   const mounted = [...spec.read, ...spec.write, ...spec.code];
   const writable = spec.write;
-  const trusted = [...spec.protect, rt.exec, rt.denoDir, ...rt.libDirs];
-  for (const p of trusted) if (writable.some((w) => isWithin(p, w))) want(p, "protect");
-  for (const p of spec.hide) if (mounted.some((m) => isWithin(p, m))) want(p, "hide");
+  const hidden = spec.hide.filter((p) => isAbsolute(p) && mounted.some((m) => isWithin(p, m)));
+  const trusted = [...spec.protect, rt.exec, rt.denoDir, ...rt.libDirs].filter((p) =>
+    writable.some((w) => isWithin(p, w))
+  );
+  // Inside a hidden folder there is nothing to see, nor to mount.
+  const underHidden = (p: string) => hidden.some((h) => h !== p && isWithin(p, h));
+  for (const p of trusted) if (!underHidden(p)) want(p, "protect");
+  for (const p of hidden) if (!underHidden(p)) want(p, "hide");
+  // A read-only mount cannot be renamed, but its parent folder could be,
+  // taking it along, and a folder of the tool's own put in its place: every
+  // folder between a write path and a protected path becomes a mount point
+  // of itself (writable as before), which cannot be renamed either.
+  for (const p of [...trusted, ...hidden]) {
+    if (underHidden(p)) continue;
+    const w = writable.filter((x) =>
+      x !== p && isWithin(p, x)
+    ).sort((a, b) => b.length - a.length)[0];
+    if (!w) continue;
+    for (let a = dirname(p); a !== w && isWithin(a, w) && a !== "/"; a = dirname(a)) want(a, "pin");
+  }
   const depth = (p: string) => p === "/" ? 1 : p.split("/").length;
   const order = [...wanted.entries()].sort((a, b) => depth(a[0]) - depth(b[0]));
   for (const [p, kind] of order) {
@@ -251,13 +276,18 @@ export function namespaceArgs(spec: NamespaceSpec): string[] {
       case "rw":
         args.push("--bind-try", p, p);
         break;
+      case "pin":
+        // Made now, on the host (inside a write path), so that it can be pinned.
+        if (!st) Deno.mkdirSync(p, { recursive: true });
+        args.push("--bind", p, p);
+        break;
       case "protect":
         if (st) args.push("--ro-bind", p, p);
         else args.push("--tmpfs", p, "--remount-ro", p); // not there: keep it from being made
         break;
       case "hide":
         if (st?.isFile) args.push("--ro-bind", "/dev/null", p);
-        else if (st) args.push("--tmpfs", p, "--remount-ro", p);
+        else args.push("--tmpfs", p, "--remount-ro", p); // a folder, or not there yet
         break;
     }
   }
@@ -267,6 +297,9 @@ export function namespaceArgs(spec: NamespaceSpec): string[] {
       const b = join(d, "bwrap");
       if (_stat(b)?.isFile) args.push("--ro-bind", "/dev/null", b);
     }
+  }
+  if (spec.egressDir) {
+    args.push("--ro-bind", spec.egressDir, dirname(EGRESS_SOCKET_IN_NAMESPACE));
   }
   // A sandbox that holds no files still starts in the workspace: an empty folder.
   if (!mounted.some((m) => isWithin(spec.cwd, m))) args.push("--dir", spec.cwd);

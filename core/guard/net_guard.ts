@@ -1,14 +1,15 @@
 /**
  * The network guard: refuses requests to addresses that are not the public
  * internet (loopback, private, link-local, cloud metadata, unspecified,
- * multicast, and the IPv4-mapped or NAT64 forms of those), after DNS
- * resolution, unless the policy lists the host explicitly. GetUrl uses it
- * on the first request and on every redirect; plugins with `n` can use it
- * the same way (`guardUrl` before each `fetch`, with `redirect: "manual"`).
+ * multicast, and the IPv4-mapped or NAT64 forms of those), unless the
+ * policy lists the host explicitly.
  *
- * Limits: the name is resolved here and again by `fetch`, so a DNS server
- * that answers differently the second time (DNS rebinding with a zero TTL)
- * is not stopped; the guard narrows the window, it does not close it.
+ * Where it is enforced: in a namespaced sandbox, by the egress proxy at
+ * connect time (core/guard/egress.ts classifies with {@link classifyAddress}
+ * and connects to the address it checked, so DNS rebinding changes
+ * nothing); there {@link guardUrl} only checks the `net` list. In a
+ * sandbox without the namespace (an opt-out) {@link guardUrl} resolves the
+ * name itself, and `fetch` resolves it again: that window stays open.
  *
  * @module
  */
@@ -143,6 +144,25 @@ export function listedExplicitly(url: URL, allowed: string[]): boolean {
   });
 }
 
+let _egress = false;
+
+/**
+ * Tell the guard that this sandbox reaches the network only through
+ * corral's egress proxy (core/guard/egress.ts), which checks every address
+ * at connect time: {@link guardUrl} then checks the `net` list only and
+ * leaves the addresses to the proxy (the sandbox has no DNS of its own).
+ * The sandbox worker calls this; tools do not need to.
+ *
+ * @example
+ * ```ts
+ * import { configureNetGuard } from "./net_guard.ts";
+ * configureNetGuard({ egress: false });
+ * ```
+ */
+export function configureNetGuard(options: { egress: boolean }): void {
+  _egress = options.egress;
+}
+
 /** Options of {@link guardUrl}. */
 export interface GuardOptions {
   /** The policy's hosts (the grant's `net` list); a host listed here is never refused. */
@@ -174,6 +194,7 @@ async function _lookupAll(hostname: string): Promise<string[]> {
  */
 export async function guardUrl(url: URL, options: GuardOptions): Promise<void> {
   if (listedExplicitly(url, options.allowed)) return;
+  if (_egress && !options.resolve) return; // the egress proxy checks, at connect time
   const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
   const addresses = isIP(host) ? [host] : await (options.resolve ?? _lookupAll)(host);
   if (addresses.length === 0) {

@@ -24,6 +24,7 @@
  * @module
  */
 import type { Grant } from "../tool/tool.ts";
+import { proxyVars } from "./egress.ts";
 
 /** What the sandbox knows about the processes its tools start. */
 export interface SubprocessDefaults {
@@ -33,6 +34,8 @@ export interface SubprocessDefaults {
   grant?: Grant;
   /** HOME of subprocesses (inside the namespace: a folder on its private /tmp). */
   home?: string;
+  /** The egress proxy URL: subprocesses get the proxy variables (core/guard/egress.ts). */
+  proxy?: string;
 }
 
 let _defaults: SubprocessDefaults = {};
@@ -125,6 +128,7 @@ export async function runSubprocess(options: SubprocessOptions): Promise<Subproc
     ...vars,
     ...base,
     HOME: _defaults.home ?? scratch ?? options.cwd,
+    ...(_defaults.proxy ? proxyVars(_defaults.proxy) : {}),
     ...options.env,
   };
   try {

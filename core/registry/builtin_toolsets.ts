@@ -14,11 +14,23 @@ export const TOOLSETS_DIR: string = join(INSTALL_DIR, "toolsets");
 
 /** The built-in toolsets declared in toolsets/toolsets.json. */
 export async function builtinToolsets(): Promise<
-  Record<string, { autoload: boolean; description: string }>
+  Record<string, { autoload: boolean; description: string; tools: string[] }>
 > {
   const raw = JSON.parse(await Deno.readTextFile(join(TOOLSETS_DIR, "toolsets.json")));
   delete raw.$comment;
   return raw;
+}
+
+/**
+ * Every built-in tool name with its toolset, loaded or not: reserved, so a
+ * plugin takes one only with `allow_override`.
+ */
+export async function reservedToolNames(): Promise<Map<string, string>> {
+  const names = new Map<string, string>();
+  for (const [toolset, d] of Object.entries(await builtinToolsets())) {
+    for (const tool of d.tools ?? []) names.set(tool, toolset);
+  }
+  return names;
 }
 
 /**

@@ -9,6 +9,7 @@
 import type { Policy } from "../config/policy.ts";
 import { type AuditLog, digestArgs, outcomeOf } from "../guard/audit.ts";
 import { hideHostPaths, redact, scrubDeep, scrubText } from "../guard/redact.ts";
+import type { EgressRecord } from "../guard/egress.ts";
 import type { SandboxEnv } from "../sandbox/protocol.ts";
 import { Sandbox, type SandboxOptions } from "../sandbox/sandbox.ts";
 import type { Reporter } from "../tool/reporter.ts";
@@ -115,6 +116,26 @@ export class CallRunner {
       out.error = hideHostPaths(out.error, this.#options.workspace);
     }
     return out;
+  }
+
+  /** One line per egress connection, allowed or refused. */
+  #auditConnection(toolset: string, r: EgressRecord): void {
+    const { audit, reporter } = this.#options;
+    if (!audit) return;
+    audit.append({
+      time: new Date().toISOString(),
+      kind: "connection",
+      toolset,
+      host: r.host,
+      port: r.port,
+      address: r.address,
+      verdict: r.verdict,
+      ...(r.reason ? { reason: r.reason } : {}),
+      bytes_out: r.bytesOut,
+      bytes_in: r.bytesIn,
+    }).catch((err) =>
+      reporter.line(`Warning: cannot write the audit log: ${(err as Error).message}`, "yellow")
+    );
   }
 
   async #auditCall(
@@ -247,6 +268,7 @@ export class CallRunner {
         onLog: (text) => reporter.line(`[${source.id}] ${scrubText(text, secrets)}`, "dim"),
         namespace: this.#options.namespace?.(source, info.grant),
         pins: source.pins,
+        onConnection: (r) => this.#auditConnection(source.id, r),
       });
       this.#sandboxes.set(key, sb);
     }

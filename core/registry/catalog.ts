@@ -89,6 +89,8 @@ export interface CatalogOptions {
   bwrap: string | undefined;
   /** Why there is no working bwrap, for messages. */
   bwrapMissing?: string;
+  /** Built-in tool names (→ toolset), reserved even when that toolset is not loaded. */
+  reserved?: Map<string, string>;
   /** Where warnings and load problems are reported. */
   reporter: Reporter;
   /** Secret values scrubbed from descriptions, problems and warnings (shared, grows). */
@@ -299,6 +301,22 @@ export class Catalog {
     const entry: CatalogEntry = { info, source, module };
     if (status === "loaded") {
       const prev = this.#byName.get(t.name);
+      const reservedBy = this.#options.reserved?.get(t.name);
+      if (!prev && reservedBy && source.kind !== "builtin") {
+        // The built-in is not loaded now (on demand, or a letter missing): its name stays reserved.
+        const what =
+          `the name of built-in tool "${t.name}" (toolset ${reservedBy}, not loaded now)`;
+        if (!source.policy.allow_override) {
+          info.status = "dropped";
+          info.reason = `would take ${what}; allow it with "allow_override": true in ` +
+            `permissions.json ${source.policy.where}`;
+          this.warn(
+            `WARNING: tool "${t.name}" from ${_display(module, workspace)} dropped: ${info.reason}`,
+          );
+        } else {
+          this.warn(`WARNING: tool "${t.name}" from ${_display(module, workspace)} takes ${what}`);
+        }
+      }
       if (prev) {
         const builtinVictim = prev.source.kind === "builtin" && source.kind !== "builtin";
         if (builtinVictim && !source.policy.allow_override) {

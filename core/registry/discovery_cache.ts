@@ -14,7 +14,7 @@ import type { ModuleMeta } from "../sandbox/protocol.ts";
 import type { Reporter } from "../tool/reporter.ts";
 
 /** The version of the cache format, part of every fingerprint. */
-export const DISCOVERY_CACHE_VERSION = 2;
+export const DISCOVERY_CACHE_VERSION = 3;
 /** Files modified this recently are always re-hashed. */
 const _RACY_MS = 3000;
 
@@ -86,6 +86,8 @@ export class DiscoveryCache {
   async key(module: string, fingerprint: string): Promise<string> {
     if (!module.startsWith("/")) return ""; // packages: never cached
     await this.#load();
+    // The fingerprint holds the plugin's config section (secrets): only its digest is kept.
+    fingerprint = await _sha256Hex(fingerprint);
     const id = `${module}\0${fingerprint}`;
     const known = this.#stats?.[id];
     if (known && _statsMatch(known.files)) return known.key;
@@ -193,4 +195,9 @@ function _statsMatch(files: _StatEntry["files"]): boolean {
   } catch {
     return false;
   }
+}
+
+async function _sha256Hex(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }

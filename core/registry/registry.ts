@@ -25,7 +25,7 @@ import { ConfigError } from "../tool/errors.ts";
 import { Reporter } from "../tool/reporter.ts";
 import type { ToolResult } from "../tool/result.ts";
 import type { SchemaFormat } from "../tool/schema.ts";
-import { builtinSource, builtinToolsets } from "./builtin_toolsets.ts";
+import { builtinSource, builtinToolsets, reservedToolNames } from "./builtin_toolsets.ts";
 import { CallRunner, type RegistryCallOptions } from "./call_runner.ts";
 import { Catalog, type LoadProblem, type ToolInfo, type ToolsetSource } from "./catalog.ts";
 import { Discovery } from "./discovery.ts";
@@ -68,6 +68,8 @@ export interface RegistryOptions {
    * the plugin sources' folders are added by the registry itself.
    */
   trusted?: TrustedPath[];
+  /** Built-in tool names reserved for their toolsets (default: every built-in's). */
+  reserved?: Map<string, string>;
 }
 
 /**
@@ -116,7 +118,15 @@ export class Registry {
     const bwrapMissing = Deno.build.os === "linux"
       ? "no working bwrap was found"
       : `bubblewrap does not exist on ${Deno.build.os}`;
-    this.#catalog = new Catalog({ workspace, host, bwrap, bwrapMissing, reporter, secrets });
+    this.#catalog = new Catalog({
+      workspace,
+      host,
+      bwrap,
+      bwrapMissing,
+      reporter,
+      secrets,
+      reserved: options.reserved,
+    });
     this.problems = this.#catalog.problems;
     this.warnings = this.#catalog.warnings;
     const auditPath = options.auditPath ? resolve(options.auditPath) : undefined;
@@ -191,6 +201,7 @@ export class Registry {
     const bwrap = options.bwrap === undefined
       ? await findBwrap({ cacheFile: cacheDir ? join(cacheDir, "bwrap.json") : undefined })
       : options.bwrap ?? undefined;
+    options = { ...options, reserved: options.reserved ?? await reservedToolNames() };
     const registry = new Registry(workspace, policy, host, bwrap, cacheDir, options);
     const catalog = registry.#catalog;
     if (options.auditPath) {

@@ -11,6 +11,13 @@
 import { basename, join } from "node:path";
 import { INSTALL_DIR } from "../config/install_dir.ts";
 import { createLimits, limitedCommand } from "../guard/limits.ts";
+import {
+  EGRESS_LISTEN,
+  EGRESS_SOCKET_IN_NAMESPACE,
+  EGRESS_URL,
+  EgressProxy,
+  proxyVars,
+} from "../guard/egress.ts";
 import { NAMESPACE_HOME, namespaceArgs } from "../guard/namespace.ts";
 import { FRAME_MARK, type SandboxMessage } from "./protocol.ts";
 import {
@@ -48,6 +55,13 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
       ? [`--allow-${name}=${[...new Set(l)].join(",")}`]
       : [];
   const run = denoRunList(g);
+  // A namespaced sandbox that holds `n` reaches the network only through the
+  // host's egress proxy, bridged into the namespace by the child.
+  const egress = spec.namespace && g.net.length ? _startEgress(spec) : undefined;
+  const sock = egress ? [EGRESS_SOCKET_IN_NAMESPACE] : [];
+  const bridge = egress
+    ? [`${EGRESS_LISTEN.hostname}:${EGRESS_LISTEN.port}`, `unix:${EGRESS_SOCKET_IN_NAMESPACE}`]
+    : [];
   // A compiled corral binary re-runs itself as the child (its flags are fixed
   // at compile time; the child revokes down to the grant, see sandbox_child.ts).
   const compiled = selfHosted();
@@ -59,10 +73,10 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
     "--no-check",
     `--config=${_CONFIG}`,
     "--unstable-worker-options",
-    ...flag("read", read),
-    ...flag("write", g.write),
+    ...flag("read", [...read, ...sock]),
+    ...flag("write", [...g.write, ...sock]),
     ...flag("run", run),
-    ...flag("net", g.net),
+    ...flag("net", [...g.net, ...bridge]),
     ...flag("import", spec.imports),
     `--v8-flags=--max-old-space-size=${p.memory_mb}`,
     CHILD_ENTRY,
@@ -85,7 +99,9 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
         protect: ns.protect,
         hide: ns.hide,
         system: run.length > 0,
-        net: g.net.length > 0,
+        net: false,
+        netFiles: g.net.length > 0,
+        ...(egress ? { egressDir: egress.dir } : {}),
         cwd: spec.workspace,
       }),
       "--",
@@ -93,11 +109,15 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
       ...args,
     ];
     env = { ...env, HOME: NAMESPACE_HOME, DENO_DIR: ns.runtime.denoDir };
+    if (egress) env = { ...env, ...proxyVars(EGRESS_URL) };
   }
   if (compiled) env.DENO_V8_FLAGS = `--max-old-space-size=${p.memory_mb}`;
   // Processes and memory of the whole sandbox, subprocesses included: the
   // V8 heap limit plus room for the runtime and the processes it starts.
-  const limits = createLimits({ pids: p.max_processes, memoryMb: p.memory_mb + 256 });
+  const limits = createLimits(
+    { pids: p.max_processes, memoryMb: p.memory_mb + 256 },
+    p.limits === "rlimit",
+  );
   const wrapped = limitedCommand(limits, command, commandArgs);
   let child: Deno.ChildProcess;
   try {
@@ -112,6 +132,7 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
     }).spawn();
   } catch (err) {
     void limits.release();
+    egress?.close();
     if (err instanceof Deno.errors.NotCapable) {
       throw new Error(
         `the host may not start sandbox processes (${(err as Error).message}): start corral ` +
@@ -140,11 +161,19 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
       } catch { /* exited */ }
       // Whatever the sandbox started dies with it: its CPU is reclaimed.
       void limits.release();
+      egress?.close();
     },
   };
   write(token + "\n");
   write(
-    JSON.stringify({ read, write: g.write, run, net: g.net, import: spec.imports }) + "\n",
+    JSON.stringify({
+      read,
+      write: g.write,
+      run,
+      net: g.net,
+      import: spec.imports,
+      ...(egress ? { egress: EGRESS_SOCKET_IN_NAMESPACE } : {}),
+    }) + "\n",
   );
   const mark = FRAME_MARK + token;
   // The sandbox caps results itself; this bounds what a hostile one can send.
@@ -169,6 +198,7 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
   });
   child.status.then(async (status) => {
     dead = true;
+    egress?.close();
     const forked = (await limits.release()).hitProcessLimit;
     const oom = /out of memory|heap limit|allocation failed/i.test(stderrTail) ||
       status.code === 133 || status.signal === "SIGTRAP";
@@ -232,4 +262,24 @@ async function _readLines(
     }
   } catch { /* stream closed */ }
   if (buf && !skipping) onLine(buf);
+}
+
+/** The host side of a sandbox's egress: a proxy on a socket in a private folder. */
+function _startEgress(spec: TransportSpec): { dir: string; close(): void } {
+  const dir = Deno.makeTempDirSync({ prefix: "corral-egress-" });
+  const proxy = new EgressProxy({
+    allowed: spec.grant.net,
+    onConnection: spec.onConnection,
+  });
+  proxy.listen(join(dir, "egress.sock"));
+  let closed = false;
+  return {
+    dir,
+    close: () => {
+      if (closed) return;
+      closed = true;
+      proxy.close();
+      Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+  };
 }

@@ -19,6 +19,8 @@ export interface SandboxEnv {
   maxReadBytes?: number;
   /** HOME of subprocesses (set inside the namespace: its private /tmp). */
   home?: string;
+  /** The egress proxy inside the namespace: the only way out (core/guard/egress.ts). */
+  proxy?: string;
   /**
    * Values of the environment variables that subprocesses may see (PATH,
    * LANG, TERM and the policy's `env` names), read by the host: the sandbox

@@ -7,24 +7,16 @@
  * @module
  */
 import type { SandboxPolicy } from "../config/policy.ts";
-import { join } from "node:path";
-import { INSTALL_DIR } from "../config/install_dir.ts";
-import { NAMESPACE_HOME, runtimeFiles } from "../guard/namespace.ts";
-import { warmEmitCache } from "./emit_cache.ts";
-import { changedPins, localModuleGraph, type Pins } from "./module_graph.ts";
-import { selfHosted } from "./process_transport.ts";
+import { EGRESS_URL, type EgressRecord } from "../guard/egress.ts";
+import { NAMESPACE_HOME } from "../guard/namespace.ts";
+import type { Pins } from "./module_graph.ts";
+import { pinsRefusal, prepareSandboxFiles } from "./sandbox_files.ts";
 import { ToolTimeoutError } from "../tool/errors.ts";
 import { capResult, failure, type ToolResult } from "../tool/result.ts";
 import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
 import { startProcess } from "./process_transport.ts";
 import type { HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
-import {
-  CHILD_ENTRY,
-  type SandboxNamespace,
-  type Transport,
-  type TransportHooks,
-  WORKER_ENTRY,
-} from "./transport.ts";
+import type { SandboxNamespace, Transport, TransportHooks } from "./transport.ts";
 import { startWorker } from "./worker_transport.ts";
 
 /** What a sandbox is made of. */
@@ -52,6 +44,8 @@ export interface SandboxOptions {
    * (core/guard/namespace.ts); absent: no namespace (an explicit opt-out).
    */
   namespace?: { bwrap: string; protect: string[]; hide: string[] };
+  /** Every connection through the sandbox's egress proxy (for the audit log). */
+  onConnection?: (record: EgressRecord) => void;
   /**
    * The module files as discovery checked them, with their hashes: the
    * sandbox reads exactly these, and is never started while one of them
@@ -81,11 +75,7 @@ interface _Pending {
 
 const _PING_GRACE_MS = 1000;
 
-let _entryGraph: Promise<string[]> | undefined;
-/** The files the sandbox entry points import (read access for the sandbox). */
-export function sandboxEntryFiles(): Promise<string[]> {
-  return _entryGraph ??= localModuleGraph([WORKER_ENTRY, CHILD_ENTRY]);
-}
+export { sandboxEntryFiles } from "./sandbox_files.ts";
 
 /**
  * One sandbox. Starts lazily on the first request.
@@ -173,6 +163,7 @@ export class Sandbox {
             maxOutputBytes: this.options.policy.max_output_bytes,
             maxReadBytes: this.options.policy.max_read_bytes,
             ...(this.#namespace ? { home: NAMESPACE_HOME } : {}),
+            ...(this.#namespace && this.options.grant.net.length ? { proxy: EGRESS_URL } : {}),
           },
         };
       },
@@ -290,14 +281,8 @@ export class Sandbox {
    * Before a sandbox starts: its module files must still be what discovery
    * checked. Returns why not, or undefined.
    */
-  async #verify(): Promise<string | undefined> {
-    const pins = this.options.pins;
-    if (!pins || this.#transport) return undefined;
-    const changed = await changedPins(pins);
-    if (changed.length === 0) return undefined;
-    return `not started: ${changed.map((f) => `"${f}"`).join(", ")} changed since corral ` +
-      `checked ${changed.length > 1 ? "them" : "it"} at discovery (restart corral, or run ` +
-      `it with --watch, to check the new version)`;
+  #verify(): Promise<string | undefined> {
+    return this.#transport ? Promise.resolve(undefined) : pinsRefusal(this.options.pins);
   }
 
   #fail(tool: string, reason: string): SandboxMessage {
@@ -405,6 +390,7 @@ export class Sandbox {
       workspace: o.workspace,
       code: this.#code,
       namespace: this.#namespace,
+      onConnection: o.onConnection,
     };
     // The hooks know their transport: a recycled sandbox speaking late is ignored.
     const self: { t?: Transport } = {};
@@ -436,14 +422,9 @@ export class Sandbox {
   async prepare(): Promise<void> {
     if (this.#prepared) return;
     const o = this.options;
-    const modules = o.pins ? Object.keys(o.pins) : await localModuleGraph(o.modules);
-    const code = [...(await sandboxEntryFiles()), ...modules];
-    if (o.policy.isolation === "process" && o.namespace) {
-      const runtime = await runtimeFiles();
-      if (!selfHosted()) await warmEmitCache(code, runtime.denoDir);
-      this.#namespace = { ...o.namespace, runtime };
-      this.#code = [...code, join(INSTALL_DIR, "deno.json"), join(INSTALL_DIR, "deno.lock")];
-    }
-    this.#prepared = [...o.grant.read, ...code];
+    const files = await prepareSandboxFiles({ ...o, process: o.policy.isolation === "process" });
+    this.#namespace = files.namespace;
+    this.#code = files.code;
+    this.#prepared = files.read;
   }
 }

@@ -18,6 +18,7 @@
  *
  * @module
  */
+import { EGRESS_LISTEN } from "../guard/egress.ts";
 import { FRAME_MARK, type SandboxMessage } from "./protocol.ts";
 
 interface _Init {
@@ -27,6 +28,8 @@ interface _Init {
   net: string[];
   /** Hosts remote modules may be imported from (from the cache only). */
   import?: string[];
+  /** The egress proxy's socket: bridge 127.0.0.1:3128 to it (see core/guard/egress.ts). */
+  egress?: string;
 }
 
 const _encoder = new TextEncoder();
@@ -45,12 +48,42 @@ async function* _lines(stream: ReadableStream<Uint8Array>): AsyncGenerator<strin
   if (buf) yield buf;
 }
 
+function _bridge(socket: string): void {
+  const listener = Deno.listen(EGRESS_LISTEN);
+  (async () => {
+    for await (const conn of listener) {
+      (async () => {
+        let up: Deno.Conn | undefined;
+        try {
+          up = await Deno.connect({ transport: "unix", path: socket });
+          await Promise.all([_relay(conn, up), _relay(up, conn)]);
+        } catch { /* either side gone */ }
+        for (const c of [conn, up]) {
+          try {
+            c?.close();
+          } catch { /* closed */ }
+        }
+      })();
+    }
+  })().catch(() => {});
+}
+
+async function _relay(from: Deno.Conn, to: Deno.Conn): Promise<void> {
+  try {
+    await from.readable.pipeTo(to.writable, { preventClose: true });
+  } catch { /* closed */ }
+  try {
+    await (to as Deno.TcpConn).closeWrite();
+  } catch { /* closed */ }
+}
+
 const _KINDS = ["read", "write", "run", "net", "env", "sys", "ffi", "import"] as const;
 
 /** Revoke every kind the grant does not use; return the state of each kind. */
 async function _drop(init: _Init): Promise<Record<string, string>> {
   const keep = new Set<string>(["read"]);
-  if (init.write.length) keep.add("write");
+  // The egress bridge connects to a unix socket: that needs write (of the socket only).
+  if (init.write.length || init.egress) keep.add("write");
   if (init.run.length) keep.add("run");
   if (init.net.length) keep.add("net");
   if (init.import?.length) keep.add("import");
@@ -81,6 +114,9 @@ export async function runSandboxChild(): Promise<void> {
   const lines = _lines(Deno.stdin.readable);
   const token = (await lines.next()).value as string;
   const init = JSON.parse((await lines.next()).value as string) as _Init;
+  // The way out of the namespace, before any tool code exists: a TCP port on
+  // the namespace's own loopback, relayed to the host's egress proxy.
+  if (init.egress) _bridge(init.egress);
   const held = await _drop(init);
   const list = (l: string[]) => l.includes("*") ? true : l.length ? l : false;
   const worker = new Worker(new URL("./sandbox_worker.ts", import.meta.url), {

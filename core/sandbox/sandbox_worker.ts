@@ -11,6 +11,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { invokeTool } from "../tool/invoke.ts";
 import type { HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
 import { capResult, failure } from "../tool/result.ts";
+import { configureNetGuard } from "../guard/net_guard.ts";
 import { configureSubprocesses } from "../guard/subprocess.ts";
 import { collectTools, type ToolDefinition, VALID_EXPORT_EXAMPLE } from "../tool/tool.ts";
 
@@ -123,7 +124,8 @@ let _env: SandboxEnv | undefined;
 
 async function _load(module: string, env: SandboxEnv, describe = false): Promise<_Loaded> {
   // Processes that tools start get the host's allowlisted values and the jail.
-  configureSubprocesses({ vars: env.vars, grant: env.grant, home: env.home });
+  configureSubprocesses({ vars: env.vars, grant: env.grant, home: env.home, proxy: env.proxy });
+  configureNetGuard({ egress: env.proxy !== undefined });
   let p = _modules.get(module);
   if (!p) {
     p = _loadModule(module, env, describe);

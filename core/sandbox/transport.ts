@@ -7,6 +7,7 @@
  * @module
  */
 import type { SandboxPolicy } from "../config/policy.ts";
+import type { EgressRecord } from "../guard/egress.ts";
 import type { RuntimeFiles } from "../guard/namespace.ts";
 import type { Grant } from "../tool/tool.ts";
 import type { HostMessage, SandboxMessage } from "./protocol.ts";
@@ -54,6 +55,8 @@ export interface TransportSpec {
   code?: string[];
   /** Run the process sandbox in this namespace (absent: no namespace, an opt-out). */
   namespace?: SandboxNamespace;
+  /** Every connection through the sandbox's egress proxy, allowed or refused. */
+  onConnection?: (record: EgressRecord) => void;
 }
 
 /** How a process sandbox's namespace is made, besides its grant. */

@@ -43,6 +43,26 @@ const _CODES = {
 /** Colour names used by the reporter. */
 export type Colour = keyof typeof _CODES;
 
+/**
+ * Text from tools made safe for a terminal: every C0 control character
+ * (except newline and tab), DEL and every C1 control character, ESC first
+ * among them, is shown as a visible escape (`\x1b`), so no tool text can
+ * set the clipboard (OSC 52), clear the screen or fake a prompt.
+ *
+ * @example
+ * ```ts
+ * import { terminalSafe } from "./reporter.ts";
+ * console.assert(terminalSafe("a\x1b]52;c;eA==\x07b") === "a\\x1b]52;c;eA==\\x07b");
+ * console.assert(terminalSafe("line\n\ttab") === "line\n\ttab");
+ * ```
+ */
+export function terminalSafe(text: string): string {
+  return text.replace(_CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+}
+
+// deno-lint-ignore no-control-regex
+const _CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
+
 /** Wrap `text` in an ANSI colour unless `NO_COLOR` is set. */
 export function colour(text: string, name: Colour, enabled = !_noColor()): string {
   return enabled ? `\x1b[${_CODES[name]}m${text}\x1b[0m` : text;
@@ -85,8 +105,8 @@ export class Reporter {
   /** Write one report of tool `tool` with letters `permissions`. */
   report(_tool: string, permissions: string, report: Report): void {
     if (this.#quiet) return;
-    const end = report.options?.end ?? "\n";
-    let text = report.message;
+    const end = report.options?.end === "" ? "" : "\n";
+    let text = terminalSafe(report.message);
     switch (report.kind) {
       case "start":
         text = colour(text, lettersColour(permissions), this.#color);
@@ -121,6 +141,7 @@ export class Reporter {
     if (this.#quiet) return;
     if (this.#open) this.#sink("\n");
     this.#open = false;
+    text = terminalSafe(text);
     this.#sink((name ? colour(text, name, this.#color) : text) + "\n");
   }
 }

@@ -61,6 +61,7 @@ export class GetUrl extends BaseTool {
       for (let hop = 0;; hop++) {
         await _guard(current, allowed);
         response = await fetch(current, { signal, redirect: "manual" });
+        _refusedByEgress(response);
         const location = response.headers.get("location");
         if (!_REDIRECTS.has(response.status) || location === null) break;
         await response.body?.cancel().catch(() => {});
@@ -97,11 +98,28 @@ export class GetUrl extends BaseTool {
       if (err instanceof Error && err.name === "NotCapable") {
         throw new PermissionDeniedError(`no network access to ${current.host}`);
       }
+      if (/unsuccessful tunnel/.test(String((err as Error)?.cause ?? ""))) {
+        throw new PermissionDeniedError(
+          `refused ${current.host} by corral's egress proxy (not on the net list, not a public ` +
+            `address, or unreachable; the audit log has the reason)`,
+        );
+      }
       throw new Error(`cannot fetch ${current.href}: ${err instanceof Error ? err.message : err}`);
     } finally {
       clearTimeout(timeoutId);
     }
   }
+}
+
+/**
+ * A refusal of corral's egress proxy (core/guard/egress.ts) for an `http:`
+ * URL: status 403 or 502 with the reason in `X-Corral-Refused`.
+ */
+function _refusedByEgress(response: Response): void {
+  const reason = response.headers.get("x-corral-refused");
+  if (reason === null || (response.status !== 403 && response.status !== 502)) return;
+  response.body?.cancel().catch(() => {});
+  throw new PermissionDeniedError(decodeURIComponent(reason));
 }
 
 /** Redirects followed at most. */

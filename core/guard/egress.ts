@@ -1,0 +1,316 @@
+/**
+ * The egress proxy: the one way out of a sandbox namespace. A sandbox that
+ * holds `n` has no network of its own (a new network namespace with only
+ * loopback); its Deno code and its subprocesses reach the network through
+ * an HTTP proxy on a unix socket that the host serves, bridged to
+ * `127.0.0.1:3128` inside the namespace (core/sandbox/sandbox_child.ts).
+ *
+ * The proxy decides at connect time: the host must be on the grant's `net`
+ * list, and unless the list names it explicitly every address it resolves
+ * to must be public (core/guard/net_guard.ts). It resolves a name once and
+ * connects to the address it checked, so a DNS answer that changes between
+ * two lookups (rebinding) changes nothing. `CONNECT host:port` tunnels (TLS
+ * stays end to end, between the tool and the server) and absolute-form
+ * `http://` requests are both served; every connection, allowed or
+ * refused, is reported (`onConnection`) for the audit log.
+ *
+ * @module
+ */
+import { isIP } from "node:net";
+import { lookup } from "node:dns/promises";
+import { classifyAddress } from "./net_guard.ts";
+
+/** The address the bridge listens on inside a namespace. */
+export const EGRESS_LISTEN = { hostname: "127.0.0.1", port: 3128 } as const;
+/** Where the proxy's socket is bound inside a namespace. */
+export const EGRESS_SOCKET_IN_NAMESPACE = "/tmp/.corral-egress/egress.sock";
+/** The proxy URL tools and their subprocesses use inside a namespace. */
+export const EGRESS_URL = `http://${EGRESS_LISTEN.hostname}:${EGRESS_LISTEN.port}`;
+
+/**
+ * The environment that sends HTTP clients (Deno's `fetch`, curl, pip, …)
+ * through the proxy at `url`: upper- and lower-case, nothing bypassed.
+ *
+ * @example
+ * ```ts
+ * import { proxyVars } from "./egress.ts";
+ * console.assert(proxyVars("http://127.0.0.1:3128").https_proxy === "http://127.0.0.1:3128");
+ * ```
+ */
+export function proxyVars(url: string): Record<string, string> {
+  const vars: Record<string, string> = {};
+  for (const name of ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"]) {
+    vars[name] = url;
+    vars[name.toLowerCase()] = url;
+  }
+  vars.NO_PROXY = "";
+  vars.no_proxy = "";
+  return vars;
+}
+
+/** One connection the proxy decided on. */
+export interface EgressRecord {
+  /** The host as asked (a name or an address). */
+  host: string;
+  port: number;
+  /** The address connected to (or the first refused one); "" when none. */
+  address: string;
+  verdict: "allowed" | "refused";
+  /** Why it was refused. */
+  reason?: string;
+  /** Bytes from the tool to the server, and back. */
+  bytesOut: number;
+  bytesIn: number;
+}
+
+/** What an {@link EgressProxy} enforces. */
+export interface EgressOptions {
+  /** The grant's `net` list (`host`, `host:port`, or `*`). */
+  allowed: string[];
+  /** Resolve a name to its addresses (default: `node:dns` lookup, every address). */
+  resolve?: (hostname: string) => Promise<string[]>;
+  /** Called once per connection when it ends (or is refused). */
+  onConnection?: (record: EgressRecord) => void;
+}
+
+const _MAX_HEAD = 64 * 1024;
+
+/**
+ * Decide on `host:port` for a grant: the address to connect to, or why not.
+ *
+ * @example
+ * ```ts
+ * import { decideEgress } from "./egress.ts";
+ * const d = await decideEgress("127.0.0.1", 80, { allowed: ["*"] });
+ * console.assert(d.refused?.includes("loopback"));
+ * const ok = await decideEgress("127.0.0.1", 80, { allowed: ["127.0.0.1:80"] });
+ * console.assert(ok.address === "127.0.0.1");
+ * ```
+ */
+export async function decideEgress(
+  host: string,
+  port: number,
+  options: EgressOptions,
+): Promise<{ address: string; refused?: string }> {
+  const name = host.replace(/^\[|\]$/g, "").toLowerCase();
+  const listed = options.allowed.some((e) => {
+    const entry = e.toLowerCase();
+    return entry === name || entry === `${name}:${port}` ||
+      entry === `[${name}]:${port}` || entry === `[${name}]`;
+  });
+  if (!listed && !options.allowed.includes("*")) {
+    return { address: "", refused: `${host}:${port} is not on this tool's net list` };
+  }
+  let addresses: string[];
+  try {
+    addresses = isIP(name) ? [name] : await (options.resolve ?? _lookupAll)(name);
+  } catch (err) {
+    return { address: "", refused: `${host} did not resolve: ${(err as Error).message}` };
+  }
+  if (addresses.length === 0) return { address: "", refused: `${host} did not resolve` };
+  if (listed) return { address: addresses[0] };
+  for (const address of addresses) {
+    const kind = classifyAddress(address);
+    if (kind !== "public") {
+      return {
+        address,
+        refused: `refused ${host}:${port}: it is a ${kind} address (only public addresses ` +
+          `may be reached unless permissions.json lists the host explicitly)`,
+      };
+    }
+  }
+  return { address: addresses[0] };
+}
+
+async function _lookupAll(hostname: string): Promise<string[]> {
+  const found = await lookup(hostname, { all: true, verbatim: true });
+  return found.map((a) => a.address);
+}
+
+/**
+ * An egress proxy listening on a unix socket. One per sandbox: it holds
+ * that sandbox's grant.
+ *
+ * @example
+ * ```ts ignore
+ * const proxy = new EgressProxy({ allowed: ["example.com"] });
+ * proxy.listen("/tmp/corral-egress-x/egress.sock");
+ * // ... the sandbox runs ...
+ * proxy.close();
+ * ```
+ */
+export class EgressProxy {
+  readonly #options: EgressOptions;
+  #listener: Deno.Listener | undefined;
+  #open = new Set<Deno.Conn>();
+
+  constructor(options: EgressOptions) {
+    this.#options = options;
+  }
+
+  /** Start serving on `path` (a unix socket). */
+  listen(path: string): void {
+    this.#listener = Deno.listen({ transport: "unix", path });
+    (async () => {
+      for await (const conn of this.#listener!) {
+        this.#open.add(conn);
+        this.#serve(conn).catch(() => {}).finally(() => {
+          this.#open.delete(conn);
+          _close(conn);
+        });
+      }
+    })().catch(() => {});
+  }
+
+  /** Stop serving and cut every open connection. */
+  close(): void {
+    try {
+      this.#listener?.close();
+    } catch { /* closed */ }
+    for (const c of this.#open) _close(c);
+    this.#open.clear();
+  }
+
+  async #serve(client: Deno.Conn): Promise<void> {
+    const head = await _readHead(client);
+    if (!head) return;
+    const text = new TextDecoder().decode(head.head);
+    const [requestLine, ...headerLines] = text.split("\r\n");
+    const [method, target, version] = requestLine.split(" ");
+    let host: string;
+    let port: number;
+    let forward: Uint8Array | undefined;
+    if (method === "CONNECT") {
+      const m = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(target ?? "");
+      if (!m) return await _refuse(client, 400, `bad CONNECT target ${target}`);
+      host = m[1];
+      port = Number(m[2]);
+    } else {
+      let url: URL;
+      try {
+        url = new URL(target);
+      } catch {
+        return await _refuse(client, 400, "the proxy takes absolute http:// URLs or CONNECT");
+      }
+      if (url.protocol !== "http:") {
+        return await _refuse(client, 400, `${url.protocol} requests go through CONNECT`);
+      }
+      host = url.hostname;
+      port = Number(url.port || 80);
+      // Origin-form to the server; one request per connection.
+      const headers = headerLines.filter((l) =>
+        l && !/^(proxy-[a-z-]*|connection|keep-alive)\s*:/i.test(l)
+      );
+      forward = new TextEncoder().encode(
+        `${method} ${url.pathname}${url.search} ${version}\r\n${
+          headers.join("\r\n")
+        }\r\nConnection: close\r\n\r\n`,
+      );
+    }
+    const record: EgressRecord = {
+      host,
+      port,
+      address: "",
+      verdict: "refused",
+      bytesOut: 0,
+      bytesIn: 0,
+    };
+    const decision = await decideEgress(host, port, this.#options);
+    record.address = decision.address;
+    if (decision.refused) {
+      record.reason = decision.refused;
+      this.#options.onConnection?.(record);
+      return await _refuse(client, 403, decision.refused);
+    }
+    let server: Deno.Conn;
+    try {
+      // The address that was checked: no second lookup.
+      server = await Deno.connect({ hostname: decision.address, port });
+    } catch (err) {
+      record.reason = `cannot connect: ${(err as Error).message}`;
+      this.#options.onConnection?.(record);
+      return await _refuse(client, 502, record.reason);
+    }
+    this.#open.add(server);
+    record.verdict = "allowed";
+    try {
+      if (forward) {
+        await _writeAll(server, forward);
+        record.bytesOut += forward.length;
+      } else {
+        await _writeAll(
+          client,
+          new TextEncoder().encode("HTTP/1.1 200 Connection established\r\n\r\n"),
+        );
+      }
+      if (head.rest.length) {
+        await _writeAll(server, head.rest);
+        record.bytesOut += head.rest.length;
+      }
+      await Promise.all([
+        _pipe(client, server, (n) => record.bytesOut += n),
+        _pipe(server, client, (n) => record.bytesIn += n),
+      ]);
+    } finally {
+      this.#open.delete(server);
+      _close(server);
+      this.#options.onConnection?.(record);
+    }
+  }
+}
+
+async function _readHead(
+  conn: Deno.Conn,
+): Promise<{ head: Uint8Array; rest: Uint8Array } | undefined> {
+  const buf = new Uint8Array(_MAX_HEAD);
+  let got = 0;
+  while (got < buf.length) {
+    const n = await conn.read(buf.subarray(got));
+    if (n === null) return undefined;
+    got += n;
+    for (let i = Math.max(0, got - n - 3); i + 3 < got; i++) {
+      if (buf[i] === 13 && buf[i + 1] === 10 && buf[i + 2] === 13 && buf[i + 3] === 10) {
+        return { head: buf.slice(0, i), rest: buf.slice(i + 4, got) };
+      }
+    }
+  }
+  return undefined; // a head over 64 KiB
+}
+
+async function _refuse(conn: Deno.Conn, status: number, reason: string): Promise<void> {
+  const body = new TextEncoder().encode(reason + "\n");
+  const phrase = status === 403 ? "Forbidden" : status === 502 ? "Bad Gateway" : "Bad Request";
+  const head = `HTTP/1.1 ${status} ${phrase}\r\nContent-Type: text/plain\r\n` +
+    `X-Corral-Refused: ${encodeURIComponent(reason)}\r\nContent-Length: ${body.length}\r\n` +
+    `Connection: close\r\n\r\n`;
+  try {
+    await _writeAll(conn, new TextEncoder().encode(head));
+    await _writeAll(conn, body);
+  } catch { /* gone */ }
+}
+
+async function _writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
+  let off = 0;
+  while (off < bytes.length) off += await conn.write(bytes.subarray(off));
+}
+
+async function _pipe(from: Deno.Conn, to: Deno.Conn, count: (n: number) => void): Promise<void> {
+  const buf = new Uint8Array(32 * 1024);
+  try {
+    while (true) {
+      const n = await from.read(buf);
+      if (n === null) break;
+      count(n);
+      await _writeAll(to, buf.subarray(0, n));
+    }
+  } catch { /* either side closed */ }
+  try {
+    await (to as Deno.TcpConn).closeWrite();
+  } catch { /* closed */ }
+}
+
+function _close(conn: Deno.Conn): void {
+  try {
+    conn.close();
+  } catch { /* closed */ }
+}
