@@ -42,6 +42,8 @@ export function childEnv(cache: string): Record<string, string> {
     ...Deno.env.toObject(),
     NO_COLOR: "1",
     CORRAL_CACHE_DIR: cache,
+    // Never the developer's own config directory (the server keeps its token there).
+    CORRAL_CONFIG_DIR: join(cache, "config"),
     // A file-drop plugin with progress and a cancellable sleep.
     CORRAL_TOOL_DIRS: join(ROOT, "tests", "fixtures", "mcp_plugins"),
   };
@@ -55,6 +57,8 @@ export interface HttpCorral {
   url: string;
   /** Everything it wrote on stderr so far. */
   stderr(): string;
+  /** Kill it at once (SIGKILL), as a crash would. */
+  kill(): Promise<void>;
   /** SIGTERM, then wait for the exit. */
   [Symbol.asyncDispose](): Promise<void>;
 }
@@ -62,7 +66,17 @@ export interface HttpCorral {
 /** Start `corral mcp --workspace DIR -r -w EXTRA…` and wait for its URL. */
 export async function startHttpCorral(extra: string[], ws: TempWorkspace): Promise<HttpCorral> {
   const child = new Deno.Command(Deno.execPath(), {
-    args: [...CORRAL_ARGS, "mcp", "--workspace", ws.dir, "-r", "-w", ...extra],
+    args: [
+      ...CORRAL_ARGS,
+      "mcp",
+      "--workspace",
+      ws.dir,
+      "-r",
+      "-w",
+      ...extra,
+      // Tests that do not test the token serve without one (loopback only).
+      ...(extra.includes("--token") || extra.includes("--keep-token") ? [] : ["--no-token"]),
+    ].filter((a) => a !== "--keep-token"),
     env: childEnv(ws.cache),
     cwd: ROOT,
     stdin: "null",
@@ -89,11 +103,17 @@ export async function startHttpCorral(extra: string[], ws: TempWorkspace): Promi
       text += value;
     }
   })();
+  let dead = false;
   return {
     url,
     stderr: () => text,
+    async kill() {
+      dead = true;
+      child.kill("SIGKILL");
+      await child.status;
+    },
     async [Symbol.asyncDispose]() {
-      child.kill("SIGTERM");
+      if (!dead) child.kill("SIGTERM");
       await child.status;
       await drained;
     },

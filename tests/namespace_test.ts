@@ -53,7 +53,12 @@ async function _exposed(extra: Record<string, unknown> = {}) {
       files: { read: ["."], write: ["."] },
       system: { run: ["bash", "python3"], read: ["."], write: ["."] },
     },
-    tools: { DeleteFile: { confirm: "always" } },
+    // Confirmation would stop these before the sandbox: let every attempt reach it.
+    tools: {
+      DeleteFile: { confirm: "always" },
+      CreateFile: { confirm: "always" },
+      MoveFile: { confirm: "always" },
+    },
     ...extra,
   });
   await Deno.writeTextFile(policyFile, policyText);

@@ -258,9 +258,10 @@ Deno.test("a worker that stops answering is replaced on the next call (worker)",
   const { registry } = await fixtureRegistry([MISBEHAVING], { isolation: "worker" }, ws);
   try {
     const sb = await registry.sandboxFor("SpinFor");
-    // Busy for 2.5 s: past the call's timeout and the 1 s ping grace, so the
-    // worker is recycled; the loop ends by itself, so no thread is left burning.
-    const res = await registry.call("SpinFor", { ms: 2500 }, { timeoutMs: 300 });
+    // Busy for 4 s: well past the call's timeout and the 1 s ping grace (also
+    // on a loaded machine), so the worker is recycled; the loop ends by
+    // itself, so no thread is left burning.
+    const res = await registry.call("SpinFor", { ms: 4000 }, { timeoutMs: 300 });
     assert.equal(res.error, 'Cannot run tool "SpinFor": timed out after 300 ms');
     for (let i = 0; i < 40 && sb.running; i++) await new Promise((r) => setTimeout(r, 100));
     assert.equal(sb.running, false, "the unresponsive worker was recycled");

@@ -6,7 +6,8 @@
  * @module
  */
 import type { McpHandle, McpRegistry } from "../mcp/mcp_server.ts";
-import { parseListenAddress, serveHttp } from "../mcp/serve_http.ts";
+import { isLoopback, parseListenAddress, serveHttp } from "../mcp/serve_http.ts";
+import { serverToken } from "../mcp/server_token.ts";
 import { serveStdio } from "../mcp/serve_stdio.ts";
 import { watchPlugins } from "../plugins/plugin_watcher.ts";
 import { pluginSources } from "../plugins/plugins.ts";
@@ -19,6 +20,10 @@ export async function mcpCommand(values: CliValues, session: CliSession): Promis
   return await runMcpCommand(session.registry, {
     http: values.http,
     token: values.token,
+    noToken: values["no-token"],
+    maxQueue: values["max-queue"],
+    maxSessions: values["max-sessions"],
+    sessionIdle: values["session-idle"],
     stateless: values.stateless,
     maxBody: values["max-body"],
     maxConcurrent: values["max-concurrent"],
@@ -51,6 +56,14 @@ export interface McpCommandOptions {
   http?: string;
   /** Bearer token; default `CORRAL_MCP_TOKEN`. */
   token?: string;
+  /** `--no-token`: serve without a token (loopback only). */
+  noToken?: boolean;
+  /** `--max-queue N`. */
+  maxQueue?: string;
+  /** `--max-sessions N`. */
+  maxSessions?: string;
+  /** `--session-idle SECS`. */
+  sessionIdle?: string;
   /** `--stateless`: no sessions. */
   stateless?: boolean;
   /** `--max-body BYTES`. */
@@ -81,18 +94,29 @@ export async function runMcpCommand(
     return n;
   };
   const maxConcurrent = number(flags.maxConcurrent, "--max-concurrent");
+  const maxQueue = number(flags.maxQueue, "--max-queue");
   const maxBodyBytes = number(flags.maxBody, "--max-body");
+  const maxSessions = number(flags.maxSessions, "--max-sessions");
+  const sessionIdle = number(flags.sessionIdle, "--session-idle");
   let handle: McpHandle;
   if (flags.http === undefined) {
     for (
-      const [set, flag] of [[flags.token, "--token"], [flags.stateless, "--stateless"], [
-        flags.maxBody,
-        "--max-body",
-      ], [flags.allowOrigin?.length, "--allow-origin"]] as const
+      const [set, flag] of [
+        [flags.token, "--token"],
+        [flags.noToken, "--no-token"],
+        [flags.stateless, "--stateless"],
+        [flags.maxSessions, "--max-sessions"],
+        [flags.sessionIdle, "--session-idle"],
+        [flags.allowOrigin?.length, "--allow-origin"],
+      ] as const
     ) {
       if (set) throw new ConfigError(`${flag} only applies with --http`);
     }
-    handle = await serveStdio(registry, { maxConcurrent });
+    handle = await serveStdio(registry, {
+      maxConcurrent,
+      maxQueue,
+      ...(maxBodyBytes ? { maxMessageBytes: maxBodyBytes } : {}),
+    });
   } else {
     const { hostname, port } = parseListenAddress(flags.http);
     let token = flags.token;
@@ -101,6 +125,24 @@ export async function runMcpCommand(
         token = Deno.env.get("CORRAL_MCP_TOKEN") || undefined;
       } catch { /* no env permission: no token */ }
     }
+    if (flags.noToken) {
+      if (token !== undefined) throw new ConfigError("--no-token and a token cannot go together");
+      if (!isLoopback(hostname)) {
+        throw new ConfigError(`--no-token is for loopback only; ${hostname} needs a token`);
+      }
+      log(
+        "corral: WARNING: serving MCP without a token (--no-token): any local user or program " +
+          "that reaches this port can run the tools",
+      );
+    } else if (token === undefined && isLoopback(hostname)) {
+      // Beyond loopback the operator chooses the token (serveHttp refuses without one).
+      const made = await serverToken();
+      token = made.token;
+      log(
+        `corral: bearer token ${made.created ? "written to" : "read from"} ${made.file} ` +
+          `(send "Authorization: Bearer <token>"; --token or CORRAL_MCP_TOKEN to choose one)`,
+      );
+    }
     const http = serveHttp(registry, {
       hostname,
       port,
@@ -108,6 +150,9 @@ export async function runMcpCommand(
       stateless: flags.stateless,
       maxBodyBytes,
       maxConcurrent,
+      maxQueue,
+      maxSessions,
+      ...(sessionIdle ? { sessionIdleMs: sessionIdle * 1000 } : {}),
       allowedOrigins: flags.allowOrigin,
     });
     log(

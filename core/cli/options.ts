@@ -43,10 +43,17 @@ Options:
   --quiet               no progress reports on stderr
   --http [HOST:]PORT    mcp: Streamable HTTP instead of stdio; PORT 0 picks a free port
   --token TOKEN         mcp --http: require "Authorization: Bearer TOKEN" (default
-                        CORRAL_MCP_TOKEN); required to bind a non-loopback address
+                        CORRAL_MCP_TOKEN; without either, corral makes one and keeps it in
+                        ~/.config/corral/mcp-token, readable by you only)
+  --no-token            mcp --http: serve without a token (loopback only; warns)
   --stateless           mcp --http: no sessions, for several instances behind a load balancer
-  --max-body BYTES      mcp --http: largest request body (default 1048576); larger: 413
-  --max-concurrent N    mcp: calls running at once per session (default 8); more: tool error
+  --max-body BYTES      mcp: largest request (default 1048576); larger: HTTP 413, or on
+                        stdio a JSON-RPC error
+  --max-concurrent N    mcp: calls running at once in this instance (default 8)
+  --max-queue N         mcp: calls waiting for a slot (default 256); beyond it: HTTP 429 with
+                        Retry-After (stateless) or a tool error
+  --max-sessions N      mcp --http: sessions at once (default 256); beyond it: 503
+  --session-idle SECS   mcp --http: close a session idle this long (default 900)
   --allow-origin ORIGIN mcp --http: a browser origin allowed besides loopback (repeatable)
   --watch               mcp: reload plugin files that are added, changed or removed, and
                         send notifications/tools/list_changed
@@ -88,6 +95,10 @@ export const CLI_OPTIONS = {
   quiet: { type: "boolean" },
   http: { type: "string" },
   token: { type: "string" },
+  "no-token": { type: "boolean" },
+  "max-queue": { type: "string" },
+  "max-sessions": { type: "string" },
+  "session-idle": { type: "string" },
   stateless: { type: "boolean" },
   "max-body": { type: "string" },
   "max-concurrent": { type: "string" },

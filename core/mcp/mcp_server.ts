@@ -31,6 +31,7 @@ import type { RegistryCallOptions, ToolInfo } from "../registry/registry.ts";
 import type { ToolResult } from "../tool/result.ts";
 import { formatSchemas } from "../tool/schema.ts";
 import type { ReportKind, ReportOptions } from "../tool/tool.ts";
+import { CallGate, DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUE } from "./call_gate.ts";
 
 export interface McpRegistry {
   /** The loaded tools, listed by `tools/list`. */
@@ -49,20 +50,21 @@ export interface McpServerOptions {
   name?: string;
   /** Server version in `initialize` (default corral's version). */
   version?: string;
-  /** Calls running at once in one session; more get a tool error result (default 8). */
+  /** Calls running at once in the instance (default 8); more wait in the queue. */
   maxConcurrent?: number;
+  /** Calls waiting for a slot (default 256); more get a tool error result at once. */
+  maxQueue?: number;
   /**
    * Ask the client to confirm through elicitation when it supports it
    * (default true; stateless HTTP turns it off: the answer could reach
    * another instance).
    */
   elicitation?: boolean;
-  /** Count of running calls shared by several servers (stateless HTTP). */
-  counter?: { running: number };
+  /** The instance's gate, shared by every session (default: one of its own). */
+  gate?: CallGate;
 }
 
-/** Default of {@link McpServerOptions.maxConcurrent}. */
-export const DEFAULT_MAX_CONCURRENT = 8;
+export { DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUE } from "./call_gate.ts";
 
 const _VERSION = "0.1.0";
 const _CONFIRM_TIMEOUT_MS = 10 * 60_000;
@@ -115,8 +117,11 @@ export function createMcpServer(
   registry: McpRegistry,
   options: McpServerOptions = {},
 ): CorralMcpServer {
-  const maxConcurrent = options.maxConcurrent ?? DEFAULT_MAX_CONCURRENT;
-  const counter = options.counter ?? { running: 0 };
+  const gate = options.gate ??
+    new CallGate(
+      options.maxConcurrent ?? DEFAULT_MAX_CONCURRENT,
+      options.maxQueue ?? DEFAULT_MAX_QUEUE,
+    );
   const server = new Server(
     { name: options.name ?? "corral", version: options.version ?? _VERSION },
     {
@@ -147,10 +152,11 @@ export function createMcpServer(
       if (!registry.list().some((t) => t.name === name)) {
         throw new McpError(ErrorCode.InvalidParams, registry.unknownToolMessage(name));
       }
-      if (counter.running >= maxConcurrent) {
+      const release = await gate.acquire(extra.signal);
+      if (!release) {
         return _errorResult(
-          `Cannot run tool "${name}": too many calls at once (limit ${maxConcurrent} per session); ` +
-            "wait for a running call to finish, or start corral with a higher --max-concurrent",
+          `Cannot run tool "${name}": too busy: ${gate.running} calls running and ${gate.waiting} ` +
+            `waiting (--max-concurrent ${gate.slots}, --max-queue ${gate.queue}); try again shortly`,
         );
       }
       const token = extra._meta?.progressToken;
@@ -210,7 +216,6 @@ export function createMcpServer(
           }
         }
         : undefined;
-      counter.running++;
       let result: ToolResult;
       try {
         result = await registry.call(name, args, {
@@ -223,7 +228,7 @@ export function createMcpServer(
         if (err instanceof TypeError) throw new McpError(ErrorCode.InvalidParams, err.message);
         throw err;
       } finally {
-        counter.running--;
+        release();
       }
       await sent;
       return {

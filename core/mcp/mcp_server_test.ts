@@ -227,8 +227,8 @@ Deno.test("cancelling a call stops its sandbox call, and the server serves the n
   assert.equal(next.isError, false);
 });
 
-Deno.test("over --max-concurrent calls get a tool error result saying so", async () => {
-  await using h = await connect({ maxConcurrent: 1 });
+Deno.test("over --max-concurrent and --max-queue calls get a tool error result saying so", async () => {
+  await using h = await connect({ maxConcurrent: 1, maxQueue: 0 });
   const abort = new AbortController();
   const first = h.client.callTool({ name: "Sleep", arguments: { ms: 50_000 } }, undefined, {
     signal: abort.signal,
@@ -236,7 +236,7 @@ Deno.test("over --max-concurrent calls get a tool error result saying so", async
   await until(() => h.logs.some((l) => l.data === "sleeping"));
   const second = await h.client.callTool({ name: "Steps", arguments: { steps: 1 } });
   assert.equal(second.isError, true);
-  assert.match(textOf(second), /too many calls at once \(limit 1/);
+  assert.match(textOf(second), /too busy: 1 calls running and 0 waiting \(--max-concurrent 1/);
   abort.abort();
   await assert.rejects(first);
   await h.calls[0];

@@ -9,6 +9,7 @@
 // @ts-types="@modelcontextprotocol/sdk/server/webStandardStreamableHttp"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { ConfigError } from "../tool/errors.ts";
+import { CallGate, DEFAULT_MAX_QUEUE } from "./call_gate.ts";
 import {
   type CorralMcpServer,
   createMcpServer,
@@ -37,7 +38,16 @@ export interface McpHttpOptions extends McpServerOptions {
   allowedOrigins?: string[];
   /** Path of the endpoint (default `/mcp`). */
   path?: string;
+  /** Sessions at once (default 256); a new one beyond that gets 503. */
+  maxSessions?: number;
+  /** A session idle this long is closed (default 15 minutes). */
+  sessionIdleMs?: number;
 }
+
+/** Default of {@link McpHttpOptions.maxSessions}. */
+export const DEFAULT_MAX_SESSIONS = 256;
+/** Default of {@link McpHttpOptions.sessionIdleMs}: 15 minutes. */
+export const DEFAULT_SESSION_IDLE_MS = 15 * 60_000;
 
 /** A running Streamable HTTP server. */
 export interface McpHttpHandle extends McpHandle {
@@ -71,6 +81,8 @@ export function isLoopback(hostname: string): boolean {
 interface _Session {
   mcp: CorralMcpServer;
   transport: WebStandardStreamableHTTPServerTransport;
+  /** `performance.now()` of its last request. */
+  seen: number;
 }
 
 /**
@@ -97,12 +109,27 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
   if (!Number.isInteger(maxConcurrent) || maxConcurrent <= 0) {
     throw new ConfigError(`--max-concurrent must be a positive integer, got ${maxConcurrent}`);
   }
+  // One gate for the whole instance: every session and every stateless request.
+  const gate = new CallGate(maxConcurrent, options.maxQueue ?? DEFAULT_MAX_QUEUE);
+  const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
+  const idleMs = options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS;
   const path = options.path ?? "/mcp";
   const allowedOrigins = new Set((options.allowedOrigins ?? []).map((o) => o.replace(/\/$/, "")));
   const sessions = new Map<string, _Session>();
   const stateless = options.stateless === true;
-  const shared = { running: 0 };
-  const serverOptions: McpServerOptions = { ...options, maxConcurrent };
+  const serverOptions: McpServerOptions = { ...options, gate };
+  const closeSession = (sid: string) => {
+    const s = sessions.get(sid);
+    if (!s) return;
+    sessions.delete(sid);
+    s.mcp.close().catch(() => {});
+  };
+  const expire = () => {
+    const now = performance.now();
+    for (const [sid, s] of sessions) if (now - s.seen > idleMs) closeSession(sid);
+  };
+  const sweeper = setInterval(expire, Math.max(1000, Math.min(idleMs / 4, 30_000)));
+  Deno.unrefTimer(sweeper);
   const expected = token ? new TextEncoder().encode(`Bearer ${token}`) : undefined;
 
   const refuse = (status: number, message: string, headers: Record<string, string> = {}) =>
@@ -158,14 +185,19 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
           Allow: "POST",
         });
       }
-      const mcp = createMcpServer(registry, {
-        ...serverOptions,
-        elicitation: false,
-        counter: shared,
-      });
+      // Beyond the queue a call is refused here, so that a load balancer can retry elsewhere.
+      if (gate.full && await _callsTool(req)) {
+        return refuse(429, "Too many requests: every slot and the queue are full; retry", {
+          "Retry-After": "1",
+        });
+      }
+      const mcp = createMcpServer(registry, { ...serverOptions, elicitation: false });
       const transport = new WebStandardStreamableHTTPServerTransport({
         ...transportOptions,
         sessionIdGenerator: undefined,
+        // One JSON answer per request, no event stream: a replica that dies mid-call
+        // gives the balancer and the client an error, never a stream left open.
+        enableJsonResponse: true,
       });
       await mcp.connect(transport);
       return await transport.handleRequest(req);
@@ -173,6 +205,7 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
     const id = req.headers.get("mcp-session-id");
     if (id !== null) {
       const session = sessions.get(id);
+      if (session) session.seen = performance.now();
       if (!session) {
         return Response.json(
           { jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null },
@@ -184,12 +217,19 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
     if (req.method !== "POST") {
       return refuse(400, "Bad Request: no Mcp-Session-Id header; initialize a session first");
     }
+    if (sessions.size >= maxSessions) expire();
+    if (sessions.size >= maxSessions) {
+      return refuse(503, `Too many sessions (${maxSessions}, --max-sessions); retry later`, {
+        "Retry-After": "5",
+      });
+    }
     const mcp = createMcpServer(registry, serverOptions);
     const transport: WebStandardStreamableHTTPServerTransport =
       new WebStandardStreamableHTTPServerTransport({
         ...transportOptions,
         sessionIdGenerator: () => crypto.randomUUID(),
-        onsessioninitialized: (sid) => void sessions.set(sid, { mcp, transport }),
+        onsessioninitialized: (sid) =>
+          void sessions.set(sid, { mcp, transport, seen: performance.now() }),
         onsessionclosed: (sid) => void sessions.delete(sid),
       });
     transport.onclose = () => {
@@ -230,6 +270,7 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
       await Promise.all([...sessions.values()].map((s) => s.mcp.notifyToolsChanged()));
     },
     close: () => {
+      clearInterval(sweeper);
       closing ??= (async () => {
         const open = [...sessions.values()];
         sessions.clear();
@@ -239,6 +280,17 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
       return closing;
     },
   };
+}
+
+/** Whether a request body is (or holds, in a batch) a `tools/call`. */
+async function _callsTool(req: Request): Promise<boolean> {
+  try {
+    const body = await req.clone().json();
+    const all = Array.isArray(body) ? body : [body];
+    return all.some((m) => m?.method === "tools/call");
+  } catch {
+    return false;
+  }
 }
 
 function _sameBytes(a: Uint8Array, b: Uint8Array): boolean {

@@ -7,12 +7,16 @@
 import process from "node:process";
 // @ts-types="@modelcontextprotocol/sdk/server/stdio"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { limitedStdin } from "./stdio_limit.ts";
 import {
   createMcpServer,
   type McpHandle,
   type McpRegistry,
   type McpServerOptions,
 } from "./mcp_server.ts";
+
+/** Default largest message on stdio, as on HTTP: 1 MiB (`--max-body`). */
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
 /**
  * Serve over stdio: protocol messages only on stdout. While it runs,
@@ -21,10 +25,12 @@ import {
  */
 export async function serveStdio(
   registry: McpRegistry,
-  options: McpServerOptions = {},
+  options: McpServerOptions & { maxMessageBytes?: number } = {},
 ): Promise<McpHandle> {
   const mcp = createMcpServer(registry, options);
-  const transport = new StdioServerTransport();
+  // A message over the limit gets a JSON-RPC error; the server keeps serving.
+  const input = limitedStdin(options.maxMessageBytes ?? DEFAULT_MAX_BODY_BYTES);
+  const transport = new StdioServerTransport(input as unknown as typeof process.stdin);
   const saved = { log: console.log, info: console.info, debug: console.debug };
   console.log = console.info = console.debug = (...data: unknown[]) => console.error(...data);
   let done!: () => void;
@@ -32,7 +38,7 @@ export async function serveStdio(
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
-      process.stdin.off("end", onEnd);
+      input.off("end", onEnd);
       await mcp.close().catch(() => {/* already closed */});
       Object.assign(console, saved);
       done();
@@ -41,7 +47,7 @@ export async function serveStdio(
   };
   const onEnd = () => void close();
   mcp.server.onclose = () => void close();
-  process.stdin.on("end", onEnd);
+  input.on("end", onEnd);
   await mcp.connect(transport);
   return { finished, notifyToolsChanged: () => mcp.notifyToolsChanged(), close };
 }

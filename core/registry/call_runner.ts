@@ -221,7 +221,10 @@ export class CallRunner {
     args: unknown,
     options: RegistryCallOptions,
   ): Promise<ToolResult | undefined> {
-    if (!info.confirm) return undefined;
+    const when = info.confirmWhen;
+    const destroys = when !== undefined && typeof args === "object" && args !== null &&
+      (args as Record<string, unknown>)[when] === true;
+    if (!info.confirm && !destroys) return undefined;
     const name = info.name;
     const rule = this.#options.policy.confirm(name);
     if (rule === "never") {

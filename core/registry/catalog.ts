@@ -56,6 +56,8 @@ export interface ToolInfo {
   /** What a call of this tool may use. */
   grant: Grant;
   confirm: boolean;
+  /** Calls need confirmation when this argument is truthy (e.g. `overwrite`). */
+  confirmWhen?: string;
   inputSchema: Record<string, unknown>;
   /**
    * Whether its sandbox runs in the namespace whose mounts are its grant
@@ -296,6 +298,7 @@ export class Catalog {
       grant: decision.grant,
       jail: jail.status,
       confirm: t.confirm,
+      ...(t.confirmWhen ? { confirmWhen: t.confirmWhen } : {}),
       inputSchema: t.inputSchema,
     };
     const entry: CatalogEntry = { info, source, module };

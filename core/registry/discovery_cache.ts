@@ -14,7 +14,7 @@ import type { ModuleMeta } from "../sandbox/protocol.ts";
 import type { Reporter } from "../tool/reporter.ts";
 
 /** The version of the cache format, part of every fingerprint. */
-export const DISCOVERY_CACHE_VERSION = 3;
+export const DISCOVERY_CACHE_VERSION = 4;
 /** Files modified this recently are always re-hashed. */
 const _RACY_MS = 3000;
 

@@ -50,6 +50,8 @@ export interface ToolMeta {
   description: string;
   permissions: string;
   confirm: boolean;
+  /** Calls need confirmation when this argument is truthy. */
+  confirmWhen?: string;
   /** Commands an `x` tool runs, when it declares them. */
   commands?: string[];
   style: "class" | "module";

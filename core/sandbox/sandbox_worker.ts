@@ -189,6 +189,7 @@ async function _loadModule(
         description: def.description,
         permissions: def.permissions,
         confirm: def.confirm,
+        ...(def.confirmWhen ? { confirmWhen: def.confirmWhen } : {}),
         ...(def.commands ? { commands: def.commands } : {}),
         style: def.style,
         inputSchema,

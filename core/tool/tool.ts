@@ -58,6 +58,11 @@ export interface ToolOptions {
   /** Calls need a person's confirmation. */
   confirm?: boolean;
   /**
+   * Calls need confirmation when this (boolean) argument is `true` (e.g.
+   * `"overwrite"`: replacing a file destroys it, like deleting one).
+   */
+  confirmWhen?: string;
+  /**
    * For `x` tools: the commands the tool runs (e.g. `["bash"]`). Its grant
    * then holds only those of the policy's `run` list, not the whole list.
    */
@@ -173,6 +178,8 @@ export interface ToolConfig {
   function: (args: any, context: ToolCallContext) => unknown;
   /** Calls need a person's confirmation. */
   requires_confirmation?: boolean;
+  /** Calls need confirmation when this argument is truthy (e.g. `"overwrite"`). */
+  confirm_when?: string;
   /** For `x` tools: the commands it runs; its grant holds only these. */
   commands?: string[];
   /** Permission letters, default none. */
@@ -188,6 +195,8 @@ export interface ToolDefinition {
   description: string;
   permissions: string;
   confirm: boolean;
+  /** Calls need confirmation when this argument is truthy. */
+  confirmWhen?: string;
   /** Commands an `x` tool runs, when it says so. */
   commands?: string[];
   style: "class" | "module";
@@ -333,6 +342,7 @@ function _fromClass(cls: AnyClass): ToolDefinition {
     description: meta.description,
     permissions,
     confirm: meta.confirm === true,
+    ...(typeof meta.confirmWhen === "string" ? { confirmWhen: meta.confirmWhen } : {}),
     ...(meta.commands ? { commands: _commands(meta.commands, meta.name) } : {}),
     style: "class",
     input,
@@ -370,6 +380,7 @@ function _fromConfig(value: unknown): ToolDefinition {
     description: c.description!,
     permissions,
     confirm: c.requires_confirmation === true,
+    ...(typeof c.confirm_when === "string" ? { confirmWhen: c.confirm_when } : {}),
     ...(c.commands ? { commands: _commands(c.commands, c.name!) } : {}),
     style: "module",
     input,

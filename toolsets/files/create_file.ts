@@ -23,6 +23,7 @@ const input = z.object({
  * ```
  */
 @tool({
+  confirmWhen: "overwrite",
   permissions: "rw",
   description: "Create a text file (and its parent folders). Refuses to replace an existing " +
     "file unless overwrite is true.",

@@ -27,6 +27,7 @@ const input = z.object({
  * ```
  */
 @tool({
+  confirmWhen: "overwrite",
   permissions: "rw",
   description: "Move or rename a file or folder. Creates missing parent folders of the " +
     "destination; refuses to replace an existing destination unless overwrite is true.",

@@ -1,0 +1,47 @@
+/**
+ * The HTTP server's bearer token when the operator gives none: made once,
+ * kept in corral's config directory (`mcp-token`, mode 0600, out of every
+ * tool's reach: the config directory is hidden in the sandbox namespace),
+ * and read again by later starts and by other instances of the same user.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { configDir } from "../config/install_dir.ts";
+
+/**
+ * The token in `dir/mcp-token`, made when missing (32 random bytes, hex).
+ * A file that others may read is refused: its token is replaced.
+ *
+ * @example
+ * ```ts
+ * import { serverToken } from "./server_token.ts";
+ * const dir = await Deno.makeTempDir();
+ * const a = await serverToken(dir);
+ * const b = await serverToken(dir);
+ * console.assert(a.created && !b.created && a.token === b.token && a.token.length === 64);
+ * console.assert(((await Deno.stat(a.file)).mode! & 0o077) === 0);
+ * ```
+ */
+export async function serverToken(
+  dir: string = configDir(),
+): Promise<{ token: string; file: string; created: boolean }> {
+  const file = join(dir, "mcp-token");
+  try {
+    const st = await Deno.stat(file);
+    const token = (await Deno.readTextFile(file)).trim();
+    if (st.isFile && ((st.mode ?? 0) & 0o077) === 0 && /^[0-9a-f]{32,}$/.test(token)) {
+      return { token, file, created: false };
+    }
+  } catch { /* none yet */ }
+  await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+  const token = Array.from(
+    crypto.getRandomValues(new Uint8Array(32)),
+    (b) => b.toString(16).padStart(2, "0"),
+  ).join("");
+  const tmp = `${file}.${crypto.randomUUID()}.tmp`;
+  await Deno.writeTextFile(tmp, token + "\n", { mode: 0o600 });
+  await Deno.chmod(tmp, 0o600);
+  await Deno.rename(tmp, file);
+  return { token, file, created: true };
+}

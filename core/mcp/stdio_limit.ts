@@ -1,0 +1,93 @@
+/**
+ * A size limit for MCP messages on stdio. The SDK's stdio transport closes
+ * itself (and so the server) on a message over 10 MiB; corral reads stdin
+ * itself, passes complete lines under the limit through, and answers an
+ * oversized one with a JSON-RPC error (`-32600`, naming its size and the
+ * limit), then keeps serving.
+ *
+ * @module
+ */
+import { Buffer } from "node:buffer";
+import process from "node:process";
+import { PassThrough } from "node:stream";
+
+/**
+ * A stream of the complete lines of `input` that are at most `maxBytes`
+ * long; for every longer one, `onOversized(idText, bytes)` is called with
+ * the JSON of its `id` when its first KiB shows one (else `null`).
+ *
+ * @example
+ * ```ts
+ * import { Buffer } from "node:buffer";
+ * import { PassThrough } from "node:stream";
+ * import { limitLines } from "./stdio_limit.ts";
+ * const input = new PassThrough();
+ * const seen: string[] = [];
+ * const out = limitLines(input as unknown as NodeJS.ReadableStream, 10, (id) => seen.push(`too big ${id}`));
+ * const got: string[] = [];
+ * out.on("data", (c: Buffer) => got.push(c.toString()));
+ * input.write('{"id":7,"x":"0123456789"}\n{"id":8}\n');
+ * await new Promise((r) => setTimeout(r, 10));
+ * console.assert(seen[0] === "too big 7" && got.join("") === '{"id":8}\n');
+ * ```
+ */
+export function limitLines(
+  input: NodeJS.ReadableStream,
+  maxBytes: number,
+  onOversized: (id: string | null, bytes: number) => void,
+): PassThrough {
+  const out = new PassThrough();
+  let parts: Buffer[] = [];
+  let size = 0;
+  let head = "";
+  let dropping = false;
+  const feed = (chunk: Buffer) => {
+    let at = 0;
+    while (at < chunk.length) {
+      const nl = chunk.indexOf(10, at);
+      const end = nl < 0 ? chunk.length : nl;
+      const piece = chunk.subarray(at, end);
+      if (head.length < 1024) head += piece.subarray(0, 1024 - head.length).toString("utf8");
+      size += piece.length;
+      if (!dropping) {
+        if (size > maxBytes) {
+          dropping = true;
+          parts = [];
+        } else parts.push(piece);
+      }
+      if (nl < 0) break;
+      if (dropping) {
+        const id = /"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)/.exec(head)?.[1] ?? null;
+        onOversized(id, size);
+      } else {
+        parts.push(Buffer.from("\n"));
+        out.write(Buffer.concat(parts));
+      }
+      parts = [];
+      size = 0;
+      head = "";
+      dropping = false;
+      at = nl + 1;
+    }
+  };
+  input.on("data", (c: Buffer | string) => feed(typeof c === "string" ? Buffer.from(c) : c));
+  input.on("end", () => out.end());
+  input.on("error", (e) => out.emit("error", e));
+  return out;
+}
+
+/** `process.stdin`, limited; oversized requests get their error on stdout. */
+export function limitedStdin(maxBytes: number): PassThrough {
+  return limitLines(process.stdin, maxBytes, (id, bytes) => {
+    process.stdout.write(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: id === null ? null : JSON.parse(id),
+        error: {
+          code: -32600,
+          message: `Request too large: ${bytes} bytes, limit ${maxBytes} (--max-body); ignored`,
+        },
+      }) + "\n",
+    );
+  });
+}
