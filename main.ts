@@ -18,7 +18,14 @@
  * @module
  */
 import type { CliSession } from "./core/cli/open_registry.ts";
-import { type CliValues, parseCli, USAGE, UsageError } from "./core/cli/options.ts";
+import {
+  type CliValues,
+  COMMAND_ARITY,
+  commandHelp,
+  parseCli,
+  USAGE,
+  UsageError,
+} from "./core/cli/options.ts";
 import { out, useColor } from "./core/cli/output.ts";
 import { ConfigError } from "./core/tool/errors.ts";
 import { Reporter } from "./core/tool/reporter.ts";
@@ -93,14 +100,40 @@ export async function main(argv: string[]): Promise<number> {
       out(await _versionLine());
       return 0;
     }
+    const [command, ...rest] = positionals;
+    if (command === "help" || (values.help && command)) {
+      const topic = command === "help" ? rest[0] : command;
+      if (!topic) {
+        out(USAGE);
+        return 0;
+      }
+      const help = commandHelp(topic);
+      if (!help) throw new UsageError(`no help for "${topic}": it is not a command`);
+      out(help);
+      return 0;
+    }
     if (values.help || positionals.length === 0) {
       (values.help ? out : (t: string) => reporter0.line(t))(USAGE);
       return values.help ? 0 : 2;
     }
-    const [command, ...rest] = positionals;
     if (!Object.hasOwn(_COMMANDS, command)) {
       const known = Object.keys(_COMMANDS).join(", ");
-      throw new UsageError(`unknown command "${command}" (commands: ${known})`);
+      throw new UsageError(`unknown command "${command}" (commands: ${known}, help)`);
+    }
+    // Usage errors come before anything is loaded (and before any plugin warning).
+    const [min, max] = COMMAND_ARITY[command] ?? [0, Infinity];
+    if (rest.length > max) {
+      throw new UsageError(
+        `${command} takes ${max === 0 ? "no" : `at most ${max}`} argument${
+          max === 1 ? "" : "s"
+        }; unexpected "${rest[max]}" (corral help ${command})`,
+      );
+    }
+    if (rest.length < min) {
+      throw new UsageError(`${command} needs an argument (corral help ${command})`);
+    }
+    if (command === "call" && values.args === undefined) {
+      throw new UsageError(`call needs --args (a JSON object, or - for stdin)`);
     }
     const spec = _COMMANDS[command];
     if ("alone" in spec) return await (await spec.alone())(values, rest);

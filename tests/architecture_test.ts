@@ -165,3 +165,22 @@ Deno.test(`no source file outside tests is over ${MAX_LINES} lines`, async () =>
   }
   assert.deepEqual(long, []);
 });
+
+Deno.test("JSDoc examples assert for real: no console.assert, which only logs", async () => {
+  const offenders: string[] = [];
+  for (const dir of ["core", "toolsets", "plugins"]) {
+    for await (const f of _walkTs(`${ROOT}${dir}`)) {
+      if (f.endsWith("_test.ts")) continue;
+      if ((await Deno.readTextFile(f)).includes("console.assert(")) offenders.push(f);
+    }
+  }
+  assert.deepEqual(offenders, []);
+});
+
+async function* _walkTs(dir: string): AsyncGenerator<string> {
+  for await (const e of Deno.readDir(dir)) {
+    const p = `${dir}/${e.name}`;
+    if (e.isDirectory) yield* _walkTs(p);
+    else if (e.name.endsWith(".ts")) yield p;
+  }
+}

@@ -72,7 +72,10 @@ Deno.test("a plugin cannot silently take the name of a built-in that is not load
       const taken = registry.list().find((t) => t.name === name && t.toolset.startsWith("plugin:"));
       assert.equal(taken?.status, "dropped", name);
       assert.match(String(taken?.reason), /would take the name of built-in tool/);
-      assert.match(lines, new RegExp(`tool "${name}" from .*taker\\.ts dropped`));
+      assert.match(
+        lines,
+        new RegExp(`tool "${name}" from plugin:plugins/taker \\(/.*taker\\.ts\\) dropped`),
+      );
       assert.equal(registry.get(name), undefined, `${name} is not callable as the plugin's`);
     }
     const read = await registry.call("CreateFile", { filepath: "x", content: "y" });

@@ -29,9 +29,10 @@ export const COMPILE_PERMISSIONS = HOST_PERMISSION_FLAGS;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { compileIncludes } from "./compile.ts";
  * const files = await compileIncludes();
- * console.assert(files.some((f) => f.endsWith("core/sandbox/sandbox_worker.ts")));
+ * assert.ok(files.some((f) => f.endsWith("core/sandbox/sandbox_worker.ts")));
  * ```
  */
 export async function compileIncludes(): Promise<string[]> {
@@ -52,9 +53,10 @@ export async function compileIncludes(): Promise<string[]> {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { compileArgs } from "./compile.ts";
  * const args = await compileArgs("/tmp/corral");
- * console.assert(args[0] === "compile" && args.includes("--unstable-worker-options"));
+ * assert.ok(args[0] === "compile" && args.includes("--unstable-worker-options"));
  * ```
  */
 export async function compileArgs(output: string): Promise<string[]> {

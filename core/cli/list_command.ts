@@ -27,7 +27,32 @@ export function listCommand(values: CliValues, session: CliSession, color: boole
         isolation: t.isolation,
         jail: t.jail ?? null,
         grant: t.grant,
-      })),
+      })).concat(
+        // Modules that failed to load and plugin files that were rejected: no tool
+        // name, status "failed" or "rejected", and the reason.
+        registry.problems.map((p) => ({
+          name: null,
+          toolset: p.toolset,
+          permissions: "",
+          status: "failed",
+          reason: p.message,
+          source: p.source,
+          isolation: null,
+          jail: null,
+          grant: null,
+        })) as never[],
+        pluginWarnings.map((w) => ({
+          name: null,
+          toolset: null,
+          permissions: "",
+          status: "rejected",
+          reason: w,
+          source: null,
+          isolation: null,
+          jail: null,
+          grant: null,
+        })) as never[],
+      ),
       null,
       2,
     ));

@@ -125,6 +125,7 @@ export async function openRegistry(values: CliValues, reporter: Reporter): Promi
   ];
   const audit = values.audit ?? config.audit;
   if (audit) options.auditPath = audit;
+  if (!config.auditRequired) options.auditOptional = true;
   const registry = await Registry.create(options);
   _warnOptOuts(registry, reporter);
   return {

@@ -26,16 +26,17 @@ Usage:
                                             pin it in the lock file and add it to corral.json
   corral mcp                                serve the tools over MCP on stdio (stdout: protocol only)
   corral mcp --http [HOST:]PORT             serve over Streamable HTTP at /mcp (default host 127.0.0.1)
+  corral help [COMMAND]                     this help, or one command's
 
 Options:
   -r -w -x -n           grant only these letters (read, write, run, net); none given: all
   --toolset NAME        also load an on-demand toolset (repeatable), e.g. --toolset net
-  --permissions PATH    the policy file (default: ./permissions.json, else the shipped one);
-                        for "new": the tool's permission letters
-  --config PATH         the config file (default: ./corral.json when present): tool_dirs,
-                        plugins, services, toolsets, audit; CORRAL_TOOL_DIRS adds directories
-                        (colon-separated)
-  --workspace DIR       the workspace (default: the current directory)
+  --permissions PATH    the policy file (default: ~/.config/corral/permissions.json, else the
+                        shipped one; never one in the workspace); for "new": the tool's letters
+  --config PATH         the config file (default: ~/.config/corral/corral.json when present):
+                        tool_dirs, plugins, services, toolsets, audit; CORRAL_TOOL_DIRS adds
+                        directories (colon-separated)
+  --workspace DIR       the workspace (default: the folder you run corral from; never corral's own)
   --timeout MS          shorter time limit for this call (never above the policy's)
   --yes                 approve calls of tools that need confirmation
   --no-cache            do not read or write the discovery cache
@@ -131,6 +132,48 @@ export function parseCli(argv: string[]) {
   try {
     return parseArgs({ args: argv, options: CLI_OPTIONS, allowPositionals: true, strict: true });
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    const message = (err as Error).message;
+    const unknown = /Unknown option '([^']+)'/.exec(message)?.[1];
+    if (unknown) throw new UsageError(`unknown option ${unknown} (corral --help lists them)`);
+    throw new UsageError(message.replace(/'/g, '"'));
   }
 }
+
+/**
+ * The help of one command: its usage lines from {@link USAGE}, or
+ * undefined for an unknown command.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { commandHelp } from "./options.ts";
+ * assert.match(commandHelp("call")!, /corral call NAME --args JSON/);
+ * assert.doesNotMatch(commandHelp("call")!, /corral list/);
+ * ```
+ */
+export function commandHelp(command: string): string | undefined {
+  const lines = USAGE.split("\n");
+  const out: string[] = [];
+  let inside = false;
+  for (const line of lines) {
+    if (/^ {2}corral \S/.test(line)) inside = line.startsWith(`  corral ${command}`);
+    else if (!/^\s{20,}\S/.test(line)) inside = false;
+    if (inside) out.push(line);
+  }
+  if (!out.length) return undefined;
+  return `Usage:\n${out.join("\n")}\n\nOptions: see corral --help`;
+}
+
+/** How many positional arguments each command takes after its name: [min, max]. */
+export const COMMAND_ARITY: Record<string, [number, number]> = {
+  list: [0, 0],
+  schema: [0, 0],
+  call: [1, 1],
+  demo: [0, 0],
+  audit: [1, 1],
+  check: [0, Infinity],
+  new: [1, 1],
+  plugins: [0, 2],
+  mcp: [0, 0],
+  help: [0, 1],
+};

@@ -4,17 +4,14 @@
  *
  * @module
  */
+import { wantsColour } from "../tool/reporter.ts";
 
 /** Print a line on stdout. */
 export function out(text: string): void {
   console.log(text);
 }
 
-/** Whether stdout gets colours: a terminal, and `NO_COLOR` unset. */
+/** Whether stdout gets colours: `FORCE_COLOR`, else a terminal without `NO_COLOR`. */
 export function useColor(): boolean {
-  try {
-    return !Deno.env.get("NO_COLOR") && Deno.stdout.isTerminal();
-  } catch {
-    return false;
-  }
+  return wantsColour(Deno.stdout);
 }

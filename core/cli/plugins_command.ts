@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { expandHome } from "../config/env_var.ts";
 import { configDir } from "../config/install_dir.ts";
 import { loadPolicy } from "../config/policy.ts";
 import { installPlugin } from "../plugins/packages.ts";
@@ -17,22 +18,45 @@ import { out } from "./output.ts";
 
 /** Run `corral plugins`; returns the exit code. */
 export async function pluginsCommand(values: CliValues, rest: string[]): Promise<number> {
-  const { config, workspace } = await workspaceConfig(values, { scratch: true });
   const sub = rest[0] ?? "list";
   if (sub === "install") {
     if (!rest[1]) {
       throw new UsageError("plugins install needs a specifier (npm:, jsr:, https: or a path)");
     }
-    // A new config goes to corral's config directory, never the workspace.
-    const configFile = config.file ?? join(configDir(), "corral.json");
+    if (rest.length > 2) {
+      throw new UsageError(`plugins install takes one specifier, got ${rest.length - 1}`);
+    }
+    // The config named by --config (made when missing), else corral's config directory.
+    const configFile = values.config
+      ? resolve(expandHome(values.config))
+      : join(configDir(), "corral.json");
     await Deno.mkdir(dirname(configFile), { recursive: true });
     const res = await installPlugin(rest[1], { configFile });
     out(`installed ${rest[1]}; ${res.added ? "added to" : "already in"} ${configFile}`);
     return 0;
   }
   if (sub !== "list") throw new UsageError(`unknown plugins command "${sub}" (list, install)`);
+  if (rest.length > 1) throw new UsageError(`plugins list takes no arguments, got "${rest[1]}"`);
+  const { config, workspace } = await workspaceConfig(values, { scratch: true });
   const policy = await loadPolicy({ file: values.permissions, workspace });
   const found = await pluginSources({ policy, config, workspace });
+  if (values.json) {
+    out(JSON.stringify(
+      {
+        dirs: found.dirs.map((d) => ({ dir: d.dir, origin: d.origin, label: d.label })),
+        sources: found.sources.map((s) => ({
+          id: s.id,
+          kind: s.kind,
+          module: s.modules[0],
+          policy: s.policy.where,
+        })),
+        warnings: found.warnings,
+      },
+      null,
+      2,
+    ));
+    return 0;
+  }
   for (const d of found.dirs) {
     out(terminalSafe(`${d.dir}  (${d.origin}; toolsets plugin:${d.label}/...)`));
   }

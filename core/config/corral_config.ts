@@ -30,6 +30,8 @@ const _configSchema = z.object({
     .describe("Load corral's own plugins/ directory (default true)"),
   audit: z.string().min(1, "must not be empty").optional()
     .describe("Append one JSON line per call to this file (like --audit)"),
+  audit_required: z.boolean().optional()
+    .describe("Refuse calls when the audit log cannot be written (default true)"),
 }).strict();
 
 /** The validated `corral.json`, with directories and local paths made absolute. */
@@ -50,6 +52,8 @@ export interface CorralConfig {
   baseDir: string;
   /** The audit log from `audit` (absolute), or null: off unless `--audit` is given. */
   audit: string | null;
+  /** Refuse calls when the audit log cannot be written (default true). */
+  auditRequired: boolean;
 }
 
 /** An empty config (no file): only corral's own `plugins/` directory. */
@@ -63,6 +67,7 @@ export function emptyConfig(baseDir: string = Deno.cwd()): CorralConfig {
     defaultPluginDir: true,
     baseDir,
     audit: null,
+    auditRequired: true,
   };
 }
 
@@ -72,9 +77,10 @@ export function emptyConfig(baseDir: string = Deno.cwd()): CorralConfig {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseConfig } from "./corral_config.ts";
  * const c = parseConfig('{"tool_dirs": ["tools"], "services": {"weather": {"key": "k"}}}', "/srv/corral.json");
- * console.assert(c.toolDirs[0] === "/srv/tools" && c.services.weather !== undefined);
+ * assert.ok(c.toolDirs[0] === "/srv/tools" && c.services.weather !== undefined);
  * ```
  */
 export function parseConfig(text: string, file: string): CorralConfig {
@@ -89,6 +95,7 @@ export function parseConfig(text: string, file: string): CorralConfig {
     defaultPluginDir: d.default_plugin_dir ?? true,
     baseDir,
     audit: d.audit ? resolve(baseDir, expandHome(d.audit)) : null,
+    auditRequired: d.audit_required ?? true,
   };
 }
 

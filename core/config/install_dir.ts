@@ -30,8 +30,9 @@ export const CORE_DIR: string = join(INSTALL_DIR, "core");
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { configDir } from "./install_dir.ts";
- * console.assert(configDir().startsWith("/"));
+ * assert.ok(configDir().startsWith("/"));
  * ```
  */
 export function configDir(): string {

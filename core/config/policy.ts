@@ -6,6 +6,7 @@
  * @module
  */
 import { isAbsolute, join, resolve } from "node:path";
+import { parse as parseJsonc, type ParseError, printParseErrorCode } from "jsonc-parser";
 import { z } from "zod";
 import type { JailMode } from "../guard/jail.ts";
 import { ConfigError } from "../tool/errors.ts";
@@ -29,6 +30,9 @@ const _sandboxSchema = z.object({
   env: z.array(z.string()).optional().describe("Environment variable names subprocesses inherit"),
   isolation: z.enum(["worker", "process"]).optional(),
   timeout_ms: z.number().int().positive().max(86_400_000).optional(),
+  discovery_timeout_ms: z.number().int().positive().max(600_000).optional().describe(
+    "How long importing a module may take at discovery (default: timeout_ms, at most 10 s)",
+  ),
   memory_mb: z.number().int().min(32).max(65_536).optional(),
   max_output_bytes: z.number().int().min(1024).max(1_073_741_824).optional(),
   max_read_bytes: z.number().int().min(1024).max(1_099_511_627_776).optional().describe(
@@ -78,6 +82,8 @@ type _RawSandbox = z.infer<typeof _sandboxSchema>;
 export interface SandboxPolicy extends Omit<Grant, "jail"> {
   isolation: Isolation;
   timeout_ms: number;
+  /** How long discovery may import a module. */
+  discovery_timeout_ms: number;
   memory_mb: number;
   max_output_bytes: number;
   /** The files tools refuse files larger than this. */
@@ -172,6 +178,8 @@ export class Policy {
       env: [...(d.env ?? []), ...(entry?.env ?? [])],
       isolation: entry?.isolation ?? isolation,
       timeout_ms: entry?.timeout_ms ?? d.timeout_ms ?? DEFAULT_LIMITS.timeout_ms,
+      discovery_timeout_ms: entry?.discovery_timeout_ms ?? d.discovery_timeout_ms ??
+        Math.min(entry?.timeout_ms ?? d.timeout_ms ?? DEFAULT_LIMITS.timeout_ms, 10_000),
       memory_mb: entry?.memory_mb ?? d.memory_mb ?? DEFAULT_LIMITS.memory_mb,
       max_output_bytes: entry?.max_output_bytes ?? d.max_output_bytes ??
         DEFAULT_LIMITS.max_output_bytes,
@@ -209,9 +217,10 @@ function _frozen(p: SandboxPolicy): SandboxPolicy {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parsePolicy } from "./policy.ts";
  * const p = parsePolicy('{"toolsets":{"files":{"read":["."]}}}', "permissions.json", "/tmp");
- * console.assert(p.toolset("files").read[0] === Deno.realPathSync("/tmp"));
+ * assert.ok(p.toolset("files").read[0] === Deno.realPathSync("/tmp"));
  * ```
  */
 export function parsePolicy(text: string, file: string, workspace: string): Policy {
@@ -219,16 +228,18 @@ export function parsePolicy(text: string, file: string, workspace: string): Poli
 }
 
 /**
- * Parse the JSON text of a configuration file and validate it with `schema`.
+ * Parse the JSON (or JSONC: comments, trailing commas) text of a
+ * configuration file and validate it with `schema`.
  * Throws a {@link ConfigError} with one line per problem, each naming the
  * file and the key path (`corral.json: tool_dirs[1]: Expected string, …`).
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { z } from "zod";
  * import { parseJsonConfig } from "./policy.ts";
  * const v = parseJsonConfig('{"a": 1}', "x.json", z.object({ a: z.number() }));
- * console.assert(v.a === 1);
+ * assert.ok(v.a === 1);
  * ```
  */
 export function parseJsonConfig<T extends z.ZodTypeAny>(
@@ -236,11 +247,16 @@ export function parseJsonConfig<T extends z.ZodTypeAny>(
   file: string,
   schema: T,
 ): z.infer<T> {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    throw new ConfigError(`${file}: not valid JSON: ${(err as Error).message}`);
+  // JSONC: comments and trailing commas are fine (jsonc-parser, VS Code's own).
+  const errors: ParseError[] = [];
+  const json: unknown = parseJsonc(text, errors, { allowTrailingComma: true });
+  if (errors.length) {
+    const lines = errors.slice(0, 5).map((e) => {
+      const before = text.slice(0, e.offset).split("\n");
+      return `${file}:${before.length}:${before.at(-1)!.length + 1}: not valid JSON: ` +
+        printParseErrorCode(e.error);
+    });
+    throw new ConfigError(lines.join("\n"));
   }
   const parsed = schema.safeParse(json);
   if (!parsed.success) {

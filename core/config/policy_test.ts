@@ -60,7 +60,7 @@ Deno.test("parsePolicy reports every problem, one line each", () => {
 });
 
 Deno.test("parsePolicy names the file of invalid JSON", () => {
-  _configError('{"toolsets": ', /^permissions\.json: not valid JSON: /);
+  _configError('{"toolsets": ', /^permissions\.json:1:\d+: not valid JSON: /);
 });
 
 Deno.test("parsePolicy refuses an isolation other than worker or process", () => {
@@ -152,6 +152,7 @@ Deno.test("a toolset defaults to process isolation, nothing granted and default 
     env: [],
     isolation: "process",
     timeout_ms: DEFAULT_LIMITS.timeout_ms,
+    discovery_timeout_ms: 10_000,
     memory_mb: DEFAULT_LIMITS.memory_mb,
     max_output_bytes: DEFAULT_LIMITS.max_output_bytes,
     max_read_bytes: DEFAULT_LIMITS.max_read_bytes,

@@ -47,11 +47,12 @@ export interface TrustBaseOptions {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { trustBase } from "./trust_base.ts";
  * import { INSTALL_DIR } from "./install_dir.ts";
  * const t = trustBase({ auditPath: "/var/log/corral.jsonl" });
- * console.assert(t.some((p) => p.path === INSTALL_DIR));
- * console.assert(t.find((p) => p.path === "/var/log/corral.jsonl")?.secret === true);
+ * assert.ok(t.some((p) => p.path === INSTALL_DIR));
+ * assert.ok(t.find((p) => p.path === "/var/log/corral.jsonl")?.secret === true);
  * ```
  */
 export function trustBase(options: TrustBaseOptions = {}): TrustedPath[] {
@@ -83,6 +84,7 @@ export function trustBase(options: TrustBaseOptions = {}): TrustedPath[] {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { checkWrites, trustBase } from "./trust_base.ts";
  * import { INSTALL_DIR } from "./install_dir.ts";
  * let refused = "";
@@ -91,7 +93,7 @@ export function trustBase(options: TrustBaseOptions = {}): TrustedPath[] {
  * } catch (err) {
  *   refused = (err as Error).message;
  * }
- * console.assert(refused.includes("corral's install folder"));
+ * assert.ok(refused.includes("corral's install folder"));
  * ```
  */
 export function checkWrites(

@@ -74,8 +74,9 @@ export interface AuditConnectionRecord {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { canonicalJson } from "./audit.ts";
- * console.assert(canonicalJson({ b: 1, a: [{ d: 2, c: 3 }] }) === '{"a":[{"c":3,"d":2}],"b":1}');
+ * assert.ok(canonicalJson({ b: 1, a: [{ d: 2, c: 3 }] }) === '{"a":[{"c":3,"d":2}],"b":1}');
  * ```
  */
 export function canonicalJson(value: unknown): string {
@@ -96,8 +97,9 @@ export function canonicalJson(value: unknown): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { digestArgs } from "./audit.ts";
- * console.assert(await digestArgs({ a: 1, b: 2 }) === await digestArgs({ b: 2, a: 1 }));
+ * assert.ok(await digestArgs({ a: 1, b: 2 }) === await digestArgs({ b: 2, a: 1 }));
  * ```
  */
 export async function digestArgs(value: unknown): Promise<string> {
@@ -113,8 +115,9 @@ export async function digestArgs(value: unknown): Promise<string> {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { outcomeOf } from "./audit.ts";
- * console.assert(outcomeOf({ success: false, error: 'Cannot run tool "X": permission denied: no' }) === "denied");
+ * assert.ok(outcomeOf({ success: false, error: 'Cannot run tool "X": permission denied: no' }) === "denied");
  * ```
  */
 export function outcomeOf(result: ToolResult): AuditOutcome {
@@ -144,11 +147,12 @@ export function outcomeOf(result: ToolResult): AuditOutcome {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { AuditLog } from "./audit.ts";
  * const path = await Deno.makeTempFile();
  * const log = new AuditLog(path);
  * await log.append({ time: new Date().toISOString(), tool: "X", toolset: "t", source: "builtin", letters: "", grant: null, isolation: "worker", args_sha256: "", duration_ms: 1, outcome: "ok" });
- * console.assert((await Deno.readTextFile(path)).endsWith("\n"));
+ * assert.ok((await Deno.readTextFile(path)).endsWith("\n"));
  * ```
  */
 export class AuditLog {
@@ -157,6 +161,16 @@ export class AuditLog {
 
   constructor(path: string) {
     this.path = path;
+  }
+
+  /**
+   * Throw when a line could not be written now (the file cannot be opened
+   * for appending): the caller refuses the call instead of running it
+   * unaudited.
+   */
+  async check(): Promise<void> {
+    const f = await Deno.open(this.path, { append: true, create: true });
+    f.close();
   }
 
   /** Append one record as one line (one write, append mode). */
@@ -176,9 +190,10 @@ export class AuditLog {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseSince } from "./audit.ts";
  * const now = new Date("2026-01-01T12:00:00Z");
- * console.assert(parseSince("1h", now).toISOString() === "2026-01-01T11:00:00.000Z");
+ * assert.ok(parseSince("1h", now).toISOString() === "2026-01-01T11:00:00.000Z");
  * ```
  */
 export function parseSince(text: string, now: Date = new Date()): Date {
@@ -254,9 +269,10 @@ export interface AuditSummaryRow {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { summarizeAudit } from "./audit.ts";
  * const rows = summarizeAudit([{ tool: "A", outcome: "ok", duration_ms: 5 } as any]);
- * console.assert(rows[0].calls === 1 && rows[0].p50_ms === 5);
+ * assert.ok(rows[0].calls === 1 && rows[0].p50_ms === 5);
  * ```
  */
 export function summarizeAudit(records: AuditRecord[]): AuditSummaryRow[] {
@@ -279,8 +295,9 @@ export function summarizeAudit(records: AuditRecord[]): AuditSummaryRow[] {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { formatAuditSummary } from "./audit.ts";
- * console.assert(formatAuditSummary([]).includes("no calls"));
+ * assert.ok(formatAuditSummary([]).includes("no calls"));
  * ```
  */
 export function formatAuditSummary(rows: AuditSummaryRow[]): string {

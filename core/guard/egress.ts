@@ -33,8 +33,9 @@ export const EGRESS_URL = `http://${EGRESS_LISTEN.hostname}:${EGRESS_LISTEN.port
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { proxyVars } from "./egress.ts";
- * console.assert(proxyVars("http://127.0.0.1:3128").https_proxy === "http://127.0.0.1:3128");
+ * assert.ok(proxyVars("http://127.0.0.1:3128").https_proxy === "http://127.0.0.1:3128");
  * ```
  */
 export function proxyVars(url: string): Record<string, string> {
@@ -80,11 +81,12 @@ const _MAX_HEAD = 64 * 1024;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { decideEgress } from "./egress.ts";
  * const d = await decideEgress("127.0.0.1", 80, { allowed: ["*"] });
- * console.assert(d.refused?.includes("loopback"));
+ * assert.ok(d.refused?.includes("loopback"));
  * const ok = await decideEgress("127.0.0.1", 80, { allowed: ["127.0.0.1:80"] });
- * console.assert(ok.address === "127.0.0.1");
+ * assert.ok(ok.address === "127.0.0.1");
  * ```
  */
 export async function decideEgress(

@@ -106,8 +106,9 @@ function _probe(): _Found {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { limitKind } from "./limits.ts";
- * console.assert(["cgroup2", "cgroup1", "rlimit"].includes(limitKind()));
+ * assert.ok(["cgroup2", "cgroup1", "rlimit"].includes(limitKind()));
  * ```
  */
 export function limitKind(): LimitKind {
@@ -144,8 +145,9 @@ done`;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { limitsMissing } from "./limits.ts";
- * console.assert(limitsMissing(true) === undefined);
+ * assert.ok(limitsMissing(true) === undefined);
  * ```
  */
 export function limitsMissing(allowRlimit: boolean): string | undefined {
@@ -163,9 +165,10 @@ export function limitsMissing(allowRlimit: boolean): string | undefined {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { createLimits } from "./limits.ts";
  * const l = createLimits({ pids: 64, memoryMb: 256 }, true);
- * console.assert(l.kind === "rlimit" ? l.groups.length === 0 : l.groups.length > 0);
+ * assert.ok(l.kind === "rlimit" ? l.groups.length === 0 : l.groups.length > 0);
  * await l.release();
  * ```
  */
@@ -217,13 +220,14 @@ export function createLimits(spec: LimitSpec, allowRlimit = false): SandboxLimit
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { limitedCommand } from "./limits.ts";
  * const l = {
  *   kind: "rlimit" as const, groups: [], spec: { pids: 64, memoryMb: 256 },
  *   release: () => Promise.resolve({ hitProcessLimit: false }),
  * };
  * const c = limitedCommand(l, "/usr/bin/bwrap", ["--", "true"]);
- * console.assert(c.command === "/bin/sh" && c.args.includes("/usr/bin/bwrap"));
+ * assert.ok(c.command === "/bin/sh" && c.args.includes("/usr/bin/bwrap"));
  * ```
  */
 export function limitedCommand(

@@ -113,9 +113,10 @@ let _runtime: Promise<RuntimeFiles> | undefined;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { runtimeFiles } from "./namespace.ts";
  * const rt = await runtimeFiles();
- * console.assert(rt.exec.startsWith("/") && rt.denoDir.startsWith("/"));
+ * assert.ok(rt.exec.startsWith("/") && rt.denoDir.startsWith("/"));
  * ```
  */
 export function runtimeFiles(): Promise<RuntimeFiles> {
@@ -179,8 +180,9 @@ export function isWithin(path: string, root: string): boolean {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { namespaceBase } from "./namespace.ts";
- * console.assert(namespaceBase(false).join(" ").startsWith("--unshare-all --die-with-parent"));
+ * assert.ok(namespaceBase(false).join(" ").startsWith("--unshare-all --die-with-parent"));
  * ```
  */
 export function namespaceBase(net: boolean): string[] {
@@ -205,15 +207,16 @@ export function namespaceBase(net: boolean): string[] {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { namespaceArgs } from "./namespace.ts";
  * const runtime = { exec: "/usr/bin/deno", libDirs: ["/lib64"], denoDir: "/c/deno" };
  * const args = namespaceArgs({
  *   bwrap: "/usr/bin/bwrap", runtime, read: [], code: [], write: ["/ws"],
  *   protect: ["/ws/plugins"], hide: [], system: false, net: false, cwd: "/ws",
  * }).join(" ");
- * console.assert(args.includes("--bind-try /ws /ws") && args.includes("--cap-drop ALL"));
- * console.assert(args.indexOf("/ws/plugins") > args.indexOf("--bind-try /ws /ws"));
- * console.assert(!args.includes("--share-net") && !args.includes("/home"));
+ * assert.ok(args.includes("--bind-try /ws /ws") && args.includes("--cap-drop ALL"));
+ * assert.ok(args.indexOf("/ws/plugins") > args.indexOf("--bind-try /ws /ws"));
+ * assert.ok(!args.includes("--share-net") && !args.split(" ").includes("/home"));
  * ```
  */
 export function namespaceArgs(spec: NamespaceSpec): string[] {

@@ -92,10 +92,11 @@ function _v6Groups(ip: string): number[] | undefined {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { classifyAddress } from "./net_guard.ts";
- * console.assert(classifyAddress("127.0.0.1") === "loopback");
- * console.assert(classifyAddress("::ffff:10.0.0.1") === "private");
- * console.assert(classifyAddress("93.184.216.34") === "public");
+ * assert.ok(classifyAddress("127.0.0.1") === "loopback");
+ * assert.ok(classifyAddress("::ffff:10.0.0.1") === "private");
+ * assert.ok(classifyAddress("93.184.216.34") === "public");
  * ```
  */
 export function classifyAddress(address: string): AddressClass {
@@ -128,9 +129,10 @@ export function classifyAddress(address: string): AddressClass {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { listedExplicitly } from "./net_guard.ts";
- * console.assert(listedExplicitly(new URL("http://127.0.0.1:8080/"), ["127.0.0.1:8080"]));
- * console.assert(!listedExplicitly(new URL("http://127.0.0.1:8080/"), ["*"]));
+ * assert.ok(listedExplicitly(new URL("http://127.0.0.1:8080/"), ["127.0.0.1:8080"]));
+ * assert.ok(!listedExplicitly(new URL("http://127.0.0.1:8080/"), ["*"]));
  * ```
  */
 export function listedExplicitly(url: URL, allowed: string[]): boolean {
@@ -184,11 +186,12 @@ async function _lookupAll(hostname: string): Promise<string[]> {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { guardUrl } from "./net_guard.ts";
  * try {
  *   await guardUrl(new URL("http://169.254.169.254/latest/meta-data"), { allowed: ["*"] });
  * } catch (err) {
- *   console.assert((err as Error).name === "NetworkGuardError");
+ *   assert.ok((err as Error).name === "NetworkGuardError");
  * }
  * ```
  */

@@ -43,15 +43,16 @@ export interface ResolveOptions {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { resolveInside } from "./paths.ts";
  * const ws = await Deno.makeTempDir();
  * await Deno.writeTextFile(`${ws}/a.txt`, "hi");
  * const real = await resolveInside("a.txt", [ws], ws);
- * console.assert(real.endsWith("/a.txt"));
+ * assert.ok(real.endsWith("/a.txt"));
  * try {
  *   await resolveInside("../x", [ws], ws, { create: true });
  * } catch (err) {
- *   console.assert((err as Error).name === "PermissionDeniedError");
+ *   assert.ok((err as Error).name === "PermissionDeniedError");
  * }
  * ```
  */
@@ -122,8 +123,9 @@ function _resolveInside(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isInside } from "./paths.ts";
- * console.assert(isInside("/a/b", "/a") && !isInside("/ab", "/a"));
+ * assert.ok(isInside("/a/b", "/a") && !isInside("/ab", "/a"));
  * ```
  */
 export function isInside(child: string, root: string): boolean {
@@ -138,9 +140,10 @@ export function isInside(child: string, root: string): boolean {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { displayPath } from "./paths.ts";
- * console.assert(displayPath("/ws/a/b.txt", "/ws", "x") === "a/b.txt");
- * console.assert(displayPath("/etc/passwd", "/ws", "secret") === "secret");
+ * assert.ok(displayPath("/ws/a/b.txt", "/ws", "x") === "a/b.txt");
+ * assert.ok(displayPath("/etc/passwd", "/ws", "secret") === "secret");
  * ```
  */
 export function displayPath(real: string, workspace: string, given: string): string {
@@ -156,9 +159,10 @@ export function displayPath(real: string, workspace: string, given: string): str
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { fsError } from "./paths.ts";
  * const err = fsError(new Deno.errors.NotFound("open '/ws/a.txt'"), "a.txt");
- * console.assert(err.message === 'file "a.txt" not found');
+ * assert.ok(err.message === 'file "a.txt" not found');
  * ```
  */
 export function fsError(err: unknown, given: string, what = "file"): Error {

@@ -23,8 +23,9 @@ const _MIN_SECRET = 4;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { secretValues } from "./redact.ts";
- * console.assert(secretValues({ api: { token: "abc123" }, name: "x" })[0] === "abc123");
+ * assert.ok(secretValues({ api: { token: "abc123" }, name: "x" })[0] === "abc123");
  * ```
  */
 export function secretValues(value: unknown): string[] {
@@ -49,8 +50,9 @@ export function secretValues(value: unknown): string[] {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { scrubText } from "./redact.ts";
- * console.assert(scrubText("bad token abc123", ["abc123"]) === "bad token [redacted]");
+ * assert.ok(scrubText("bad token abc123", ["abc123"]) === "bad token [redacted]");
  * ```
  */
 export function scrubText(text: string, secrets: Iterable<string>): string {
@@ -68,9 +70,10 @@ export function scrubText(text: string, secrets: Iterable<string>): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { redact } from "./redact.ts";
  * const r = redact({ api_key: "k-123", note: "uses k-123", n: 1 }, ["k-123"]);
- * console.assert(r.api_key === "[redacted]" && r.note === "uses [redacted]" && r.n === 1);
+ * assert.ok(r.api_key === "[redacted]" && r.note === "uses [redacted]" && r.n === 1);
  * ```
  */
 export function redact<T>(value: T, secrets: Iterable<string> = []): T {
@@ -94,8 +97,9 @@ export function redact<T>(value: T, secrets: Iterable<string> = []): T {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { scrubDeep } from "./redact.ts";
- * console.assert(scrubDeep({ out: ["x s3cr3t"] }, ["s3cr3t"]).out[0] === "x [redacted]");
+ * assert.ok(scrubDeep({ out: ["x s3cr3t"] }, ["s3cr3t"]).out[0] === "x [redacted]");
  * ```
  */
 export function scrubDeep<T>(value: T, secrets: Iterable<string>): T {
@@ -121,9 +125,10 @@ const _PATH = /file:\/\/(\/[^\s'"`()<>,;\]\[{}]*)|(?<![\w/:.~-])(\/[^\s'"`()<>,;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { hideHostPaths } from "./redact.ts";
  * const t = hideHostPaths('Requires read access to "/etc/shadow" from /ws/a.txt', "/ws");
- * console.assert(t === 'Requires read access to "…/shadow" from a.txt');
+ * assert.ok(t === 'Requires read access to "…/shadow" from a.txt');
  * ```
  */
 export function hideHostPaths(text: string, workspace: string): string {

@@ -108,12 +108,13 @@ const _PIPE_GRACE_MS = 200;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { runSubprocess } from "./subprocess.ts";
  * const r = await runSubprocess({
  *   command: "bash", args: ["-c", "echo hi"], cwd: Deno.cwd(),
  *   timeoutMs: 5000, maxOutputBytes: 1000,
  * });
- * console.assert(r.exitCode === 0 && r.stdout === "hi\n");
+ * assert.ok(r.exitCode === 0 && r.stdout === "hi\n");
  * ```
  */
 export async function runSubprocess(options: SubprocessOptions): Promise<SubprocessResult> {

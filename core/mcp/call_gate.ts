@@ -18,14 +18,15 @@ export const DEFAULT_MAX_QUEUE = 256;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { CallGate } from "./call_gate.ts";
  * const gate = new CallGate(1, 1);
  * const first = await gate.acquire();
  * const second = gate.acquire(); // waits
- * console.assert(gate.full && (await gate.acquire()) === undefined);
+ * assert.ok(gate.full && (await gate.acquire()) === undefined);
  * first!();
  * (await second)!();
- * console.assert(gate.running === 0);
+ * assert.ok(gate.running === 0);
  * ```
  */
 export class CallGate {

@@ -15,12 +15,13 @@ import { configDir } from "../config/install_dir.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { serverToken } from "./server_token.ts";
  * const dir = await Deno.makeTempDir();
  * const a = await serverToken(dir);
  * const b = await serverToken(dir);
- * console.assert(a.created && !b.created && a.token === b.token && a.token.length === 64);
- * console.assert(((await Deno.stat(a.file)).mode! & 0o077) === 0);
+ * assert.ok(a.created && !b.created && a.token === b.token && a.token.length === 64);
+ * assert.ok(((await Deno.stat(a.file)).mode! & 0o077) === 0);
  * ```
  */
 export async function serverToken(

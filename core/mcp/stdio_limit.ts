@@ -18,6 +18,7 @@ import { PassThrough } from "node:stream";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { Buffer } from "node:buffer";
  * import { PassThrough } from "node:stream";
  * import { limitLines } from "./stdio_limit.ts";
@@ -28,7 +29,7 @@ import { PassThrough } from "node:stream";
  * out.on("data", (c: Buffer) => got.push(c.toString()));
  * input.write('{"id":7,"x":"0123456789"}\n{"id":8}\n');
  * await new Promise((r) => setTimeout(r, 10));
- * console.assert(seen[0] === "too big 7" && got.join("") === '{"id":8}\n');
+ * assert.ok(seen[0] === "too big 7" && got.join("") === '{"id":8}\n');
  * ```
  */
 export function limitLines(

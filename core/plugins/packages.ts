@@ -20,10 +20,11 @@ import { errorReason, graphEscape, stemOf } from "./plugin_files.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { packageName } from "./packages.ts";
- * console.assert(packageName("npm:@acme/weather@1.2.0/tools") === "@acme/weather");
- * console.assert(packageName("jsr:@acme/dice@^1") === "@acme/dice");
- * console.assert(packageName("./vendor/stocks/mod.ts") === "stocks");
+ * assert.ok(packageName("npm:@acme/weather@1.2.0/tools") === "@acme/weather");
+ * assert.ok(packageName("jsr:@acme/dice@^1") === "@acme/dice");
+ * assert.ok(packageName("./vendor/stocks/mod.ts") === "stocks");
  * ```
  */
 export function packageName(spec: string): string {
@@ -53,6 +54,7 @@ export async function packageSource(
   spec: string,
   config: Pick<CorralConfig, "baseDir" | "services">,
   policy: Policy,
+  where = `corral.json: plugins "${spec}"`,
 ): Promise<ToolsetSource | string> {
   const name = packageName(spec);
   const id = `package:${spec}`;
@@ -66,6 +68,12 @@ export async function packageSource(
       module = await Deno.realPath(path);
     } catch (err) {
       return `package plugin ${spec} skipped: ${path}: ${errorReason(err)}`;
+    }
+    if (!(await Deno.stat(module)).isFile) {
+      throw new ConfigError(
+        `${where}: ${path} is not a module file (a package given as a path names its entry ` +
+          `file, e.g. ${join(spec, "mod.ts")}; a folder of plugins goes in "tool_dirs")`,
+      );
     }
     const escape = await graphEscape(module, dirname(module));
     if (escape) return `package plugin ${spec} rejected: ${escape}`;
@@ -86,8 +94,9 @@ export async function packageSource(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { importHosts } from "./packages.ts";
- * console.assert(importHosts("https://example.com:8443/mod.ts")[0] === "example.com:8443");
+ * assert.ok(importHosts("https://example.com:8443/mod.ts")[0] === "example.com:8443");
  * ```
  */
 export function importHosts(spec: string): string[] {
@@ -114,6 +123,21 @@ export async function installPlugin(
 ): Promise<{ added: boolean; output: string }> {
   const configFile = resolve(options.configFile);
   const target = isRemoteSpecifier(spec) ? spec : resolve(dirname(configFile), expandHome(spec));
+  // Validate before anything is written: a bad entry would break every later command.
+  if (!isRemoteSpecifier(spec)) {
+    let st: Deno.FileInfo;
+    try {
+      st = await Deno.stat(target);
+    } catch (err) {
+      throw new ConfigError(`Cannot install ${spec}: ${target}: ${errorReason(err)}`);
+    }
+    if (!st.isFile) {
+      throw new ConfigError(
+        `Cannot install ${spec}: ${target} is a directory, not a module file (name its entry ` +
+          `file, e.g. ${join(spec, "mod.ts")}; a folder of plugins goes in "tool_dirs")`,
+      );
+    }
+  }
   const cmd = new Deno.Command(options.deno ?? Deno.execPath(), {
     args: [
       "cache",
@@ -127,7 +151,11 @@ export async function installPlugin(
   const res = await cmd.output();
   const output = new TextDecoder().decode(res.stdout) + new TextDecoder().decode(res.stderr);
   if (!res.success) {
-    throw new ConfigError(`Cannot install ${spec}: deno cache failed:\n${output.trim()}`);
+    // One clear line: Deno's first error, without its backtrace.
+    // deno-lint-ignore no-control-regex
+    const first = output.replace(/\x1b\[[0-9;]*m/g, "").split("\n")
+      .map((l) => l.trim()).find((l) => /^error:/i.test(l)) ?? output.trim().split("\n")[0];
+    throw new ConfigError(`Cannot install ${spec}: ${first.replace(/^error:\s*/i, "")}`);
   }
   let raw: Record<string, unknown> = {};
   try {

@@ -34,8 +34,9 @@ export const TOOL_DIRS_ENV = "CORRAL_TOOL_DIRS";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { splitToolDirs } from "./plugins.ts";
- * console.assert(splitToolDirs("a::/b", "/w").join(",") === "/w/a,/b");
+ * assert.ok(splitToolDirs("a::/b", "/w").join(",") === "/w/a,/b");
  * ```
  */
 export function splitToolDirs(value: string | undefined, base: string): string[] {
@@ -139,8 +140,13 @@ export async function pluginSources(options: PluginSourceOptions): Promise<Plugi
     }
   }
 
-  for (const spec of config.plugins) {
-    const pkg = await packageSource(spec, config, options.policy);
+  for (const [i, spec] of config.plugins.entries()) {
+    const pkg = await packageSource(
+      spec,
+      config,
+      options.policy,
+      `${config.file ?? "corral.json"}: plugins[${i}] "${spec}"`,
+    );
     if (typeof pkg === "string") warnings.push(pkg);
     else sources.push(pkg);
   }
@@ -153,8 +159,9 @@ export async function pluginSources(options: PluginSourceOptions): Promise<Plugi
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { uniqueLabels } from "./plugins.ts";
- * console.assert(uniqueLabels(["/x/a/tools", "/y/b/tools", "/z/p"]).join() === "a/tools,b/tools,p");
+ * assert.ok(uniqueLabels(["/x/a/tools", "/y/b/tools", "/z/p"]).join() === "a/tools,b/tools,p");
  * ```
  */
 export function uniqueLabels(dirs: string[]): string[] {

@@ -47,9 +47,10 @@ export interface Scaffolded {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { snakeCase } from "./scaffold.ts";
- * console.assert(snakeCase("WordCount") === "word_count");
- * console.assert(snakeCase("HTTPGet-v2") === "http_get_v2");
+ * assert.ok(snakeCase("WordCount") === "word_count");
+ * assert.ok(snakeCase("HTTPGet-v2") === "http_get_v2");
  * ```
  */
 export function snakeCase(name: string): string {
@@ -116,9 +117,10 @@ export function coreImportBase(dir: string): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { policyHint } from "./scaffold.ts";
- * console.assert(policyHint("line_count", "r")!.includes('"read": ["."]'));
- * console.assert(policyHint("echo", "") === undefined);
+ * assert.ok(policyHint("line_count", "r")!.includes('"read": ["."]'));
+ * assert.ok(policyHint("echo", "") === undefined);
  * ```
  */
 export function policyHint(stem: string, permissions: string): string | undefined {

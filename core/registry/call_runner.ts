@@ -43,6 +43,8 @@ export interface CallRunnerOptions {
   secrets: Set<string>;
   /** The audit log, if any. */
   audit?: AuditLog;
+  /** Run calls even when the audit log cannot be written (an explicit opt-out). */
+  auditOptional?: boolean;
   /** The namespace of a source's sandboxes, when they get one. */
   namespace?: (source: ToolsetSource, grant: Grant) => SandboxOptions["namespace"];
 }
@@ -73,6 +75,18 @@ export class CallRunner {
    */
   async call(name: string, args: unknown, options: RegistryCallOptions = {}): Promise<ToolResult> {
     if (!this.#options.audit) return this.#clean(await this.#call(name, args, options));
+    // An audit log is a control: a call that could not be recorded does not run.
+    try {
+      await this.#options.audit.check();
+    } catch (err) {
+      if (!this.#options.auditOptional) {
+        return failure(
+          name,
+          `refused: the audit log ${this.#options.audit.path} cannot be written ` +
+            `(${(err as Error).message}); fix it, or set "audit_required": false in corral.json`,
+        );
+      }
+    }
     const started = performance.now();
     const time = new Date().toISOString();
     let result: ToolResult;

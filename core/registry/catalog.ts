@@ -243,6 +243,12 @@ export class Catalog {
 
   /** `Unknown tool "X" (did you mean: A, B?)`. */
   unknownToolMessage(name: string): string {
+    const toolset = this.#options.reserved?.get(name);
+    if (toolset) {
+      return `Tool "${name}" is not loaded: it is a built-in tool of the toolset "${toolset}", ` +
+        `which is not loaded now (load it with --toolset ${toolset}, or "toolsets": ` +
+        `["${toolset}"] in corral.json)`;
+    }
     const near = this.closest(name);
     return `Unknown tool "${name}"${near.length ? ` (did you mean: ${near.join(", ")}?)` : ""}`;
   }
@@ -314,10 +320,10 @@ export class Catalog {
           info.reason = `would take ${what}; allow it with "allow_override": true in ` +
             `permissions.json ${source.policy.where}`;
           this.warn(
-            `WARNING: tool "${t.name}" from ${_display(module, workspace)} dropped: ${info.reason}`,
+            `WARNING: tool "${t.name}" from ${_full(source, module)} dropped: ${info.reason}`,
           );
         } else {
-          this.warn(`WARNING: tool "${t.name}" from ${_display(module, workspace)} takes ${what}`);
+          this.warn(`WARNING: tool "${t.name}" from ${_full(source, module)} takes ${what}`);
         }
       }
       if (prev) {
@@ -328,14 +334,14 @@ export class Catalog {
             _display(prev.module, workspace)
           }; allow it with "allow_override": true in permissions.json ${source.policy.where}`;
           this.warn(
-            `WARNING: tool "${t.name}" from ${_display(module, workspace)} dropped: ${info.reason}`,
+            `WARNING: tool "${t.name}" from ${_full(source, module)} dropped: ${info.reason}`,
           );
         } else {
           prev.info.status = "overridden";
           prev.info.reason = `replaced by ${_display(module, workspace)}`;
           this.warn(
-            `WARNING: tool "${t.name}" from ${_display(module, workspace)} replaces the one from ${
-              _display(prev.module, workspace)
+            `WARNING: tool "${t.name}" from ${_full(source, module)} replaces the one from ${
+              _full(prev.source, prev.module)
             }`,
           );
         }
@@ -344,6 +350,14 @@ export class Catalog {
     this.#entries.push(entry);
     if (info.status === "loaded") this.#byName.set(t.name, entry);
   }
+}
+
+/**
+ * A source for the operator's own terminal: its toolset and the full path
+ * (paths are shortened only in text that reaches the model).
+ */
+function _full(source: ToolsetSource, module: string): string {
+  return `${source.id} (${module})`;
 }
 
 /** A module for messages: relative to corral's folder or the workspace, else `.../<name>`. */

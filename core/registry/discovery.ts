@@ -87,7 +87,15 @@ export class Discovery {
       const key = computed[i];
       keys.set(module, key);
       const hit = await this.#cache.get(key);
-      if (hit) found.set(module, hit);
+      if (hit) {
+        // A failure is remembered by content too: an unchanged broken file costs nothing.
+        found.set(
+          module,
+          hit.error
+            ? { ...hit, error: `${hit.error} (remembered: change the file to try again)` }
+            : hit,
+        );
+      }
     }
     const misses = source.modules.filter((m) => !found.has(m));
     if (misses.length) {
@@ -112,10 +120,11 @@ export class Discovery {
           config: source.config,
           vars: hostVars(source.policy),
         };
-        for (const m of await sb.load(misses, env, source.policy.timeout_ms)) {
+        for (const m of await sb.load(misses, env, source.policy.discovery_timeout_ms)) {
           found.set(m.module, m);
-          // Only clean results are cached; failures are retried on the next start.
-          if (!m.error && m.problems.length === 0) this.#cache.put(keys.get(m.module) ?? "", m);
+          // Clean results, and failures of the module itself (a syntax error, an
+          // import that hangs), are remembered; failures of the sandbox are retried.
+          if (_cacheable(m)) this.#cache.put(keys.get(m.module) ?? "", m);
         }
       } finally {
         await sb.close();
@@ -145,4 +154,11 @@ export class Discovery {
     if (next) next();
     else this.#slotsFree++;
   }
+}
+
+/** Whether a discovery result may be remembered: not a failure of the sandbox itself. */
+function _cacheable(m: ModuleMeta): boolean {
+  if (!m.error) return true;
+  return !/sandbox (failed to start|exited unexpectedly|crashed|ran out of memory|was reset|hit its process limit|is closed)|shutting down|no answer from/
+    .test(m.error);
 }

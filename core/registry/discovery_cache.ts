@@ -75,7 +75,7 @@ export class DiscoveryCache {
     return (await this.#load())[key];
   }
 
-  /** Remember a clean report (failures are never cached: they are retried). */
+  /** Remember a report: clean, or a failure of the module itself (see core/registry/discovery.ts). */
   put(key: string, meta: ModuleMeta): void {
     if (!key || !this.#modules) return;
     this.#modules[key] = meta;

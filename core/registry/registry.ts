@@ -60,6 +60,8 @@ export interface RegistryOptions {
   reporter?: Reporter;
   /** Append one JSON line per call to this file (see core/guard/audit.ts). */
   auditPath?: string;
+  /** Run calls even when the audit log cannot be written (default: refuse them). */
+  auditOptional?: boolean;
   /** The bwrap binary of the sandbox namespace; `null`: none (tests). Default: detected. */
   bwrap?: string | null;
   /**
@@ -153,6 +155,7 @@ export class Registry {
       reporter,
       secrets,
       audit,
+      auditOptional: options.auditOptional,
       namespace,
     });
   }

@@ -50,10 +50,11 @@ export interface GrantDecision {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { effectiveGrant } from "./grant.ts";
  * const host = { letters: "r", denoGranted: () => true };
  * const policy = { read: ["/w"], write: ["/w"], run: [], net: [], env: [], where: "toolsets.files" } as any;
- * console.assert(effectiveGrant("rw", policy, host).missing?.startsWith("needs w"));
+ * assert.ok(effectiveGrant("rw", policy, host).missing?.startsWith("needs w"));
  * ```
  */
 export function effectiveGrant(

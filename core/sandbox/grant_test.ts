@@ -11,6 +11,7 @@ function _policy(overrides: Partial<SandboxPolicy> = {}): SandboxPolicy {
     env: [],
     isolation: "worker",
     timeout_ms: 1000,
+    discovery_timeout_ms: 1000,
     memory_mb: 64,
     max_output_bytes: 4096,
     max_read_bytes: 1 << 20,

@@ -5,8 +5,9 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { HOST_PERMISSION_FLAGS } from "./host_flags.ts";
- * console.assert(!HOST_PERMISSION_FLAGS.includes("--allow-ffi" as never));
+ * assert.ok(!HOST_PERMISSION_FLAGS.includes("--allow-ffi" as never));
  * ```
  *
  * @module

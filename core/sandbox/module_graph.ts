@@ -17,9 +17,10 @@ const _SPECIFIER =
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { localModuleGraph } from "./module_graph.ts";
  * const files = await localModuleGraph([new URL("../mod.ts", import.meta.url).pathname]);
- * console.assert(files.some((f) => f.endsWith("core/tool/tool.ts")));
+ * assert.ok(files.some((f) => f.endsWith("core/tool/tool.ts")));
  * ```
  */
 export async function localModuleGraph(
@@ -75,9 +76,10 @@ export type Pins = Record<string, string>;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { pinGraph } from "./module_graph.ts";
  * const pins = await pinGraph([new URL("./protocol.ts", import.meta.url).pathname]);
- * console.assert(Object.values(pins).every((h) => /^[0-9a-f]{64}$/.test(h)));
+ * assert.ok(Object.values(pins).every((h) => /^[0-9a-f]{64}$/.test(h)));
  * ```
  */
 export async function pinGraph(entries: string[]): Promise<Pins> {
@@ -96,9 +98,10 @@ export async function pinGraph(entries: string[]): Promise<Pins> {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { changedPins, pinGraph } from "./module_graph.ts";
  * const pins = await pinGraph([new URL("./protocol.ts", import.meta.url).pathname]);
- * console.assert((await changedPins(pins)).length === 0);
+ * assert.ok((await changedPins(pins)).length === 0);
  * ```
  */
 export async function changedPins(pins: Pins): Promise<string[]> {

@@ -37,8 +37,9 @@ const _CONFIG = join(INSTALL_DIR, "deno.json");
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { selfHosted } from "./process_transport.ts";
- * console.assert(selfHosted() === false); // under `deno run` / `deno test`
+ * assert.ok(selfHosted() === false); // under `deno run` / `deno test`
  * ```
  */
 export function selfHosted(): boolean {

@@ -23,8 +23,9 @@ let _entryGraph: Promise<string[]> | undefined;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { sandboxEntryFiles } from "./sandbox_files.ts";
- * console.assert((await sandboxEntryFiles()).some((f) => f.endsWith("sandbox_worker.ts")));
+ * assert.ok((await sandboxEntryFiles()).some((f) => f.endsWith("sandbox_worker.ts")));
  * ```
  */
 export function sandboxEntryFiles(): Promise<string[]> {

@@ -78,9 +78,10 @@ export interface SandboxNamespace {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { denoRunList } from "./transport.ts";
  * const g = { read: [], write: [], net: [], run: ["bash"] };
- * console.assert(denoRunList(g).join() === "bash");
+ * assert.ok(denoRunList(g).join() === "bash");
  * ```
  */
 export function denoRunList(grant: Grant): string[] {

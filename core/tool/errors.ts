@@ -10,9 +10,10 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { PermissionDeniedError } from "./errors.ts";
  * const err = new PermissionDeniedError('Cannot run tool "ReadFile": path "/etc" is outside the granted roots');
- * console.assert(err.name === "PermissionDeniedError");
+ * assert.ok(err.name === "PermissionDeniedError");
  * ```
  */
 export class PermissionDeniedError extends Error {
@@ -28,9 +29,10 @@ export class PermissionDeniedError extends Error {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ToolTimeoutError } from "./errors.ts";
  * const err = new ToolTimeoutError("Sleep", 100);
- * console.assert(err.message === 'Cannot run tool "Sleep": timed out after 100 ms');
+ * assert.ok(err.message === 'Cannot run tool "Sleep": timed out after 100 ms');
  * ```
  */
 export class ToolTimeoutError extends Error {
@@ -50,9 +52,10 @@ export class ToolTimeoutError extends Error {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ConfigError } from "./errors.ts";
  * const err = new ConfigError("permissions.json: toolsets.files.read[0]: Expected string, received number");
- * console.assert(err.name === "ConfigError");
+ * assert.ok(err.name === "ConfigError");
  * ```
  */
 export class ConfigError extends Error {

@@ -163,12 +163,13 @@ function _firstLine(text: string): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { z } from "zod";
  * import { collectTools } from "./tool.ts";
  * import { usage } from "./harness.ts";
  * const { tools: [t] } = await collectTools({ TOOL_CONFIG: { name: "T", description: "Test",
  *   input_schema: z.object({ path: z.string().describe("Where") }), function: () => "" } });
- * console.assert(usage(t).includes("Where"));
+ * assert.ok(usage(t).includes("Where"));
  * ```
  */
 export function usage(def: ToolDefinition): string {
@@ -191,7 +192,7 @@ export function usage(def: ToolDefinition): string {
       .filter(Boolean).join(" ");
     return [left, text];
   });
-  rows.push(["--json", "Print the result as JSON on stdout"]);
+  rows.push(["-j, --json", "Print the result as JSON on stdout"]);
   rows.push(["--help", "Show this help"]);
   const width = Math.min(40, Math.max(...rows.map(([l]) => l.length)));
   const lines = rows.map(([l, r]) =>
@@ -216,8 +217,9 @@ export function usage(def: ToolDefinition): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { renderResult } from "./harness.ts";
- * console.assert(renderResult({ success: true, lines: 3 }) === "success: true\nlines: 3\n");
+ * assert.ok(renderResult({ success: true, lines: 3 }) === "success: true\nlines: 3\n");
  * ```
  */
 export function renderResult(result: Record<string, unknown>): string {

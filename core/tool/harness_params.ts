@@ -32,12 +32,13 @@ export interface HarnessParam {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { z } from "zod";
  * import { collectTools } from "./tool.ts";
  * import { describeParams } from "./harness_params.ts";
  * const { tools: [t] } = await collectTools({ TOOL_CONFIG: { name: "T", description: "T",
  *   input_schema: z.object({ n: z.number().default(1).describe("How many") }), function: () => "" } });
- * console.assert(describeParams(t)[0].kind === "number");
+ * assert.ok(describeParams(t)[0].kind === "number");
  * ```
  */
 export function describeParams(def: ToolDefinition): HarnessParam[] {
@@ -166,10 +167,10 @@ export function parseHarnessArgs(
   params: HarnessParam[],
   argv: string[],
 ): { json: boolean; help: boolean; values: Record<string, unknown> } {
-  type Opt = { type: "string" | "boolean"; multiple?: boolean };
+  type Opt = { type: "string" | "boolean"; multiple?: boolean; short?: string };
   const opts: Record<string, Opt> = {
-    json: { type: "boolean" },
-    help: { type: "boolean" },
+    json: { type: "boolean", short: "j" } as Opt,
+    help: { type: "boolean", short: "h" } as Opt,
   };
   const byFlag = new Map<string, HarnessParam>();
   for (const p of params) {

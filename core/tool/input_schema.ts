@@ -14,10 +14,11 @@ import type { JsonSchema } from "./schema.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { z } from "zod";
  * import { inputJsonSchema } from "./input_schema.ts";
  * const s = inputJsonSchema(z.object({ path: z.string().describe("Where") }));
- * console.assert((s.properties as any).path.description === "Where");
+ * assert.ok((s.properties as any).path.description === "Where");
  * ```
  */
 export function inputJsonSchema(schema: z.ZodTypeAny): JsonSchema {

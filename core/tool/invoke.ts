@@ -15,12 +15,13 @@ import { validateArgs } from "./validate.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { z } from "zod";
  * import { collectTools } from "./tool.ts";
  * import { invokeTool, testContext } from "./invoke.ts";
  * const { tools: [echo] } = await collectTools({ TOOL_CONFIG: { name: "Echo", description: "Echo", input_schema: z.object({ t: z.string() }), function: (a: { t: string }) => ({ t: a.t }) } });
  * const res = await invokeTool(echo, { t: "hi" }, testContext());
- * console.assert(res.success && res.t === "hi");
+ * assert.ok(res.success && res.t === "hi");
  * ```
  */
 export async function invokeTool(

@@ -32,9 +32,10 @@ export const LETTER_FLAGS: Readonly<Record<Letter, string>> = {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parsePermissions } from "./permissions.ts";
- * console.assert(parsePermissions("wr", "MoveFile") === "rw");
- * console.assert(parsePermissions(undefined, "Echo") === "");
+ * assert.ok(parsePermissions("wr", "MoveFile") === "rw");
+ * assert.ok(parsePermissions(undefined, "Echo") === "");
  * ```
  */
 export function parsePermissions(value: unknown, tool: string): string {

@@ -23,10 +23,30 @@ const _stderr: Sink = (text) => {
 };
 
 function _noColor(): boolean {
+  return !wantsColour(Deno.stderr);
+}
+
+/**
+ * Whether output to `stream` should be coloured: `FORCE_COLOR` (not `0`)
+ * says yes, `NO_COLOR` says no, and otherwise only a terminal gets colour.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { wantsColour } from "./reporter.ts";
+ * assert.equal(wantsColour({ isTerminal: () => false }), Boolean(Deno.env.get("FORCE_COLOR") && Deno.env.get("FORCE_COLOR") !== "0"));
+ * ```
+ */
+export function wantsColour(stream: { isTerminal(): boolean }): boolean {
   try {
-    return Deno.env.get("NO_COLOR") !== undefined && Deno.env.get("NO_COLOR") !== "";
+    const force = Deno.env.get("FORCE_COLOR");
+    if (force !== undefined && force !== "" && force !== "0") return true;
+    if (Deno.env.get("NO_COLOR")) return false;
+  } catch { /* no env permission: decide by the stream */ }
+  try {
+    return stream.isTerminal();
   } catch {
-    return false; // no env permission: assume a plain terminal wants colour
+    return false;
   }
 }
 
@@ -51,9 +71,10 @@ export type Colour = keyof typeof _CODES;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { terminalSafe } from "./reporter.ts";
- * console.assert(terminalSafe("a\x1b]52;c;eA==\x07b") === "a\\x1b]52;c;eA==\\x07b");
- * console.assert(terminalSafe("line\n\ttab") === "line\n\ttab");
+ * assert.ok(terminalSafe("a\x1b]52;c;eA==\x07b") === "a\\x1b]52;c;eA==\\x07b");
+ * assert.ok(terminalSafe("line\n\ttab") === "line\n\ttab");
  * ```
  */
 export function terminalSafe(text: string): string {
@@ -81,12 +102,13 @@ export function lettersColour(permissions: string): Colour {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { Reporter } from "./reporter.ts";
  * let out = "";
  * const r = new Reporter({ sink: (t) => out += t, color: false });
  * r.report("ReadFile", "r", { kind: "start", message: "Reading a.txt", options: { end: "" } });
  * r.report("ReadFile", "r", { kind: "result", message: " done" });
- * console.assert(out === "Reading a.txt done\n");
+ * assert.ok(out === "Reading a.txt done\n");
  * ```
  */
 export class Reporter {

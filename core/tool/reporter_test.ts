@@ -143,10 +143,13 @@ r.finish();
 `;
 
 /** Run the child script with `noColor` as NO_COLOR (unset when undefined). */
-async function _runChild(noColor: string | undefined) {
+async function _runChild(noColor: string | undefined, force = true) {
   const env = Deno.env.toObject();
   delete env.NO_COLOR;
+  delete env.FORCE_COLOR;
   if (noColor !== undefined) env.NO_COLOR = noColor;
+  // The child's stderr is a pipe: colour only when forced.
+  if (force) env.FORCE_COLOR = "1";
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["eval", "--quiet", _CHILD],
     cwd: new URL("../..", import.meta.url).pathname,
@@ -165,7 +168,7 @@ async function _runChild(noColor: string | undefined) {
 }
 
 Deno.test("Reporter honours NO_COLOR and writes to stderr only, never stdout", async () => {
-  const { code, stdout, stderr } = await _runChild("1");
+  const { code, stdout, stderr } = await _runChild("1", false);
   assert.equal(code, 0, stderr);
   assert.equal(stdout, "");
   assert.equal(stderr, "Reading done\nError: disk full\nhost line\n");
@@ -178,6 +181,12 @@ Deno.test("Reporter colours by default when NO_COLOR is unset, still only on std
   assert.equal(stdout, "");
   assert.ok(stderr.includes(`${GREEN}Reading${RESET}`), JSON.stringify(stderr));
   assert.ok(stderr.includes(`${RED}Error: disk full${RESET}`), JSON.stringify(stderr));
+});
+
+Deno.test("Reporter writes no colour to a stderr that is not a terminal unless FORCE_COLOR says so", async () => {
+  const { code, stderr } = await _runChild(undefined, false);
+  assert.equal(code, 0, stderr);
+  assert.ok(!stderr.includes("\x1b["), JSON.stringify(stderr));
 });
 
 Deno.test("Reporter treats an empty NO_COLOR as unset (colour stays on)", async () => {

@@ -26,9 +26,10 @@ export function failure(tool: string, reason: string, extra?: Record<string, unk
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { normalizeResult } from "./result.ts";
- * console.assert(normalizeResult("Echo", "hi").output === "hi");
- * console.assert(normalizeResult("Echo", 42).success === false);
+ * assert.ok(normalizeResult("Echo", "hi").output === "hi");
+ * assert.ok(normalizeResult("Echo", 42).success === false);
  * ```
  */
 export function normalizeResult(tool: string, value: unknown): ToolResult {

@@ -41,10 +41,11 @@ function _title(name: string): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { formatSchemas } from "./schema.ts";
  * const tools = [{ name: "Echo", description: "Echo", permissions: "", inputSchema: { type: "object", properties: {} } }];
  * const [openai] = formatSchemas(tools, "openai") as any[];
- * console.assert(openai.type === "function" && openai.function.name === "Echo");
+ * assert.ok(openai.type === "function" && openai.function.name === "Echo");
  * ```
  */
 export function formatSchemas(tools: SchemaTool[], format: SchemaFormat): unknown[] {

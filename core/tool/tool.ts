@@ -78,6 +78,7 @@ const _classMeta = new WeakMap<object, ToolOptions & { name: string }>();
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { z } from "zod";
  * import { BaseTool, tool } from "./tool.ts";
  *
@@ -87,7 +88,7 @@ const _classMeta = new WeakMap<object, ToolOptions & { name: string }>();
  *     return { success: true, greeting: `hello ${args.who}` };
  *   }
  * }
- * console.assert(Hello.name === "Hello");
+ * assert.ok(Hello.name === "Hello");
  * ```
  */
 export function tool(
@@ -107,6 +108,7 @@ export function tool(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { BaseTool, tool } from "./tool.ts";
  * @tool({ description: "Always skipped" })
  * class Never extends BaseTool {
@@ -116,7 +118,7 @@ export function tool(
  *   }
  *   run() { return { success: true }; }
  * }
- * console.assert(Never.shouldLoad() === false);
+ * assert.ok(Never.shouldLoad() === false);
  * ```
  */
 export abstract class BaseTool {
@@ -233,15 +235,17 @@ type AnyClass = (new () => BaseTool) & { shouldLoad?: () => any; skipReason?: st
 /**
  * Collect every tool a module namespace exports: `@tool` classes,
  * `TOOL_CONFIGS` (array), `TOOL_CONFIG` (object or array), and a default
- * plugin object whose `tools()` returns tool configs.
+ * plugin object (or plugin class, instantiated) whose `tools()` returns
+ * tool configs.
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { z } from "zod";
  * import { collectTools } from "./tool.ts";
  * const ns = { TOOL_CONFIGS: [{ name: "Echo", description: "Echo", input_schema: z.object({ t: z.string() }), function: (a: { t: string }) => a.t }] };
  * const { tools } = await collectTools(ns);
- * console.assert(tools[0].name === "Echo");
+ * assert.ok(tools[0].name === "Echo");
  * ```
  */
 export async function collectTools(ns: Record<string, unknown>): Promise<CollectedTools> {
@@ -271,7 +275,22 @@ export async function collectTools(ns: Record<string, unknown>): Promise<Collect
       v.forEach((c, i) => configs.push({ where: `TOOL_CONFIG[${i}]`, value: c }));
     } else configs.push({ where: "TOOL_CONFIG", value: v });
   }
-  const def = ns.default as { tools?: unknown } | undefined;
+  let def = ns.default as { tools?: unknown } | undefined;
+  // A plugin class as Cogtrix writes it (`export default class P { tools() {…} }`):
+  // instantiate it, as entry points do.
+  if (
+    typeof def === "function" && !_classMeta.has(def) &&
+    typeof (def as { prototype?: { tools?: unknown } }).prototype?.tools === "function"
+  ) {
+    try {
+      def = new (def as new () => { tools?: unknown })();
+    } catch (err) {
+      problems.push(
+        `default export: new ${(def as { name?: string }).name}() threw: ${_message(err)}`,
+      );
+      def = undefined;
+    }
+  }
   if (def && typeof def === "object" && typeof def.tools === "function") {
     try {
       const list = await (def.tools as () => unknown)();

@@ -17,10 +17,11 @@ export type Validation = { ok: true; value: unknown } | { ok: false; problems: s
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { z } from "zod";
  * import { validateArgs } from "./validate.ts";
  * const v = validateArgs(z.object({ filepath: z.string() }), {});
- * console.assert(!v.ok && v.problems[0] === "filepath: Required");
+ * assert.ok(!v.ok && v.problems[0] === "filepath: Required");
  * ```
  */
 export function validateArgs(schema: z.ZodTypeAny, args: unknown): Validation {

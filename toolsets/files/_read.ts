@@ -17,10 +17,11 @@ import { fsError } from "../../core/guard/paths.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { readChecked } from "./_read.ts";
  * const f = await Deno.makeTempFile();
  * await Deno.writeTextFile(f, "hi");
- * console.assert((await readChecked(f, "f.txt")).bytes.length === 2);
+ * assert.ok((await readChecked(f, "f.txt")).bytes.length === 2);
  * ```
  */
 export async function readChecked(

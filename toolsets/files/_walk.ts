@@ -34,12 +34,13 @@ export interface WalkOptions {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { walkFolder } from "./_walk.ts";
  * const dir = await Deno.makeTempDir();
  * await Deno.writeTextFile(`${dir}/a.txt`, "x");
  * const names: string[] = [];
  * for await (const w of walkFolder(dir, ".", { descend: () => true })) names.push(w.shown);
- * console.assert(names[0] === "a.txt");
+ * assert.ok(names[0] === "a.txt");
  * ```
  */
 export async function* walkFolder(

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool/tool.ts";
 import { fsError, resolveInside } from "../../core/guard/paths.ts";
+import { assertUnchanged, fileStamp, withFileLock } from "./_lock.ts";
 import { readChecked } from "./_read.ts";
 
 const input = z.object({
@@ -32,12 +33,20 @@ export class ReplaceTextInFile extends BaseTool {
   /** Edit the file. */
   async run(args: z.infer<typeof input>): Promise<Record<string, unknown>> {
     const ctx = this.context!;
-    const { filepath, search, replace, all } = args;
+    const { filepath } = args;
     this.reportStart(`Editing ${filepath}`, { end: "" });
     // The file must be both readable and writable for this tool.
     await resolveInside(filepath, ctx.grant.read, ctx.workspace);
     const real = await resolveInside(filepath, ctx.grant.write, ctx.workspace);
-    const { bytes } = await readChecked(real, filepath, ctx.maxReadBytes);
+    // Read, change, write as one step per file: concurrent edits are applied in turn.
+    return await withFileLock(real, () => this.#edit(real, args));
+  }
+
+  async #edit(real: string, args: z.infer<typeof input>): Promise<Record<string, unknown>> {
+    const ctx = this.context!;
+    const { filepath, search, replace, all } = args;
+    const { bytes, info } = await readChecked(real, filepath, ctx.maxReadBytes);
+    const stamp = fileStamp(info);
     const text = new TextDecoder().decode(bytes);
     const occurrences = text.split(search).length - 1;
     if (occurrences === 0) {
@@ -51,6 +60,7 @@ export class ReplaceTextInFile extends BaseTool {
       const at = text.indexOf(search);
       updated = text.slice(0, at) + replace + text.slice(at + search.length);
     }
+    await assertUnchanged(real, stamp, filepath);
     await Deno.writeTextFile(real, updated).catch((err) => Promise.reject(fsError(err, filepath)));
     const replacements = all ? occurrences : 1;
     this.reportResult(` ${replacements} replaced`);

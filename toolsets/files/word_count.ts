@@ -53,9 +53,10 @@ export class WordCount extends BaseTool {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { countText } from "./word_count.ts";
  * const c = countText(new TextEncoder().encode("a b\nc"));
- * console.assert(c.lines === 2 && c.words === 3 && c.chars === 5 && c.bytes === 5);
+ * assert.ok(c.lines === 2 && c.words === 3 && c.chars === 5 && c.bytes === 5);
  * ```
  */
 export function countText(bytes: Uint8Array): Counts {

@@ -35,8 +35,9 @@ export function interpreterInput(language: string): z.ZodObject<{
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { missingReason } from "./_interpreter.ts";
- * console.assert(await missingReason("no-such-interpreter-xyz") === "no-such-interpreter-xyz not found on PATH");
+ * assert.ok(await missingReason("no-such-interpreter-xyz") === "no-such-interpreter-xyz not found on PATH");
  * ```
  */
 export async function missingReason(command: string): Promise<string | undefined> {
@@ -62,10 +63,11 @@ export async function missingReason(command: string): Promise<string | undefined
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { runInterpreter } from "./_interpreter.ts";
  * import { testContext } from "../../core/tool/invoke.ts";
  * const r = await runInterpreter("RunBashCode", "bash", ["-c"], { code: "echo hi", timeout: 5 }, testContext());
- * console.assert(r.stdout === "hi\n");
+ * assert.ok(r.stdout === "hi\n");
  * ```
  */
 export async function runInterpreter(
