@@ -257,3 +257,112 @@ Deno.test("output of a process bash starts in the background is collected (every
     await client.close();
   }
 });
+
+Deno.test("a misspelt plugin entry in the policy is named with a did-you-mean; the hint names the plugin's own entry", async () => {
+  const { ws, base } = await tempLayout();
+  await Deno.writeTextFile(
+    `${base}/p.json`,
+    JSON.stringify({ plugins: { count_todo: { read: ["."] } } }),
+  );
+  const res = await runCli(
+    ["list", "--json", "--workspace", ws, "--permissions", `${base}/p.json`],
+    {
+      env: { CORRAL_TOOL_DIRS: `${FH}/todos` },
+    },
+  );
+  assert.equal(res.code, 0, res.stderr);
+  assert.match(
+    res.stderr,
+    /plugins\.count_todo: no plugin has that name \(did you mean: count_todos/,
+  );
+  const tool = (JSON.parse(res.stdout) as Array<{ name: string; reason: string }>)
+    .find((t) => t.name === "CountTodos")!;
+  assert.match(
+    tool.reason,
+    /add "read": \[\.\.\.\] to plugins\.count_todos, this plugin's own entry/,
+  );
+});
+
+Deno.test("a sandbox's permission error names the policy change, not a Deno flag", async () => {
+  const { ws, base, outside } = await tempLayout();
+  await Deno.writeTextFile(`${outside}/x.txt`, "x");
+  await Deno.writeTextFile(
+    `${base}/p.json`,
+    JSON.stringify({ plugins: { peek: { read: ["."] } } }),
+  );
+  const res = await runCli([
+    "call",
+    "Peek",
+    "--workspace",
+    ws,
+    "--permissions",
+    `${base}/p.json`,
+    "--args",
+    JSON.stringify({ path: `${outside}/x.txt` }),
+  ], { env: { CORRAL_TOOL_DIRS: `${FH}/peek` } });
+  assert.equal(res.code, 1, res.stderr);
+  const error = JSON.parse(res.stdout).error as string;
+  assert.doesNotMatch(error, /--allow-read/);
+  assert.match(
+    error,
+    /may not read ".*x\.txt": to allow it, .* "read" of permissions\.json plugins\.peek/,
+  );
+});
+
+Deno.test("ListFiles takes a glob, the interpreters a working_directory, and ReadFile reports the encoding and refuses binary", async () => {
+  const { ws, base } = await tempLayout();
+  await Deno.mkdir(`${ws}/src/deep`, { recursive: true });
+  await Deno.writeTextFile(`${ws}/src/a.ts`, "a");
+  await Deno.writeTextFile(`${ws}/src/deep/b.ts`, "b");
+  await Deno.writeTextFile(`${ws}/src/c.md`, "c");
+  await Deno.writeFile(`${ws}/latin1.txt`, new Uint8Array([0x63, 0x61, 0x66, 0xe9]));
+  await Deno.writeFile(`${ws}/img.bin`, new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0, 0, 1]));
+  await Deno.writeTextFile(`${ws}/ok.txt`, "héllo\n");
+  const client = await _mcp(ws, `${base}/cache`);
+  try {
+    const call = async (name: string, args: Record<string, unknown>) =>
+      (await client.callTool({ name, arguments: args })).structuredContent as Record<
+        string,
+        unknown
+      >;
+    const names = (r: Record<string, unknown>) =>
+      (r.entries as Array<{ path: string }>).map((e) => e.path).sort();
+    assert.deepEqual(
+      names(await call("ListFiles", { path: "src", recursive: true, pattern: "*.ts" })),
+      [
+        "src/a.ts",
+        "src/deep/b.ts",
+      ],
+    );
+    assert.deepEqual(
+      names(await call("ListFiles", { path: "src", recursive: true, pattern: "deep/**" })),
+      ["src/deep", "src/deep/b.ts"],
+    );
+    const pwd = await call("RunBashCode", { code: "pwd", working_directory: "src/deep" });
+    assert.equal(pwd.stdout, `${ws}/src/deep\n`);
+    const outside = await call("RunBashCode", { code: "pwd", working_directory: "../outside" });
+    assert.equal(outside.success, false);
+    assert.match(String(outside.error), /permission denied/);
+    const ok = await call("ReadFile", { filepath: "ok.txt" });
+    assert.equal(ok.encoding, "utf-8");
+    assert.equal(ok.content, "héllo");
+    const latin = await call("ReadFile", { filepath: "latin1.txt" });
+    assert.match(String(latin.error), /is not UTF-8 text/);
+    const bin = await call("ReadFile", { filepath: "img.bin" });
+    assert.match(String(bin.error), /looks binary/);
+  } finally {
+    await client.close();
+  }
+});
+
+Deno.test("an unknown key in the policy or the config names the closest known one", async () => {
+  const { ws, base } = await tempLayout();
+  await Deno.writeTextFile(`${base}/p.json`, '{"toolsets": {"files": {"raed": ["."]}}}');
+  const policy = await runCli(["list", "--workspace", ws, "--permissions", `${base}/p.json`]);
+  assert.equal(policy.code, 2);
+  assert.match(policy.stderr, /toolsets\.files: unknown key "raed" \(did you mean "read"\?\)/);
+  await Deno.writeTextFile(`${base}/c.json`, '{"tool_dir": ["x"]}');
+  const config = await runCli(["list", "--workspace", ws, "--config", `${base}/c.json`]);
+  assert.equal(config.code, 2);
+  assert.match(config.stderr, /unknown key "tool_dir" \(did you mean "tool_dirs"\?\)/);
+});

@@ -7,12 +7,13 @@
  */
 import { type CorralConfig, loadConfig } from "../config/corral_config.ts";
 import { envVar } from "../config/env_var.ts";
+import { closestNames } from "../config/closest.ts";
 import { INSTALL_DIR } from "../config/install_dir.ts";
 import { loadPolicy, type Policy } from "../config/policy.ts";
 import { limitsMissing } from "../guard/limits.ts";
 import { isWithin } from "../guard/namespace.ts";
 import { pluginSources, splitToolDirs, TOOL_DIRS_ENV } from "../plugins/plugins.ts";
-import { Registry, type RegistryOptions } from "../registry/registry.ts";
+import { Registry, type RegistryOptions, type ToolsetSource } from "../registry/registry.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { type CliValues, UsageError } from "./options.ts";
 
@@ -103,7 +104,7 @@ export async function openRegistry(values: CliValues, reporter: Reporter): Promi
     );
   }
   const plugins = await pluginSources({ policy, config, workspace });
-  for (const w of plugins.warnings) reporter.line(`Warning: ${w}`, "yellow");
+  _warnUnknownPlugins(policy, plugins.sources, reporter);
   const options: RegistryOptions = {
     privileges: letters,
     toolsets: [...new Set([...config.toolsets, ...(values.toolset ?? [])])],
@@ -126,7 +127,19 @@ export async function openRegistry(values: CliValues, reporter: Reporter): Promi
   const audit = values.audit ?? config.audit;
   if (audit) options.auditPath = audit;
   if (!config.auditRequired) options.auditOptional = true;
+  // Load problems and rejected files: one line that points to `corral list`, not a
+  // screenful on every command (list itself shows them in full).
+  options.quietProblems = true;
   const registry = await Registry.create(options);
+  const skipped = registry.problems.length + plugins.warnings.length;
+  if (skipped) {
+    reporter.line(
+      `Warning: ${skipped} plugin file${skipped === 1 ? "" : "s"} or module${
+        skipped === 1 ? "" : "s"
+      } skipped (corral list says why)`,
+      "yellow",
+    );
+  }
   _warnOptOuts(registry, reporter);
   return {
     registry,
@@ -155,4 +168,30 @@ function _warnOptOuts(registry: Registry, reporter: Reporter): void {
   // Without a cgroup and as root, process sandboxes are refused unless the policy opts out.
   const missing = limitsMissing(false);
   if (missing) reporter.line(`Warning: ${missing}`, "yellow");
+}
+
+/** A `plugins.NAME` entry of the policy that no plugin matches is most likely a typo: say so. */
+function _warnUnknownPlugins(policy: Policy, sources: ToolsetSource[], reporter: Reporter): void {
+  const names = new Set<string>();
+  for (const s of sources) {
+    names.add(s.id);
+    names.add(s.id.replace(/^(plugin:.*\/|package:)/, ""));
+    const own = s.policy.own?.replace(/^plugins\./, "");
+    if (own) names.add(own);
+    if (s.policy.where.startsWith("plugins.")) names.add(s.policy.where.slice("plugins.".length));
+  }
+  for (const key of policy.pluginNames()) {
+    if (names.has(key)) continue;
+    const near = closestNames(
+      key,
+      [...names].filter((n) => !n.includes(":")),
+      2,
+      Math.max(2, Math.floor(key.length / 3)),
+    );
+    reporter.line(
+      `Warning: ${policy.file}: plugins.${key}: no plugin has that name` +
+        (near.length ? ` (did you mean: ${near.join(", ")}?)` : ""),
+      "yellow",
+    );
+  }
 }

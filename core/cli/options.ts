@@ -21,7 +21,7 @@ Usage:
                                             and report every breach of the tool contract
   corral new NAME [--permissions LETTERS] [--dir DIR] [--style class|module]
                                             write a working tool file and its test
-  corral plugins [list]                     the plugin directories, files and packages found
+  corral plugins [list] [--json]            the plugin directories, files and packages found
   corral plugins install SPEC               cache a package plugin (npm:, jsr:, https:, path),
                                             pin it in the lock file and add it to corral.json
   corral mcp                                serve the tools over MCP on stdio (stdout: protocol only)

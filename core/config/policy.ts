@@ -11,6 +11,7 @@ import { z } from "zod";
 import type { JailMode } from "../guard/jail.ts";
 import { ConfigError } from "../tool/errors.ts";
 import type { Grant } from "../tool/tool.ts";
+import { closestNames } from "./closest.ts";
 import { expandHome } from "./env_var.ts";
 import { configDir, INSTALL_DIR } from "./install_dir.ts";
 
@@ -100,6 +101,8 @@ export interface SandboxPolicy extends Omit<Grant, "jail"> {
   limits?: "cgroup" | "rlimit";
   /** Where the entry came from, for messages: `toolsets.files`. */
   where: string;
+  /** For a plugin served by `plugins.default`: its own key (`plugins.<name>`), the narrowest fix. */
+  own?: string;
 }
 
 /** Limits used where permissions.json says nothing. */
@@ -142,12 +145,20 @@ export class Policy {
     const p = this.#raw.plugins ?? {};
     const key = id in p ? id : shortName && shortName in p ? shortName : "default";
     // Plugins sharing an entry (usually plugins.default) share its resolved form.
-    let resolved = this.#plugins.get(key);
+    const cacheKey = key === "default" ? `default\0${shortName ?? id}` : key;
+    let resolved = this.#plugins.get(cacheKey);
     if (!resolved) {
-      resolved = _frozen(this.#resolve(p[key], `plugins.${key}`, "process"));
-      this.#plugins.set(key, resolved);
+      const r = this.#resolve(p[key], `plugins.${key}`, "process");
+      if (key === "default") r.own = `plugins.${shortName ?? id}`;
+      resolved = _frozen(r);
+      this.#plugins.set(cacheKey, resolved);
     }
     return resolved;
+  }
+
+  /** The plugin entry names the file has (besides `default`). */
+  pluginNames(): string[] {
+    return Object.keys(this.#raw.plugins ?? {}).filter((k) => k !== "default");
   }
 
   #plugins = new Map<string, SandboxPolicy>();
@@ -260,17 +271,42 @@ export function parseJsonConfig<T extends z.ZodTypeAny>(
   }
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `${file}: ${formatPath(i.path)}: ${_issue(i)}`);
+    const lines = parsed.error.issues.map((i) =>
+      `${file}: ${formatPath(i.path)}: ${_issue(i, _knownKeys(schema, i.path))}`
+    );
     throw new ConfigError(lines.join("\n"));
   }
   return parsed.data;
 }
 
-function _issue(i: z.ZodIssue): string {
+function _issue(i: z.ZodIssue, known: string[]): string {
   if (i.code === "unrecognized_keys") {
-    return `unknown key${i.keys.length > 1 ? "s" : ""} ${i.keys.map((k) => `"${k}"`).join(", ")}`;
+    const key = i.keys[0] ?? "";
+    const near = i.keys.length === 1 && known.length
+      ? closestNames(key, known, 1, Math.max(2, Math.floor(key.length / 3)))
+      : [];
+    return `unknown key${i.keys.length > 1 ? "s" : ""} ${i.keys.map((k) => `"${k}"`).join(", ")}` +
+      (near.length ? ` (did you mean "${near[0]}"?)` : "");
   }
   return i.message;
+}
+
+/** The keys the object schema at `path` knows (for "did you mean"). */
+function _knownKeys(schema: z.ZodTypeAny, path: Array<string | number>): string[] {
+  let s: z.ZodTypeAny | undefined = schema;
+  const unwrap = (t: z.ZodTypeAny): z.ZodTypeAny =>
+    t instanceof z.ZodOptional || t instanceof z.ZodDefault ? unwrap(t._def.innerType) : t;
+  for (const step of path) {
+    if (!s) return [];
+    s = unwrap(s);
+    if (s instanceof z.ZodObject) s = (s.shape as Record<string, z.ZodTypeAny>)[String(step)];
+    else if (s instanceof z.ZodRecord) s = s._def.valueType;
+    else if (s instanceof z.ZodArray) s = s._def.type;
+    else return [];
+  }
+  if (!s) return [];
+  s = unwrap(s);
+  return s instanceof z.ZodObject ? Object.keys(s.shape) : [];
 }
 
 /** `["toolsets","files","read",0]` → `toolsets.files.read[0]`. */

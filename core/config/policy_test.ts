@@ -35,9 +35,12 @@ Deno.test("parsePolicy names the file and key path of a wrong type", () => {
 Deno.test("parsePolicy names an unknown key and where it is", () => {
   _configError(
     '{"toolsets":{"files":{"reed":["."]}}}',
-    'permissions.json: toolsets.files: unknown key "reed"',
+    'permissions.json: toolsets.files: unknown key "reed" (did you mean "read"?)',
   );
-  _configError('{"toolset":{}}', 'permissions.json: (top level): unknown key "toolset"');
+  _configError(
+    '{"toolset":{}}',
+    'permissions.json: (top level): unknown key "toolset" (did you mean "toolsets"?)',
+  );
   _configError(
     '{"tools":{"Echo":{"confirm":"ask","auto":true}}}',
     'permissions.json: tools.Echo: unknown key "auto"',

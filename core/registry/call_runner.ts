@@ -74,7 +74,7 @@ export class CallRunner {
    * other outcome is a {@link ToolResult}.
    */
   async call(name: string, args: unknown, options: RegistryCallOptions = {}): Promise<ToolResult> {
-    if (!this.#options.audit) return this.#clean(await this.#call(name, args, options));
+    if (!this.#options.audit) return this.#clean(await this.#call(name, args, options), name);
     // An audit log is a control: a call that could not be recorded does not run.
     try {
       await this.#options.audit.check();
@@ -91,7 +91,7 @@ export class CallRunner {
     const time = new Date().toISOString();
     let result: ToolResult;
     try {
-      result = this.#clean(await this.#call(name, args, options));
+      result = this.#clean(await this.#call(name, args, options), name);
     } catch (err) {
       await this.#auditCall(name, args, time, started, failure(name, (err as Error).message));
       throw err;
@@ -124,10 +124,13 @@ export class CallRunner {
   }
 
   /** Secrets scrubbed from the whole result; no host path outside the workspace in its error. */
-  #clean(result: ToolResult): ToolResult {
+  #clean(result: ToolResult, name: string): ToolResult {
     const out = scrubDeep(result, this.#options.secrets);
     if (typeof out.error === "string") {
-      out.error = hideHostPaths(out.error, this.#options.workspace);
+      out.error = hideHostPaths(
+        _policyHint(out.error, this.#options.catalog, name),
+        this.#options.workspace,
+      );
     }
     return out;
   }
@@ -292,4 +295,22 @@ export class CallRunner {
     await sb.prepare();
     return sb;
   }
+}
+
+const _LETTER = { read: "r", write: "w", run: "x", net: "n" } as const;
+
+/**
+ * Deno's "run again with the --allow-read flag" means nothing to the
+ * operator of a sandbox: say which policy change would allow it.
+ */
+function _policyHint(error: string, catalog: Catalog, name: string): string {
+  return error.replace(
+    /Requires (read|write|run|net) access to "([^"]+)", run again with the --allow-\w+ flag/,
+    (_m, kind: keyof typeof _LETTER, what: string) => {
+      const where = catalog.anyEntry(name)?.source.policy;
+      const entry = where?.own ?? where?.where ?? "its toolset's entry";
+      return `this tool may not ${kind} "${what}": to allow it, give the tool the letter ` +
+        `${_LETTER[kind]} and add it to "${kind}" of permissions.json ${entry}`;
+    },
+  );
 }

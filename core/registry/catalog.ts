@@ -8,6 +8,7 @@
  * @module
  */
 import { basename, relative } from "node:path";
+import { closestNames } from "../config/closest.ts";
 import { INSTALL_DIR } from "../config/install_dir.ts";
 import type { SandboxPolicy } from "../config/policy.ts";
 import type { JailStatus } from "../guard/jail.ts";
@@ -93,6 +94,8 @@ export interface CatalogOptions {
   bwrapMissing?: string;
   /** Built-in tool names (→ toolset), reserved even when that toolset is not loaded. */
   reserved?: Map<string, string>;
+  /** Keep load problems in `problems` without printing each (the CLI prints one summary). */
+  quietProblems?: boolean;
   /** Where warnings and load problems are reported. */
   reporter: Reporter;
   /** Secret values scrubbed from descriptions, problems and warnings (shared, grows). */
@@ -233,12 +236,7 @@ export class Catalog {
 
   /** The names closest to `name`, for "did you mean". */
   closest(name: string, count = 3): string[] {
-    const names = [...new Set(this.#entries.map((e) => e.info.name))];
-    return names
-      .map((n) => [n, _distance(n.toLowerCase(), name.toLowerCase())] as const)
-      .sort((a, b) => a[1] - b[1])
-      .slice(0, count)
-      .map(([n]) => n);
+    return closestNames(name, this.#entries.map((e) => e.info.name), count);
   }
 
   /** `Unknown tool "X" (did you mean: A, B?)`. */
@@ -262,7 +260,9 @@ export class Catalog {
   #problem(toolset: string, source: string, text: string): void {
     const message = scrubText(text, this.#options.secrets);
     this.problems.push({ toolset, source, message });
-    this.#options.reporter.line(`Warning: skipped ${message}`, "yellow");
+    if (!this.#options.quietProblems) {
+      this.#options.reporter.line(`Warning: skipped ${message}`, "yellow");
+    }
   }
 
   #add(source: ToolsetSource, module: string, t: ToolMeta): void {
@@ -377,18 +377,4 @@ function _oneLine(text: string): string {
   );
   const at = lines.slice(1).find((l) => /^at \S+:\d+:\d+$/.test(l));
   return at ? `${lines[0]} (${at})` : lines[0] ?? "";
-}
-
-function _distance(a: string, b: string): number {
-  const dp = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = dp[0];
-    dp[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const tmp = dp[j];
-      dp[j] = Math.min(dp[j] + 1, dp[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = tmp;
-    }
-  }
-  return dp[b.length] - (a.includes(b) || b.includes(a) ? 1 : 0);
 }

@@ -72,6 +72,8 @@ export interface RegistryOptions {
   trusted?: TrustedPath[];
   /** Built-in tool names reserved for their toolsets (default: every built-in's). */
   reserved?: Map<string, string>;
+  /** Do not print each load problem (they stay in `problems`). */
+  quietProblems?: boolean;
 }
 
 /**
@@ -128,6 +130,7 @@ export class Registry {
       reporter,
       secrets,
       reserved: options.reserved,
+      quietProblems: options.quietProblems,
     });
     this.problems = this.#catalog.problems;
     this.warnings = this.#catalog.warnings;

@@ -73,9 +73,13 @@ export function effectiveGrant(
       continue;
     }
     if (values.length === 0) {
+      // The narrowest fix: the plugin's own entry, not plugins.default for everyone.
+      const fix = policy.own ?? policy.where;
       missing ??= `needs ${l} (${LETTER_NAMES[l]}): permissions.json grants no ${
         _what(kind)
-      } to ${policy.where} (add "${kind}": [...] there)`;
+      } to ${policy.where} (add "${kind}": [...] ${
+        fix !== policy.where ? `to ${fix}, this plugin's own entry` : "there"
+      })`;
       continue;
     }
     const refused = values.find((v) => !host.denoGranted(kind, v));

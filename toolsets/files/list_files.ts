@@ -1,3 +1,5 @@
+import { relative } from "node:path";
+import picomatch from "picomatch";
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool/tool.ts";
 import { fsError, resolveInside } from "../../core/guard/paths.ts";
@@ -12,6 +14,10 @@ const input = z.object({
   ),
   max_results: z.number().int().min(1).max(10_000).default(200).describe(
     "Stop after this many entries",
+  ),
+  pattern: z.string().min(1).optional().describe(
+    'Only entries matching this glob: without "/" it matches the name ("*.ts"), with "/" the ' +
+      'path inside the folder ("src/**/*.ts")',
   ),
 });
 
@@ -43,20 +49,26 @@ export class ListFiles extends BaseTool {
   /** List the entries. */
   async run(args: z.infer<typeof input>): Promise<Record<string, unknown>> {
     const ctx = this.context!;
-    const { path, recursive, max_results } = args;
+    const { path, recursive, max_results, pattern } = args;
     this.reportStart(`Listing ${path}`, { end: "" });
     const real = await resolveInside(path, ctx.grant.read, ctx.workspace, { what: "folder" });
     const info = await Deno.stat(real).catch((err) => Promise.reject(fsError(err, path)));
     if (!info.isDirectory) throw new Error(`"${path}" is not a folder`);
 
+    // picomatch: node:path's matchesGlob reads the environment, which a sandbox may not.
+    const match = pattern === undefined ? undefined : picomatch(pattern, { dot: true });
     const entries: ListEntry[] = [];
     let truncated = false;
     for await (
-      const { entry, shown } of walkFolder(real, path, {
+      const { entry, shown, full } of walkFolder(real, path, {
         descend: () => recursive,
         signal: this.signal,
       })
     ) {
+      if (match) {
+        const subject = pattern!.includes("/") ? relative(real, full) : entry.name;
+        if (!match(subject)) continue;
+      }
       if (entries.length >= max_results) {
         truncated = true;
         break;
@@ -71,7 +83,15 @@ export class ListFiles extends BaseTool {
       entries.push({ path: shown, type });
     }
     this.reportResult(` ${entries.length} entries${truncated ? " (truncated)" : ""}`);
-    return { success: true, path, recursive, count: entries.length, truncated, entries };
+    return {
+      success: true,
+      path,
+      recursive,
+      ...(pattern !== undefined ? { pattern } : {}),
+      count: entries.length,
+      truncated,
+      entries,
+    };
   }
 }
 

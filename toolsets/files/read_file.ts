@@ -44,10 +44,7 @@ export class ReadFile extends BaseTool {
       filepath,
       Math.min(_MAX_BYTES, ctx.maxReadBytes ?? Infinity),
     );
-    if (bytes.subarray(0, 8192).includes(0)) {
-      throw new Error(`file "${filepath}" looks binary (it contains NUL bytes), not text`);
-    }
-    const text = new TextDecoder().decode(bytes);
+    const { text, encoding } = decodeText(bytes, filepath);
     const lines = _splitLines(text);
     const total = lines.length;
     if (start_line > Math.max(total, 1)) {
@@ -68,7 +65,48 @@ export class ReadFile extends BaseTool {
       total_lines: total,
       content: chosen.join("\n"),
       more: end_line < total,
+      encoding,
     };
+  }
+}
+
+/**
+ * The text of a file and its encoding: UTF-8 (with or without a byte-order
+ * mark) or UTF-16 with a byte-order mark. Anything else (binary data, other
+ * encodings) is refused with a clear message, never returned as mojibake.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { decodeText } from "./read_file.ts";
+ * assert.deepEqual(decodeText(new TextEncoder().encode("héllo"), "a"), { text: "héllo", encoding: "utf-8" });
+ * assert.equal(decodeText(new Uint8Array([0xff, 0xfe, 0x68, 0]), "b").encoding, "utf-16le");
+ * assert.throws(() => decodeText(new Uint8Array([0xc3, 0x28]), "c"), /not UTF-8 text/);
+ * ```
+ */
+export function decodeText(bytes: Uint8Array, shown: string): { text: string; encoding: string } {
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) {
+    return { text: _utf8(bytes.subarray(3), shown), encoding: "utf-8 (BOM)" };
+  }
+  if (bytes[0] === 0xff && bytes[1] === 0xfe) {
+    return { text: new TextDecoder("utf-16le").decode(bytes.subarray(2)), encoding: "utf-16le" };
+  }
+  if (bytes[0] === 0xfe && bytes[1] === 0xff) {
+    return { text: new TextDecoder("utf-16be").decode(bytes.subarray(2)), encoding: "utf-16be" };
+  }
+  if (bytes.subarray(0, 8192).includes(0)) {
+    throw new Error(`file "${shown}" looks binary (it contains NUL bytes), not text`);
+  }
+  return { text: _utf8(bytes, shown), encoding: "utf-8" };
+}
+
+function _utf8(bytes: Uint8Array, shown: string): string {
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw new Error(
+      `file "${shown}" is not UTF-8 text (binary data, or another encoding such as Latin-1)`,
+    );
   }
 }
 

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { failure } from "../../core/tool/result.ts";
+import { resolveInside } from "../../core/guard/paths.ts";
 import { runSubprocess } from "../../core/guard/subprocess.ts";
 import type { ToolCallContext } from "../../core/tool/tool.ts";
 
@@ -18,11 +19,15 @@ export const MAX_CODE_BYTES = 120_000;
 export function interpreterInput(language: string): z.ZodObject<{
   code: z.ZodString;
   timeout: z.ZodDefault<z.ZodNumber>;
+  working_directory: z.ZodOptional<z.ZodString>;
 }> {
   return z.object({
     code: z.string().min(1).describe(`${language} code to run, in the workspace folder`),
     timeout: z.number().int().min(1).max(3600).default(60).describe(
       "Kill it after this many seconds (1 to 3600)",
+    ),
+    working_directory: z.string().min(1).optional().describe(
+      "Folder to run in, inside the workspace (default: the workspace itself)",
     ),
   });
 }
@@ -74,10 +79,19 @@ export async function runInterpreter(
   tool: string,
   command: string,
   args: string[],
-  input: { code: string; timeout: number },
+  input: { code: string; timeout: number; working_directory?: string },
   context: ToolCallContext,
 ): Promise<Record<string, unknown>> {
-  const { code, timeout } = input;
+  const { code, timeout, working_directory } = input;
+  // A folder inside what the tool may read (the workspace, by the shipped policy).
+  const cwd = working_directory === undefined
+    ? context.workspace
+    : await resolveInside(working_directory, context.grant.read, context.workspace, {
+      what: "folder",
+    });
+  if (working_directory !== undefined && !(await Deno.stat(cwd)).isDirectory) {
+    throw new Error(`working_directory "${working_directory}" is not a folder`);
+  }
   const size = new TextEncoder().encode(code).length;
   if (size > MAX_CODE_BYTES) {
     throw new RangeError(`code is too long (${size} bytes, limit ${MAX_CODE_BYTES})`);
@@ -85,7 +99,7 @@ export async function runInterpreter(
   const r = await runSubprocess({
     command,
     args: [...args, code],
-    cwd: context.workspace,
+    cwd,
     timeoutMs: timeout * 1000,
     maxOutputBytes: MAX_STREAM_BYTES,
     signal: context.signal,
@@ -99,6 +113,7 @@ export async function runInterpreter(
     truncated: r.truncated,
     code,
     timeout,
+    ...(working_directory !== undefined ? { working_directory } : {}),
   };
   if (r.timedOut) {
     result.error = failure(tool, `timed out after ${timeout} s`).error;
