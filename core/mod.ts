@@ -31,6 +31,7 @@ export type {
   ToolOptions,
 } from "./tool/tool.ts";
 export { failure, type ToolResult } from "./tool/result.ts";
+export { apiContent, type ContentBlock, contentProblems } from "./tool/content.ts";
 export { ConfigError, PermissionDeniedError, ToolTimeoutError } from "./tool/errors.ts";
 export { type Letter, LETTERS } from "./tool/permissions.ts";
 export {

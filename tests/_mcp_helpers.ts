@@ -64,7 +64,11 @@ export interface HttpCorral {
 }
 
 /** Start `corral mcp --workspace DIR -r -w EXTRA…` and wait for its URL. */
-export async function startHttpCorral(extra: string[], ws: TempWorkspace): Promise<HttpCorral> {
+export async function startHttpCorral(
+  extra: string[],
+  ws: TempWorkspace,
+  env: Record<string, string> = {},
+): Promise<HttpCorral> {
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       ...CORRAL_ARGS,
@@ -77,7 +81,7 @@ export async function startHttpCorral(extra: string[], ws: TempWorkspace): Promi
       // Tests that do not test the token serve without one (loopback only).
       ...(extra.includes("--token") || extra.includes("--keep-token") ? [] : ["--no-token"]),
     ].filter((a) => a !== "--keep-token"),
-    env: childEnv(ws.cache),
+    env: { ...childEnv(ws.cache), ...env },
     cwd: ROOT,
     stdin: "null",
     stdout: "null",

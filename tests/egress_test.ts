@@ -143,3 +143,99 @@ Deno.test("DNS rebinding: a name that answers a public address, then 127.0.0.1, 
     assert.ok(refused, JSON.stringify(res));
   }
 });
+
+Deno.test("the proxy is bounded: hundreds of idle connections are refused past the cap and audited, and later calls still get out", async () => {
+  const { ws, base } = await tempLayout();
+  const server = _serve("ok");
+  const audit = `${base}/audit.jsonl`;
+  const registry = await _probe(ws, ["*", `127.0.0.1:${server.port}`], audit);
+  try {
+    const flood = await registry.call("CurlProbe", {
+      code:
+        "python3 -c \"import socket,time\nss=[]\nfor i in range(300):\n  s=socket.socket(socket.AF_UNIX)\n  s.connect('/tmp/.corral-egress/egress.sock')\n  ss.append(s)\ntime.sleep(1)\nprint(len(ss))\"",
+    });
+    assert.equal(flood.success, true, flood.error);
+    const after = await registry.call("CurlProbe", {
+      code: `curl -sS -m 5 http://127.0.0.1:${server.port}/`,
+    });
+    assert.equal(after.stdout, "ok", JSON.stringify(after));
+  } finally {
+    await registry.close();
+    await server.close();
+  }
+  const lines = (await Deno.readTextFile(audit)).trim().split("\n").map((l) => JSON.parse(l));
+  assert.ok(
+    lines.some((l) =>
+      l.kind === "connection" && /too many connections at once/.test(l.reason ?? "")
+    ),
+    "the refusals are audited",
+  );
+});
+
+Deno.test("the proxy refuses this machine's own addresses and special-purpose ranges unless listed", async () => {
+  const { decideEgress } = await import("../core/guard/egress.ts");
+  const own = new Set(["192.0.2.77", "10.9.8.7"]);
+  for (const host of ["192.0.2.77", "198.18.0.1", "203.0.113.5", "198.51.100.7", "[2001:db8::1]"]) {
+    const d = await decideEgress(host, 80, { allowed: ["*"], ownAddresses: own });
+    assert.ok(d.refused, `${host} was allowed`);
+  }
+  const own2 = new Set(["93.184.216.34"]);
+  const mine = await decideEgress("93.184.216.34", 80, { allowed: ["*"], ownAddresses: own2 });
+  assert.match(String(mine.refused), /an address of this machine/);
+  const listed = await decideEgress("93.184.216.34", 80, {
+    allowed: ["93.184.216.34:80"],
+    ownAddresses: own2,
+  });
+  assert.equal(listed.refused, undefined);
+});
+
+Deno.test("a tool without n finds no egress proxy socket, even with a grant over the folder of the host's", async () => {
+  const { ws, base } = await tempLayout();
+  const cfg = `${base}/cfg`;
+  const policy = parsePolicy(
+    JSON.stringify({
+      plugins: { probe: { net: ["*"], run: ["bash"] }, lister: { read: [base], run: ["bash"] } },
+    }),
+    "t.json",
+    ws,
+  );
+  const before = Deno.env.get("CORRAL_CONFIG_DIR");
+  Deno.env.set("CORRAL_CONFIG_DIR", cfg);
+  const registry = await Registry.create({
+    workspace: ws,
+    policy,
+    privileges: "rxn",
+    noBuiltins: true,
+    cacheDir: null,
+    reporter: new Reporter({ sink: () => {}, color: false }),
+    sources: [
+      {
+        id: "plugin:egress/probe",
+        kind: "plugin",
+        modules: [`${FIXTURES}egress/probe.ts`],
+        policy: policy.plugin("plugin:egress/probe", "probe"),
+      },
+      {
+        id: "plugin:egress_lister/lister",
+        kind: "plugin",
+        modules: [`${FIXTURES}egress_lister/lister.ts`],
+        policy: policy.plugin("plugin:egress_lister/lister", "lister"),
+      },
+    ],
+  });
+  try {
+    // The proxy of the probe's sandbox exists while it runs.
+    await registry.call("FetchProbe", { url: "http://127.0.0.1:1/" });
+    const sockets = [...Deno.readDirSync(`${cfg}/run`)];
+    assert.ok(sockets.length >= 1, "the probe's proxy runs");
+    const res = await registry.call("Lister", {
+      code: `find ${base} -name '*.sock' 2>/dev/null; ls -A ${cfg}/run 2>&1; true`,
+    });
+    assert.equal(res.success, true, res.error);
+    assert.doesNotMatch(String(res.stdout), /egress/, "the lister sees no egress socket");
+  } finally {
+    await registry.close();
+    if (before === undefined) Deno.env.delete("CORRAL_CONFIG_DIR");
+    else Deno.env.set("CORRAL_CONFIG_DIR", before);
+  }
+});

@@ -15,6 +15,22 @@ const SCENARIOS = [
   "tools-list",
   "logging-set-level",
   "dns-rebinding-protection",
+  // The tool scenarios, against the suite's tools as file-drop plugins
+  // (tests/fixtures/mcp_conformance/), each in its own process sandbox.
+  "tools-call-simple-text",
+  "tools-call-image",
+  "tools-call-audio",
+  "tools-call-embedded-resource",
+  "tools-call-mixed-content",
+  "tools-call-with-logging",
+  "tools-call-error",
+  "tools-call-with-progress",
+  "json-schema-2020-12",
+  "tools-call-sampling",
+  "tools-call-elicitation",
+  "elicitation-sep1034-defaults",
+  "elicitation-sep1330-enums",
+  "server-sse-multiple-streams",
 ];
 
 async function runScenario(
@@ -44,7 +60,9 @@ async function runScenario(
 
 Deno.test("the MCP conformance suite passes its server scenarios against corral mcp --http", async (t) => {
   await using ws = await tempWorkspace();
-  await using corral = await startHttpCorral(["--http", "127.0.0.1:0"], ws);
+  await using corral = await startHttpCorral(["--http", "127.0.0.1:0"], ws, {
+    CORRAL_TOOL_DIRS: join(ROOT, "tests", "fixtures", "mcp_conformance"),
+  });
   for (const scenario of SCENARIOS) {
     await t.step(scenario, async () => {
       const { code, output } = await runScenario(corral.url, scenario);

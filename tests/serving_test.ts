@@ -256,3 +256,50 @@ Deno.test("an overwrite by CreateFile or MoveFile needs confirmation, like Delet
   assert.equal(yes.code, 0, yes.stdout);
   assert.equal(await Deno.readTextFile(`${ws}/keep.txt`), "replaced");
 });
+
+Deno.test("a burst of concurrent initializations cannot overrun --max-sessions, and a full gate answers 429 without reading the body", async () => {
+  await using ws = await tempWorkspace();
+  await using corral = await startHttpCorral(["--http", "127.0.0.1:0", "--max-sessions", "5"], ws);
+  const statuses = await Promise.all(
+    Array.from({ length: 60 }, async () => {
+      const r = await fetch(corral.url, { method: "POST", headers: ACCEPT, body: INIT });
+      await r.body?.cancel();
+      return r.status;
+    }),
+  );
+  assert.ok(statuses.filter((s) => s === 200).length <= 5, JSON.stringify(statuses));
+  // A full gate: a chunked body (no Content-Length) is answered 429 unread.
+  await using busy = await startHttpCorral(
+    ["--http", "127.0.0.1:0", "--stateless", "--max-concurrent", "1", "--max-queue", "1"],
+    ws,
+  );
+  const call = (id: number) =>
+    JSON.stringify({
+      jsonrpc: "2.0",
+      id,
+      method: "tools/call",
+      params: { name: "E2eSleep", arguments: { ms: 1500 } },
+    });
+  const a = fetch(busy.url, { method: "POST", headers: ACCEPT, body: call(1) });
+  await new Promise((r) => setTimeout(r, 300));
+  const b = fetch(busy.url, { method: "POST", headers: ACCEPT, body: call(2) });
+  await new Promise((r) => setTimeout(r, 100));
+  const chunk = new TextEncoder().encode(" ".repeat(64 * 1024));
+  let sent = 0;
+  const chunked = new ReadableStream<Uint8Array>({
+    pull(ctrl) {
+      if (sent++ < 32) ctrl.enqueue(chunk);
+      else ctrl.close();
+    },
+  });
+  const c = await fetch(busy.url, {
+    method: "POST",
+    headers: ACCEPT,
+    body: chunked,
+    // @ts-ignore: Deno's fetch takes a streaming body with duplex "half"
+    duplex: "half",
+  });
+  assert.equal(c.status, 429);
+  await c.body?.cancel();
+  for (const r of await Promise.all([a, b])) await r.body?.cancel();
+});

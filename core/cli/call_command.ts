@@ -7,6 +7,8 @@
  */
 import type { Registry, ToolInfo } from "../registry/registry.ts";
 import { type CliValues, UsageError } from "./options.ts";
+import { summarizeContent } from "../tool/content.ts";
+import { terminalSafe } from "../tool/reporter.ts";
 import { out } from "./output.ts";
 
 async function _readStdin(): Promise<string> {
@@ -35,6 +37,47 @@ async function _askOnTerminal(tool: ToolInfo, args: unknown): Promise<boolean> {
   return answer === "y" || answer === "yes";
 }
 
+async function _readLine(prompt: string): Promise<string> {
+  Deno.stderr.writeSync(new TextEncoder().encode(terminalSafe(prompt)));
+  const buf = new Uint8Array(4096);
+  const n = await Deno.stdin.read(buf);
+  return n ? new TextDecoder().decode(buf.subarray(0, n)).replace(/\r?\n$/, "") : "";
+}
+
+/**
+ * A tool's questions on the CLI: elicitation asks the person at the
+ * terminal, field by field (empty keeps the default; "!" declines);
+ * sampling has no LLM to ask here.
+ */
+async function _answerOnTerminal(kind: string, params: unknown): Promise<unknown> {
+  if (kind !== "elicit") {
+    throw new Error("corral call has no LLM to sample from; use an MCP client");
+  }
+  const p = params as {
+    message?: string;
+    requestedSchema?: { properties?: Record<string, Record<string, unknown>> };
+  };
+  Deno.stderr.writeSync(
+    new TextEncoder().encode(terminalSafe(`${p.message ?? "The tool asks:"}\n`)),
+  );
+  const content: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(p.requestedSchema?.properties ?? {})) {
+    const hint = field.default !== undefined ? ` [${JSON.stringify(field.default)}]` : "";
+    const answer = await _readLine(
+      `  ${key}${field.description ? ` (${field.description})` : ""}${hint}: `,
+    );
+    if (answer === "!") return { action: "decline" };
+    const raw = answer === "" ? field.default : answer;
+    if (raw === undefined) continue;
+    content[key] = field.type === "number" || field.type === "integer"
+      ? Number(raw)
+      : field.type === "boolean"
+      ? raw === true || /^(y|yes|true)$/i.test(String(raw))
+      : raw;
+  }
+  return { action: "accept", content };
+}
+
 /** Run `corral call NAME --args JSON`; returns the exit code (1 when the tool failed). */
 export async function callCommand(
   values: CliValues,
@@ -59,11 +102,17 @@ export async function callCommand(
   const confirm = values.yes ? () => true : interactive ? _askOnTerminal : undefined;
   let result;
   try {
-    result = await registry.call(name, args, { timeoutMs, confirm });
+    result = await registry.call(name, args, {
+      timeoutMs,
+      confirm,
+      // Without a terminal no one can answer: the tool gets a clear error.
+      ...(interactive ? { onAsk: _answerOnTerminal } : {}),
+    });
   } catch (err) {
     if (err instanceof TypeError) throw new UsageError(err.message);
     throw err;
   }
-  out(JSON.stringify(result, null, 2));
+  // Base64 of images and audio is summarized: a terminal gets nothing to decode.
+  out(JSON.stringify(summarizeContent(result), null, 2));
   return result.success ? 0 : 1;
 }

@@ -243,7 +243,8 @@ export async function readAudit(
       bad++;
       continue;
     }
-    if (r && typeof r === "object" && (r as { kind?: string }).kind === "connection") continue;
+    const kind = r && typeof r === "object" ? (r as { kind?: string }).kind : undefined;
+    if (kind === "connection" || kind === "ask") continue;
     if (!r || typeof r !== "object" || typeof r.tool !== "string") {
       bad++;
       continue;

@@ -72,9 +72,30 @@ export interface EgressOptions {
   resolve?: (hostname: string) => Promise<string[]>;
   /** Called once per connection when it ends (or is refused). */
   onConnection?: (record: EgressRecord) => void;
+  /** This machine's own addresses (default: its interfaces'): refused unless listed. */
+  ownAddresses?: Set<string>;
+}
+
+let _own: Set<string> | undefined;
+
+/** The addresses of this machine's interfaces (needs sys; empty when it cannot tell). */
+export function ownAddresses(): Set<string> {
+  if (_own) return _own;
+  _own = new Set();
+  try {
+    for (const i of Deno.networkInterfaces()) _own.add(i.address.toLowerCase());
+  } catch { /* no sys permission */ }
+  return _own;
 }
 
 const _MAX_HEAD = 64 * 1024;
+/** How long a client may take to send its request head. */
+const _HEAD_TIMEOUT_MS = 10_000;
+/** Connections one sandbox's proxy serves at once. */
+export const MAX_CONNECTIONS_PER_PROXY = 64;
+/** Connections all proxies of this host serve at once. */
+export const MAX_CONNECTIONS_TOTAL = 512;
+let _openTotal = 0;
 
 /**
  * Decide on `host:port` for a grant: the address to connect to, or why not.
@@ -111,6 +132,7 @@ export async function decideEgress(
   }
   if (addresses.length === 0) return { address: "", refused: `${host} did not resolve` };
   if (listed) return { address: addresses[0] };
+  const own = options.ownAddresses ?? ownAddresses();
   for (const address of addresses) {
     const kind = classifyAddress(address);
     if (kind !== "public") {
@@ -118,6 +140,13 @@ export async function decideEgress(
         address,
         refused: `refused ${host}:${port}: it is a ${kind} address (only public addresses ` +
           `may be reached unless permissions.json lists the host explicitly)`,
+      };
+    }
+    if (own.has(address.toLowerCase())) {
+      return {
+        address,
+        refused: `refused ${host}:${port}: it is an address of this machine (only other ` +
+          `machines may be reached unless permissions.json lists the host explicitly)`,
       };
     }
   }
@@ -155,14 +184,39 @@ export class EgressProxy {
     this.#listener = Deno.listen({ transport: "unix", path });
     (async () => {
       for await (const conn of this.#listener!) {
+        // Bounded: a sandbox that opens connections without end costs the host nothing more.
+        if (this.#clients >= MAX_CONNECTIONS_PER_PROXY || _openTotal >= MAX_CONNECTIONS_TOTAL) {
+          this.#refusedEarly++;
+          if (this.#refusedEarly === 1 || this.#refusedEarly % 100 === 0) {
+            this.#options.onConnection?.({
+              host: "",
+              port: 0,
+              address: "",
+              verdict: "refused",
+              reason: `too many connections at once (${MAX_CONNECTIONS_PER_PROXY} per sandbox, ` +
+                `${MAX_CONNECTIONS_TOTAL} in all); ${this.#refusedEarly} refused so far`,
+              bytesOut: 0,
+              bytesIn: 0,
+            });
+          }
+          _close(conn);
+          continue;
+        }
+        this.#clients++;
+        _openTotal++;
         this.#open.add(conn);
         this.#serve(conn).catch(() => {}).finally(() => {
+          this.#clients--;
+          _openTotal--;
           this.#open.delete(conn);
           _close(conn);
         });
       }
     })().catch(() => {});
   }
+
+  #clients = 0;
+  #refusedEarly = 0;
 
   /** Stop serving and cut every open connection. */
   close(): void {
@@ -174,8 +228,20 @@ export class EgressProxy {
   }
 
   async #serve(client: Deno.Conn): Promise<void> {
-    const head = await _readHead(client);
-    if (!head) return;
+    const timer = setTimeout(() => _close(client), _HEAD_TIMEOUT_MS);
+    const head = await _readHead(client).finally(() => clearTimeout(timer));
+    if (!head) {
+      this.#options.onConnection?.({
+        host: "",
+        port: 0,
+        address: "",
+        verdict: "refused",
+        reason: "no request head (too large, or not sent within 10 s)",
+        bytesOut: 0,
+        bytesIn: 0,
+      });
+      return;
+    }
     const text = new TextDecoder().decode(head.head);
     const [requestLine, ...headerLines] = text.split("\r\n");
     const [method, target, version] = requestLine.split(" ");
@@ -264,10 +330,22 @@ export class EgressProxy {
 async function _readHead(
   conn: Deno.Conn,
 ): Promise<{ head: Uint8Array; rest: Uint8Array } | undefined> {
-  const buf = new Uint8Array(_MAX_HEAD);
+  // Grows as needed: an idle connection holds 2 KiB, not 64.
+  let buf = new Uint8Array(2048);
   let got = 0;
-  while (got < buf.length) {
-    const n = await conn.read(buf.subarray(got));
+  while (true) {
+    if (got === buf.length) {
+      if (buf.length >= _MAX_HEAD) return undefined;
+      const bigger = new Uint8Array(Math.min(_MAX_HEAD, buf.length * 4));
+      bigger.set(buf);
+      buf = bigger;
+    }
+    let n: number | null;
+    try {
+      n = await conn.read(buf.subarray(got));
+    } catch {
+      return undefined;
+    }
     if (n === null) return undefined;
     got += n;
     for (let i = Math.max(0, got - n - 3); i + 3 < got; i++) {
@@ -276,7 +354,6 @@ async function _readHead(
       }
     }
   }
-  return undefined; // a head over 64 KiB
 }
 
 async function _refuse(conn: Deno.Conn, status: number, reason: string): Promise<void> {

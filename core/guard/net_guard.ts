@@ -54,6 +54,11 @@ function _classifyV4([a, b]: number[]): AddressClass {
   if (a === 100 && b >= 64 && b <= 127) return "private"; // carrier-grade NAT
   if (a === 169 && b === 254) return "link-local"; // also 169.254.169.254, cloud metadata
   if (a >= 224 && a <= 239) return "multicast";
+  // IANA special-purpose ranges: never the public internet.
+  if (a === 192 && b === 0) return "reserved"; // 192.0.0.0/24 and 192.0.2.0/24 (TEST-NET-1)
+  if (a === 198 && (b === 18 || b === 19)) return "reserved"; // 198.18.0.0/15 benchmarking
+  if (a === 198 && b === 51) return "reserved"; // 198.51.100.0/24 (TEST-NET-2; the /16 rest is rare)
+  if (a === 203 && b === 0) return "reserved"; // 203.0.113.0/24 (TEST-NET-3)
   if (a >= 240) return "reserved"; // incl. 255.255.255.255
   return "public";
 }
@@ -115,6 +120,9 @@ export function classifyAddress(address: string): AddressClass {
   if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) {
     return _classifyV4(embedded);
   }
+  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return "reserved"; // 64:ff9b:1::/48
+  if (g[0] === 0x2001 && g[1] === 0xdb8) return "reserved"; // 2001:db8::/32 documentation
+  if (g[0] === 0x100 && g.slice(1, 4).every((x) => x === 0)) return "reserved"; // 100::/64 discard
   if ((g[0] & 0xfe00) === 0xfc00) return "private"; // fc00::/7 unique local
   if ((g[0] & 0xffc0) === 0xfe80) return "link-local"; // fe80::/10
   if ((g[0] & 0xffc0) === 0xfec0) return "private"; // fec0::/10 old site-local

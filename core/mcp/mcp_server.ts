@@ -18,6 +18,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
   CallToolRequestSchema,
   type CallToolResult,
+  CreateMessageResultSchema,
   ElicitResultSchema,
   ErrorCode,
   ListToolsRequestSchema,
@@ -32,6 +33,7 @@ import type { ToolResult } from "../tool/result.ts";
 import { formatSchemas } from "../tool/schema.ts";
 import type { ReportKind, ReportOptions } from "../tool/tool.ts";
 import { CallGate, DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUE } from "./call_gate.ts";
+import { mcpContent } from "../tool/content.ts";
 
 export interface McpRegistry {
   /** The loaded tools, listed by `tools/list`. */
@@ -171,10 +173,10 @@ export function createMcpServer(
         if (_LEVELS.indexOf(level) < _LEVELS.indexOf(minLevel)) return;
         send("notifications/message", { level, logger: name, data });
       };
-      let last = 0;
+      let last = -Infinity; // progress may start at 0
       const onReport = (kind: ReportKind, message: string, opts?: ReportOptions) => {
         if (kind === "progress" && token !== undefined) {
-          const value = opts?.progress ?? last + 1;
+          const value = opts?.progress ?? (last === -Infinity ? 1 : last + 1);
           if (value > last) {
             last = value;
             const params: Record<string, unknown> = { progressToken: token, progress: value };
@@ -216,6 +218,24 @@ export function createMcpServer(
           }
         }
         : undefined;
+      // A tool's questions go to the client of this call, if it can answer them.
+      const caps = server.getClientCapabilities() ?? {};
+      const onAsk = async (kind: "sample" | "elicit", params: unknown): Promise<unknown> => {
+        if (kind === "sample" && !caps.sampling) {
+          throw new Error("the client does not support sampling (sampling/createMessage)");
+        }
+        if (kind === "elicit" && (!caps.elicitation || options.elicitation === false)) {
+          throw new Error("the client cannot be asked here (no elicitation)");
+        }
+        return await extra.sendRequest(
+          {
+            method: kind === "sample" ? "sampling/createMessage" : "elicitation/create",
+            params: params as Record<string, unknown>,
+          } as Parameters<typeof extra.sendRequest>[0],
+          (kind === "sample" ? CreateMessageResultSchema : ElicitResultSchema) as never,
+          { signal: extra.signal, timeout: _CONFIRM_TIMEOUT_MS },
+        );
+      };
       let result: ToolResult;
       try {
         result = await registry.call(name, args, {
@@ -223,6 +243,7 @@ export function createMcpServer(
           onReport,
           onLog: (text) => log("debug", text),
           confirm,
+          onAsk,
         });
       } catch (err) {
         if (err instanceof TypeError) throw new McpError(ErrorCode.InvalidParams, err.message);
@@ -232,8 +253,8 @@ export function createMcpServer(
       }
       await sent;
       return {
-        content: [{ type: "text", text: _resultText(result) }],
-        structuredContent: result,
+        content: mcpContent(result, _resultText(result)) as CallToolResult["content"],
+        structuredContent: _structured(result),
         isError: !result.success,
       };
     },
@@ -256,8 +277,15 @@ export function createMcpServer(
   };
 }
 
+/** The result without its content blocks (they travel as `content`). */
+function _structured(result: ToolResult): ToolResult {
+  if (!Array.isArray(result.content_blocks)) return result;
+  const { content_blocks: _blocks, ...rest } = result;
+  return rest as ToolResult;
+}
+
 function _resultText(result: ToolResult): string {
-  const json = JSON.stringify(result, null, 2);
+  const json = JSON.stringify(_structured(result), null, 2);
   const problems = result.problems;
   if (result.success || !Array.isArray(problems) || problems.length === 0) return json;
   // Invalid arguments: one line per problem before the JSON, for the model.

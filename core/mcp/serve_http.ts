@@ -118,6 +118,7 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
   const sessions = new Map<string, _Session>();
   const stateless = options.stateless === true;
   const serverOptions: McpServerOptions = { ...options, gate };
+  let opening = 0;
   const closeSession = (sid: string) => {
     const s = sessions.get(sid);
     if (!s) return;
@@ -185,8 +186,9 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
           Allow: "POST",
         });
       }
-      // Beyond the queue a call is refused here, so that a load balancer can retry elsewhere.
-      if (gate.full && await _callsTool(req)) {
+      // Beyond the queue a request is refused here (its body unread), so that a load
+      // balancer can retry elsewhere.
+      if (gate.full) {
         return refuse(429, "Too many requests: every slot and the queue are full; retry", {
           "Retry-After": "1",
         });
@@ -217,8 +219,9 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
     if (req.method !== "POST") {
       return refuse(400, "Bad Request: no Mcp-Session-Id header; initialize a session first");
     }
-    if (sessions.size >= maxSessions) expire();
-    if (sessions.size >= maxSessions) {
+    // Sessions being opened count too: a burst of initializations cannot overrun the cap.
+    if (sessions.size + opening >= maxSessions) expire();
+    if (sessions.size + opening >= maxSessions) {
       return refuse(503, `Too many sessions (${maxSessions}, --max-sessions); retry later`, {
         "Retry-After": "5",
       });
@@ -235,8 +238,13 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
     transport.onclose = () => {
       if (transport.sessionId) sessions.delete(transport.sessionId);
     };
-    await mcp.connect(transport);
-    return await transport.handleRequest(req);
+    opening++;
+    try {
+      await mcp.connect(transport);
+      return await transport.handleRequest(req);
+    } finally {
+      opening--;
+    }
   };
 
   let httpServer: Deno.HttpServer<Deno.NetAddr>;
@@ -280,17 +288,6 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
       return closing;
     },
   };
-}
-
-/** Whether a request body is (or holds, in a batch) a `tools/call`. */
-async function _callsTool(req: Request): Promise<boolean> {
-  try {
-    const body = await req.clone().json();
-    const all = Array.isArray(body) ? body : [body];
-    return all.some((m) => m?.method === "tools/call");
-  } catch {
-    return false;
-  }
 }
 
 function _sameBytes(a: Uint8Array, b: Uint8Array): boolean {

@@ -10,6 +10,7 @@ import type { Policy } from "../config/policy.ts";
 import { type AuditLog, digestArgs, outcomeOf } from "../guard/audit.ts";
 import { hideHostPaths, redact, scrubDeep, scrubText } from "../guard/redact.ts";
 import type { EgressRecord } from "../guard/egress.ts";
+import type { AskKind } from "../sandbox/protocol.ts";
 import type { SandboxEnv } from "../sandbox/protocol.ts";
 import { Sandbox, type SandboxOptions } from "../sandbox/sandbox.ts";
 import type { Reporter } from "../tool/reporter.ts";
@@ -27,6 +28,11 @@ export interface RegistryCallOptions {
   onLog?: (text: string) => void;
   /** Asked when a tool needs confirmation and the policy says `ask`. */
   confirm?: (tool: ToolInfo, args: unknown) => Promise<boolean> | boolean;
+  /**
+   * Answers the tool's questions to the client (`sample`, `elicit`), with
+   * the client that made this call; absent: the tool gets a clear error.
+   */
+  onAsk?: (kind: AskKind, params: unknown) => Promise<unknown>;
 }
 
 /** What a {@link CallRunner} needs. */
@@ -135,8 +141,21 @@ export class CallRunner {
     return out;
   }
 
-  /** One line per egress connection, allowed or refused. */
-  #auditConnection(toolset: string, r: EgressRecord): void {
+  /** One line per question a tool asked its client. */
+  #auditAsk(tool: string, toolset: string, ask: AskKind, outcome: string, started: number): void {
+    this.#options.audit?.append({
+      time: new Date().toISOString(),
+      kind: "ask",
+      tool,
+      toolset,
+      ask,
+      outcome,
+      duration_ms: Math.round(performance.now() - started),
+    } as never).catch(() => {});
+  }
+
+  /** One line per egress connection, allowed or refused (also for discovery sandboxes). */
+  auditConnection(toolset: string, r: EgressRecord): void {
     const { audit, reporter } = this.#options;
     if (!audit) return;
     audit.append({
@@ -214,9 +233,32 @@ export class CallRunner {
       this.#envs.set(sandbox, env);
     }
     const secrets = this.#options.secrets;
+    const onAsk = options.onAsk;
     const result = await sandbox.call(module, name, args, env, {
       timeoutMs,
       signal: options.signal,
+      // Each question is an audit line of its own.
+      ...(onAsk
+        ? {
+          onAsk: async (kind: AskKind, params: unknown) => {
+            const started = performance.now();
+            try {
+              const answer = await onAsk(kind, params);
+              this.#auditAsk(name, info.toolset, kind, "answered", started);
+              return answer;
+            } catch (err) {
+              this.#auditAsk(
+                name,
+                info.toolset,
+                kind,
+                `failed: ${(err as Error).message}`,
+                started,
+              );
+              throw err;
+            }
+          },
+        }
+        : {}),
       onReport: (kind, message, opts) => {
         message = scrubText(message, secrets);
         if (options.onReport) options.onReport(kind, message, opts);
@@ -288,7 +330,7 @@ export class CallRunner {
         onLog: (text) => reporter.line(`[${source.id}] ${scrubText(text, secrets)}`, "dim"),
         namespace: this.#options.namespace?.(source, info.grant),
         pins: source.pins,
-        onConnection: (r) => this.#auditConnection(source.id, r),
+        onConnection: (r) => this.auditConnection(source.id, r),
       });
       this.#sandboxes.set(key, sb);
     }

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { EgressRecord } from "../guard/egress.ts";
 import { scrubText } from "../guard/redact.ts";
 import type { ModuleMeta, SandboxEnv } from "../sandbox/protocol.ts";
 import { pinGraph } from "../sandbox/module_graph.ts";
@@ -37,6 +38,8 @@ export interface DiscoveryOptions {
   secrets: Set<string>;
   /** The namespace of a source's sandboxes, when they get one. */
   namespace?: (source: ToolsetSource, grant: Grant) => SandboxOptions["namespace"];
+  /** Connections of discovery sandboxes (top-level code), for the audit log. */
+  onConnection?: (toolset: string, record: EgressRecord) => void;
 }
 
 /**
@@ -111,6 +114,7 @@ export class Discovery {
         onLog: (text) => reporter.line(`[${source.id}] ${scrubText(text, secrets)}`, "dim"),
         namespace: this.#options.namespace?.(source, ceiling),
         pins: source.pins,
+        onConnection: (r) => this.#options.onConnection?.(source.id, r),
       });
       try {
         await sb.prepare();

@@ -149,7 +149,15 @@ export class Registry {
         hide: trusted.filter((t) => t.secret).map((t) => t.path),
       };
     };
-    this.#discovery = new Discovery({ workspace, cacheDir, reporter, secrets, namespace });
+    this.#discovery = new Discovery({
+      workspace,
+      cacheDir,
+      reporter,
+      secrets,
+      namespace,
+      // Top-level code of a plugin runs at discovery: its connections are audited too.
+      onConnection: (id, r) => this.#runner.auditConnection(id, r),
+    });
     const audit = auditPath ? new AuditLog(auditPath) : undefined;
     this.#runner = new CallRunner({
       workspace,

@@ -9,7 +9,7 @@
  * @module
  */
 import { basename, join } from "node:path";
-import { INSTALL_DIR } from "../config/install_dir.ts";
+import { configDir, INSTALL_DIR } from "../config/install_dir.ts";
 import { createLimits, limitedCommand } from "../guard/limits.ts";
 import {
   EGRESS_LISTEN,
@@ -267,7 +267,10 @@ async function _readLines(
 
 /** The host side of a sandbox's egress: a proxy on a socket in a private folder. */
 function _startEgress(spec: TransportSpec): { dir: string; close(): void } {
-  const dir = Deno.makeTempDirSync({ prefix: "corral-egress-" });
+  // In corral's config directory (hidden in every namespace), never in a /tmp a grant could cover.
+  const base = join(configDir(), "run");
+  Deno.mkdirSync(base, { recursive: true, mode: 0o700 });
+  const dir = Deno.makeTempDirSync({ dir: base, prefix: "egress-" });
   const proxy = new EgressProxy({
     allowed: spec.grant.net,
     onConnection: spec.onConnection,

@@ -42,7 +42,9 @@ export type HostMessage =
     env?: SandboxEnv;
   }
   | { type: "cancel"; id: number }
-  | { type: "ping"; id: number };
+  | { type: "ping"; id: number }
+  /** The client's answer to an `ask` (or why there is none). */
+  | { type: "answer"; askId: number; result?: unknown; error?: string };
 
 /** A tool as the sandbox describes it to the host (JSON only). */
 export interface ToolMeta {
@@ -82,7 +84,12 @@ export type SandboxMessage =
   | { type: "result"; id: number; result: ToolResult }
   | { type: "report"; id: number; kind: ReportKind; message: string; options?: ReportOptions }
   | { type: "log"; id?: number; text: string }
-  | { type: "pong"; id: number };
+  | { type: "pong"; id: number }
+  /** A running call asks the client that made it (sampling or elicitation). */
+  | { type: "ask"; id: number; askId: number; kind: AskKind; params: unknown };
+
+/** What a tool may ask the client that made its call. */
+export type AskKind = "sample" | "elicit";
 
 /** Marks a framed protocol line on a process sandbox's stdout. */
 export const FRAME_MARK = "\x1e";

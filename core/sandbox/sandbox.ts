@@ -15,7 +15,8 @@ import { ToolTimeoutError } from "../tool/errors.ts";
 import { capResult, failure, type ToolResult } from "../tool/result.ts";
 import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
 import { startProcess } from "./process_transport.ts";
-import type { HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
+import { answerAsk } from "./ask.ts";
+import type { AskKind, HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
 import type { SandboxNamespace, Transport, TransportHooks } from "./transport.ts";
 import { startWorker } from "./worker_transport.ts";
 
@@ -61,6 +62,8 @@ export interface CallOptions {
   onReport?: (kind: ReportKind, message: string, options?: ReportOptions) => void;
   onLog?: (text: string) => void;
   config?: unknown;
+  /** Answer the tool's questions to the client (sampling, elicitation); absent: none can. */
+  onAsk?: (kind: AskKind, params: unknown) => Promise<unknown>;
 }
 
 interface _Pending {
@@ -68,6 +71,7 @@ interface _Pending {
   resolve: (msg: SandboxMessage) => void;
   onReport?: CallOptions["onReport"];
   onLog?: CallOptions["onLog"];
+  onAsk?: CallOptions["onAsk"];
   /** `performance.now()` after which the request times out. */
   deadline?: number;
   onTimeout?: () => void;
@@ -218,6 +222,7 @@ export class Sandbox {
         resolve: finish,
         onReport: options.onReport,
         onLog: options.onLog,
+        onAsk: options.onAsk,
         deadline: performance.now() + timeoutMs,
         onTimeout: () => {
           finish({
@@ -348,6 +353,12 @@ export class Sandbox {
         if (!p) return this.#unknown(msg.id, msg.type);
         p.onReport?.(msg.kind, String(msg.message), msg.options);
         return;
+      }
+      case "ask": {
+        // Only on behalf of a call running in this sandbox; its client answers.
+        const p = this.#pending.get(msg.id);
+        if (!p) return this.#unknown(msg.id, msg.type);
+        return answerAsk(msg, p.onAsk, (m) => this.#transport === t && t.send(m));
       }
       case "result":
       case "loaded":

@@ -9,7 +9,7 @@
 /// <reference lib="deno.worker" />
 import { AsyncLocalStorage } from "node:async_hooks";
 import { invokeTool } from "../tool/invoke.ts";
-import type { HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
+import type { AskKind, HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
 import { capResult, failure } from "../tool/result.ts";
 import { configureNetGuard } from "../guard/net_guard.ts";
 import { configureSubprocesses } from "../guard/subprocess.ts";
@@ -208,6 +208,27 @@ async function _loadModule(
   return { meta, tools, described: describe };
 }
 
+const _asks = new Map<
+  number,
+  { resolve: (v: Record<string, unknown>) => void; reject: (e: Error) => void }
+>();
+let _nextAsk = 1;
+const _MAX_ASK_BYTES = 256 * 1024;
+
+/** Ask the client of call `id` (through the host); only on behalf of a running call. */
+function _ask(id: number, kind: AskKind, params: Record<string, unknown>) {
+  if (!_running.has(id)) return Promise.reject(new Error("the call has ended"));
+  const size = JSON.stringify(params ?? {}).length;
+  if (size > _MAX_ASK_BYTES) {
+    return Promise.reject(new RangeError(`${kind} request too large (${size} bytes)`));
+  }
+  const askId = _nextAsk++;
+  return new Promise<Record<string, unknown>>((resolve, reject) => {
+    _asks.set(askId, { resolve, reject });
+    _post({ type: "ask", id, askId, kind, params: params ?? {} });
+  });
+}
+
 async function _call(msg: Extract<HostMessage, { type: "call" }>): Promise<void> {
   const controller = new AbortController();
   _running.set(msg.id, controller);
@@ -241,6 +262,8 @@ async function _call(msg: Extract<HostMessage, { type: "call" }>): Promise<void>
             message: String(message).slice(0, _MAX_LOG),
             options,
           }),
+        sample: (params) => _ask(msg.id, "sample", params),
+        elicit: (params) => _ask(msg.id, "elicit", params),
       }));
     _post({ type: "result", id: msg.id, result: capResult(result, env.maxOutputBytes ?? 1e6) });
   } catch (err) {
@@ -259,6 +282,13 @@ self.onmessage = async (e: MessageEvent<HostMessage>) => {
     case "cancel":
       _running.get(msg.id)?.abort(new Error("cancelled"));
       break;
+    case "answer": {
+      const waiting = _asks.get(msg.askId);
+      _asks.delete(msg.askId);
+      if (msg.error !== undefined) waiting?.reject(new Error(msg.error));
+      else waiting?.resolve((msg.result ?? {}) as Record<string, unknown>);
+      break;
+    }
     case "load": {
       const modules: ModuleMeta[] = [];
       for (const m of msg.modules) modules.push((await _load(m, msg.env, true)).meta);

@@ -6,6 +6,7 @@
  */
 import type { z } from "zod";
 import { zodToJsonSchema } from "zod-to-json-schema";
+import { rawJsonSchema } from "./json_schema_input.ts";
 import type { JsonSchema } from "./schema.ts";
 
 /**
@@ -22,6 +23,8 @@ import type { JsonSchema } from "./schema.ts";
  * ```
  */
 export function inputJsonSchema(schema: z.ZodTypeAny): JsonSchema {
+  const raw = rawJsonSchema(schema);
+  if (raw) return structuredClone(raw) as JsonSchema; // as written: $schema, $defs, …
   // Called through a plain signature: the generic one can hit TS2589 ("type
   // instantiation is excessively deep") depending on what else is checked.
   const toJson = zodToJsonSchema as (s: unknown, o: Record<string, unknown>) => unknown;

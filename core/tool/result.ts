@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { contentProblems } from "./content.ts";
 
 /** The result of every tool call. */
 export interface ToolResult {
@@ -51,6 +52,10 @@ export function normalizeResult(tool: string, value: unknown): ToolResult {
   }
   if (out.success === false && typeof out.error !== "string") {
     out.error = `Cannot run tool "${tool}": it failed without an error message`;
+  }
+  if ("content_blocks" in out) {
+    const problems = contentProblems(out.content_blocks);
+    if (problems.length) return failure(tool, `invalid content blocks: ${problems.join("; ")}`);
   }
   return out as ToolResult;
 }

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { isJsonSchema, jsonSchemaInput, rawJsonSchema } from "./json_schema_input.ts";
 import { z } from "zod";
 import { parsePermissions } from "./permissions.ts";
 
@@ -35,6 +36,18 @@ export interface ToolCallContext {
   grant: Grant;
   /** The largest file the tool should read (policy `max_read_bytes`); absent: no limit. */
   maxReadBytes?: number;
+  /**
+   * Ask the MCP client that made this call for an LLM completion
+   * (`sampling/createMessage` params: `messages`, `maxTokens`, …). Rejects
+   * with a clear error where no client can answer (the CLI, stateless HTTP).
+   */
+  sample?(params: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /**
+   * Ask the person at the client (`elicitation/create` params: `message`,
+   * `requestedSchema`); resolves to `{ action, content? }`. The CLI asks on
+   * its terminal.
+   */
+  elicit?(params: Record<string, unknown>): Promise<Record<string, unknown>>;
 }
 
 /** Paths, commands and hosts a sandbox holds; empty lists mean nothing. */
@@ -173,8 +186,8 @@ export interface ToolConfig {
   name: string;
   /** What the tool does, for the model. */
   description: string;
-  /** zod object schema of the arguments. */
-  input_schema?: z.ZodTypeAny;
+  /** zod object schema of the arguments, or a JSON Schema object given as is. */
+  input_schema?: z.ZodTypeAny | Record<string, unknown>;
   /** The implementation; sync or async, returns a string or an object. */
   // deno-lint-ignore no-explicit-any
   function: (args: any, context: ToolCallContext) => unknown;
@@ -334,7 +347,7 @@ function _checkCommon(
   if (typeof description !== "string" || description.trim() === "") {
     problems.push(`Tool "${label}": description is missing or empty`);
   }
-  if (!isZodObject(input)) {
+  if (!isZodObject(input) && !rawJsonSchema(input as z.ZodTypeAny)) {
     problems.push(
       `Tool "${label}": input schema must be a zod object, like z.object({ path: z.string() })`,
     );
@@ -389,7 +402,10 @@ function _fromConfig(value: unknown): ToolDefinition {
     throw new TypeError(`a tool config must be an object, like: ${VALID_EXPORT_EXAMPLE}`);
   }
   const c = value as Partial<ToolConfig>;
-  const input = c.input_schema ?? _emptyObject();
+  // A JSON Schema given as is (instead of zod) is kept as written for tools/list.
+  const input = isJsonSchema(c.input_schema)
+    ? jsonSchemaInput(c.input_schema)
+    : c.input_schema ?? _emptyObject();
   const permissions = _checkCommon(c.name, c.description, input, c.permissions, {
     value: c.function,
   });

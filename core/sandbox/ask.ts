@@ -1,0 +1,41 @@
+/**
+ * A tool asks the client that made its call (sampling, elicitation): the
+ * host answers the sandbox through the call's own `onAsk`, never another
+ * session's; without one, the tool gets a clear error.
+ *
+ * @module
+ */
+import type { AskKind, HostMessage, SandboxMessage } from "./protocol.ts";
+
+/** The largest answer passed back into a sandbox. */
+export const MAX_ANSWER_BYTES = 1024 * 1024;
+
+/** Answer one `ask` message with `onAsk` (the call's), through `send`. */
+export function answerAsk(
+  msg: Extract<SandboxMessage, { type: "ask" }>,
+  onAsk: ((kind: AskKind, params: unknown) => Promise<unknown>) | undefined,
+  send: (m: HostMessage) => void,
+): void {
+  if (!onAsk) {
+    send({
+      type: "answer",
+      askId: msg.askId,
+      error: `no client can answer a ${msg.kind} request here (only an MCP client that ` +
+        `supports it can)`,
+    });
+    return;
+  }
+  onAsk(msg.kind, msg.params).then(
+    (result) => {
+      const size = JSON.stringify(result ?? null).length;
+      if (size > MAX_ANSWER_BYTES) {
+        send({
+          type: "answer",
+          askId: msg.askId,
+          error: `the answer is too large (${size} bytes)`,
+        });
+      } else send({ type: "answer", askId: msg.askId, result });
+    },
+    (err) => send({ type: "answer", askId: msg.askId, error: (err as Error).message }),
+  );
+}
