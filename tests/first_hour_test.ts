@@ -366,3 +366,15 @@ Deno.test("an unknown key in the policy or the config names the closest known on
   assert.equal(config.code, 2);
   assert.match(config.stderr, /unknown key "tool_dir" \(did you mean "tool_dirs"\?\)/);
 });
+
+Deno.test("run from corral's own folder, a command gets an empty scratch workspace and says so; --workspace naming it is refused", async () => {
+  const here = await runCli(["list", "--json", "-r"], { cwd: ROOT });
+  assert.equal(here.code, 0, here.stderr);
+  assert.match(
+    here.stderr,
+    /corral's own folder is never a workspace; using an empty scratch workspace/,
+  );
+  const named = await runCli(["list", "-r", "--workspace", ROOT]);
+  assert.equal(named.code, 2);
+  assert.match(named.stderr, /the workspace would be corral's own folder/);
+});

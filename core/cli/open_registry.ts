@@ -40,9 +40,16 @@ export async function workspaceConfig(
 ): Promise<{ config: CorralConfig & { ignored?: string }; workspace: string }> {
   let workspace: string;
   let given = values.workspace ?? userCwd();
-  // Commands that only inspect (check, plugins) run from corral's folder in an empty scratch one.
-  if (options.scratch && !values.workspace && isWithin(Deno.realPathSync(given), INSTALL_DIR)) {
+  // Run from corral's own folder without --workspace (`deno task corral …` in the clone):
+  // that folder is never a workspace, so an empty scratch one stands in, and corral says so.
+  if (!values.workspace && isWithin(_real(given), INSTALL_DIR)) {
     given = await Deno.makeTempDir({ prefix: "corral-scratch-" });
+    if (!options.scratch) {
+      console.error(
+        `corral: corral's own folder is never a workspace; using an empty scratch workspace ` +
+          `${given} (run corral from your project's folder, or pass --workspace DIR)`,
+      );
+    }
   }
   try {
     workspace = Deno.realPathSync(given);
@@ -69,6 +76,8 @@ export interface PluginScan {
   policy: Policy;
   config: CorralConfig;
   workspace: string;
+  /** Where relative `CORRAL_TOOL_DIRS` entries resolve. */
+  envBase: string;
   /** The real paths of the file-drop directories. */
   dirs: string[];
 }
@@ -103,7 +112,8 @@ export async function openRegistry(values: CliValues, reporter: Reporter): Promi
       "yellow",
     );
   }
-  const plugins = await pluginSources({ policy, config, workspace });
+  // A relative CORRAL_TOOL_DIRS entry means the folder the user typed it in.
+  const plugins = await pluginSources({ policy, config, workspace, envBase: userCwd() });
   _warnUnknownPlugins(policy, plugins.sources, reporter);
   const options: RegistryOptions = {
     privileges: letters,
@@ -119,7 +129,7 @@ export async function openRegistry(values: CliValues, reporter: Reporter): Promi
     ...(config.file ? [{ path: config.file, what: "the config file", secret: true }] : []),
     ...plugins.dirs.map((d) => ({ path: d.real, what: "a plugin directory" })),
     // Configured ones that do not exist yet: no tool may create them either.
-    ...[...config.toolDirs, ...splitToolDirs(envVar(TOOL_DIRS_ENV), workspace)].map((path) => ({
+    ...[...config.toolDirs, ...splitToolDirs(envVar(TOOL_DIRS_ENV), userCwd())].map((path) => ({
       path,
       what: "a plugin directory",
     })),
@@ -145,7 +155,13 @@ export async function openRegistry(values: CliValues, reporter: Reporter): Promi
     registry,
     reporter,
     pluginWarnings: plugins.warnings,
-    plugins: { policy, config, workspace, dirs: plugins.dirs.map((d) => d.real) },
+    plugins: {
+      policy,
+      config,
+      workspace,
+      envBase: userCwd(),
+      dirs: plugins.dirs.map((d) => d.real),
+    },
   };
 }
 
@@ -193,5 +209,13 @@ function _warnUnknownPlugins(policy: Policy, sources: ToolsetSource[], reporter:
         (near.length ? ` (did you mean: ${near.join(", ")}?)` : ""),
       "yellow",
     );
+  }
+}
+
+function _real(path: string): string {
+  try {
+    return Deno.realPathSync(path);
+  } catch {
+    return path;
   }
 }

@@ -78,6 +78,8 @@ export interface PluginSourceOptions {
   envDirs?: string | null;
   /** Directory relative `CORRAL_TOOL_DIRS` entries resolve against (default: cwd). */
   workspace?: string;
+  /** Directory relative `CORRAL_TOOL_DIRS` entries resolve against (default: `workspace`). */
+  envBase?: string;
   /** corral's own plugins directory; `null` leaves it out (default {@link DEFAULT_PLUGIN_DIR}). */
   defaultDir?: string | null;
 }
@@ -100,7 +102,12 @@ export async function pluginSources(options: PluginSourceOptions): Promise<Plugi
     declared.push({ dir, origin: `${config.file ?? CONFIG_FILE_NAME} tool_dirs`, quiet: false });
   }
   const envValue = options.envDirs === undefined ? envVar(TOOL_DIRS_ENV) : options.envDirs;
-  for (const dir of splitToolDirs(envValue ?? undefined, options.workspace ?? Deno.cwd())) {
+  for (
+    const dir of splitToolDirs(
+      envValue ?? undefined,
+      options.envBase ?? options.workspace ?? Deno.cwd(),
+    )
+  ) {
     declared.push({ dir, origin: TOOL_DIRS_ENV, quiet: false });
   }
 
