@@ -16,38 +16,10 @@
  *
  * @module
  */
-import { isIP } from "node:net";
 import { lookup } from "node:dns/promises";
-import { classifyAddress } from "./net_guard.ts";
+import { classifyAddress, isIpAddress } from "./net_guard.ts";
 
-/** The address the bridge listens on inside a namespace. */
-export const EGRESS_LISTEN = { hostname: "127.0.0.1", port: 3128 } as const;
-/** Where the proxy's socket is bound inside a namespace. */
-export const EGRESS_SOCKET_IN_NAMESPACE = "/tmp/.corral-egress/egress.sock";
-/** The proxy URL tools and their subprocesses use inside a namespace. */
-export const EGRESS_URL = `http://${EGRESS_LISTEN.hostname}:${EGRESS_LISTEN.port}`;
-
-/**
- * The environment that sends HTTP clients (Deno's `fetch`, curl, pip, …)
- * through the proxy at `url`: upper- and lower-case, nothing bypassed.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { proxyVars } from "./egress.ts";
- * assert.ok(proxyVars("http://127.0.0.1:3128").https_proxy === "http://127.0.0.1:3128");
- * ```
- */
-export function proxyVars(url: string): Record<string, string> {
-  const vars: Record<string, string> = {};
-  for (const name of ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"]) {
-    vars[name] = url;
-    vars[name.toLowerCase()] = url;
-  }
-  vars.NO_PROXY = "";
-  vars.no_proxy = "";
-  return vars;
-}
+export { EGRESS_LISTEN, EGRESS_SOCKET_IN_NAMESPACE, EGRESS_URL, proxyVars } from "./egress_env.ts";
 
 /** One connection the proxy decided on. */
 export interface EgressRecord {
@@ -126,7 +98,7 @@ export async function decideEgress(
   }
   let addresses: string[];
   try {
-    addresses = isIP(name) ? [name] : await (options.resolve ?? _lookupAll)(name);
+    addresses = isIpAddress(name) ? [name] : await (options.resolve ?? _lookupAll)(name);
   } catch (err) {
     return { address: "", refused: `${host} did not resolve: ${(err as Error).message}` };
   }

@@ -18,7 +18,7 @@
  * @module
  */
 import { dirname, isAbsolute, join } from "node:path";
-import { EGRESS_SOCKET_IN_NAMESPACE } from "./egress.ts";
+import { EGRESS_SOCKET_IN_NAMESPACE } from "./egress_env.ts";
 
 /** What the deno runtime needs inside a namespace. */
 export interface RuntimeFiles {

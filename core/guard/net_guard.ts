@@ -13,8 +13,6 @@
  *
  * @module
  */
-import { lookup } from "node:dns/promises";
-import { isIP } from "node:net";
 
 /** Why an address is not public, or `"public"`. */
 export type AddressClass =
@@ -90,6 +88,20 @@ function _v6Groups(ip: string): number[] | undefined {
   const fill = 8 - head.length - rest.length;
   if (fill < 1) return undefined;
   return [...head, ...new Array(fill).fill(0), ...rest];
+}
+
+/**
+ * Whether `text` is an IPv4 or IPv6 address literal (no brackets).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { isIpAddress } from "./net_guard.ts";
+ * assert.ok(isIpAddress("10.0.0.1") && isIpAddress("::1") && !isIpAddress("example.com"));
+ * ```
+ */
+export function isIpAddress(text: string): boolean {
+  return _v4(text) !== undefined || _v6Groups(text) !== undefined;
 }
 
 /**
@@ -182,6 +194,8 @@ export interface GuardOptions {
 }
 
 async function _lookupAll(hostname: string): Promise<string[]> {
+  // Loaded when a name is resolved, not with the module: sandboxes import this file.
+  const { lookup } = await import("node:dns/promises");
   const found = await lookup(hostname, { all: true, verbatim: true });
   return found.map((a) => a.address);
 }
@@ -207,7 +221,7 @@ export async function guardUrl(url: URL, options: GuardOptions): Promise<void> {
   if (listedExplicitly(url, options.allowed)) return;
   if (_egress && !options.resolve) return; // the egress proxy checks, at connect time
   const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
-  const addresses = isIP(host) ? [host] : await (options.resolve ?? _lookupAll)(host);
+  const addresses = isIpAddress(host) ? [host] : await (options.resolve ?? _lookupAll)(host);
   if (addresses.length === 0) {
     throw new NetworkGuardError(`${url.host} did not resolve to any address`, "invalid");
   }

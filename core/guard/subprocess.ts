@@ -24,7 +24,7 @@
  * @module
  */
 import type { Grant } from "../tool/tool.ts";
-import { proxyVars } from "./egress.ts";
+import { proxyVars } from "./egress_env.ts";
 
 /** What the sandbox knows about the processes its tools start. */
 export interface SubprocessDefaults {

@@ -18,7 +18,7 @@
  *
  * @module
  */
-import { EGRESS_LISTEN } from "../guard/egress.ts";
+import { EGRESS_LISTEN } from "../guard/egress_env.ts";
 import { FRAME_MARK, type SandboxMessage } from "./protocol.ts";
 
 interface _Init {
