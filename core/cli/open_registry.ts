@@ -14,6 +14,7 @@ import { limitsMissing } from "../guard/limits.ts";
 import { isWithin } from "../guard/namespace.ts";
 import { pluginSources, splitToolDirs, TOOL_DIRS_ENV } from "../plugins/plugins.ts";
 import { Registry, type RegistryOptions, type ToolsetSource } from "../registry/registry.ts";
+import { holdsFilesOrCommands } from "../sandbox/grant.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { type CliValues, UsageError } from "./options.ts";
 
@@ -169,8 +170,7 @@ export async function openRegistry(values: CliValues, reporter: Reporter): Promi
 function _warnOptOuts(registry: Registry, reporter: Reporter): void {
   const open = new Map<string, string[]>();
   for (const t of registry.loaded()) {
-    const g = t.grant;
-    if (t.jail !== "none" || g.read.length + g.write.length + g.run.length === 0) continue;
+    if (t.jail !== "none" || !holdsFilesOrCommands(t.grant)) continue;
     const why = t.isolation === "worker" ? `isolation "worker"` : `"jail": "off"`;
     open.set(why, [...(open.get(why) ?? []), t.name]);
   }

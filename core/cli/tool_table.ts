@@ -7,7 +7,7 @@
  */
 import { INSTALL_DIR } from "../config/install_dir.ts";
 import type { ToolInfo } from "../registry/registry.ts";
-import { describeGrant } from "../sandbox/grant.ts";
+import { describeGrant, holdsFilesOrCommands } from "../sandbox/grant.ts";
 import { colour, lettersColour, terminalSafe } from "../tool/reporter.ts";
 
 const _ROOT = `${INSTALL_DIR}/`;
@@ -39,15 +39,10 @@ export function toolRow(t: ToolInfo, color: boolean, width = 10): string {
   }${
     t.jail === "bwrap"
       ? colour("  jail: bwrap (namespace = grant)", "dim", color)
-      : t.jail === "none" && _touches(t)
+      : t.jail === "none" && holdsFilesOrCommands(t.grant)
       ? colour("  jail: NONE (no namespace: opted out)", "yellow", color)
       : ""
   }`;
-}
-
-/** Whether a tool holds files or commands (then running without the namespace matters). */
-function _touches(t: ToolInfo): boolean {
-  return t.grant.read.length + t.grant.write.length + t.grant.run.length > 0;
 }
 
 function _relSource(source: string): string {

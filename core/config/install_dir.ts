@@ -16,6 +16,7 @@
  * @module
  */
 import { join, resolve } from "node:path";
+import { envVar } from "./env_var.ts";
 
 /** corral's install folder (absolute, no trailing slash). */
 export const INSTALL_DIR: string = resolve(new URL("../..", import.meta.url).pathname);
@@ -36,16 +37,9 @@ export const CORE_DIR: string = join(INSTALL_DIR, "core");
  * ```
  */
 export function configDir(): string {
-  const env = (n: string) => {
-    try {
-      return Deno.env.get(n) || undefined;
-    } catch {
-      return undefined;
-    }
-  };
-  const explicit = env("CORRAL_CONFIG_DIR");
+  const explicit = envVar("CORRAL_CONFIG_DIR");
   if (explicit) return resolve(explicit);
-  const xdg = env("XDG_CONFIG_HOME");
+  const xdg = envVar("XDG_CONFIG_HOME");
   if (xdg) return join(resolve(xdg), "corral");
-  return join(env("HOME") ?? "/root", ".config", "corral");
+  return join(envVar("HOME") || "/root", ".config", "corral");
 }

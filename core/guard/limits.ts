@@ -55,16 +55,21 @@ interface _Found {
 
 let _found: _Found | undefined;
 
+/** `/bin/sh -c script` with `args`, a clean environment, stdout captured. */
+function _shCommand(script: string, args: string[]): Deno.Command {
+  return new Deno.Command("/bin/sh", {
+    args: ["-c", script, "corral-limits", ...args],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "null",
+    clearEnv: true,
+    env: { PATH: "/usr/bin:/bin" },
+  });
+}
+
 function _sh(script: string, args: string[]): { ok: boolean; out: string } {
   try {
-    const r = new Deno.Command("/bin/sh", {
-      args: ["-c", script, "corral-limits", ...args],
-      stdin: "null",
-      stdout: "piped",
-      stderr: "null",
-      clearEnv: true,
-      env: { PATH: "/usr/bin:/bin" },
-    }).outputSync();
+    const r = _shCommand(script, args).outputSync();
     return { ok: r.success, out: new TextDecoder().decode(r.stdout) };
   } catch {
     return { ok: false, out: "" };
@@ -200,14 +205,7 @@ export function createLimits(spec: LimitSpec, allowRlimit = false): SandboxLimit
     release: () =>
       released ??= groups.length === 0
         ? Promise.resolve({ hitProcessLimit: false })
-        : new Deno.Command("/bin/sh", {
-          args: ["-c", _RELEASE, "corral-limits", ...groups],
-          stdin: "null",
-          stdout: "piped",
-          stderr: "null",
-          clearEnv: true,
-          env: { PATH: "/usr/bin:/bin" },
-        }).output().then(
+        : _shCommand(_RELEASE, groups).output().then(
           (r) => ({ hitProcessLimit: new TextDecoder().decode(r.stdout).includes("hit=1") }),
           () => ({ hitProcessLimit: false }),
         ),

@@ -13,7 +13,12 @@ import { INSTALL_DIR } from "../config/install_dir.ts";
 import type { SandboxPolicy } from "../config/policy.ts";
 import type { JailStatus } from "../guard/jail.ts";
 import { scrubText } from "../guard/redact.ts";
-import { ceilingGrant, effectiveGrant, type HostPrivileges } from "../sandbox/grant.ts";
+import {
+  ceilingGrant,
+  effectiveGrant,
+  holdsFilesOrCommands,
+  type HostPrivileges,
+} from "../sandbox/grant.ts";
 import type { Pins } from "../sandbox/module_graph.ts";
 import type { ModuleMeta, ToolMeta } from "../sandbox/protocol.ts";
 import type { Reporter } from "../tool/reporter.ts";
@@ -152,7 +157,7 @@ export class Catalog {
     const p = source.policy;
     if (p.isolation === "worker" || p.jail === "off") return { status: "none" };
     if (this.#options.bwrap) return { status: "bwrap" };
-    if (!grant.read.length && !grant.write.length && !grant.run.length) return { status: "none" };
+    if (!holdsFilesOrCommands(grant)) return { status: "none" };
     return {
       status: "none",
       missing:

@@ -142,7 +142,7 @@ export class Registry {
     const namespace = (source: ToolsetSource, grant: Grant) => {
       if (source.policy.isolation !== "process") return undefined;
       if (this.#catalog.confine(source, grant).status !== "bwrap" || !bwrap) return undefined;
-      const trusted = [...this.trusted, ...this.#pluginRoots()];
+      const trusted = [...this.trusted, ..._pluginRoots(this.#catalog.sources())];
       return {
         bwrap,
         protect: trusted.map((t) => t.path),
@@ -171,16 +171,6 @@ export class Registry {
     });
   }
 
-  /** The folders of the plugin sources registered so far (part of the trust base). */
-  #pluginRoots(): TrustedPath[] {
-    const roots = new Set<string>();
-    for (const s of this.#catalog.sources()) {
-      if (s.kind === "builtin") continue;
-      for (const m of s.modules) if (m.startsWith("/")) roots.add(pluginRoot(m));
-    }
-    return [...roots].map((path) => ({ path, what: "a plugin directory" }));
-  }
-
   /**
    * Refuse a source whose write grant overlaps the trust base (see
    * core/config/trust_base.ts): inside it always, holding it when its
@@ -191,15 +181,7 @@ export class Registry {
       this.host.letters.includes("w") && this.host.denoGranted("write", p)
     );
     if (!write.length) return;
-    const roots = new Set<string>();
-    for (const s of sources) {
-      if (s.kind === "builtin") continue;
-      for (const m of s.modules) if (m.startsWith("/")) roots.add(pluginRoot(m));
-    }
-    const trusted = [
-      ...this.trusted,
-      ...[...roots].map((path) => ({ path, what: "a plugin directory" })),
-    ];
+    const trusted = [...this.trusted, ..._pluginRoots(sources)];
     const masked = source.policy.isolation === "process" &&
       this.#catalog.confine(source, { read: [], write, run: [], net: [] }).status === "bwrap";
     checkWrites(write, source.policy.where, trusted, masked);
@@ -383,4 +365,14 @@ export class Registry {
     for (const s of secretValues(source.config)) this.#secrets.add(s);
     return this.#discovery.discover(source, this.#catalog.ceiling(source));
   }
+}
+
+/** The folders of plugin and package sources: part of the trust base. */
+function _pluginRoots(sources: ToolsetSource[]): TrustedPath[] {
+  const roots = new Set<string>();
+  for (const s of sources) {
+    if (s.kind === "builtin") continue;
+    for (const m of s.modules) if (m.startsWith("/")) roots.add(pluginRoot(m));
+  }
+  return [...roots].map((path) => ({ path, what: "a plugin directory" }));
 }

@@ -118,3 +118,19 @@ export function describeGrant(g: Grant): string {
   if (g.net.length) parts.push(`net=${g.net.join(",")}`);
   return parts.join(" ") || "none";
 }
+
+/**
+ * Whether a grant holds files or commands: then its sandbox needs the
+ * namespace (or an explicit opt-out).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { holdsFilesOrCommands } from "./grant.ts";
+ * assert.ok(holdsFilesOrCommands({ read: ["/w"], write: [], run: [], net: [] }));
+ * assert.ok(!holdsFilesOrCommands({ read: [], write: [], run: [], net: ["example.com"] }));
+ * ```
+ */
+export function holdsFilesOrCommands(grant: Grant): boolean {
+  return grant.read.length + grant.write.length + grant.run.length > 0;
+}

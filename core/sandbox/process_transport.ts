@@ -22,7 +22,6 @@ import { NAMESPACE_HOME, namespaceArgs } from "../guard/namespace.ts";
 import { FRAME_MARK, type SandboxMessage } from "./protocol.ts";
 import {
   CHILD_ENTRY,
-  denoRunList,
   type Transport,
   type TransportHooks,
   type TransportSpec,
@@ -55,7 +54,7 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
       : l.length
       ? [`--allow-${name}=${[...new Set(l)].join(",")}`]
       : [];
-  const run = denoRunList(g);
+  const run = g.run;
   // A namespaced sandbox that holds `n` reaches the network only through the
   // host's egress proxy, bridged into the namespace by the child.
   const egress = spec.namespace && g.net.length ? _startEgress(spec) : undefined;

@@ -70,20 +70,3 @@ export interface SandboxNamespace {
   /** The runtime files (core/guard/namespace.ts `runtimeFiles`). */
   runtime: RuntimeFiles;
 }
-
-/**
- * The commands Deno lets a sandbox run: the grant's `run` list. (No tool
- * ever holds bwrap: a process sandbox is already inside its namespace, and
- * there bwrap is masked.)
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { denoRunList } from "./transport.ts";
- * const g = { read: [], write: [], net: [], run: ["bash"] };
- * assert.ok(denoRunList(g).join() === "bash");
- * ```
- */
-export function denoRunList(grant: Grant): string[] {
-  return grant.run;
-}

@@ -9,7 +9,6 @@
  */
 import type { SandboxMessage } from "./protocol.ts";
 import {
-  denoRunList,
   type Transport,
   type TransportHooks,
   type TransportSpec,
@@ -26,7 +25,7 @@ export function startWorker(spec: TransportSpec, hooks: TransportHooks): Transpo
       permissions: {
         read: list(spec.read),
         write: list(g.write),
-        run: list(denoRunList(g)),
+        run: list(g.run),
         net: list(g.net),
         env: false,
         ffi: false,
