@@ -90,7 +90,7 @@ export async function main(argv: string[]): Promise<number> {
   // Hidden: a compiled corral re-runs itself as a process sandbox.
   if (argv[0] === "__sandbox-child") {
     const { runSandboxChild } = await import("./core/sandbox/sandbox_child.ts");
-    await runSandboxChild();
+    await runSandboxChild({ worker: true });
     return 0;
   }
   const reporter0 = new Reporter();

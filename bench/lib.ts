@@ -141,6 +141,33 @@ export function procStatus(field: "VmRSS" | "VmHWM", pid: number | "self" = "sel
   }
 }
 
+/**
+ * Resident memory of a process and every process below it, in bytes: the
+ * sum of `VmRSS` over the tree (`/proc/<pid>/task/<tid>/children`), so
+ * that a sandbox started through a wrapper counts whole. NaN where the
+ * process is unreadable.
+ */
+export function treeRss(pid: number): number {
+  let total = procStatus("VmRSS", pid);
+  if (!Number.isFinite(total)) return NaN;
+  let tasks: string[] = [];
+  try {
+    tasks = [...Deno.readDirSync(`/proc/${pid}/task`)].map((e) => e.name);
+  } catch { /* gone */ }
+  for (const tid of tasks) {
+    let children: number[] = [];
+    try {
+      children = Deno.readTextFileSync(`/proc/${pid}/task/${tid}/children`)
+        .trim().split(/\s+/).filter(Boolean).map(Number);
+    } catch { /* gone, or no children file */ }
+    for (const child of children) {
+      const rss = treeRss(child);
+      if (Number.isFinite(rss)) total += rss;
+    }
+  }
+  return total;
+}
+
 /** Run V8's garbage collector when `--v8-flags=--expose-gc` is on. */
 export function collectGarbage(): void {
   const gc = (globalThis as { gc?: () => void }).gc;

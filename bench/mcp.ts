@@ -4,9 +4,13 @@
  * in deno.json, run under Deno) and `corral mcp` are each driven by the same
  * SDK client over stdio, reading the same 10 KB file sequentially. Blocks of
  * calls alternate between the two servers, so that noise from other work on
- * the machine hits both alike. Prints one JSON object.
+ * the machine hits both alike. Then each server is started STARTS more
+ * times, alternately, and timed from spawn to its first answer (the
+ * connections measured first have filled the caches). corral runs with an
+ * empty config directory and a discovery cache of its own. Prints one JSON
+ * object.
  *
- *     deno run -A bench/mcp.ts CALLS
+ *     deno run -A bench/mcp.ts CALLS STARTS
  *
  * @module
  */
@@ -21,7 +25,8 @@ export interface ServerResult {
   tool?: string;
   /** Characters of file text in one answer (a check that the whole file came back). */
   answerChars?: number;
-  startMs?: number;
+  /** Spawn to the first answer of each measured start (after the first start). */
+  startMs?: number[];
   p50?: number;
   p99?: number;
   mean?: number;
@@ -34,6 +39,13 @@ export interface McpResult {
   calls: number;
   fileBytes: number;
   servers: Record<"filesystem" | "corral", ServerResult>;
+}
+
+/** What `_connect` measured: spawn to the first answer of the first start. */
+interface _Connected {
+  server?: _Server;
+  result: ServerResult;
+  firstStartMs?: number;
 }
 
 interface _Server {
@@ -54,13 +66,14 @@ async function _connect(
   args: string[],
   file: string,
   workspace: string,
-): Promise<{ server?: _Server; result: ServerResult }> {
+  env: Record<string, string>,
+): Promise<_Connected> {
   const result: ServerResult = {};
   const transport = new StdioClientTransport({
     command: Deno.execPath(),
     args,
     cwd: workspace,
-    env: { ...Deno.env.toObject(), NO_COLOR: "1" },
+    env: { ...Deno.env.toObject(), NO_COLOR: "1", ...env },
     stderr: "pipe",
   });
   let stderr = "";
@@ -91,9 +104,9 @@ async function _connect(
       return _text(res).length;
     };
     result.answerChars = await call();
-    result.startMs = performance.now() - t0;
+    const firstStartMs = performance.now() - t0;
     result.tool = tool;
-    return { server: { name, client, call, samples: [], blocks: [] }, result };
+    return { server: { name, client, call, samples: [], blocks: [] }, result, firstStartMs };
   } catch (err) {
     await client.close().catch(() => {});
     const tail = stderr.trim().split("\n").slice(-3).join(" | ");
@@ -104,24 +117,21 @@ async function _connect(
 
 async function main(): Promise<void> {
   const calls = Number(Deno.args[0] ?? 1000);
-  const workspace = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_bench_mcp_" }));
+  const starts = Number(Deno.args[1] ?? 5);
+  const tmp = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_bench_mcp_" }));
+  const workspace = `${tmp}/ws`;
+  await Deno.mkdir(workspace);
+  await Deno.mkdir(`${tmp}/config`);
   const file = `${workspace}/file10k.txt`;
   const line = "corral benchmark line: the quick brown fox jumps over the lazy dog 0123456789\n";
   const text = line.repeat(Math.ceil(10_240 / line.length)).slice(0, 10_240);
   await Deno.writeTextFile(file, text);
 
-  const fs = await _connect(
-    "filesystem",
-    ["run", "-A", "--no-prompt", `${BENCH}fs_server.ts`, workspace],
-    file,
-    workspace,
-  );
-  const corral = await _connect(
-    "corral",
-    ["run", ...CORRAL_FLAGS, `${ROOT}main.ts`, "mcp", "--workspace", workspace],
-    file,
-    workspace,
-  );
+  const fsArgs = ["run", "-A", "--no-prompt", `${BENCH}fs_server.ts`, workspace];
+  const corralArgs = ["run", ...CORRAL_FLAGS, `${ROOT}main.ts`, "mcp", "--workspace", workspace];
+  const corralEnv = { CORRAL_CACHE_DIR: `${tmp}/cache`, CORRAL_CONFIG_DIR: `${tmp}/config` };
+  const fs = await _connect("filesystem", fsArgs, file, workspace, {});
+  const corral = await _connect("corral", corralArgs, file, workspace, corralEnv);
   const servers = [fs.server, corral.server].filter((s): s is _Server => s !== undefined);
 
   // Warm-up, then alternate blocks of calls.
@@ -150,7 +160,26 @@ async function main(): Promise<void> {
     r.n = s.samples.length;
     await s.client.close().catch(() => {});
   }
-  await Deno.remove(workspace, { recursive: true });
+
+  // Start-up: the first start above filled the caches; time STARTS more, alternately.
+  const again = [
+    { c: fs, args: fsArgs, env: {} },
+    { c: corral, args: corralArgs, env: corralEnv },
+  ].filter((s) => s.c.server);
+  for (const s of again) s.c.result.startMs = [];
+  for (let i = 0; i < starts; i++) {
+    for (const s of i % 2 ? [...again].reverse() : again) {
+      const name = s.c.server!.name;
+      const next = await _connect(name, s.args, file, workspace, s.env);
+      if (!next.server) {
+        s.c.result.error = `restart ${i + 1}: ${next.result.error}`;
+        continue;
+      }
+      s.c.result.startMs!.push(next.firstStartMs!);
+      await next.server.client.close().catch(() => {});
+    }
+  }
+  await Deno.remove(tmp, { recursive: true });
   const result: McpResult = {
     calls,
     fileBytes: text.length,

@@ -3,7 +3,8 @@
  * corral host with every built-in toolset started (every sandbox running,
  * its modules imported), and the increment per extra worker sandbox and per
  * extra process sandbox. Reads `/proc/self/status` (VmHWM, VmRSS) and
- * `/proc/<pid>/status` of process sandboxes (`Sandbox.pid`). Prints one JSON
+ * `/proc/<pid>/status` of process sandboxes (`Sandbox.pid`, with every
+ * process below it: `treeRss`). Prints one JSON
  * object. Run with `--v8-flags=--expose-gc` so readings follow a collection.
  *
  *     deno run -A --v8-flags=--expose-gc bench/memory.ts EXTRA
@@ -15,7 +16,7 @@ import { Registry } from "../core/registry/registry.ts";
 import { parsePolicy } from "../core/config/policy.ts";
 import { Reporter } from "../core/tool/reporter.ts";
 import { Sandbox } from "../core/sandbox/sandbox.ts";
-import { BENCH, collectGarbage, procStatus, ROOT, sleep } from "./lib.ts";
+import { BENCH, collectGarbage, procStatus, ROOT, sleep, treeRss } from "./lib.ts";
 
 /** What this script prints (bytes). */
 export interface MemoryResult {
@@ -28,7 +29,10 @@ export interface MemoryResult {
   extra: number;
   perWorker: number;
   perProcessHost: number;
+  /** Mean RSS of one process sandbox (its whole process tree), while running. */
   perProcessChild: number;
+  /** The RSS of each extra process sandbox, as `perProcessChild` averages. */
+  childRss: number[];
 }
 
 const NOOP = `${BENCH}noop_tools.ts`;
@@ -110,7 +114,7 @@ async function main(): Promise<void> {
   const processes = await startMany("p");
   await settle();
   const perProcessHost = (procStatus("VmRSS") - beforeProcesses) / extra;
-  const childRss = processes.map((sb) => procStatus("VmRSS", sb.pid!));
+  const childRss = processes.map((sb) => treeRss(sb.pid!));
   const perProcessChild = childRss.reduce((a, b) => a + b, 0) / extra;
   for (const sb of processes) await sb.close();
   await registry.close();
@@ -124,6 +128,7 @@ async function main(): Promise<void> {
     perWorker,
     perProcessHost,
     perProcessChild,
+    childRss,
   };
   console.log(JSON.stringify(result));
 }

@@ -16,9 +16,17 @@ export interface Sizes {
   discoveryWarmRuns: number;
   extraSandboxes: number;
   mcpCalls: number;
+  /** Section 6: measured start-ups of each MCP server (spawn to the first answer). */
+  mcpStarts: number;
+  /** Section 5: live empty `deno run` processes measured for the memory baseline. */
+  idleProcesses: number;
   /** Section 7: cold runs and warm calls per variant. */
   nsRuns: number;
   nsWarmCalls: number;
+  /** Section 8: concurrent HTTP clients, calls per client, repetitions per server. */
+  httpClients: number;
+  httpPerClient: number;
+  httpReps: number;
 }
 
 /** The full run: `deno task bench`. */
@@ -31,8 +39,13 @@ export const FULL: Sizes = {
   discoveryWarmRuns: 7,
   extraSandboxes: 8,
   mcpCalls: 1000,
+  mcpStarts: 5,
+  idleProcesses: 7,
   nsRuns: 15,
   nsWarmCalls: 200,
+  httpClients: 50,
+  httpPerClient: 40,
+  httpReps: 3,
 };
 
 /** The smoke run: tiny counts, seconds (`--smoke`). */
@@ -45,8 +58,13 @@ export const SMOKE: Sizes = {
   discoveryWarmRuns: 2,
   extraSandboxes: 1,
   mcpCalls: 20,
+  mcpStarts: 1,
+  idleProcesses: 2,
   nsRuns: 2,
   nsWarmCalls: 10,
+  httpClients: 4,
+  httpPerClient: 3,
+  httpReps: 1,
 };
 
 /** Section headings; the smoke run checks that the report has every one. */
@@ -59,6 +77,7 @@ export const SECTIONS = [
   "## 5. Memory",
   "## 6. Against a peer: MCP",
   "## 7. The namespace's cost",
+  "## 8. MCP over HTTP: calls per second",
   "## Analysis",
 ] as const;
 

@@ -1,52 +1,74 @@
 /**
  * Section 6 of the benchmarks: `corral mcp` against the official MCP
- * filesystem server, the same client and the same file.
+ * filesystem server, the same client and the same file: call latency (p50,
+ * p99) and start-up to the first answer.
  *
  * @module
  */
-import type { McpResult } from "./mcp.ts";
-import { fmtMs, runChild } from "./lib.ts";
+import type { McpResult, ServerResult } from "./mcp.ts";
+import { fmtMs, median, runChild } from "./lib.ts";
 import { goal, log, SECTIONS, type Sizes, spread, table } from "./report.ts";
 
 /** Run section 6; returns its Markdown. */
 export async function sectionMcp(sizes: Sizes): Promise<string> {
-  log(`6. MCP: ${sizes.mcpCalls} sequential reads of a 10 KB file per server`);
-  const r = await runChild<McpResult>("mcp.ts", [String(sizes.mcpCalls)]);
+  log(
+    `6. MCP: ${sizes.mcpCalls} sequential reads of a 10 KB file per server, ` +
+      `${sizes.mcpStarts} start-ups each`,
+  );
+  const r = await runChild<McpResult>("mcp.ts", [String(sizes.mcpCalls), String(sizes.mcpStarts)]);
   const fs = r.servers.filesystem;
   const cr = r.servers.corral;
-  const row = (label: string, s: typeof fs) =>
-    s.error ? [label, `error: ${s.error.replaceAll("|", "\\|")}`, "", "", "", "", ""] : [
+  const start = (s: ServerResult) => median(s.startMs ?? []);
+  const row = (label: string, s: ServerResult) =>
+    s.error ? [label, `error: ${s.error.replaceAll("|", "\\|")}`, "", "", "", "", "", ""] : [
       label,
       `\`${s.tool}\``,
       fmtMs(s.p50!),
       fmtMs(s.p99!),
       fmtMs(s.mean!),
       spread(s.blockMedians!, fmtMs),
-      fmtMs(s.startMs!),
+      fmtMs(start(s)),
+      spread(s.startMs!, fmtMs),
     ];
   const ok = !fs.error && !cr.error;
-  goal({
-    id: "6",
-    goal: "MCP, corral p50 ≤ 1.0× official filesystem server p50 (same SDK client, stdio)",
-    corral: cr.error ? "error" : fmtMs(cr.p50!),
-    baseline: fs.error ? "error" : fmtMs(fs.p50!),
-    ratio: ok ? cr.p50! / fs.p50! : NaN,
-    target: "≤ 1.0×",
-    pass: ok ? cr.p50! / fs.p50! <= 1.0 : false,
-  });
+  const compare = (
+    id: string,
+    what: string,
+    value: (s: ServerResult) => number,
+    limit: number,
+  ) => {
+    const ratio = ok ? value(cr) / value(fs) : NaN;
+    goal({
+      id,
+      goal: `MCP, corral ${what} ≤ ${limit.toFixed(1)}× the official filesystem server's ` +
+        "(same SDK client, stdio)",
+      corral: cr.error ? "error" : fmtMs(value(cr)),
+      baseline: fs.error ? "error" : fmtMs(value(fs)),
+      ratio,
+      target: `≤ ${limit.toFixed(1)}×`,
+      pass: ok ? ratio <= limit : false,
+    });
+  };
+  compare("6a", "call p50", (s) => s.p50!, 1.0);
+  compare("6b", "call p99", (s) => s.p99!, 1.0);
+  compare("6c", "start-up to the first answer (median)", start, 1.5);
   return [
     SECTIONS[6],
     "",
     `The official MCP filesystem server (\`@modelcontextprotocol/server-filesystem\`, pinned in ` +
-    "deno.json, run with `deno run -A`) and `corral mcp` (the flags of `deno task corral`), " +
-    "each driven by the same SDK client (`@modelcontextprotocol/sdk` `Client` + " +
-    `\`StdioClientTransport\`) reading the same ${r.fileBytes}-byte file ${r.calls} times ` +
-    "sequentially, after a warm-up; blocks of calls alternate between the servers. Spread: " +
-    "lowest and highest median of the blocks. Start-up: spawn to the first answer.",
+    "deno.json, run with `deno run -A`) and `corral mcp` (the flags of `deno task corral`, an " +
+    "empty config directory, a discovery cache of its own), each driven by the same SDK client " +
+    "(`@modelcontextprotocol/sdk` `Client` + `StdioClientTransport`) reading the same " +
+    `${r.fileBytes}-byte file ${r.calls} times sequentially, after a warm-up; blocks of calls ` +
+    "alternate between the servers. Spread: lowest and highest median of the blocks. " +
+    "Start-up: spawn to the first answer (initialize, list the tools, the first read); the " +
+    "first start of each server fills the caches and is not counted, then each is started " +
+    `${sizes.mcpStarts} more time(s), the two alternately; median and spread (fastest and ` +
+    "slowest) of those.",
     "",
-    table(["server", "tool", "p50", "p99", "mean", "p50 spread (blocks)", "start-up"], [
-      row("official filesystem server (baseline)", fs),
-      row("**corral mcp**", cr),
-    ]),
+    table(
+      ["server", "tool", "p50", "p99", "mean", "p50 spread (blocks)", "start-up", "start spread"],
+      [row("official filesystem server (baseline)", fs), row("**corral mcp**", cr)],
+    ),
   ].join("\n");
 }

@@ -25,7 +25,8 @@ Deno.test({
       for (const heading of SECTIONS) assert.ok(report.includes(`\n${heading}`), heading);
       assert.match(report, /smoke run/);
       assert.match(report, /\| 1a \|.*\*\*(PASS|MISS)\*\*/);
-      assert.match(report, /\| 6 \|.*\*\*(PASS|MISS)\*\*/);
+      assert.match(report, /\| 6a \|.*\*\*(PASS|MISS)\*\*/);
+      assert.match(report, /\| 8a \|.*\*\*(PASS|MISS)\*\*/);
       assert.doesNotMatch(report, /Failed in this run/);
     } finally {
       await Deno.remove(dir, { recursive: true });

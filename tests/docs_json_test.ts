@@ -4,8 +4,11 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { parseConfig } from "../core/config/corral_config.ts";
-import { parseJsonConfig, parsePolicy } from "../core/config/policy.ts";
+import { parseJsonConfig, parsePolicy, readyJsonc } from "../core/config/policy.ts";
 import { ROOT } from "./_helpers.ts";
+
+// Some texts below are JSONC or invalid JSON: load the JSONC parser up front.
+await readyJsonc();
 
 const DOCS = ["README.md", ...[...Deno.readDirSync(`${ROOT}docs`)].map((e) => `docs/${e.name}`)]
   .filter((f) => f.endsWith(".md"));

@@ -11,7 +11,7 @@ import { z } from "zod";
 import { ConfigError } from "../tool/errors.ts";
 import { expandHome } from "./env_var.ts";
 import { configDir } from "./install_dir.ts";
-import { parseJsonConfig } from "./policy.ts";
+import { parseJsonConfig, readyJsonc } from "./policy.ts";
 
 /** The name of the config file looked up in the working directory. */
 export const CONFIG_FILE_NAME = "corral.json";
@@ -115,6 +115,7 @@ export async function loadConfig(
   let text: string;
   try {
     text = await Deno.readTextFile(file);
+    await readyJsonc(text);
   } catch (err) {
     if (!options.file && err instanceof Deno.errors.NotFound) {
       const config: CorralConfig & { ignored?: string } = emptyConfig(workspace);

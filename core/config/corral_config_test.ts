@@ -1,8 +1,12 @@
 // Unit tests of core/config/corral_config.ts: parsing and loading corral.json.
+import { readyJsonc } from "./policy.ts";
 import assert from "node:assert/strict";
 import { ConfigError } from "../tool/errors.ts";
 import { loadConfig, parseConfig } from "./corral_config.ts";
 import { expandHome } from "./env_var.ts";
+
+// Some texts below are JSONC or invalid JSON: load the JSONC parser up front.
+await readyJsonc();
 
 const HOME = Deno.env.get("HOME") ?? "/";
 

@@ -6,7 +6,7 @@
  * @module
  */
 import { isAbsolute, join, resolve } from "node:path";
-import { parse as parseJsonc, type ParseError, printParseErrorCode } from "jsonc-parser";
+import type { ParseError } from "jsonc-parser";
 import { z } from "zod";
 import type { JailMode } from "../guard/jail.ts";
 import { ConfigError } from "../tool/errors.ts";
@@ -238,6 +238,54 @@ export function parsePolicy(text: string, file: string, workspace: string): Poli
   return new Policy(parseJsonConfig(text, file, _fileSchema), workspace, file);
 }
 
+let _jsonc: typeof import("jsonc-parser") | undefined;
+
+/**
+ * Load the JSONC parser when `text` is not plain JSON (comments, trailing
+ * commas). jsonc-parser is a CommonJS package: loading it starts Deno's
+ * CommonJS loader, about 45 ms, which plain JSON never pays. The async
+ * loaders call this; a synchronous caller with JSONC text calls it first.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { parseJsonConfig, readyJsonc } from "./policy.ts";
+ * import { z } from "zod";
+ * const text = '{"a": 1, // one\n}';
+ * await readyJsonc(text);
+ * assert.ok(parseJsonConfig(text, "x.json", z.object({ a: z.number() })).a === 1);
+ * ```
+ */
+export async function readyJsonc(text = "/"): Promise<void> {
+  if (_jsonc) return;
+  try {
+    JSON.parse(text);
+  } catch {
+    _jsonc = await import("jsonc-parser");
+  }
+}
+
+function _parseJsonc(text: string, file: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch { /* not plain JSON: JSONC, or an error to locate */ }
+  if (!_jsonc) {
+    throw new TypeError(`Cannot parse ${file}: JSONC text needs await readyJsonc(text) first`);
+  }
+  // JSONC: comments and trailing commas are fine (jsonc-parser, VS Code's own).
+  const errors: ParseError[] = [];
+  const json: unknown = _jsonc.parse(text, errors, { allowTrailingComma: true });
+  if (errors.length) {
+    const lines = errors.slice(0, 5).map((e) => {
+      const before = text.slice(0, e.offset).split("\n");
+      return `${file}:${before.length}:${before.at(-1)!.length + 1}: not valid JSON: ` +
+        _jsonc!.printParseErrorCode(e.error);
+    });
+    throw new ConfigError(lines.join("\n"));
+  }
+  return json;
+}
+
 /**
  * Parse the JSON (or JSONC: comments, trailing commas) text of a
  * configuration file and validate it with `schema`.
@@ -258,17 +306,7 @@ export function parseJsonConfig<T extends z.ZodTypeAny>(
   file: string,
   schema: T,
 ): z.infer<T> {
-  // JSONC: comments and trailing commas are fine (jsonc-parser, VS Code's own).
-  const errors: ParseError[] = [];
-  const json: unknown = parseJsonc(text, errors, { allowTrailingComma: true });
-  if (errors.length) {
-    const lines = errors.slice(0, 5).map((e) => {
-      const before = text.slice(0, e.offset).split("\n");
-      return `${file}:${before.length}:${before.at(-1)!.length + 1}: not valid JSON: ` +
-        printParseErrorCode(e.error);
-    });
-    throw new ConfigError(lines.join("\n"));
-  }
+  const json = _parseJsonc(text, file);
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) =>
@@ -337,6 +375,7 @@ export async function loadPolicy(
   let text: string;
   try {
     text = await Deno.readTextFile(file);
+    await readyJsonc(text);
   } catch (err) {
     throw new ConfigError(`Cannot read policy file "${file}": ${(err as Error).message}`);
   }

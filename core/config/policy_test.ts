@@ -2,7 +2,10 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { ConfigError } from "../tool/errors.ts";
 import { INSTALL_DIR } from "./install_dir.ts";
-import { DEFAULT_LIMITS, formatPath, loadPolicy, parsePolicy } from "./policy.ts";
+import { DEFAULT_LIMITS, formatPath, loadPolicy, parsePolicy, readyJsonc } from "./policy.ts";
+
+// Some texts below are JSONC or invalid JSON: load the JSONC parser up front.
+await readyJsonc();
 
 async function _withTemp(fn: (dir: string) => Promise<void> | void): Promise<void> {
   const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral-policy-" }));

@@ -9,9 +9,9 @@
  * - **rlimits** otherwise: `ulimit -u` (processes per user; NOT enforced
  *   for root) and the V8 heap limit of the sandbox.
  *
- * The sandbox's first process moves itself into its groups before it execs
- * bwrap ({@link limitedCommand}), so every process of the sandbox is
- * counted from the start. When the sandbox ends, every process left in its
+ * The sandbox's first process makes its groups and moves itself into them
+ * before it execs bwrap ({@link limitedCommand}), so every process of the
+ * sandbox is counted from the start. When the sandbox ends, every process left in its
  * groups is killed and the groups removed.
  *
  * Deno lets only `--allow-all` touch `/proc` and `/sys`, and the host does
@@ -97,7 +97,35 @@ echo rlimit`;
 
 function _probe(): _Found {
   if (_found) return _found;
-  const [uid, line = ""] = _sh(_PROBE, []).out.trim().split("\n");
+  return _parseProbe(_sh(_PROBE, []).out);
+}
+
+let _probing: Promise<void> | undefined;
+
+/**
+ * Probe the mechanism without blocking (the probe is a `/bin/sh` with a few
+ * commands): call early, so that the first sandbox does not wait for it.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { limitKind, probeLimits } from "./limits.ts";
+ * await probeLimits();
+ * assert.ok(["cgroup2", "cgroup1", "rlimit"].includes(limitKind()));
+ * ```
+ */
+export function probeLimits(): Promise<void> {
+  return _probing ??= (async () => {
+    if (_found) return;
+    try {
+      const r = await _shCommand(_PROBE, []).output();
+      _found ??= _parseProbe(new TextDecoder().decode(r.stdout));
+    } catch { /* no --allow-run: the synchronous probe says so when it matters */ }
+  })();
+}
+
+function _parseProbe(out: string): _Found {
+  const [uid, line = ""] = out.trim().split("\n");
   const root = uid?.trim() !== "" && Number(uid) === 0;
   const [kind, ...parents] = line.trim().split(" ");
   if ((kind === "cgroup2" || kind === "cgroup1") && parents.length) {
@@ -120,11 +148,6 @@ export function limitKind(): LimitKind {
   return _probe().kind;
 }
 
-const _CREATE_V2 = `g=$1; mkdir "$g" && echo "$2" > "$g/pids.max" && echo "$3" > "$g/memory.max" &&
-{ echo 0 > "$g/memory.swap.max" 2>/dev/null; true; }`;
-const _CREATE_V1 = `mkdir "$1" && echo "$3" > "$1/pids.max" && mkdir "$2" &&
-echo "$4" > "$2/memory.limit_in_bytes" &&
-{ echo "$4" > "$2/memory.memsw.limit_in_bytes" 2>/dev/null; true; }`;
 const _RELEASE = `hit=0
 for g in "$@"; do
   if [ -f "$g/pids.events" ]; then
@@ -164,9 +187,9 @@ export function limitsMissing(allowRlimit: boolean): string | undefined {
 }
 
 /**
- * Make the limit groups of a new sandbox (none under rlimits). Throws when
- * a cgroup that should work cannot be made, or when no limit would bind
- * and `allowRlimit` is not set ({@link limitsMissing}).
+ * Name the limit groups of a new sandbox (none under rlimits); its first
+ * process makes them ({@link limitedCommand}). Throws when no limit would
+ * bind and `allowRlimit` is not set ({@link limitsMissing}).
  *
  * @example
  * ```ts
@@ -182,21 +205,10 @@ export function createLimits(spec: LimitSpec, allowRlimit = false): SandboxLimit
   if (missing) throw new Error(missing);
   const found = _probe();
   const name = `corral-${Deno.pid}-${crypto.randomUUID().slice(0, 12)}`;
-  const bytes = String(spec.memoryMb * 1024 * 1024);
   const groups = found.parents.map((p) => `${p}/${name}`);
-  if (found.kind === "cgroup2") {
-    if (!_sh(_CREATE_V2, [groups[0], String(spec.pids), bytes]).ok) {
-      _sh(_RELEASE, groups);
-      throw new Error(`cannot set up the sandbox's cgroup v2 limits in ${found.parents[0]}`);
-    }
-  } else if (found.kind === "cgroup1") {
-    if (!_sh(_CREATE_V1, [groups[0], groups[1], String(spec.pids), bytes]).ok) {
-      _sh(_RELEASE, groups);
-      throw new Error(
-        `cannot set up the sandbox's cgroup v1 limits in ${found.parents.join(", ")}`,
-      );
-    }
-  }
+  // The groups themselves are made by the sandbox's first process, just
+  // before it joins them ({@link limitedCommand}): no extra process, and the
+  // host's event loop never waits for it.
   let released: Promise<{ hitProcessLimit: boolean }> | undefined;
   return {
     kind: found.kind,
@@ -233,12 +245,22 @@ export function limitedCommand(
   command: string,
   args: string[],
 ): { command: string; args: string[] } {
+  const bytes = String(limits.spec.memoryMb * 1024 * 1024);
+  const pids = String(limits.spec.pids);
+  // Make the groups with their limits (exit 97 when that fails), move this
+  // shell into them, then exec the sandbox: all of it counted from the start.
+  const join =
+    `for g in "$@"; do [ "$g" = -- ] && break; echo $$ > "$g/cgroup.procs" || exit 97; ` +
+    `done; while [ "$1" != -- ]; do shift; done; shift; exec "$@"`;
   const script = limits.kind === "rlimit"
     ? `ulimit -u "$1" 2>/dev/null || ulimit -p "$1" 2>/dev/null; shift; exec "$@"`
-    : `n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1/cgroup.procs" || exit 97; ` +
-      `shift; n=$((n-1)); done; exec "$@"`;
-  const head = limits.kind === "rlimit"
-    ? [String(limits.spec.pids)]
-    : [String(limits.groups.length), ...limits.groups];
+    : limits.kind === "cgroup2"
+    ? `p=$1; m=$2; shift 2; { PATH=/usr/bin:/bin mkdir "$1" && echo "$p" > "$1/pids.max" && ` +
+      `echo "$m" > "$1/memory.max" && { echo 0 > "$1/memory.swap.max" 2>/dev/null; true; }; } ` +
+      `|| exit 97; ${join}`
+    : `p=$1; m=$2; shift 2; { PATH=/usr/bin:/bin mkdir "$1" && echo "$p" > "$1/pids.max" && PATH=/usr/bin:/bin mkdir "$2" && ` +
+      `echo "$m" > "$2/memory.limit_in_bytes" && ` +
+      `{ echo "$m" > "$2/memory.memsw.limit_in_bytes" 2>/dev/null; true; }; } || exit 97; ${join}`;
+  const head = limits.kind === "rlimit" ? [pids] : [pids, bytes, ...limits.groups, "--"];
   return { command: "/bin/sh", args: ["-c", script, "corral-sandbox", ...head, command, ...args] };
 }

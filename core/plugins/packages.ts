@@ -9,7 +9,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { type CorralConfig, parseConfig } from "../config/corral_config.ts";
 import { expandHome } from "../config/env_var.ts";
 import { INSTALL_DIR } from "../config/install_dir.ts";
-import type { Policy } from "../config/policy.ts";
+import { type Policy, readyJsonc } from "../config/policy.ts";
 import type { ToolsetSource } from "../registry/catalog.ts";
 import { ConfigError } from "../tool/errors.ts";
 import { errorReason, graphEscape, stemOf } from "./plugin_files.ts";
@@ -160,6 +160,7 @@ export async function installPlugin(
   let raw: Record<string, unknown> = {};
   try {
     const text = await Deno.readTextFile(configFile);
+    await readyJsonc(text);
     parseConfig(text, configFile); // validate before changing it
     raw = JSON.parse(text);
   } catch (err) {

@@ -9,12 +9,13 @@
 import type { EgressRecord } from "../guard/egress.ts";
 import { scrubText } from "../guard/redact.ts";
 import type { ModuleMeta, SandboxEnv } from "../sandbox/protocol.ts";
-import { pinGraph } from "../sandbox/module_graph.ts";
+import { pinGraph, type PinMemo } from "../sandbox/module_graph.ts";
 import { Sandbox, type SandboxOptions } from "../sandbox/sandbox.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import type { Grant } from "../tool/tool.ts";
 import type { ToolsetSource } from "./catalog.ts";
 import { DISCOVERY_CACHE_VERSION, DiscoveryCache } from "./discovery_cache.ts";
+import { Batcher, batchKey } from "./discovery_batch.ts";
 import { hostVars } from "./host_vars.ts";
 
 /** Discovery sandboxes running at once (each is a process for plugins). */
@@ -55,14 +56,30 @@ export interface DiscoveryOptions {
 export class Discovery {
   /** How many modules were imported in a sandbox (cache misses), for tests. */
   imports = 0;
+  /** How many discovery sandboxes were started (one per batch of plugins), for tests. */
+  sandboxes = 0;
   readonly #options: DiscoveryOptions;
   readonly #cache: DiscoveryCache;
   #slotsFree = _SANDBOX_SLOTS;
+  /** Files read and hashed for pins in this discovery (shared core files: once). */
+  #pinMemo: PinMemo = new Map();
   #slotWaiters: Array<() => void> = [];
+
+  readonly #batcher: Batcher;
 
   constructor(options: DiscoveryOptions) {
     this.#options = options;
     this.#cache = new DiscoveryCache(options.cacheDir, options.reporter);
+    this.#batcher = new Batcher(async () => {
+      await this.#slot();
+      this.sandboxes++;
+      return () => this.#release();
+    }, {
+      workspace: options.workspace,
+      onLog: (text) =>
+        options.reporter.line(`[discovery] ${scrubText(text, options.secrets)}`, "dim"),
+      namespace: options.namespace,
+    });
   }
 
   /**
@@ -71,6 +88,19 @@ export class Discovery {
    * carries its `error`.
    */
   async discover(source: ToolsetSource, ceiling: Grant): Promise<ModuleMeta[]> {
+    const checked = this.#batcher.checking();
+    try {
+      return await this.#discover(source, ceiling, checked);
+    } finally {
+      checked();
+    }
+  }
+
+  async #discover(
+    source: ToolsetSource,
+    ceiling: Grant,
+    checked: () => void,
+  ): Promise<ModuleMeta[]> {
     const { workspace, reporter, secrets } = this.#options;
     const fingerprint = JSON.stringify([
       DISCOVERY_CACHE_VERSION,
@@ -80,7 +110,7 @@ export class Discovery {
     ]);
     // What runs later is what is checked now: the module files, pinned by hash.
     const local = source.modules.filter((m) => m.startsWith("/"));
-    if (local.length) source.pins = await pinGraph(local);
+    if (local.length) source.pins = await pinGraph(local, this.#pinMemo);
     const keys = new Map<string, string>();
     const found = new Map<string, ModuleMeta>();
     const computed = await Promise.all(
@@ -103,36 +133,28 @@ export class Discovery {
     const misses = source.modules.filter((m) => !found.has(m));
     if (misses.length) {
       this.imports += misses.length;
-      await this.#slot();
-      const sb = new Sandbox({
-        label: `${source.id}[discovery]`,
-        grant: ceiling,
-        modules: misses.filter((m) => m.startsWith("/")),
-        policy: source.policy,
-        imports: source.imports,
+      const env: SandboxEnv = {
         workspace,
-        onLog: (text) => reporter.line(`[${source.id}] ${scrubText(text, secrets)}`, "dim"),
-        namespace: this.#options.namespace?.(source, ceiling),
-        pins: source.pins,
-        onConnection: (r) => this.#options.onConnection?.(source.id, r),
-      });
-      try {
-        await sb.prepare();
-        const env: SandboxEnv = {
-          workspace,
-          grant: ceiling,
-          config: source.config,
-          vars: hostVars(source.policy),
-        };
-        for (const m of await sb.load(misses, env, source.policy.discovery_timeout_ms)) {
-          found.set(m.module, m);
-          // Clean results, and failures of the module itself (a syntax error, an
-          // import that hangs), are remembered; failures of the sandbox are retried.
-          if (_cacheable(m)) this.#cache.put(keys.get(m.module) ?? "", m);
+        grant: ceiling,
+        config: source.config,
+        vars: hostVars(source.policy),
+      };
+      const onLog = (text: string) =>
+        reporter.line(`[${source.id}] ${scrubText(text, secrets)}`, "dim");
+      // Alike plugins share one process, each in a worker of its own; the others (and
+      // any plugin whose batch went wrong) get a sandbox of their own.
+      const key = batchKey(source, ceiling, env);
+      checked();
+      const metas = (key !== undefined
+        ? await this.#batcher.add(key, { source, ceiling, modules: misses, env, onLog })
+        : undefined) ?? await this.#alone(source, ceiling, misses, env, onLog);
+      for (const m of metas) {
+        found.set(m.module, m);
+        // Clean results, and failures of the module itself (a syntax error, an
+        // import that hangs), are remembered; failures of the sandbox are retried.
+        if (_cacheable(m)) {
+          this.#cache.put(keys.get(m.module) ?? "", m);
         }
-      } finally {
-        await sb.close();
-        this.#release();
       }
     }
     return source.modules.map((module) =>
@@ -140,8 +162,41 @@ export class Discovery {
     );
   }
 
+  /** Import `misses` of `source` in a sandbox of its own. */
+  async #alone(
+    source: ToolsetSource,
+    ceiling: Grant,
+    misses: string[],
+    env: SandboxEnv,
+    onLog: (text: string) => void,
+  ): Promise<ModuleMeta[]> {
+    await this.#slot();
+    this.sandboxes++;
+    const sb = new Sandbox({
+      label: `${source.id}[discovery]`,
+      grant: ceiling,
+      modules: misses.filter((m) => m.startsWith("/")),
+      policy: source.policy,
+      imports: source.imports,
+      workspace: this.#options.workspace,
+      onLog,
+      namespace: this.#options.namespace?.(source, ceiling),
+      pins: source.pins,
+      onConnection: (r) => this.#options.onConnection?.(source.id, r),
+    });
+    try {
+      await sb.prepare();
+      return await sb.load(misses, env, source.policy.discovery_timeout_ms);
+    } finally {
+      await sb.close();
+      this.#release();
+    }
+  }
+
   /** Write the discovery cache if it changed. */
   save(): Promise<void> {
+    // The next discovery (--watch, addSource) reads the files again: it sees edits.
+    this.#pinMemo = new Map();
     return this.#cache.save();
   }
 

@@ -17,6 +17,8 @@ import type { Grant } from "../tool/tool.ts";
 import { loadPolicy, type Policy } from "../config/policy.ts";
 import { AuditLog } from "../guard/audit.ts";
 import { findBwrap } from "../guard/jail.ts";
+import { probeLimits } from "../guard/limits.ts";
+import { runtimeFiles } from "../guard/namespace.ts";
 import { secretValues } from "../guard/redact.ts";
 import { type HostPrivileges, hostPrivileges } from "../sandbox/grant.ts";
 import type { ModuleMeta } from "../sandbox/protocol.ts";
@@ -35,7 +37,7 @@ export type { LoadProblem, SourceKind, ToolInfo, ToolsetSource, ToolStatus } fro
 export type { RegistryCallOptions } from "./call_runner.ts";
 
 /** Sources being discovered at once (cache look-ups: reading and hashing files). */
-const _DISCOVERY_CONCURRENCY = 32;
+const _DISCOVERY_CONCURRENCY = 256;
 
 /** Options of {@link Registry.create}. */
 export interface RegistryOptions {
@@ -197,6 +199,9 @@ export class Registry {
     const bwrap = options.bwrap === undefined
       ? await findBwrap({ cacheFile: cacheDir ? join(cacheDir, "bwrap.json") : undefined })
       : options.bwrap ?? undefined;
+    // What the first process sandbox will need, found while the catalog is built.
+    void probeLimits();
+    if (bwrap) runtimeFiles().catch(() => {});
     options = { ...options, reserved: options.reserved ?? await reservedToolNames() };
     const registry = new Registry(workspace, policy, host, bwrap, cacheDir, options);
     const catalog = registry.#catalog;
@@ -246,6 +251,11 @@ export class Registry {
   /** How many modules were imported in a sandbox (cache misses), for tests. */
   get imports(): number {
     return this.#discovery.imports;
+  }
+
+  /** How many discovery sandboxes were started (alike plugins share one), for tests. */
+  get discoverySandboxes(): number {
+    return this.#discovery.sandboxes;
   }
 
   /** Add an on-demand built-in toolset at run time (e.g. `"net"`). */

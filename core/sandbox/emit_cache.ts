@@ -64,4 +64,12 @@ export async function warmEmitCache(files: string[], denoDir: string): Promise<v
       stderr: "null",
     }).output();
   } catch { /* the sandbox reports the real error */ }
+  // Deno keeps an emit whose source text is unchanged (a checkout that only
+  // touched the file): mark it current, so the next start skips the install.
+  const now = new Date();
+  for (const f of cold) {
+    try {
+      Deno.utimeSync(join(denoDir, "gen", "file", `${f}.js`), now, now);
+    } catch { /* not emitted: the sandbox reports why */ }
+  }
 }

@@ -69,10 +69,15 @@ function _resolveLocal(
 /** The files of a module graph, each with the SHA-256 of the text it was read from. */
 export type Pins = Record<string, string>;
 
+/** Files read and hashed once for several graphs (they share core files): path → text and hash. */
+export type PinMemo = Map<string, Promise<{ text: string; hash: string }>>;
+
 /**
  * The local module graph of `entries` (as {@link localModuleGraph}), each
  * file pinned by the SHA-256 of the very text its imports were read from.
- * A file that cannot be read is pinned as `"missing"`.
+ * A file that cannot be read is pinned as `"missing"`. Graphs pinned with
+ * the same `memo` read and hash each shared file once (keep a memo for one
+ * discovery only: it does not see later edits).
  *
  * @example
  * ```ts
@@ -82,12 +87,20 @@ export type Pins = Record<string, string>;
  * assert.ok(Object.values(pins).every((h) => /^[0-9a-f]{64}$/.test(h)));
  * ```
  */
-export async function pinGraph(entries: string[]): Promise<Pins> {
+export async function pinGraph(entries: string[], memo: PinMemo = new Map()): Promise<Pins> {
   const pins: Pins = {};
   const files = await localModuleGraph(entries, {}, async (file) => {
-    const bytes = await Deno.readFile(file);
-    pins[file] = await _sha256(bytes);
-    return new TextDecoder().decode(bytes);
+    let p = memo.get(file);
+    if (!p) {
+      p = Deno.readFile(file).then(async (bytes) => ({
+        text: new TextDecoder().decode(bytes),
+        hash: await _sha256(bytes),
+      }));
+      memo.set(file, p);
+    }
+    const { text, hash } = await p;
+    pins[file] = hash;
+    return text;
   });
   for (const f of files) pins[f] ??= "missing";
   return pins;

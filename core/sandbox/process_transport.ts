@@ -205,7 +205,7 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
     const why = forked
       ? `hit its process limit (${p.max_processes} processes and threads) and was stopped`
       : status.code === 97
-      ? `could not join its ${limits.kind} limits and was not started`
+      ? `could not set up or join its ${limits.kind} limits and was not started`
       : oom
       ? `ran out of memory (limit ${p.memory_mb} MB) and was restarted`
       : `exited unexpectedly (code ${status.code}${status.signal ? `, ${status.signal}` : ""})${

@@ -31,7 +31,18 @@ export interface SandboxEnv {
 
 /** Host → sandbox. */
 export type HostMessage =
-  | { type: "load"; id: number; modules: string[]; env: SandboxEnv }
+  | {
+    type: "load";
+    id: number;
+    modules: string[];
+    env: SandboxEnv;
+    /**
+     * Import in a worker of its own, holding these read paths (the modules'
+     * graph, the entry points' and the grant's): one discovery process then
+     * imports several plugins, never two in one realm.
+     */
+    isolate?: { read: string[] };
+  }
   | {
     type: "call";
     id: number;

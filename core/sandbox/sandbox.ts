@@ -121,16 +121,22 @@ export class Sandbox {
     return this.#transport !== undefined;
   }
 
-  /** Import modules and describe their tools. */
-  async load(modules: string[], env: SandboxEnv, timeoutMs: number): Promise<ModuleMeta[]> {
+  /** Import and describe modules; `isolate`: in a worker of their own (`HostMessage` "load"). */
+  async load(
+    modules: string[],
+    env: SandboxEnv,
+    timeoutMs: number,
+    options: { isolate?: { read: string[] }; onLog?: (text: string) => void } = {},
+  ): Promise<ModuleMeta[]> {
     const refused = await this.#verify();
     if (refused) {
       return modules.map((module) => ({ module, tools: [], problems: [], error: refused }));
     }
+    const { isolate, onLog } = options;
     const msg = await this.#request(
-      (id) => ({ type: "load", id, modules, env }),
+      (id) => ({ type: "load", id, modules, env, ...(isolate ? { isolate } : {}) }),
       "(import)",
-      { timeoutMs },
+      { timeoutMs, onLog },
     );
     if (msg.type === "loaded") return msg.modules;
     const error = msg.type === "result" ? msg.result.error ?? "failed" : "failed";

@@ -1,25 +1,27 @@
 /**
  * Entry point of a process sandbox: a child `deno run` whose flags are the
  * grant. It reads a secret frame token from the first line of stdin (before
- * any tool code exists), starts the permissioned sandbox worker, and relays
- * messages: stdin lines → worker, worker messages → framed stdout lines.
- * Tool code shares stdout but never learns the token, so it cannot forge a
- * protocol line.
+ * any tool code exists), then runs the sandbox runtime
+ * (./sandbox_runtime.ts) in its own realm and relays messages: stdin lines
+ * → the runtime, the runtime's messages → framed stdout lines. Tool code
+ * shares stdout but never learns the token, so it cannot forge a protocol
+ * line: the token and the built-ins that write a framed line are held in a
+ * closure taken before any tool code is imported.
  *
- * Before the worker (and so any tool code) exists, the child drops with
+ * Before any tool code exists, the child drops with
  * `Deno.permissions.revoke` every permission kind the grant does not use
  * (env, sys, ffi, import always; write, run, net when empty). Under
- * `deno run` its flags already are the grant; in a compiled corral binary
- * (which re-runs itself as `corral __sandbox-child`, with the permissions
- * fixed at compile time) this is what takes the broad grant away. Deno can
- * only revoke whole kinds or single paths, not "all but these paths": the
- * worker inside then narrows to the exact lists. The first frame it sends,
- * `ready`, says what the process still holds (`held`).
+ * `deno run` its flags already are the grant. A compiled corral binary
+ * re-runs itself as `corral __sandbox-child`, with the permissions fixed at
+ * compile time: there revoking takes the broad grant away, and since Deno
+ * can only revoke whole kinds or single paths, the tool code runs in a
+ * worker narrowed to the exact lists. The first frame, `ready`, says what
+ * the process still holds (`held`).
  *
  * @module
  */
 import { EGRESS_LISTEN } from "../guard/egress_env.ts";
-import { FRAME_MARK, type SandboxMessage } from "./protocol.ts";
+import { FRAME_MARK, type HostMessage, type SandboxMessage } from "./protocol.ts";
 
 interface _Init {
   read: string[];
@@ -102,15 +104,18 @@ async function _drop(init: _Init): Promise<Record<string, string>> {
 
 /**
  * Run the sandbox child on this process's stdin/stdout; never returns (the
- * process exits when the host closes stdin).
+ * process exits when the host closes stdin). By default the tool code runs
+ * in this realm, whose flags are the grant; `worker: true` (a compiled
+ * binary, whose flags cannot be narrowed to lists) runs it in a worker
+ * holding the exact lists.
  *
  * @example
  * ```ts ignore
  * import { runSandboxChild } from "./sandbox_child.ts";
- * if (Deno.args[0] === "__sandbox-child") await runSandboxChild();
+ * if (Deno.args[0] === "__sandbox-child") await runSandboxChild({ worker: true });
  * ```
  */
-export async function runSandboxChild(): Promise<void> {
+export async function runSandboxChild(options: { worker?: boolean } = {}): Promise<void> {
   const lines = _lines(Deno.stdin.readable);
   const token = (await lines.next()).value as string;
   const init = JSON.parse((await lines.next()).value as string) as _Init;
@@ -118,6 +123,133 @@ export async function runSandboxChild(): Promise<void> {
   // the namespace's own loopback, relayed to the host's egress proxy.
   if (init.egress) _bridge(init.egress);
   const held = await _drop(init);
+  if (options.worker) return await _viaWorker(lines, token, init, held);
+  // The tool code will share this realm: keep what writes a protocol line
+  // (and the token) in this closure, with the built-ins it needs taken now,
+  // before any tool code exists and can replace them.
+  const apply = Reflect.apply;
+  const encode = TextEncoder.prototype.encode;
+  const subarray = Uint8Array.prototype.subarray;
+  const stringify = JSON.stringify;
+  const parse = JSON.parse;
+  const exit = Deno.exit;
+  const writeSync = Deno.stdout.writeSync.bind(Deno.stdout);
+  const encoder = new TextEncoder();
+  const prefix = FRAME_MARK + token;
+  const out = (msg: SandboxMessage) => {
+    const bytes: Uint8Array = apply(encode, encoder, [prefix + stringify(msg) + "\n"]);
+    let done = 0;
+    while (done < bytes.length) {
+      done += writeSync(done === 0 ? bytes : apply(subarray, bytes, [done]));
+    }
+  };
+  const { runSandbox } = await import("./sandbox_runtime.ts");
+  const onHost = runSandbox(out);
+  for (const key of ["close"]) {
+    try {
+      Object.defineProperty(globalThis, key, {
+        value: () => {
+          throw new Error(`${key} is not available to tool code in a corral sandbox`);
+        },
+        writable: false,
+        configurable: false,
+      });
+    } catch { /* already locked */ }
+  }
+  const isolated = _isolatedLoads(init, out);
+  out({ type: "ready", held });
+  for await (const line of lines) {
+    if (!line) continue;
+    let msg: HostMessage;
+    try {
+      msg = parse(line);
+    } catch {
+      out({ type: "log", text: "sandbox: dropped a malformed host message" });
+      continue;
+    }
+    // A load to isolate (discovery of several plugins): a worker of its own.
+    if (msg.type === "load" && msg.isolate) void isolated(msg);
+    else void onHost(msg);
+  }
+  // The host closed stdin: end the sandbox.
+  exit(0);
+}
+
+/** Workers importing plugins at once in this process (each in its own isolate). */
+const _WORKERS = (() => {
+  try {
+    return Math.max(1, Math.min(4, navigator.hardwareConcurrency));
+  } catch {
+    return 2;
+  }
+})();
+
+/**
+ * Each isolated load in a worker of its own, holding the load's read paths
+ * and the grant's other lists; at most {@link _WORKERS} at once. The worker
+ * ends when it has answered.
+ */
+function _isolatedLoads(
+  init: _Init,
+  out: (msg: SandboxMessage) => void,
+): (msg: Extract<HostMessage, { type: "load" }>) => Promise<void> {
+  let running = 0;
+  const waiting: Array<() => void> = [];
+  const list = (l: string[]) => l.includes("*") ? true : l.length ? l : false;
+  return async (msg) => {
+    if (running >= _WORKERS) await new Promise<void>((r) => waiting.push(r));
+    running++;
+    const worker = new Worker(new URL("./sandbox_worker.ts", import.meta.url), {
+      type: "module",
+      deno: {
+        permissions: {
+          read: list(msg.isolate!.read),
+          write: list(init.write),
+          run: list(init.run),
+          net: list(init.net),
+          env: false,
+          ffi: false,
+          sys: false,
+          import: list(init.import ?? []),
+        },
+      },
+    });
+    try {
+      await new Promise<void>((resolve) => {
+        worker.onmessage = (e: MessageEvent<SandboxMessage>) => {
+          const m = e.data;
+          if (m.type === "ready") {
+            worker.postMessage({ type: "load", id: msg.id, modules: msg.modules, env: msg.env });
+            return;
+          }
+          out(m);
+          if ((m.type === "loaded" || m.type === "result") && m.id === msg.id) resolve();
+        };
+        worker.onerror = (e) => {
+          e.preventDefault();
+          out({
+            type: "result",
+            id: msg.id,
+            result: { success: false, error: `its sandbox worker crashed: ${e.message}` },
+          });
+          resolve();
+        };
+      });
+    } finally {
+      worker.terminate();
+      running--;
+      waiting.shift()?.();
+    }
+  };
+}
+
+/** The tool code in a worker holding the exact lists (a compiled binary's child). */
+async function _viaWorker(
+  lines: AsyncGenerator<string>,
+  token: string,
+  init: _Init,
+  held: Record<string, string>,
+): Promise<void> {
   const list = (l: string[]) => l.includes("*") ? true : l.length ? l : false;
   const worker = new Worker(new URL("./sandbox_worker.ts", import.meta.url), {
     type: "module",

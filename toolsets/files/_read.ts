@@ -2,11 +2,20 @@
  * Reading a checked file for the files toolset: regular files only, up to
  * a size cap, checked on the opened descriptor.
  *
+ * Deno's own calls, not node:fs (whose first use costs a sandbox about
+ * 55 ms to load). Deno cannot open with `O_NONBLOCK`, so a name that is a
+ * FIFO, socket or device when checked is refused before it is opened, and
+ * one swapped in between the check and the open is bounded: the open is
+ * given {@link OPEN_WAIT_MS}, then the call fails (the blocked open holds
+ * one thread of this sandbox, counted by its process limit, until the
+ * sandbox ends).
+ *
  * @module
  */
-import { constants } from "node:fs";
-import { type FileHandle, open } from "node:fs/promises";
 import { fsError } from "../../core/guard/paths.ts";
+
+/** How long an open may block (only a FIFO swapped in after the check does). */
+export const OPEN_WAIT_MS = 2000;
 
 /**
  * Read the file at `real` (already checked with `resolveInside`); errors
@@ -38,33 +47,54 @@ export async function readChecked(
   if (info.isDirectory) throw new Error(`"${shown}" is a directory, not a file`);
   _regular(info.isFile, shown);
   _small(info.size, maxBytes, shown);
-  let fh: FileHandle;
-  try {
-    fh = await open(real, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
-  } catch (err) {
-    throw fsError(err, shown);
-  }
+  const file = await _open(real, shown);
   try {
     // What counts is the file that was opened, not the name checked above.
-    const st = await fh.stat();
-    if (st.isDirectory()) throw new Error(`"${shown}" is a directory, not a file`);
-    _regular(st.isFile(), shown);
+    const st = file.statSync();
+    if (st.isDirectory) throw new Error(`"${shown}" is a directory, not a file`);
+    _regular(st.isFile, shown);
     _small(st.size, maxBytes, shown);
     const cap = Math.min(st.size, maxBytes);
     const buf = new Uint8Array(cap + 1);
     let got = 0;
     while (got <= cap) {
-      const { bytesRead } = await fh.read(buf, got, buf.length - got, null);
-      if (bytesRead === 0) break;
-      got += bytesRead;
+      // A regular file: reads do not block on other processes.
+      const n = file.readSync(buf.subarray(got));
+      if (n === null || n === 0) break;
+      got += n;
     }
     _small(got, maxBytes, shown);
     return { info: { ...info, size: got }, bytes: buf.subarray(0, Math.min(got, cap)) };
   } catch (err) {
-    throw err instanceof Error && !(err as { code?: string }).code ? err : fsError(err, shown);
+    // Our own refusals as they are; the runtime's errors named after the file.
+    throw err instanceof Error && Object.getPrototypeOf(err) === Error.prototype
+      ? err
+      : fsError(err, shown);
   } finally {
-    await fh.close().catch(() => {});
+    try {
+      file.close();
+    } catch { /* closed */ }
   }
+}
+
+/** Open for reading, refusing to wait more than {@link OPEN_WAIT_MS}. */
+async function _open(real: string, shown: string): Promise<Deno.FsFile> {
+  const opening = Deno.open(real, { read: true });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<"late">((resolve) => {
+    timer = setTimeout(() => resolve("late"), OPEN_WAIT_MS);
+  });
+  try {
+    const won = await Promise.race([opening, late]);
+    if (won !== "late") return won;
+  } catch (err) {
+    throw fsError(err, shown);
+  } finally {
+    clearTimeout(timer);
+  }
+  opening.then((f) => f.close(), () => {});
+  _regular(false, shown);
+  throw new Error("unreachable");
 }
 
 function _regular(isFile: boolean, shown: string): void {

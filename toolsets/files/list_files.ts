@@ -1,5 +1,4 @@
 import { relative } from "node:path";
-import picomatch from "picomatch";
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool/tool.ts";
 import { fsError, resolveInside } from "../../core/guard/paths.ts";
@@ -56,7 +55,11 @@ export class ListFiles extends BaseTool {
     if (!info.isDirectory) throw new Error(`"${path}" is not a folder`);
 
     // picomatch: node:path's matchesGlob reads the environment, which a sandbox may not.
-    const match = pattern === undefined ? undefined : picomatch(pattern, { dot: true });
+    // Loaded on use: picomatch is CommonJS, and the first CommonJS module starts Deno's
+    // CommonJS loader (about 45 ms), which every other tool of this sandbox would pay.
+    const match = pattern === undefined
+      ? undefined
+      : (await import("picomatch")).default(pattern, { dot: true });
     const entries: ListEntry[] = [];
     let truncated = false;
     for await (
