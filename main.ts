@@ -138,13 +138,13 @@ export async function main(argv: string[]): Promise<number> {
     const spec = _COMMANDS[command];
     if ("alone" in spec) return await (await spec.alone())(values, rest);
     await spec.prepare?.(values);
-    const [run, { openRegistry }] = await Promise.all([
-      spec.onCatalog(),
-      import("./core/cli/open_registry.ts"),
-    ]);
+    const { openRegistry } = await import("./core/cli/open_registry.ts");
+    // The command's modules (the MCP SDK, say) load while the catalog is built.
+    const loading = spec.onCatalog();
+    loading.catch(() => {}); // awaited below; a failure to open the registry comes first
     const session = await openRegistry(values, new Reporter({ quiet: values.quiet }));
     try {
-      return await run(values, rest, session);
+      return await (await loading)(values, rest, session);
     } finally {
       await session.registry.close();
     }

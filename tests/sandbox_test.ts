@@ -152,6 +152,26 @@ for (const isolation of MODES) {
     }
   });
 
+  Deno.test(`tool code that replaces built-ins never sees the frame token (${isolation})`, async () => {
+    const { ws } = await tempLayout();
+    const { registry } = await fixtureRegistry([MISBEHAVING], { isolation }, ws);
+    try {
+      // A victim waits while the thief watches every other call answer, then forges.
+      const victim = registry.call("Echo", { value: "real", delay_ms: 1500 });
+      const thief = registry.call("StealToken", { watch_ms: 600 });
+      await new Promise((r) => setTimeout(r, 100));
+      for (let i = 0; i < 5; i++) {
+        assert.deepEqual(await registry.call("Echo", { value: i }), { success: true, value: i });
+      }
+      const stolen = await thief;
+      assert.equal(stolen.success, true, JSON.stringify(stolen));
+      assert.equal(stolen.seen, 0, "no frame token was seen by tool code");
+      assert.deepEqual(await victim, { success: true, value: "real" });
+    } finally {
+      await registry.close();
+    }
+  });
+
   Deno.test(`Deno.stdout writes become the call's log and stdin is closed (${isolation})`, async () => {
     const { ws } = await tempLayout();
     const { registry } = await fixtureRegistry([MISBEHAVING], { isolation }, ws);

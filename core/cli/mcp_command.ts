@@ -6,9 +6,7 @@
  * @module
  */
 import type { McpHandle, McpRegistry } from "../mcp/mcp_server.ts";
-import { isLoopback, parseListenAddress, serveHttp } from "../mcp/serve_http.ts";
 import { serverToken } from "../mcp/server_token.ts";
-import { serveStdio } from "../mcp/serve_stdio.ts";
 import { watchPlugins } from "../plugins/plugin_watcher.ts";
 import { pluginSources } from "../plugins/plugins.ts";
 import { ConfigError } from "../tool/errors.ts";
@@ -112,12 +110,15 @@ export async function runMcpCommand(
     ) {
       if (set) throw new ConfigError(`${flag} only applies with --http`);
     }
+    // Each transport loads its part of the MCP SDK only when used.
+    const { serveStdio } = await import("../mcp/serve_stdio.ts");
     handle = await serveStdio(registry, {
       maxConcurrent,
       maxQueue,
       ...(maxBodyBytes ? { maxMessageBytes: maxBodyBytes } : {}),
     });
   } else {
+    const { isLoopback, parseListenAddress, serveHttp } = await import("../mcp/serve_http.ts");
     const { hostname, port } = parseListenAddress(flags.http);
     let token = flags.token;
     if (token === undefined) {

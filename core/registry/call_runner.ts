@@ -221,17 +221,7 @@ export class CallRunner {
     const sandbox = await this.#sandbox(source, info);
     const limit = source.policy.timeout_ms;
     const timeoutMs = options.timeoutMs ? Math.min(options.timeoutMs, limit) : limit;
-    let env = this.#envs.get(sandbox);
-    if (!env) {
-      // One per sandbox: its tools share the grant, the config and the variables.
-      env = {
-        workspace: this.#options.workspace,
-        grant: info.grant,
-        config: source.config,
-        vars: hostVars(source.policy),
-      };
-      this.#envs.set(sandbox, env);
-    }
+    const env = this.#env(sandbox, source, info);
     const secrets = this.#options.secrets;
     const onAsk = options.onAsk;
     const result = await sandbox.call(module, name, args, env, {
@@ -272,6 +262,21 @@ export class CallRunner {
     });
     reporter.finish();
     return result;
+  }
+
+  /** One environment per sandbox: its tools share the grant, the config and the variables. */
+  #env(sandbox: Sandbox, source: ToolsetSource, info: ToolInfo): SandboxEnv {
+    let env = this.#envs.get(sandbox);
+    if (!env) {
+      env = {
+        workspace: this.#options.workspace,
+        grant: info.grant,
+        config: source.config,
+        vars: hostVars(source.policy),
+      };
+      this.#envs.set(sandbox, env);
+    }
+    return env;
   }
 
   /** A refusal when the tool needs confirmation and does not get it, else undefined. */

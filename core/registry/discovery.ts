@@ -108,14 +108,23 @@ export class Discovery {
       ceiling,
       source.config ?? null,
     ]);
-    // What runs later is what is checked now: the module files, pinned by hash.
-    const local = source.modules.filter((m) => m.startsWith("/"));
-    if (local.length) source.pins = await pinGraph(local, this.#pinMemo);
     const keys = new Map<string, string>();
     const found = new Map<string, ModuleMeta>();
     const computed = await Promise.all(
       source.modules.map((module) => this.#cache.key(module, fingerprint)),
     );
+    // What runs later is what is checked now: the module files, pinned by hash
+    // (remembered for files whose size and mtime did not change; a sandbox checks
+    // its pins again before it starts).
+    const local = source.modules.filter((m) => m.startsWith("/"));
+    if (local.length) {
+      const known = await Promise.all(local.map((m) => this.#cache.pinsOf(m, fingerprint)));
+      if (known.every((p) => p !== undefined)) source.pins = Object.assign({}, ...known);
+      else {
+        const pins = source.pins = await pinGraph(local, this.#pinMemo);
+        for (const m of local) await this.#cache.rememberPins(m, fingerprint, pins);
+      }
+    }
     for (const [i, module] of source.modules.entries()) {
       const key = computed[i];
       keys.set(module, key);

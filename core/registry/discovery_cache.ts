@@ -14,7 +14,7 @@ import type { ModuleMeta } from "../sandbox/protocol.ts";
 import type { Reporter } from "../tool/reporter.ts";
 
 /** The version of the cache format, part of every fingerprint. */
-export const DISCOVERY_CACHE_VERSION = 4;
+export const DISCOVERY_CACHE_VERSION = 5;
 /** Files modified this recently are always re-hashed. */
 const _RACY_MS = 3000;
 
@@ -22,6 +22,8 @@ const _RACY_MS = 3000;
 interface _StatEntry {
   files: Array<[path: string, size: number, mtimeMs: number]>;
   key: string;
+  /** Each file's SHA-256 (the pins, see core/sandbox/module_graph.ts), in `files` order. */
+  hashes?: string[];
 }
 
 /**
@@ -63,6 +65,10 @@ export class DiscoveryCache {
   #dirty = false;
   /** File texts read during one load (modules share core files). */
   #texts = new Map<string, Promise<string>>();
+  /** Digests of fingerprints (many modules share one). */
+  #digests = new Map<string, Promise<string>>();
+  /** Stat entries found unchanged during this load. */
+  #unchanged = new Map<string, _StatEntry>();
 
   constructor(dir: string | null, reporter: Reporter) {
     this.#dir = dir;
@@ -87,10 +93,13 @@ export class DiscoveryCache {
     if (!module.startsWith("/")) return ""; // packages: never cached
     await this.#load();
     // The fingerprint holds the plugin's config section (secrets): only its digest is kept.
-    fingerprint = await _sha256Hex(fingerprint);
+    fingerprint = await this.#digest(fingerprint);
     const id = `${module}\0${fingerprint}`;
     const known = this.#stats?.[id];
-    if (known && _statsMatch(known.files)) return known.key;
+    if (known && _statsMatch(known.files)) {
+      this.#unchanged.set(id, known);
+      return known.key;
+    }
     try {
       const files = await localModuleGraph([module], {}, this.#read);
       const parts: string[] = [fingerprint, module];
@@ -115,10 +124,40 @@ export class DiscoveryCache {
     }
   }
 
+  /**
+   * The pins of `module`'s files when {@link key} found them unchanged
+   * (size and mtime) and their hashes are remembered; else undefined. A
+   * sandbox checks its pins again before it starts, so a file changed
+   * behind an unchanged size and mtime is refused there.
+   */
+  async pinsOf(module: string, fingerprint: string): Promise<Record<string, string> | undefined> {
+    const entry = this.#unchanged.get(`${module}\0${await this.#digest(fingerprint)}`);
+    if (!entry?.hashes || entry.hashes.length !== entry.files.length) return undefined;
+    return Object.fromEntries(entry.files.map(([f], i) => [f, entry.hashes![i]]));
+  }
+
+  /** Remember the hashes of `module`'s files from `pins` (computed by pinGraph). */
+  async rememberPins(module: string, fingerprint: string, pins: Record<string, string>) {
+    const entry = this.#stats?.[`${module}\0${await this.#digest(fingerprint)}`];
+    if (!entry || entry.hashes) return;
+    const hashes = entry.files.map(([f]) => pins[f]);
+    if (hashes.every((h) => h && h !== "missing")) {
+      entry.hashes = hashes;
+      this.#dirty = true;
+    }
+  }
+
+  #digest(fingerprint: string): Promise<string> {
+    let digest = this.#digests.get(fingerprint);
+    if (!digest) this.#digests.set(fingerprint, digest = _sha256Hex(fingerprint));
+    return digest;
+  }
+
   /** Write the cache if it changed; forget the file texts read for this load. */
   async save(): Promise<void> {
     // File texts are remembered for one load only: later loads see edits.
     this.#texts.clear();
+    this.#unchanged.clear();
     if (!this.#dir || !this.#dirty || !this.#modules) return;
     this.#dirty = false;
     try {

@@ -1,6 +1,6 @@
 /**
  * Host side of a sandbox: a permissioned Web Worker (isolation "worker") or
- * a child `deno run` holding a permissioned worker (isolation "process").
+ * a child `deno run` whose flags are the grant (isolation "process").
  * Calls are multiplexed by id, timed out, cancelled, capped, and a sandbox
  * that stops answering is recycled; the next call gets a fresh one.
  *
@@ -17,7 +17,7 @@ import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
 import { startProcess } from "./process_transport.ts";
 import { answerAsk } from "./ask.ts";
 import type { AskKind, HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
-import type { SandboxNamespace, Transport, TransportHooks } from "./transport.ts";
+import type { SandboxNamespace, Transport, TransportHooks, TransportSpec } from "./transport.ts";
 import { startWorker } from "./worker_transport.ts";
 
 /** What a sandbox is made of. */
@@ -162,20 +162,7 @@ export class Sandbox {
         }
         this.#envSent = env;
         this.#envTransport = this.#transport;
-        return {
-          type: "call",
-          id,
-          module,
-          tool,
-          args,
-          env: {
-            ...env,
-            maxOutputBytes: this.options.policy.max_output_bytes,
-            maxReadBytes: this.options.policy.max_read_bytes,
-            ...(this.#namespace ? { home: NAMESPACE_HOME } : {}),
-            ...(this.#namespace && this.options.grant.net.length ? { proxy: EGRESS_URL } : {}),
-          },
-        };
+        return { type: "call", id, module, tool, args, env: this.#inside(env) };
       },
       tool,
       options,
@@ -187,6 +174,19 @@ export class Sandbox {
       this.#recycle(`was reset: a process of ${tool} timed out`);
     }
     return capResult(result, this.options.policy.max_output_bytes);
+  }
+
+  /** The environment as the sandbox needs it: the limits, and HOME and the proxy inside. */
+  #inside(env: SandboxEnv): SandboxEnv {
+    const { max_output_bytes: maxOutputBytes, max_read_bytes: maxReadBytes } = this.options.policy;
+    const ns = this.#namespace;
+    return {
+      ...env,
+      maxOutputBytes,
+      maxReadBytes,
+      ...(ns ? { home: NAMESPACE_HOME } : {}),
+      ...(ns && this.options.grant.net.length ? { proxy: EGRESS_URL } : {}),
+    };
   }
 
   /** Stop the sandbox; pending calls fail. */
@@ -388,8 +388,7 @@ export class Sandbox {
   }
 
   #onExit(t: Transport, reason: string): void {
-    if (t !== this.#transport) return;
-    this.#recycle(reason);
+    if (t === this.#transport) this.#recycle(reason);
   }
 
   #ensure(): Transport {
@@ -398,16 +397,12 @@ export class Sandbox {
     const read = this.#prepared;
     if (!read) throw new Error("sandbox not prepared");
     const o = this.options;
-    const spec = {
-      label: o.label,
+    const spec: TransportSpec = {
+      ...o,
       read,
-      grant: o.grant,
-      policy: o.policy,
       imports: o.imports ?? [],
-      workspace: o.workspace,
       code: this.#code,
       namespace: this.#namespace,
-      onConnection: o.onConnection,
     };
     // The hooks know their transport: a recycled sandbox speaking late is ignored.
     const self: { t?: Transport } = {};

@@ -14,7 +14,7 @@ import type { HostMessage, SandboxMessage } from "./protocol.ts";
 
 /** The worker entry point: where tool code is imported and called. */
 export const WORKER_ENTRY: string = new URL("./sandbox_worker.ts", import.meta.url).pathname;
-/** The child process entry point of process isolation (it starts the worker). */
+/** The child process entry point of process isolation (it runs the sandbox runtime). */
 export const CHILD_ENTRY: string = new URL("./sandbox_child.ts", import.meta.url).pathname;
 
 /** A running sandbox, as the host sees it. */
