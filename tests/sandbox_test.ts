@@ -172,6 +172,23 @@ for (const isolation of MODES) {
     }
   });
 
+  Deno.test(`a malformed result from the sandbox is a failure, never a throw (${isolation})`, async () => {
+    const { ws } = await tempLayout();
+    const { registry } = await fixtureRegistry([MISBEHAVING], { isolation }, ws);
+    try {
+      const r = await registry.call("NullResult", {});
+      if (isolation === "process") {
+        assert.equal(r.success, false, JSON.stringify(r));
+        assert.match(String(r.error), /malformed result from sandbox/);
+      } else {
+        // A worker's answer is a structured clone: no JSON, so the result arrives intact.
+        assert.equal(r.success, true, JSON.stringify(r));
+      }
+    } finally {
+      await registry.close();
+    }
+  });
+
   Deno.test(`Deno.stdout writes become the call's log and stdin is closed (${isolation})`, async () => {
     const { ws } = await tempLayout();
     const { registry } = await fixtureRegistry([MISBEHAVING], { isolation }, ws);

@@ -227,6 +227,6 @@ export class Discovery {
 /** Whether a discovery result may be remembered: not a failure of the sandbox itself. */
 function _cacheable(m: ModuleMeta): boolean {
   if (!m.error) return true;
-  return !/sandbox (failed to start|exited unexpectedly|crashed|ran out of memory|was reset|hit its process limit|is closed)|shutting down|no answer from/
+  return !/sandbox (failed to start|exited unexpectedly|crashed|ran out of memory|was reset|hit its process limit|is closed|sent a malformed)|shutting down|no answer from/
     .test(m.error);
 }

@@ -1,8 +1,8 @@
 /**
  * Discovery of many plugins at once: plugins whose sandboxes would be
- * alike (the same ceiling grant, limits and environment, no commands, no
- * network) are imported in one process sandbox, each in a worker of its
- * own that holds only its own files. One process start then serves many
+ * alike and hold nothing (an empty ceiling grant: no files, commands or
+ * network; the same limits and environment) are imported in one process
+ * sandbox, each in a worker of its own that reads only its own files. One process start then serves many
  * plugins, and no two plugins ever share a realm.
  *
  * A batch that goes wrong for any plugin (its import failed, or the
@@ -38,19 +38,19 @@ export interface BatchItem {
 
 /**
  * The batch a plugin's discovery may join, or undefined when it must have
- * a sandbox of its own: worker isolation, commands or network in its
- * ceiling (subprocesses and connections would share the process), remote
- * imports, or a package's modules.
+ * a sandbox of its own: worker isolation, any path, command or host in its
+ * ceiling (the namespace, subprocesses and connections would be shared),
+ * remote imports, or a package's modules.
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { batchKey } from "./discovery_batch.ts";
- * const grant = { read: ["/ws"], write: [], run: [], net: [] };
+ * const grant = { read: [], write: [], run: [], net: [] };
  * const source = { modules: ["/p/a.ts"], policy: { isolation: "process" } } as never;
  * assert.ok(batchKey(source, grant, { workspace: "/ws", grant }) !== undefined);
- * const net = { ...grant, net: ["example.com"] };
- * assert.ok(batchKey(source, net, { workspace: "/ws", grant: net }) === undefined);
+ * const reads = { ...grant, read: ["/ws"] };
+ * assert.ok(batchKey(source, reads, { workspace: "/ws", grant: reads }) === undefined);
  * ```
  */
 export function batchKey(
@@ -59,7 +59,11 @@ export function batchKey(
   env: SandboxEnv,
 ): string | undefined {
   const p: SandboxPolicy = source.policy;
-  if (p.isolation !== "process" || ceiling.run.length || ceiling.net.length) return undefined;
+  // Only plugins that hold nothing: a shared namespace mounts every batched plugin's files,
+  // and a read grant could reach another's through a symlink, a write grant could plant one.
+  const holds = ceiling.read.length + ceiling.write.length + ceiling.run.length +
+    ceiling.net.length;
+  if (p.isolation !== "process" || holds > 0) return undefined;
   if (source.imports?.length || !source.modules.every((m) => m.startsWith("/"))) return undefined;
   return JSON.stringify([
     ceiling,

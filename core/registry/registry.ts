@@ -23,6 +23,7 @@ import { secretValues } from "../guard/redact.ts";
 import { type HostPrivileges, hostPrivileges } from "../sandbox/grant.ts";
 import type { ModuleMeta } from "../sandbox/protocol.ts";
 import type { Sandbox } from "../sandbox/sandbox.ts";
+import { sandboxEntryFiles } from "../sandbox/sandbox_files.ts";
 import { ConfigError } from "../tool/errors.ts";
 import { Reporter } from "../tool/reporter.ts";
 import type { ToolResult } from "../tool/result.ts";
@@ -202,6 +203,7 @@ export class Registry {
     // What the first process sandbox will need, found while the catalog is built.
     void probeLimits();
     if (bwrap) runtimeFiles().catch(() => {});
+    sandboxEntryFiles().catch(() => {});
     options = { ...options, reserved: options.reserved ?? await reservedToolNames() };
     const registry = new Registry(workspace, policy, host, bwrap, cacheDir, options);
     const catalog = registry.#catalog;
@@ -363,12 +365,25 @@ export class Registry {
     for (let k = 0; k < _DISCOVERY_CONCURRENCY; k++) start();
     for (let i = 0; i < sources.length; i++) {
       while (!found[i]) await Promise.race(found.filter(Boolean));
-      this.#catalog.register(sources[i], await found[i]!);
+      this.#register(sources[i], await found[i]!);
     }
   }
 
   async #loadSource(source: ToolsetSource): Promise<void> {
-    this.#catalog.register(source, await this.#discover(source));
+    this.#register(source, await this.#discover(source));
+  }
+
+  /** Register a source; one that cannot be registered is a load problem, never a failed start. */
+  #register(source: ToolsetSource, metas: ModuleMeta[]): void {
+    try {
+      this.#catalog.register(source, metas);
+    } catch (err) {
+      this.problems.push({
+        toolset: source.id,
+        source: source.modules[0] ?? source.id,
+        message: `Cannot load toolset "${source.id}": ${(err as Error).message}`,
+      });
+    }
   }
 
   #discover(source: ToolsetSource): Promise<ModuleMeta[]> {

@@ -244,8 +244,16 @@ async function _readLines(
   const decoder = new TextDecoder();
   let buf = "";
   let skipping = false;
+  // One buffer, read into again and again (a default reader allocates and
+  // zeroes a fresh 64 KiB chunk per read: most of a small call's cost).
+  const reader = stream.getReader({ mode: "byob" });
+  let space = new Uint8Array(65_536);
   try {
-    for await (const chunk of stream) {
+    for (;;) {
+      const { value, done } = await reader.read(space);
+      if (done || !value) break;
+      space = new Uint8Array(value.buffer);
+      const chunk = value;
       buf += decoder.decode(chunk, { stream: true });
       let nl: number;
       while ((nl = buf.indexOf("\n")) >= 0) {

@@ -16,6 +16,7 @@ import { capResult, failure, type ToolResult } from "../tool/result.ts";
 import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
 import { startProcess } from "./process_transport.ts";
 import { answerAsk } from "./ask.ts";
+import { acceptMetas } from "./module_meta.ts";
 import type { AskKind, HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
 import type { SandboxNamespace, Transport, TransportHooks, TransportSpec } from "./transport.ts";
 import { startWorker } from "./worker_transport.ts";
@@ -138,7 +139,7 @@ export class Sandbox {
       "(import)",
       { timeoutMs, onLog },
     );
-    if (msg.type === "loaded") return msg.modules;
+    if (msg.type === "loaded") return acceptMetas(modules, msg.modules);
     const error = msg.type === "result" ? msg.result.error ?? "failed" : "failed";
     return modules.map((module) => ({ module, tools: [], problems: [], error }));
   }
@@ -167,7 +168,11 @@ export class Sandbox {
       tool,
       options,
     );
-    const result = msg.type === "result" ? msg.result : failure(tool, "no result from sandbox");
+    const r = msg.type === "result" ? msg.result : undefined;
+    // Whatever the sandbox sends, the caller gets a ToolResult.
+    const result = r && typeof r === "object" && !Array.isArray(r) && typeof r.success === "boolean"
+      ? r
+      : failure(tool, r === undefined ? "no result from sandbox" : "malformed result from sandbox");
     if (result.timed_out === true && this.options.policy.isolation === "process") {
       // Something the tool started ran out of time: the whole sandbox goes,
       // with every process it still holds (a fresh one serves the next call).

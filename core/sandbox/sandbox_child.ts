@@ -21,7 +21,8 @@
  * @module
  */
 import { EGRESS_LISTEN } from "../guard/egress_env.ts";
-import { FRAME_MARK, type HostMessage, type SandboxMessage } from "./protocol.ts";
+import type { ToolResult } from "../tool/result.ts";
+import { FRAME_MARK, type HostMessage, type ModuleMeta, type SandboxMessage } from "./protocol.ts";
 
 interface _Init {
   read: string[];
@@ -36,11 +37,19 @@ interface _Init {
 
 const _encoder = new TextEncoder();
 
-async function* _lines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+/**
+ * The lines of stdin. One buffer is read into again and again: a stream
+ * would allocate (and zero) a fresh 64 KiB chunk for every read, which is
+ * most of a small call's cost.
+ */
+async function* _lines(read: (p: Uint8Array) => Promise<number | null>): AsyncGenerator<string> {
   const decoder = new TextDecoder();
+  const chunk = new Uint8Array(65_536);
   let buf = "";
-  for await (const chunk of stream) {
-    buf += decoder.decode(chunk, { stream: true });
+  for (;;) {
+    const n = await read(chunk);
+    if (n === null) break;
+    buf += decoder.decode(chunk.subarray(0, n), { stream: true });
     let nl: number;
     while ((nl = buf.indexOf("\n")) >= 0) {
       yield buf.slice(0, nl);
@@ -116,7 +125,7 @@ async function _drop(init: _Init): Promise<Record<string, string>> {
  * ```
  */
 export async function runSandboxChild(options: { worker?: boolean } = {}): Promise<void> {
-  const lines = _lines(Deno.stdin.readable);
+  const lines = _lines(Deno.stdin.read.bind(Deno.stdin));
   const token = (await lines.next()).value as string;
   const init = JSON.parse((await lines.next()).value as string) as _Init;
   // The way out of the namespace, before any tool code exists: a TCP port on
@@ -127,9 +136,14 @@ export async function runSandboxChild(options: { worker?: boolean } = {}): Promi
   // The tool code will share this realm: keep what writes a protocol line
   // (and the token) in this closure, with the built-ins it needs taken now,
   // before any tool code exists and can replace them.
+  // Nothing reached through a prototype, a getter or a species at write time.
   const apply = Reflect.apply;
   const encode = TextEncoder.prototype.encode;
-  const subarray = Uint8Array.prototype.subarray;
+  const typed = Object.getPrototypeOf(Uint8Array.prototype);
+  const byteLength = Object.getOwnPropertyDescriptor(typed, "byteLength")!.get!;
+  const bufferOf = Object.getOwnPropertyDescriptor(typed, "buffer")!.get!;
+  const offsetOf = Object.getOwnPropertyDescriptor(typed, "byteOffset")!.get!;
+  const U8 = Uint8Array;
   const stringify = JSON.stringify;
   const parse = JSON.parse;
   const exit = Deno.exit;
@@ -138,10 +152,13 @@ export async function runSandboxChild(options: { worker?: boolean } = {}): Promi
   const prefix = FRAME_MARK + token;
   const out = (msg: SandboxMessage) => {
     const bytes: Uint8Array = apply(encode, encoder, [prefix + stringify(msg) + "\n"]);
-    let done = 0;
-    while (done < bytes.length) {
-      done += writeSync(done === 0 ? bytes : apply(subarray, bytes, [done]));
-    }
+    const size: number = apply(byteLength, bytes, []);
+    let done = writeSync(bytes);
+    if (done >= size) return;
+    // No destructuring: an array iterator is tool code's to replace.
+    const buffer: ArrayBuffer = apply(bufferOf, bytes, []);
+    const offset: number = apply(offsetOf, bytes, []);
+    while (done < size) done += writeSync(new U8(buffer, offset + done, size - done));
   };
   const { runSandbox } = await import("./sandbox_runtime.ts");
   const onHost = runSandbox(out);
@@ -216,14 +233,26 @@ function _isolatedLoads(
     });
     try {
       await new Promise<void>((resolve) => {
+        // The worker runs one plugin's code: it speaks for this load only. Whatever it
+        // sends is relayed under this load's id (a log, then one answer); the rest is dropped.
+        let ready = false;
         worker.onmessage = (e: MessageEvent<SandboxMessage>) => {
-          const m = e.data;
-          if (m.type === "ready") {
+          const m = e.data as Partial<Record<string, unknown>>;
+          if (!ready) {
+            if (m?.type !== "ready") return;
+            ready = true;
             worker.postMessage({ type: "load", id: msg.id, modules: msg.modules, env: msg.env });
             return;
           }
-          out(m);
-          if ((m.type === "loaded" || m.type === "result") && m.id === msg.id) resolve();
+          if (m?.type === "log") {
+            out({ type: "log", id: msg.id, text: String(m.text).slice(0, 65_536) });
+          } else if (m?.type === "loaded") {
+            out({ type: "loaded", id: msg.id, modules: m.modules as ModuleMeta[] });
+            resolve();
+          } else if (m?.type === "result") {
+            out({ type: "result", id: msg.id, result: m.result as ToolResult });
+            resolve();
+          }
         };
         worker.onerror = (e) => {
           e.preventDefault();
