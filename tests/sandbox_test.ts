@@ -172,6 +172,27 @@ for (const isolation of MODES) {
     }
   });
 
+  Deno.test(`each call's output is its own, alone and overlapping (${isolation})`, async () => {
+    const { ws } = await tempLayout();
+    const { registry } = await fixtureRegistry([MISBEHAVING], { isolation }, ws);
+    try {
+      const logs: Record<string, string[]> = { a: [], b: [], c: [] };
+      const call = (tag: string, delay_ms: number) =>
+        registry.call("Chatty", { tag, delay_ms }, { onLog: (t) => logs[tag].push(t) });
+      // A runs alone at first; B and C overlap it.
+      const a = call("a", 600);
+      await new Promise((r) => setTimeout(r, 150));
+      const [b, c] = await Promise.all([call("b", 300), call("c", 200)]);
+      assert.equal((await a).success, true);
+      assert.ok(b.success && c.success);
+      for (const tag of ["a", "b", "c"]) {
+        assert.deepEqual(logs[tag], [`${tag}: start`, `${tag}: timer`, `${tag}: end`], tag);
+      }
+    } finally {
+      await registry.close();
+    }
+  });
+
   Deno.test(`a malformed result from the sandbox is a failure, never a throw (${isolation})`, async () => {
     const { ws } = await tempLayout();
     const { registry } = await fixtureRegistry([MISBEHAVING], { isolation }, ws);

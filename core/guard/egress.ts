@@ -16,7 +16,6 @@
  *
  * @module
  */
-import { lookup } from "node:dns/promises";
 import { classifyAddress, isIpAddress } from "./net_guard.ts";
 
 export { EGRESS_LISTEN, EGRESS_SOCKET_IN_NAMESPACE, EGRESS_URL, proxyVars } from "./egress_env.ts";
@@ -126,6 +125,8 @@ export async function decideEgress(
 }
 
 async function _lookupAll(hostname: string): Promise<string[]> {
+  // Loaded on the first lookup: node:dns costs every host start tens of milliseconds.
+  const { lookup } = await import("node:dns/promises");
   const found = await lookup(hostname, { all: true, verbatim: true });
   return found.map((a) => a.address);
 }

@@ -70,6 +70,8 @@ export class CallRunner {
   readonly #options: CallRunnerOptions;
   #sandboxes = new Map<string, Sandbox>();
   #envs = new WeakMap<Sandbox, SandboxEnv>();
+  /** Sandboxes already prepared, by the same key as `#sandboxes`. */
+  #ready = new Map<string, Sandbox>();
 
   constructor(options: CallRunnerOptions) {
     this.#options = options;
@@ -119,6 +121,7 @@ export class CallRunner {
       if (key.startsWith(`${id}|`)) {
         await sb.close();
         this.#sandboxes.delete(key);
+        this.#ready.delete(key);
       }
     }
   }
@@ -127,6 +130,7 @@ export class CallRunner {
   async close(): Promise<void> {
     await Promise.all([...this.#sandboxes.values()].map((s) => s.close()));
     this.#sandboxes.clear();
+    this.#ready.clear();
   }
 
   /** Secrets scrubbed from the whole result; no host path outside the workspace in its error. */
@@ -215,10 +219,14 @@ export class CallRunner {
       if (other) return failure(name, `not loaded: ${other.info.reason ?? other.info.status}`);
       throw new TypeError(catalog.unknownToolMessage(name));
     }
-    const refused = await this.#confirm(entry, args, options);
-    if (refused) return refused;
     const { info, source, module } = entry;
-    const sandbox = await this.#sandbox(source, info);
+    // Most tools need no confirmation, and a running sandbox no set-up: no await for either.
+    const refused = info.confirm || info.confirmWhen !== undefined
+      ? await this.#confirm(entry, args, options)
+      : undefined;
+    if (refused) return refused;
+    const sandbox = this.#ready.get(_sandboxKey(source, info)) ??
+      await this.#sandbox(source, info);
     const limit = source.policy.timeout_ms;
     const timeoutMs = options.timeoutMs ? Math.min(options.timeoutMs, limit) : limit;
     const env = this.#env(sandbox, source, info);
@@ -311,7 +319,7 @@ export class CallRunner {
   async #sandbox(source: ToolsetSource, info: ToolInfo): Promise<Sandbox> {
     // Tools share a sandbox only when they hold exactly the same grant.
     const run = info.grant.run.join(",");
-    const key = `${source.id}|${info.permissions}|${run}`;
+    const key = _sandboxKey(source, info);
     let sb = this.#sandboxes.get(key);
     if (!sb) {
       const modules = [
@@ -340,8 +348,14 @@ export class CallRunner {
       this.#sandboxes.set(key, sb);
     }
     await sb.prepare();
+    this.#ready.set(key, sb);
     return sb;
   }
+}
+
+/** Tools share a sandbox only when they hold exactly the same grant. */
+function _sandboxKey(source: ToolsetSource, info: ToolInfo): string {
+  return `${source.id}|${info.permissions}|${info.grant.run.join(",")}`;
 }
 
 const _LETTER = { read: "r", write: "w", run: "x", net: "n" } as const;

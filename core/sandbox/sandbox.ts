@@ -152,7 +152,8 @@ export class Sandbox {
     env: SandboxEnv,
     options: CallOptions = {},
   ): Promise<ToolResult> {
-    const refused = await this.#verify();
+    // A running sandbox was checked when it started: no await on the way to the call.
+    const refused = this.#transport ? undefined : await this.#verify();
     if (refused) return failure(tool, refused);
     const msg = await this.#request(
       (id) => {

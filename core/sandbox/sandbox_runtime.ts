@@ -24,7 +24,38 @@ import { collectTools, type ToolDefinition, VALID_EXPORT_EXAMPLE } from "../tool
 let _started = false;
 /** The one channel to the host (set by {@link runSandbox}). */
 let _post: (msg: SandboxMessage) => void = () => {};
-const _callId = new AsyncLocalStorage<number>();
+/**
+ * Which call printed a line. One call at a time needs no async context: it
+ * is "the call running" (`_solo`). Only when calls overlap is
+ * AsyncLocalStorage loaded (node:async_hooks starts Deno's Node layer:
+ * about 10 ms and 3 MiB per sandbox, worker or process); calls started from
+ * then on carry their id in it, and a line from the call that ran alone
+ * before is still that call's.
+ */
+let _als: { run<R>(id: number, fn: () => R): R; getStore(): number | undefined } | undefined;
+let _alsLoading: Promise<void> | undefined;
+let _solo: number | undefined;
+
+function _current(): number | undefined {
+  return _als?.getStore() ?? (_solo !== undefined && _running.has(_solo) ? _solo : undefined);
+}
+
+/** Run `fn` as call `id`, with the call's id in an async context when calls overlap. */
+async function _asCall<R>(id: number, fn: () => Promise<R>): Promise<R> {
+  if (!_als && _running.size > 1) {
+    _alsLoading ??= import("node:async_hooks").then(({ AsyncLocalStorage }) => {
+      _als = new AsyncLocalStorage<number>();
+    });
+    await _alsLoading;
+  }
+  if (_als) return await _als.run(id, fn);
+  _solo = id;
+  try {
+    return await fn();
+  } finally {
+    if (_solo === id) _solo = undefined;
+  }
+}
 
 function _message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -46,7 +77,7 @@ const _format = (args: unknown[]) => {
 const _decoder = new TextDecoder();
 const _logBytes = (p: Uint8Array): number => {
   const text = _decoder.decode(p).replace(/\n$/, "");
-  _post({ type: "log", id: _callId.getStore(), text: text.slice(0, _MAX_LOG) });
+  _post({ type: "log", id: _current(), text: text.slice(0, _MAX_LOG) });
   return p.length;
 };
 const _sink = () =>
@@ -82,10 +113,15 @@ const _running = new Map<number, AbortController>();
 /** The environment of calls, as last sent by the host. */
 let _env: SandboxEnv | undefined;
 
+let _configured: SandboxEnv | undefined;
+
 async function _load(module: string, env: SandboxEnv, describe = false): Promise<_Loaded> {
   // Processes that tools start get the host's allowlisted values and the jail.
-  configureSubprocesses({ vars: env.vars, grant: env.grant, home: env.home, proxy: env.proxy });
-  configureNetGuard({ egress: env.proxy !== undefined });
+  if (_configured !== env) {
+    _configured = env;
+    configureSubprocesses({ vars: env.vars, grant: env.grant, home: env.home, proxy: env.proxy });
+    configureNetGuard({ egress: env.proxy !== undefined });
+  }
   let p = _modules.get(module);
   if (!p) {
     p = _loadModule(module, env, describe);
@@ -208,7 +244,7 @@ async function _call(msg: Extract<HostMessage, { type: "call" }>): Promise<void>
       _post({ type: "result", id: msg.id, result: failure(msg.tool, meta.load.reason) });
       return;
     }
-    const result = await _callId.run(msg.id, () =>
+    const result = await _asCall(msg.id, () =>
       invokeTool(def, msg.args, {
         signal: controller.signal,
         workspace: env.workspace,
@@ -263,17 +299,17 @@ export function runSandbox(
     e.preventDefault();
     _post({
       type: "log",
-      id: _callId.getStore(),
+      id: _current(),
       text: `unhandled rejection: ${_message(e.reason)}`,
     });
   });
   globalThis.addEventListener("error", (e) => {
     e.preventDefault();
-    _post({ type: "log", id: _callId.getStore(), text: `uncaught error: ${e.message}` });
+    _post({ type: "log", id: _current(), text: `uncaught error: ${e.message}` });
   });
   for (const level of ["log", "info", "debug", "warn", "error"] as const) {
     console[level] = (...args: unknown[]) =>
-      _post({ type: "log", id: _callId.getStore(), text: _format(args) });
+      _post({ type: "log", id: _current(), text: _format(args) });
   }
   for (
     const [key, value] of [["stdout", _sink()], ["stderr", _sink()], ["stdin", _stdin]] as const
