@@ -102,12 +102,7 @@ export class Discovery {
     checked: () => void,
   ): Promise<ModuleMeta[]> {
     const { workspace, reporter, secrets } = this.#options;
-    const fingerprint = JSON.stringify([
-      DISCOVERY_CACHE_VERSION,
-      Deno.version.deno,
-      ceiling,
-      source.config ?? null,
-    ]);
+    const fingerprint = _fingerprint(source, ceiling);
     const keys = new Map<string, string>();
     const found = new Map<string, ModuleMeta>();
     const computed = await Promise.all(
@@ -130,13 +125,7 @@ export class Discovery {
       keys.set(module, key);
       const hit = await this.#cache.get(key);
       if (hit) {
-        // A failure is remembered by content too: an unchanged broken file costs nothing.
-        found.set(
-          module,
-          hit.error
-            ? { ...hit, error: `${hit.error} (remembered: change the file to try again)` }
-            : hit,
-        );
+        found.set(module, _remembered(hit));
       }
     }
     const misses = source.modules.filter((m) => !found.has(m));
@@ -202,6 +191,30 @@ export class Discovery {
     }
   }
 
+  /** Load the cache for `sources` about to be discovered, so that {@link cached} can answer. */
+  prime(sources: Array<{ source: ToolsetSource; ceiling: Grant }>): Promise<void> {
+    return this.#cache.prime(sources.map(({ source, ceiling }) => _fingerprint(source, ceiling)));
+  }
+
+  /**
+   * What `source` declares, straight from the cache when every module of it
+   * is unchanged (no promise, no file read: a start with many plugins stays
+   * fast), with its pins set; else undefined, and {@link discover} decides.
+   */
+  cached(source: ToolsetSource, ceiling: Grant): ModuleMeta[] | undefined {
+    const fingerprint = _fingerprint(source, ceiling);
+    const metas: ModuleMeta[] = [];
+    const pins: Record<string, string> = {};
+    for (const module of source.modules) {
+      const hit = this.#cache.hit(module, fingerprint);
+      if (!hit) return undefined;
+      Object.assign(pins, hit.pins);
+      metas.push(_remembered(hit.meta));
+    }
+    source.pins = pins;
+    return metas;
+  }
+
   /** Write the discovery cache if it changed. */
   save(): Promise<void> {
     // The next discovery (--watch, addSource) reads the files again: it sees edits.
@@ -222,6 +235,23 @@ export class Discovery {
     if (next) next();
     else this.#slotsFree++;
   }
+}
+
+/** What the sandbox's report depends on besides the files: the grant, the config, the versions. */
+function _fingerprint(source: ToolsetSource, ceiling: Grant): string {
+  return JSON.stringify([
+    DISCOVERY_CACHE_VERSION,
+    Deno.version.deno,
+    ceiling,
+    source.config ?? null,
+  ]);
+}
+
+/** A failure is remembered by content too: an unchanged broken file costs nothing. */
+function _remembered(hit: ModuleMeta): ModuleMeta {
+  return hit.error
+    ? { ...hit, error: `${hit.error} (remembered: change the file to try again)` }
+    : hit;
 }
 
 /** Whether a discovery result may be remembered: not a failure of the sandbox itself. */

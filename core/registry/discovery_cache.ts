@@ -67,6 +67,7 @@ export class DiscoveryCache {
   #texts = new Map<string, Promise<string>>();
   /** Digests of fingerprints (many modules share one). */
   #digests = new Map<string, Promise<string>>();
+  #digested = new Map<string, string>();
   /** Stat entries found unchanged during this load. */
   #unchanged = new Map<string, _StatEntry>();
 
@@ -149,8 +150,38 @@ export class DiscoveryCache {
 
   #digest(fingerprint: string): Promise<string> {
     let digest = this.#digests.get(fingerprint);
-    if (!digest) this.#digests.set(fingerprint, digest = _sha256Hex(fingerprint));
+    if (!digest) {
+      digest = _sha256Hex(fingerprint);
+      digest.then((d) => this.#digested.set(fingerprint, d), () => {});
+      this.#digests.set(fingerprint, digest);
+    }
     return digest;
+  }
+
+  /** Load the cache and digest `fingerprints`, so that {@link hit} can answer. */
+  async prime(fingerprints: string[]): Promise<void> {
+    await this.#load();
+    await Promise.all([...new Set(fingerprints)].map((f) => this.#digest(f)));
+  }
+
+  /**
+   * A module's cached report and pins, at once, when its files did not change
+   * (size and mtime) and its fingerprint is primed; else undefined (then
+   * {@link key} decides, reading what it must).
+   */
+  hit(
+    module: string,
+    fingerprint: string,
+  ): { meta: ModuleMeta; pins: Record<string, string> } | undefined {
+    const digest = this.#digested.get(fingerprint);
+    if (!digest || !this.#modules || !module.startsWith("/")) return undefined;
+    const id = `${module}\0${digest}`;
+    const known = this.#stats?.[id];
+    if (!known?.hashes || known.hashes.length !== known.files.length) return undefined;
+    const meta = this.#modules[known.key];
+    if (!meta || !_statsMatch(known.files)) return undefined;
+    this.#unchanged.set(id, known);
+    return { meta, pins: Object.fromEntries(known.files.map(([f], i) => [f, known.hashes![i]])) };
   }
 
   /** Write the cache if it changed; forget the file texts read for this load. */

@@ -354,16 +354,28 @@ export class Registry {
    * given order, so "last registered wins" does not depend on timing.
    */
   async #loadSources(sources: ToolsetSource[]): Promise<void> {
+    // Unchanged sources come straight from the cache; the others are discovered.
+    const ceilings = sources.map((source) => this.#catalog.ceiling(source));
+    for (const source of sources) {
+      for (const s of secretValues(source.config)) this.#secrets.add(s);
+    }
+    await this.#discovery.prime(sources.map((source, i) => ({ source, ceiling: ceilings[i] })));
+    const cached = sources.map((source, i) => this.#discovery.cached(source, ceilings[i]));
     const found: Array<Promise<ModuleMeta[]> | undefined> = new Array(sources.length);
     let next = 0;
     const start = () => {
+      while (next < sources.length && cached[next]) next++;
       if (next >= sources.length) return;
       const i = next++;
-      found[i] = this.#discover(sources[i]);
+      found[i] = this.#discovery.discover(sources[i], ceilings[i]);
       found[i]!.then(start, start);
     };
     for (let k = 0; k < _DISCOVERY_CONCURRENCY; k++) start();
     for (let i = 0; i < sources.length; i++) {
+      if (cached[i]) {
+        this.#register(sources[i], cached[i]!);
+        continue;
+      }
       while (!found[i]) await Promise.race(found.filter(Boolean));
       this.#register(sources[i], await found[i]!);
     }
