@@ -33,7 +33,7 @@ export async function sectionNamespace(sizes: Sizes): Promise<string> {
     SECTIONS[7],
     "",
     'The files toolset in process isolation, with the namespace (`"jail": "required"`, the ' +
-    "shipped default: `/bin/sh` joins the sandbox's cgroup, then bwrap builds the mounts, then " +
+    "shipped default: `/bin/sh` makes and joins the sandbox's cgroup, then bwrap builds the mounts, then " +
     '`deno run` starts) and without it (`"jail": "off"`: the same child and cgroup, no ' +
     "bwrap). A cold call is the first call of a fresh registry (discovery from a warm cache), " +
     "which starts the sandbox; a warm call is a later call of the same sandbox; the sandbox " +
