@@ -192,6 +192,26 @@ export async function runSandboxChild(options: { worker?: boolean } = {}): Promi
   exit(0);
 }
 
+/** A sandbox worker holding `read` and the grant's other lists; env, ffi and sys never. */
+function _worker(init: _Init, read: string[]): Worker {
+  const list = (l: string[]) => l.includes("*") ? true : l.length ? l : false;
+  return new Worker(new URL("./sandbox_worker.ts", import.meta.url), {
+    type: "module",
+    deno: {
+      permissions: {
+        read: list(read),
+        write: list(init.write),
+        run: list(init.run),
+        net: list(init.net),
+        env: false,
+        ffi: false,
+        sys: false,
+        import: list(init.import ?? []),
+      },
+    },
+  });
+}
+
 /** Workers importing plugins at once in this process (each in its own isolate). */
 const _WORKERS = (() => {
   try {
@@ -212,25 +232,10 @@ function _isolatedLoads(
 ): (msg: Extract<HostMessage, { type: "load" }>) => Promise<void> {
   let running = 0;
   const waiting: Array<() => void> = [];
-  const list = (l: string[]) => l.includes("*") ? true : l.length ? l : false;
   return async (msg) => {
     if (running >= _WORKERS) await new Promise<void>((r) => waiting.push(r));
     running++;
-    const worker = new Worker(new URL("./sandbox_worker.ts", import.meta.url), {
-      type: "module",
-      deno: {
-        permissions: {
-          read: list(msg.isolate!.read),
-          write: list(init.write),
-          run: list(init.run),
-          net: list(init.net),
-          env: false,
-          ffi: false,
-          sys: false,
-          import: list(init.import ?? []),
-        },
-      },
-    });
+    const worker = _worker(init, msg.isolate!.read);
     try {
       await new Promise<void>((resolve) => {
         // The worker runs one plugin's code: it speaks for this load only. Whatever it
@@ -279,22 +284,7 @@ async function _viaWorker(
   init: _Init,
   held: Record<string, string>,
 ): Promise<void> {
-  const list = (l: string[]) => l.includes("*") ? true : l.length ? l : false;
-  const worker = new Worker(new URL("./sandbox_worker.ts", import.meta.url), {
-    type: "module",
-    deno: {
-      permissions: {
-        read: list(init.read),
-        write: list(init.write),
-        run: list(init.run),
-        net: list(init.net),
-        env: false,
-        ffi: false,
-        sys: false,
-        import: list(init.import ?? []),
-      },
-    },
-  });
+  const worker = _worker(init, init.read);
   const out = (msg: SandboxMessage) =>
     Deno.stdout.writeSync(_encoder.encode(`${FRAME_MARK}${token}${JSON.stringify(msg)}\n`));
   worker.onmessage = (e: MessageEvent<SandboxMessage>) =>
