@@ -176,6 +176,22 @@ for (const isolation of MODES) {
     const { ws } = await tempLayout();
     const { registry } = await fixtureRegistry([MISBEHAVING], { isolation }, ws);
     try {
+      // First, on a fresh sandbox: what a finished call left behind is never the next call's
+      // (another client's)...
+      const late: string[] = [];
+      const gone = await registry.call("Lingering", { secret: "hunter2", after_ms: 150 }, {
+        onLog: (t) => late.push(t),
+      });
+      assert.equal(gone.success, true);
+      const next: string[] = [];
+      assert.equal(
+        (await registry.call("Chatty", { tag: "d", delay_ms: 500 }, { onLog: (t) => next.push(t) }))
+          .success,
+        true,
+      );
+      assert.deepEqual(next, ["d: start", "d: timer", "d: end"]);
+      assert.ok(!late.concat(next).some((t) => t.includes("hunter2")), JSON.stringify(next));
+      // ...then calls that overlap.
       const logs: Record<string, string[]> = { a: [], b: [], c: [] };
       const call = (tag: string, delay_ms: number) =>
         registry.call("Chatty", { tag, delay_ms }, { onLog: (t) => logs[tag].push(t) });

@@ -106,15 +106,20 @@ export async function runBatch(items: BatchItem[], ctx: BatchContext): Promise<v
   try {
     await sb.prepare();
     const entry = await sandboxEntryFiles();
-    await Promise.all(items.map(async (item) => {
-      // The worker reads its own module graph, the entry points and the grant: no other plugin.
+    // The worker reads its own module graph, the entry points and the grant: no other plugin.
+    const answers = await sb.loadIsolated(items.map((item) => {
       const own = item.source.pins ? Object.keys(item.source.pins) : item.modules;
-      const metas = await sb.load(item.modules, item.env, item.source.policy.discovery_timeout_ms, {
+      return {
+        modules: item.modules,
+        env: item.env,
+        timeoutMs: item.source.policy.discovery_timeout_ms,
         isolate: { read: [...new Set([...item.ceiling.read, ...entry, ...own])] },
         onLog: item.onLog,
-      });
-      item.resolve(items.length > 1 && metas.some((m) => m.error) ? undefined : metas);
+      };
     }));
+    items.forEach((item, i) =>
+      item.resolve(items.length > 1 && answers[i].some((m) => m.error) ? undefined : answers[i])
+    );
   } catch {
     for (const item of items) item.resolve(undefined);
   } finally {

@@ -52,6 +52,8 @@ export type HostMessage =
     /** Sent with the first call of a sandbox and when it changes; else the last one holds. */
     env?: SandboxEnv;
   }
+  /** Several isolated loads at once (a discovery batch): read whole before any worker starts. */
+  | { type: "loads"; loads: Array<Extract<HostMessage, { type: "load" }>> }
   | { type: "cancel"; id: number }
   | { type: "ping"; id: number }
   /** The client's answer to an `ask` (or why there is none). */

@@ -6,66 +6,20 @@
  *
  * @module
  */
-import type { SandboxPolicy } from "../config/policy.ts";
-import { EGRESS_URL, type EgressRecord } from "../guard/egress.ts";
+import { EGRESS_URL } from "../guard/egress.ts";
 import { NAMESPACE_HOME } from "../guard/namespace.ts";
-import type { Pins } from "./module_graph.ts";
 import { pinsRefusal, prepareSandboxFiles } from "./sandbox_files.ts";
 import { ToolTimeoutError } from "../tool/errors.ts";
 import { capResult, failure, type ToolResult } from "../tool/result.ts";
-import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
 import { startProcess } from "./process_transport.ts";
 import { answerAsk } from "./ask.ts";
 import { acceptMetas } from "./module_meta.ts";
-import type { AskKind, HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
+import type { HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
+import type { CallOptions, LoadRequest, SandboxOptions } from "./sandbox_options.ts";
 import type { SandboxNamespace, Transport, TransportHooks, TransportSpec } from "./transport.ts";
 import { startWorker } from "./worker_transport.ts";
 
-/** What a sandbox is made of. */
-export interface SandboxOptions {
-  /** Label for messages, e.g. `files[r]`. */
-  label: string;
-  /** Paths, commands and hosts the tool code may use. */
-  grant: Grant;
-  /** Module files the sandbox may import (read access is given to their graph). */
-  modules: string[];
-  /** Limits and isolation. */
-  policy: SandboxPolicy;
-  /**
-   * Hosts remote module code may be imported from (a package plugin given
-   * as `https:` or `jsr:`); it must already be in Deno's cache, since
-   * process sandboxes run `--cached-only`. Default: none.
-   */
-  imports?: string[];
-  /** The workspace (the process sandbox's current directory). */
-  workspace: string;
-  /** Output of tool code that is not a protocol message. */
-  onLog?: (text: string, callId?: number) => void;
-  /**
-   * Run a process sandbox in the namespace whose mounts are its grant
-   * (core/guard/namespace.ts); absent: no namespace (an explicit opt-out).
-   */
-  namespace?: { bwrap: string; protect: string[]; hide: string[] };
-  /** Every connection through the sandbox's egress proxy (for the audit log). */
-  onConnection?: (record: EgressRecord) => void;
-  /**
-   * The module files as discovery checked them, with their hashes: the
-   * sandbox reads exactly these, and is never started while one of them
-   * differs from its pin (see core/sandbox/module_graph.ts `pinGraph`).
-   */
-  pins?: Pins;
-}
-
-/** Per-call hooks and limits. */
-export interface CallOptions {
-  timeoutMs?: number;
-  signal?: AbortSignal;
-  onReport?: (kind: ReportKind, message: string, options?: ReportOptions) => void;
-  onLog?: (text: string) => void;
-  config?: unknown;
-  /** Answer the tool's questions to the client (sampling, elicitation); absent: none can. */
-  onAsk?: (kind: AskKind, params: unknown) => Promise<unknown>;
-}
+type _Load = Extract<HostMessage, { type: "load" }>;
 
 interface _Pending {
   tool: string;
@@ -81,6 +35,7 @@ interface _Pending {
 const _PING_GRACE_MS = 1000;
 
 export { sandboxEntryFiles } from "./sandbox_files.ts";
+export type { CallOptions, LoadRequest, SandboxOptions } from "./sandbox_options.ts";
 
 /**
  * One sandbox. Starts lazily on the first request.
@@ -122,26 +77,39 @@ export class Sandbox {
     return this.#transport !== undefined;
   }
 
-  /** Import and describe modules; `isolate`: in a worker of their own (`HostMessage` "load"). */
-  async load(
-    modules: string[],
-    env: SandboxEnv,
-    timeoutMs: number,
-    options: { isolate?: { read: string[] }; onLog?: (text: string) => void } = {},
-  ): Promise<ModuleMeta[]> {
+  /** Import modules and describe their tools. */
+  async load(modules: string[], env: SandboxEnv, timeoutMs: number): Promise<ModuleMeta[]> {
+    return (await this.#loads([{ modules, env, timeoutMs }]))[0];
+  }
+
+  /**
+   * Each request's modules in a worker of its own (a process sandbox shared
+   * by plugins at discovery), all sent in one message: every request is read
+   * from stdin before any plugin code runs, so none can read another's.
+   */
+  loadIsolated(requests: LoadRequest[]): Promise<ModuleMeta[][]> {
+    return this.#loads(requests, []);
+  }
+
+  async #loads(requests: LoadRequest[], batch?: HostMessage[]): Promise<ModuleMeta[][]> {
     const refused = await this.#verify();
-    if (refused) {
-      return modules.map((module) => ({ module, tools: [], problems: [], error: refused }));
-    }
-    const { isolate, onLog } = options;
-    const msg = await this.#request(
-      (id) => ({ type: "load", id, modules, env, ...(isolate ? { isolate } : {}) }),
-      "(import)",
-      { timeoutMs, onLog },
+    const fail = (r: LoadRequest, error: string) =>
+      r.modules.map((module) => ({ module, tools: [], problems: [], error }));
+    if (refused) return requests.map((r) => fail(r, refused));
+    const answers = requests.map(({ modules, env, timeoutMs, isolate, onLog }) =>
+      this.#request(
+        (id) => ({ type: "load", id, modules, env, ...(isolate ? { isolate } : {}) }),
+        "(import)",
+        { timeoutMs, onLog },
+        batch,
+      )
     );
-    if (msg.type === "loaded") return acceptMetas(modules, msg.modules);
-    const error = msg.type === "result" ? msg.result.error ?? "failed" : "failed";
-    return modules.map((module) => ({ module, tools: [], problems: [], error }));
+    if (batch?.length) this.#transport?.send({ type: "loads", loads: batch as _Load[] });
+    return (await Promise.all(answers)).map((msg, i) =>
+      msg.type === "loaded"
+        ? acceptMetas(requests[i].modules, msg.modules)
+        : fail(requests[i], msg.type === "result" ? msg.result.error ?? "failed" : "failed")
+    );
   }
 
   /** Run one tool call. Never throws: every outcome is a {@link ToolResult}. */
@@ -207,6 +175,7 @@ export class Sandbox {
     make: (id: number) => HostMessage,
     tool: string,
     options: CallOptions,
+    batch?: HostMessage[],
   ): Promise<SandboxMessage> {
     if (this.#closed) {
       return Promise.resolve(this.#fail(tool, "the sandbox is closed"));
@@ -255,7 +224,8 @@ export class Sandbox {
       this.#schedule(timeoutMs);
       try {
         const transport = this.#ensure();
-        transport.send(make(id));
+        if (batch) batch.push(make(id));
+        else transport.send(make(id));
       } catch (err) {
         finish(this.#fail(tool, `sandbox failed to start: ${(err as Error).message}`));
       }

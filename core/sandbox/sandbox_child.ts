@@ -184,8 +184,10 @@ export async function runSandboxChild(options: { worker?: boolean } = {}): Promi
       out({ type: "log", text: "sandbox: dropped a malformed host message" });
       continue;
     }
-    // A load to isolate (discovery of several plugins): a worker of its own.
-    if (msg.type === "load" && msg.isolate) void isolated(msg);
+    // Loads to isolate (discovery of several plugins): each in a worker of its own.
+    if (msg.type === "loads") {
+      for (const load of msg.loads) if (load?.isolate) void isolated(load);
+    } else if (msg.type === "load" && msg.isolate) void isolated(msg);
     else void onHost(msg);
   }
   // The host closed stdin: end the sandbox.

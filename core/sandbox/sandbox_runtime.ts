@@ -13,7 +13,6 @@
  *
  * @module
  */
-import { AsyncLocalStorage } from "node:async_hooks";
 import { invokeTool } from "../tool/invoke.ts";
 import type { AskKind, HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
 import { capResult, failure } from "../tool/result.ts";
@@ -25,36 +24,29 @@ let _started = false;
 /** The one channel to the host (set by {@link runSandbox}). */
 let _post: (msg: SandboxMessage) => void = () => {};
 /**
- * Which call printed a line. One call at a time needs no async context: it
- * is "the call running" (`_solo`). Only when calls overlap is
- * AsyncLocalStorage loaded (node:async_hooks starts Deno's Node layer:
- * about 10 ms and 3 MiB per sandbox, worker or process); calls started from
- * then on carry their id in it, and a line from the call that ran alone
- * before is still that call's.
+ * Which call printed a line: the call's id travels in an async context, so
+ * a timer or a rejection a call left behind stays that call's (or, once it
+ * has ended, nobody's: the sandbox's log), never the next call's.
+ * AsyncLocalStorage is loaded by the first call, not at start: it starts
+ * Deno's Node layer (about 10 ms and 3 MiB per isolate), which a discovery
+ * worker, whose every line is its one import's, never needs.
  */
 let _als: { run<R>(id: number, fn: () => R): R; getStore(): number | undefined } | undefined;
 let _alsLoading: Promise<void> | undefined;
-let _solo: number | undefined;
 
 function _current(): number | undefined {
-  return _als?.getStore() ?? (_solo !== undefined && _running.has(_solo) ? _solo : undefined);
+  return _als?.getStore();
 }
 
-/** Run `fn` as call `id`, with the call's id in an async context when calls overlap. */
+/** Run `fn` as call `id`, with the call's id in the async context. */
 async function _asCall<R>(id: number, fn: () => Promise<R>): Promise<R> {
-  if (!_als && _running.size > 1) {
+  if (!_als) {
     _alsLoading ??= import("node:async_hooks").then(({ AsyncLocalStorage }) => {
       _als = new AsyncLocalStorage<number>();
     });
     await _alsLoading;
   }
-  if (_als) return await _als.run(id, fn);
-  _solo = id;
-  try {
-    return await fn();
-  } finally {
-    if (_solo === id) _solo = undefined;
-  }
+  return await _als!.run(id, fn);
 }
 
 function _message(err: unknown): string {
