@@ -38,16 +38,9 @@ export async function scanPluginDir(dir: string): Promise<DirScan> {
     found.push({ name: e.name, link: e.isSymlink });
   }
   found.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-  // Most plugins are plain files that import only packages: settled at once, without a
-  // promise each; links and files with local imports are checked concurrently. Results
-  // keep the sorted order.
-  type Checked = { rejected?: string; entry?: { file: string; stem: string } };
-  const checked: Checked[] = found.map(({ name, link }) => {
-    const real = join(root, name);
-    return !link && !_importsLocal(real) ? { entry: { file: real, stem: stemOf(name) } } : {};
-  });
-  const slow = found.map((f, i) => ({ ...f, i })).filter((f) => !checked[f.i].entry);
-  const slowChecked = await _mapLimit(slow, 32, async ({ name, link }): Promise<Checked> => {
+  // Files are checked concurrently (a start with many plugins stays fast);
+  // results keep the sorted order.
+  const checked = await _mapLimit(found, 32, async ({ name, link }) => {
     const path = join(dir, name);
     let real = join(root, name); // a plain file in a real directory is its own real path
     if (link) {
@@ -68,7 +61,6 @@ export async function scanPluginDir(dir: string): Promise<DirScan> {
     if (escape) return { rejected: `rejected ${path}: ${escape}` };
     return { entry: { file: real, stem: stemOf(name) } };
   });
-  slow.forEach((f, k) => checked[f.i] = slowChecked[k]);
   for (const c of checked) {
     if (c.rejected) out.rejected.push(c.rejected);
     if (c.entry) {
@@ -131,15 +123,6 @@ export async function graphEscape(file: string, root: string): Promise<string | 
       `(a plugin may import files of its own directory and corral's core/)`;
   }
   return undefined;
-}
-
-/** Whether a plain plugin file imports a local file (a sync read: plugin files are small). */
-function _importsLocal(file: string): boolean {
-  try {
-    return _LOCAL_SPECIFIER.test(Deno.readTextFileSync(file));
-  } catch {
-    return true; // unreadable: the full check says why
-  }
 }
 
 /** The stem of a file name: `dice.ts` → `dice`. */

@@ -70,8 +70,6 @@ export class CallRunner {
   readonly #options: CallRunnerOptions;
   #sandboxes = new Map<string, Sandbox>();
   #envs = new WeakMap<Sandbox, SandboxEnv>();
-  /** Sandboxes already prepared, by the same key as `#sandboxes`. */
-  #ready = new Map<string, Sandbox>();
 
   constructor(options: CallRunnerOptions) {
     this.#options = options;
@@ -121,7 +119,6 @@ export class CallRunner {
       if (key.startsWith(`${id}|`)) {
         await sb.close();
         this.#sandboxes.delete(key);
-        this.#ready.delete(key);
       }
     }
   }
@@ -130,7 +127,6 @@ export class CallRunner {
   async close(): Promise<void> {
     await Promise.all([...this.#sandboxes.values()].map((s) => s.close()));
     this.#sandboxes.clear();
-    this.#ready.clear();
   }
 
   /** Secrets scrubbed from the whole result; no host path outside the workspace in its error. */
@@ -220,13 +216,9 @@ export class CallRunner {
       throw new TypeError(catalog.unknownToolMessage(name));
     }
     const { info, source, module } = entry;
-    // Most tools need no confirmation, and a running sandbox no set-up: no await for either.
-    const refused = info.confirm || info.confirmWhen !== undefined
-      ? await this.#confirm(entry, args, options)
-      : undefined;
+    const refused = await this.#confirm(entry, args, options);
     if (refused) return refused;
-    const sandbox = this.#ready.get(_sandboxKey(source, info)) ??
-      await this.#sandbox(source, info);
+    const sandbox = await this.#sandbox(source, info);
     const limit = source.policy.timeout_ms;
     const timeoutMs = options.timeoutMs ? Math.min(options.timeoutMs, limit) : limit;
     const env = this.#env(sandbox, source, info);
@@ -348,7 +340,6 @@ export class CallRunner {
       this.#sandboxes.set(key, sb);
     }
     await sb.prepare();
-    this.#ready.set(key, sb);
     return sb;
   }
 }

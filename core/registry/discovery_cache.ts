@@ -132,9 +132,7 @@ export class DiscoveryCache {
    * behind an unchanged size and mtime is refused there.
    */
   async pinsOf(module: string, fingerprint: string): Promise<Record<string, string> | undefined> {
-    const entry = this.#unchanged.get(`${module}\0${await this.#digest(fingerprint)}`);
-    if (!entry?.hashes || entry.hashes.length !== entry.files.length) return undefined;
-    return Object.fromEntries(entry.files.map(([f], i) => [f, entry.hashes![i]]));
+    return _pins(this.#unchanged.get(`${module}\0${await this.#digest(fingerprint)}`));
   }
 
   /** Remember the hashes of `module`'s files from `pins` (computed by pinGraph). */
@@ -177,11 +175,11 @@ export class DiscoveryCache {
     if (!digest || !this.#modules || !module.startsWith("/")) return undefined;
     const id = `${module}\0${digest}`;
     const known = this.#stats?.[id];
-    if (!known?.hashes || known.hashes.length !== known.files.length) return undefined;
-    const meta = this.#modules[known.key];
-    if (!meta || !_statsMatch(known.files)) return undefined;
+    const pins = _pins(known);
+    const meta = known && this.#modules[known.key];
+    if (!pins || !meta || !_statsMatch(known.files)) return undefined;
     this.#unchanged.set(id, known);
-    return { meta, pins: Object.fromEntries(known.files.map(([f], i) => [f, known.hashes![i]])) };
+    return { meta, pins };
   }
 
   /** Write the cache if it changed; forget the file texts read for this load. */
@@ -240,6 +238,12 @@ export class DiscoveryCache {
       return modules;
     });
   }
+}
+
+/** The pins an entry remembers (every file's hash), or undefined. */
+function _pins(entry: _StatEntry | undefined): Record<string, string> | undefined {
+  if (!entry?.hashes || entry.hashes.length !== entry.files.length) return undefined;
+  return Object.fromEntries(entry.files.map(([f], i) => [f, entry.hashes![i]]));
 }
 
 function _fileStats(files: string[]): _StatEntry["files"] | undefined {

@@ -381,8 +381,8 @@ export class Registry {
     }
   }
 
-  async #loadSource(source: ToolsetSource): Promise<void> {
-    this.#register(source, await this.#discover(source));
+  #loadSource(source: ToolsetSource): Promise<void> {
+    return this.#loadSources([source]);
   }
 
   /** Register a source; one that cannot be registered is a load problem, never a failed start. */
@@ -396,11 +396,6 @@ export class Registry {
         message: `Cannot load toolset "${source.id}": ${(err as Error).message}`,
       });
     }
-  }
-
-  #discover(source: ToolsetSource): Promise<ModuleMeta[]> {
-    for (const s of secretValues(source.config)) this.#secrets.add(s);
-    return this.#discovery.discover(source, this.#catalog.ceiling(source));
   }
 }
 

@@ -120,8 +120,7 @@ export class Sandbox {
     env: SandboxEnv,
     options: CallOptions = {},
   ): Promise<ToolResult> {
-    // A running sandbox was checked when it started: no await on the way to the call.
-    const refused = this.#transport ? undefined : await this.#verify();
+    const refused = await this.#verify();
     if (refused) return failure(tool, refused);
     const msg = await this.#request(
       (id) => {
