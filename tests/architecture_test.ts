@@ -8,9 +8,16 @@ import { sandboxEntryFiles } from "../core/sandbox/sandbox.ts";
 import { ROOT } from "./_helpers.ts";
 
 /** core/ folders, bottom first; a folder may import its own and lower layers only. */
-const LAYERS = [["tool"], ["guard"], ["config"], ["sandbox"], ["registry"], ["plugins", "mcp"], [
-  "cli",
-]];
+const LAYERS = [
+  ["tool"],
+  ["guard"],
+  ["config"],
+  ["sandbox"],
+  ["registry"],
+  ["identity"],
+  ["plugins", "mcp"],
+  ["cli"],
+];
 const MAX_LINES = 450;
 
 /** Every file git knows, relative to the root (deleted files are left out). */
@@ -75,7 +82,7 @@ Deno.test("every path ARCHITECTURE.md names exists", async () => {
     assert.ok(doc.includes(`\`core/${folder}/\``), `ARCHITECTURE.md describes core/${folder}/`);
   }
   assert.ok(
-    doc.includes("cli > mcp, plugins > registry > sandbox > config > guard > tool"),
+    doc.includes("cli > mcp, plugins > identity > registry > sandbox > config > guard > tool"),
     "ARCHITECTURE.md states the same layers as this test",
   );
 });

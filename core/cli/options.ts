@@ -26,6 +26,10 @@ Usage:
                                             pin it in the lock file and add it to corral.json
   corral mcp                                serve the tools over MCP on stdio (stdout: protocol only)
   corral mcp --http [HOST:]PORT             serve over Streamable HTTP at /mcp (default host 127.0.0.1)
+  corral tokens add NAME                    make a bearer token for the identity NAME (printed once;
+                                            only its hash is kept, in auth.tokens_file)
+  corral tokens revoke NAME | list [--json] revoke NAME's token (refused from the next request) |
+                                            the identities that have one
   corral help [COMMAND]                     this help, or one command's
 
 Options:
@@ -34,8 +38,8 @@ Options:
   --permissions PATH    the policy file (default: ~/.config/corral/permissions.json, else the
                         shipped one; never one in the workspace); for "new": the tool's letters
   --config PATH         the config file (default: ~/.config/corral/corral.json when present):
-                        tool_dirs, plugins, services, toolsets, audit; CORRAL_TOOL_DIRS adds
-                        directories (colon-separated)
+                        tool_dirs, plugins, services, toolsets, audit, identities, auth;
+                        CORRAL_TOOL_DIRS adds directories (colon-separated)
   --workspace DIR       the workspace (default: the folder you run corral from; never corral's own)
   --timeout MS          shorter time limit for this call (never above the policy's)
   --yes                 approve calls of tools that need confirmation
@@ -175,5 +179,6 @@ export const COMMAND_ARITY: Record<string, [number, number]> = {
   new: [1, 1],
   plugins: [0, 2],
   mcp: [0, 0],
+  tokens: [1, 2],
   help: [0, 1],
 };

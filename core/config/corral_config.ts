@@ -12,6 +12,13 @@ import { ConfigError } from "../tool/errors.ts";
 import { expandHome } from "./env_var.ts";
 import { configDir } from "./install_dir.ts";
 import { parseJsonConfig, readyJsonc } from "./policy.ts";
+import {
+  type AuthConfig,
+  authSchema,
+  identitiesSchema,
+  type IdentityConfig,
+  resolveTeamConfig,
+} from "./team_config.ts";
 
 /** The name of the config file looked up in the working directory. */
 export const CONFIG_FILE_NAME = "corral.json";
@@ -32,6 +39,9 @@ const _configSchema = z.object({
     .describe("Append one JSON line per call to this file (like --audit)"),
   audit_required: z.boolean().optional()
     .describe("Refuse calls when the audit log cannot be written (default true)"),
+  identities: identitiesSchema.optional()
+    .describe("HTTP callers by name: tools, workspace, limits (core/config/team_config.ts)"),
+  auth: authSchema.optional().describe("HTTP authentication: tokens file, JWKS"),
 }).strict();
 
 /** The validated `corral.json`, with directories and local paths made absolute. */
@@ -54,6 +64,10 @@ export interface CorralConfig {
   audit: string | null;
   /** Refuse calls when the audit log cannot be written (default true). */
   auditRequired: boolean;
+  /** HTTP callers by name, from `identities` (empty: one identity, every tool). */
+  identities: Record<string, IdentityConfig>;
+  /** HTTP authentication, from `auth`. */
+  auth: AuthConfig;
 }
 
 /** An empty config (no file): only corral's own `plugins/` directory. */
@@ -68,6 +82,7 @@ export function emptyConfig(baseDir: string = Deno.cwd()): CorralConfig {
     baseDir,
     audit: null,
     auditRequired: true,
+    ...resolveTeamConfig(undefined, undefined, baseDir, "corral.json"),
   };
 }
 
@@ -96,6 +111,7 @@ export function parseConfig(text: string, file: string): CorralConfig {
     baseDir,
     audit: d.audit ? resolve(baseDir, expandHome(d.audit)) : null,
     auditRequired: d.audit_required ?? true,
+    ...resolveTeamConfig(d.identities, d.auth, baseDir, file),
   };
 }
 
