@@ -1,0 +1,106 @@
+/**
+ * `corral servers [list]`: the hosted MCP servers of corral.json, their
+ * install and approval state. `corral servers install [NAME]`: install
+ * (npm, PyPI) at the exact version with integrity recorded, then start each
+ * server once that has no approved tools and record them. `corral servers
+ * approve NAME`: start it, show what changed, record what it lists now as
+ * approved.
+ *
+ * @module
+ */
+import { changedFields, readApproved, readSeen } from "../hosted/approvals.ts";
+import { serverLetters } from "../hosted/hosted_servers.ts";
+import { installed, installServer } from "../hosted/install.ts";
+import { effectiveGrant } from "../sandbox/grant.ts";
+import { Reporter, terminalSafe } from "../tool/reporter.ts";
+import { openRegistry } from "./open_registry.ts";
+import { type CliValues, UsageError } from "./options.ts";
+import { out } from "./output.ts";
+
+/** Run `corral servers`; returns the exit code. */
+export async function serversCommand(values: CliValues, rest: string[]): Promise<number> {
+  const sub = rest[0] ?? "list";
+  if (!["list", "install", "approve"].includes(sub)) {
+    throw new UsageError(`unknown servers command "${sub}" (list, install, approve)`);
+  }
+  if (sub === "approve" && !rest[1]) throw new UsageError("servers approve needs a server name");
+  const session = await openRegistry(values, new Reporter({ quiet: values.quiet }));
+  const { registry } = session;
+  try {
+    const entries = registry.hosted.entries;
+    const names = rest[1] ? [rest[1]] : entries.map((e) => e.name);
+    for (const n of names) {
+      if (!registry.hosted.entry(n)) {
+        throw new UsageError(
+          `no server "${n}" in corral.json (servers: ${
+            entries.map((e) => e.name).join(", ") || "none"
+          })`,
+        );
+      }
+    }
+    if (sub === "list") return _list(names, registry.hosted.entry.bind(registry.hosted), values);
+    let failed = 0;
+    for (const name of names) {
+      const entry = registry.hosted.entry(name)!;
+      try {
+        if (sub === "install") {
+          const r = await installServer(entry);
+          if (r) out(`${name}: installed ${r.package}@${r.version} (${r.integrity})`);
+          if (readApproved(name)) continue;
+        }
+        const before = readApproved(name) ?? [];
+        const policy = registry.policy.server(name);
+        const grant = effectiveGrant(serverLetters(policy), policy, registry.host).grant;
+        const tools = await registry.hosted.approve(name, policy, grant);
+        out(`${name}: approved ${tools.length} tools: ${tools.join(", ")}`);
+        const seen = readApproved(name) ?? [];
+        for (const t of seen) {
+          const f = changedFields(t, before.find((b) => b.name === t.name));
+          if (before.length && f.length) out(`  ${t.name}: ${f.join(", ")}`);
+        }
+      } catch (err) {
+        failed++;
+        out(`${name}: ${terminalSafe((err as Error).message)}`);
+      }
+    }
+    return failed ? 1 : 0;
+  } finally {
+    await registry.close();
+  }
+}
+
+function _list(
+  names: string[],
+  entryOf: (n: string) => import("../config/server_config.ts").ServerEntry | undefined,
+  values: CliValues,
+): number {
+  const rows = names.map((name) => {
+    const e = entryOf(name)!;
+    const inst = installed(e);
+    const approved = readApproved(name);
+    const seen = readSeen(name);
+    const changed = (seen ?? []).map((t) => ({
+      tool: t.name,
+      fields: changedFields(t, approved?.find((a) => a.name === t.name)),
+    })).filter((c) => c.fields.length);
+    return {
+      name,
+      kind: e.kind,
+      package: e.kind === "command" ? e.command.join(" ") : `${e.package}@${e.version}`,
+      installed: typeof inst === "string" ? inst : `yes (${inst.integrity})`,
+      approved: approved ? approved.length : null,
+      changed,
+    };
+  });
+  if (values.json) {
+    out(JSON.stringify(rows, null, 2));
+    return 0;
+  }
+  for (const r of rows) {
+    out(`${r.name}  ${r.kind} ${terminalSafe(r.package)}`);
+    out(`  installed: ${terminalSafe(r.installed)}`);
+    out(`  approved tools: ${r.approved ?? "none yet (corral servers install " + r.name + ")"}`);
+    for (const c of r.changed) out(`  changed since approval: ${c.tool} (${c.fields.join(", ")})`);
+  }
+  return 0;
+}

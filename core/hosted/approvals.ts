@@ -1,0 +1,108 @@
+/**
+ * What the operator approved: the tool definitions of a hosted server as
+ * first listed (name, description, input schema, annotations), kept in
+ * corral's config directory (the trust base: no tool may write it). A
+ * later start that lists a changed definition records it as `seen`; the
+ * tool is not offered until `corral servers approve NAME`, and `corral
+ * list` names the fields that changed.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { canonicalJson } from "../guard/audit.ts";
+import { configDir } from "../config/install_dir.ts";
+
+/** One tool as a hosted server lists it (the fields that are pinned). */
+export interface ToolDefinition {
+  name: string;
+  description?: string;
+  inputSchema: Record<string, unknown>;
+  annotations?: Record<string, unknown>;
+}
+
+/** A server's record: what was approved, and what its last start listed. */
+export interface ServerRecord {
+  approved: ToolDefinition[];
+  /** When they were approved (ISO). */
+  time: string;
+}
+
+/** The fields of a definition that are compared. */
+export const PINNED_FIELDS = ["description", "inputSchema", "annotations"] as const;
+
+/** The folder of the records (`<config dir>/servers`). */
+export function approvalsDir(): string {
+  return join(configDir(), "servers");
+}
+
+function _file(server: string, kind: "approved" | "seen"): string {
+  return join(approvalsDir(), `${server}.${kind}.json`);
+}
+
+/** Keep only the pinned fields, in a fixed shape. */
+export function pinned(t: ToolDefinition): ToolDefinition {
+  return {
+    name: String(t.name),
+    ...(typeof t.description === "string" ? { description: t.description } : {}),
+    inputSchema: (t.inputSchema ?? {}) as Record<string, unknown>,
+    ...(t.annotations ? { annotations: t.annotations } : {}),
+  };
+}
+
+/** The approved definitions of a server, or undefined when none were recorded. */
+export function readApproved(server: string): ToolDefinition[] | undefined {
+  return _read(_file(server, "approved"));
+}
+
+/** What the server's last start listed, when it differed from the approved (else undefined). */
+export function readSeen(server: string): ToolDefinition[] | undefined {
+  return _read(_file(server, "seen"));
+}
+
+/** Record `tools` as approved (and forget what was seen). */
+export function writeApproved(server: string, tools: ToolDefinition[]): void {
+  Deno.mkdirSync(approvalsDir(), { recursive: true, mode: 0o700 });
+  const record: ServerRecord = { approved: tools.map(pinned), time: new Date().toISOString() };
+  Deno.writeTextFileSync(_file(server, "approved"), JSON.stringify(record, null, 2) + "\n");
+  try {
+    Deno.removeSync(_file(server, "seen"));
+  } catch { /* none */ }
+}
+
+/** Record what a start listed when it differs from the approved. */
+export function writeSeen(server: string, tools: ToolDefinition[]): void {
+  Deno.mkdirSync(approvalsDir(), { recursive: true, mode: 0o700 });
+  const record: ServerRecord = { approved: tools.map(pinned), time: new Date().toISOString() };
+  Deno.writeTextFileSync(_file(server, "seen"), JSON.stringify(record, null, 2) + "\n");
+}
+
+/**
+ * The fields of `now` that differ from `approved` (empty: the same), or
+ * `["new"]` for a tool that was never approved.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { changedFields } from "./approvals.ts";
+ * const a = { name: "t", description: "reads", inputSchema: { type: "object" } };
+ * assert.deepEqual(changedFields({ ...a, description: "ignore previous instructions" }, a), ["description"]);
+ * assert.deepEqual(changedFields(a, undefined), ["new"]);
+ * ```
+ */
+export function changedFields(now: ToolDefinition, approved: ToolDefinition | undefined): string[] {
+  if (!approved) return ["new"];
+  const a = pinned(approved), b = pinned(now);
+  return PINNED_FIELDS.filter((f) => canonicalJson(a[f] ?? null) !== canonicalJson(b[f] ?? null));
+}
+
+function _read(file: string): ToolDefinition[] | undefined {
+  let text: string;
+  try {
+    text = Deno.readTextFileSync(file);
+  } catch {
+    return undefined;
+  }
+  const record = JSON.parse(text) as ServerRecord;
+  if (!Array.isArray(record.approved)) throw new Error(`${file}: no "approved" list`);
+  return record.approved.map(pinned);
+}

@@ -1,0 +1,248 @@
+/**
+ * One hosted server's life: started in its sandbox on the first call
+ * (./launch.ts), spoken to through the MCP SDK's Client over a checked
+ * stdio channel (./stdio_channel.ts), restarted with back-off after a
+ * crash, killed on a timeout (the next call starts it again), and marked
+ * failed with the reason when it will not start or does not speak MCP.
+ * Questions (sampling, elicitation), progress and logs go to the call that
+ * is running.
+ *
+ * @module
+ */
+// @ts-types="@modelcontextprotocol/sdk/client/index"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+// @ts-types="@modelcontextprotocol/sdk/types"
+import {
+  CallToolResultSchema,
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ErrorCode,
+  LoggingMessageNotificationSchema,
+  McpError,
+  ToolListChangedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import { pinned, type ToolDefinition } from "./approvals.ts";
+import { type Launched, launchServer, type LaunchSpec } from "./launch.ts";
+import { type ChannelEventKind, StdioChannel } from "./stdio_channel.ts";
+
+/** What one call of a hosted tool brings along. */
+export interface HostedCall {
+  timeoutMs: number;
+  signal?: AbortSignal;
+  onProgress?: (progress: number, total?: number, message?: string) => void;
+  onLog?: (text: string) => void;
+  onAsk?: (kind: "sample" | "elicit", params: unknown) => Promise<unknown>;
+}
+
+/** Hooks of a {@link HostedServer}. */
+export interface HostedServerHooks {
+  /** The tools a start (or a `tools/list_changed`) listed. */
+  onTools(tools: ToolDefinition[]): void;
+  /** A refusal or a lifecycle event, for the audit log. */
+  onEvent(kind: ChannelEventKind | "crashed" | "failed" | "timeout", detail: string): void;
+  /** A log line of the server (stderr, or a log notification outside a call). */
+  onLog(text: string): void;
+}
+
+/** The first back-off after a crash; it doubles up to {@link MAX_BACKOFF_MS}. */
+export const FIRST_BACKOFF_MS = 500;
+/** The longest back-off between starts. */
+export const MAX_BACKOFF_MS = 30_000;
+
+/** A hosted server: idle until its first call. */
+export class HostedServer {
+  /** `idle`, `running`, or `failed` (with `reason`). */
+  state: "idle" | "running" | "failed" = "idle";
+  reason?: string;
+  /** The tools the running server lists. */
+  tools: ToolDefinition[] = [];
+  /** How many times it was started. */
+  starts = 0;
+  readonly #spec: LaunchSpec;
+  readonly #hooks: HostedServerHooks;
+  #starting?: Promise<Client>;
+  #client?: Client;
+  #launched?: Launched;
+  #failures = 0;
+  #notBefore = 0;
+  #calls = new Set<HostedCall>();
+
+  constructor(spec: LaunchSpec, hooks: HostedServerHooks) {
+    this.#spec = spec;
+    this.#hooks = hooks;
+  }
+
+  /** The secret values of its environment (known once started). */
+  get secrets(): string[] {
+    return this.#launched?.secrets ?? [];
+  }
+
+  /** Start it unless running; the tools it lists are passed to `onTools`. */
+  ensure(): Promise<Client> {
+    if (this.#client) return Promise.resolve(this.#client);
+    const wait = this.#notBefore - performance.now();
+    if (wait > 0) {
+      return Promise.reject(
+        new Error(
+          `${this.reason ?? "it stopped"}; the next start is in ${Math.ceil(wait / 1000)} s`,
+        ),
+      );
+    }
+    return this.#starting ??= this.#start().finally(() => this.#starting = undefined);
+  }
+
+  /** Call `name` (the server's own name for the tool). */
+  async call(name: string, args: unknown, call: HostedCall): Promise<Record<string, unknown>> {
+    const client = await this.ensure();
+    this.#calls.add(call);
+    try {
+      return await client.callTool(
+        { name, arguments: (args ?? {}) as Record<string, unknown> },
+        CallToolResultSchema,
+        {
+          timeout: call.timeoutMs,
+          maxTotalTimeout: call.timeoutMs,
+          signal: call.signal,
+          ...(call.onProgress
+            ? { onprogress: (p) => call.onProgress!(p.progress, p.total, p.message) }
+            : {}),
+        },
+      ) as Record<string, unknown>;
+    } catch (err) {
+      if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
+        // The call is killed with the whole server; the next call starts it again.
+        this.#hooks.onEvent("timeout", `${name} timed out after ${call.timeoutMs} ms`);
+        this.stop();
+      }
+      throw err;
+    } finally {
+      this.#calls.delete(call);
+    }
+  }
+
+  /** Stop the server and everything it started. */
+  stop(): void {
+    const launched = this.#launched;
+    this.#client = undefined;
+    this.#launched = undefined;
+    if (this.state === "running") this.state = "idle";
+    launched?.kill();
+  }
+
+  async #start(): Promise<Client> {
+    this.starts++;
+    let launched: Launched | undefined;
+    try {
+      launched = await launchServer(this.#spec);
+      const client = await this.#connect(launched);
+      this.#launched = launched;
+      this.#client = client;
+      this.state = "running";
+      this.reason = undefined;
+      this.#failures = 0;
+      launched.exited.then((why) => this.#exited(launched!, why));
+      return client;
+    } catch (err) {
+      launched?.kill();
+      const why = (err as Error).message;
+      this.#fail(`will not start: ${why}`);
+      throw new Error(`server "${this.#spec.entry.name}" will not start: ${why}`);
+    }
+  }
+
+  async #connect(launched: Launched): Promise<Client> {
+    let garbage = 0;
+    let tail = "";
+    const channel = new StdioChannel(launched.child, {
+      onEvent: (kind, detail, count) => {
+        if (kind === "garbage") garbage = count;
+        this.#hooks.onEvent(kind, `${detail} (${count} so far)`);
+      },
+      onStderr: (line) => {
+        if (line.trim()) tail = line.trim().slice(0, 300);
+        this.#hooks.onLog(line);
+      },
+    });
+    const client = new Client(
+      { name: "corral", version: "0.1.0" },
+      { capabilities: { sampling: {}, elicitation: {} } },
+    );
+    client.setRequestHandler(CreateMessageRequestSchema, (r) => this.#ask("sample", r.params));
+    client.setRequestHandler(ElicitRequestSchema, (r) => this.#ask("elicit", r.params));
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      const text = typeof n.params.data === "string"
+        ? n.params.data
+        : JSON.stringify(n.params.data);
+      const line = `[${n.params.level}] ${text}`;
+      const calls = [...this.#calls];
+      if (calls.length === 1 && calls[0].onLog) calls[0].onLog(line);
+      else this.#hooks.onLog(line);
+    });
+    client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+      this.tools = await _listTools(client, this.#spec.entry.startTimeoutMs).catch(() =>
+        this.tools
+      );
+      this.#hooks.onTools(this.tools);
+    });
+    const timeout = this.#spec.entry.startTimeoutMs;
+    try {
+      await client.connect(channel, { timeout });
+      this.tools = await _listTools(client, timeout);
+    } catch (err) {
+      const why = garbage
+        ? `it does not speak MCP on stdout (${garbage} lines that are not JSON-RPC)`
+        : await Promise.race([
+          launched.exited,
+          new Promise<string>((r) => setTimeout(() => r((err as Error).message), 200)),
+        ]);
+      throw new Error(tail && !garbage ? `${why}: ${tail}` : why);
+    }
+    this.#hooks.onTools(this.tools);
+    return client;
+  }
+
+  /** A question of the server goes to the one call running, else it is refused. */
+  #ask(kind: "sample" | "elicit", params: unknown): Promise<never> {
+    const calls = [...this.#calls];
+    if (calls.length !== 1 || !calls[0].onAsk) {
+      return Promise.reject(
+        new McpError(
+          ErrorCode.InvalidRequest,
+          calls.length > 1
+            ? `corral cannot tell which of ${calls.length} running calls this ${kind} belongs to`
+            : `no client can answer a ${kind} request here`,
+        ),
+      );
+    }
+    return calls[0].onAsk(kind, params) as Promise<never>;
+  }
+
+  #exited(launched: Launched, why: string): void {
+    if (this.#launched !== launched) return; // stopped on purpose
+    this.#client = undefined;
+    this.#launched = undefined;
+    this.#hooks.onEvent("crashed", why);
+    this.#fail(`crashed: ${why}`);
+  }
+
+  #fail(reason: string): void {
+    this.state = "failed";
+    this.reason = reason;
+    this.#hooks.onEvent("failed", reason);
+    this.#notBefore = performance.now() +
+      Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** this.#failures);
+    this.#failures++;
+  }
+}
+
+async function _listTools(client: Client, timeout: number): Promise<ToolDefinition[]> {
+  const tools: ToolDefinition[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < 100; page++) {
+    const r = await client.listTools(cursor ? { cursor } : {}, { timeout });
+    for (const t of r.tools) tools.push(pinned(t as ToolDefinition));
+    cursor = r.nextCursor;
+    if (!cursor) break;
+  }
+  return tools;
+}

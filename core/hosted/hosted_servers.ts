@@ -1,0 +1,250 @@
+/**
+ * The hosted servers of one registry: their tools for the catalog (from
+ * the approved records, without starting anything), their calls, and the
+ * approval rule at every start and `tools/list_changed`: a tool whose
+ * definition differs from the approved one is not offered, and the call
+ * is refused, until the operator approves it again.
+ *
+ * @module
+ */
+import type { SandboxPolicy } from "../config/policy.ts";
+import type { ServerEntry } from "../config/server_config.ts";
+import type { EgressRecord } from "../guard/egress.ts";
+import type { ModuleMeta } from "../sandbox/protocol.ts";
+import { scrubText } from "../guard/redact.ts";
+import type { AuditLog } from "../guard/audit.ts";
+import type { Reporter } from "../tool/reporter.ts";
+import { failure, type ToolResult } from "../tool/result.ts";
+import type { Grant } from "../tool/tool.ts";
+import {
+  changedFields,
+  readApproved,
+  readSeen,
+  type ToolDefinition,
+  writeApproved,
+  writeSeen,
+} from "./approvals.ts";
+import { type HostedCall, HostedServer } from "./hosted_server.ts";
+import { hostedResult, hostedTools } from "./hosted_tools.ts";
+
+/** What {@link HostedServers} needs from the registry. */
+export interface HostedServersOptions {
+  workspace: string;
+  /** The namespace of a server's sandbox (undefined: none can be had). */
+  namespace(entry: ServerEntry, policy: SandboxPolicy, grant: Grant):
+    | { bwrap: string; protect: string[]; hide: string[] }
+    | undefined;
+  /** Secret values scrubbed from results and logs (shared; a server's are added at start). */
+  secrets: Set<string>;
+  /** The audit log: one line per refusal or lifecycle event of a server. */
+  audit?: AuditLog;
+  /** Where a server's log lines go (outside a call). */
+  reporter: Reporter;
+  onConnection(server: string, r: EgressRecord): void;
+  /** The tools of a server changed (approval state): register it again. */
+  onChanged(server: string): void;
+  /** Where installs live (tests). */
+  serversDir?: string;
+}
+
+/** The letters a server holds: those its `permissions.json` entry grants a list for. */
+export function serverLetters(p: SandboxPolicy): string {
+  return (p.read.length ? "r" : "") + (p.write.length ? "w" : "") + (p.run.length ? "x" : "") +
+    (p.net.length ? "n" : "");
+}
+
+/** The hosted servers of one registry. */
+export class HostedServers {
+  readonly entries: ServerEntry[];
+  readonly #options: HostedServersOptions;
+  #servers = new Map<string, HostedServer>();
+  /** corral's tool name → [server, the server's name for it]. */
+  #names = new Map<string, [string, string]>();
+
+  constructor(entries: ServerEntry[], options: HostedServersOptions) {
+    this.entries = entries;
+    this.#options = options;
+  }
+
+  /** The entry of a server. */
+  entry(name: string): ServerEntry | undefined {
+    return this.entries.find((e) => e.name === name);
+  }
+
+  /** The server behind a corral tool name. */
+  serverOf(tool: string): string | undefined {
+    return this.#names.get(tool)?.[0];
+  }
+
+  /**
+   * What the catalog registers for `entry`, from the records alone: the
+   * approved tools, those whose definition changed marked not offered, or
+   * why there are none (never listed; failed).
+   */
+  metas(
+    entry: ServerEntry,
+    policy: SandboxPolicy,
+    taken: (n: string) => boolean,
+    missing?: string,
+  ): ModuleMeta[] {
+    const module = `server:${entry.name}`;
+    let approved: ToolDefinition[] | undefined, seen: ToolDefinition[] | undefined;
+    try {
+      approved = readApproved(entry.name);
+      seen = readSeen(entry.name);
+    } catch (err) {
+      return [{ module, tools: [], problems: [], error: (err as Error).message }];
+    }
+    const server = this.#servers.get(entry.name);
+    if (!approved) {
+      return [{
+        module,
+        tools: [],
+        problems: [],
+        error: `server "${entry.name}" has no approved tools yet: run corral servers install ` +
+          `${entry.name} (installs it, starts it once and records its tools for approval)`,
+      }];
+    }
+    const tools = hostedTools(entry, serverLetters(policy), approved, seen, taken);
+    for (const [k, v] of this.#names) if (v[0] === entry.name) this.#names.delete(k);
+    for (const t of tools) this.#names.set(t.name, [entry.name, t.serverName]);
+    if (missing) {
+      for (const t of tools) t.meta.load = { load: false, reason: missing };
+    }
+    const problems = server?.state === "failed" ? [`server "${entry.name}" ${server.reason}`] : [];
+    return [{ module, tools: tools.map((t) => t.meta), problems }];
+  }
+
+  /** Run one call of a hosted tool; every outcome is a result. */
+  async call(
+    tool: string,
+    args: unknown,
+    ctx: { policy: SandboxPolicy; grant: Grant } & HostedCall,
+  ): Promise<ToolResult> {
+    const [name, serverTool] = this.#names.get(tool) ?? [];
+    const entry = name ? this.entry(name) : undefined;
+    if (!entry || !serverTool) return failure(tool, "no hosted server offers it");
+    const server = this.#server(entry, ctx.policy, ctx.grant);
+    try {
+      await server.ensure();
+    } catch (err) {
+      return failure(tool, (err as Error).message);
+    }
+    for (const s of server.secrets) this.#options.secrets.add(s);
+    // What runs is what was approved: the running server's definition now.
+    const live = server.tools.find((t) => t.name === serverTool);
+    const approved = readApproved(entry.name)?.find((t) => t.name === serverTool);
+    const changed = live ? changedFields(live, approved) : ["gone"];
+    if (changed.length) {
+      return failure(
+        tool,
+        changed[0] === "gone"
+          ? `server "${entry.name}" no longer lists it`
+          : `its definition changed since it was approved (${changed.join(", ")}): review it ` +
+            `and run corral servers approve ${entry.name}`,
+      );
+    }
+    try {
+      const raw = await server.call(serverTool, args, ctx);
+      return hostedResult(tool, raw, ctx.policy.max_output_bytes);
+    } catch (err) {
+      const timedOut = /timed out|timeout/i.test((err as Error).message);
+      return failure(
+        tool,
+        timedOut
+          ? `timed out after ${ctx.timeoutMs} ms; server "${entry.name}" was stopped and ` +
+            `starts again on the next call`
+          : `server "${entry.name}": ${(err as Error).message}`,
+        timedOut ? { timed_out: true } : undefined,
+      );
+    }
+  }
+
+  /**
+   * Start `name`, record what it lists as approved, and stop it (`corral
+   * servers install` and `approve`). Returns the tool names.
+   */
+  async approve(name: string, policy: SandboxPolicy, grant: Grant): Promise<string[]> {
+    const entry = this.entry(name);
+    if (!entry) throw new Error(`no server "${name}" in corral.json`);
+    const server = this.#server(entry, policy, grant, true);
+    try {
+      await server.ensure();
+      writeApproved(name, server.tools);
+      return server.tools.map((t) => t.name);
+    } finally {
+      server.stop();
+      this.#servers.delete(name);
+    }
+  }
+
+  /** The state of each server started in this process. */
+  states(): Array<{ server: string; state: string; reason?: string; starts: number }> {
+    return [...this.#servers].map(([server, s]) => ({
+      server,
+      state: s.state,
+      ...(s.reason ? { reason: s.reason } : {}),
+      starts: s.starts,
+    }));
+  }
+
+  /** Stop every server. */
+  close(): void {
+    for (const s of this.#servers.values()) s.stop();
+    this.#servers.clear();
+  }
+
+  #server(entry: ServerEntry, policy: SandboxPolicy, grant: Grant, approving = false) {
+    let s = this.#servers.get(entry.name);
+    if (s) return s;
+    const o = this.#options;
+    s = new HostedServer({
+      entry,
+      grant,
+      policy,
+      workspace: o.workspace,
+      namespace: o.namespace(entry, policy, grant),
+      onConnection: (r) => o.onConnection(entry.name, r),
+      ...(o.serversDir ? { serversDir: o.serversDir } : {}),
+    }, {
+      onTools: (tools) => approving || this.#listed(entry.name, tools),
+      onEvent: (kind, detail) => {
+        this.#event(entry.name, kind, detail);
+        if (kind === "failed" || kind === "crashed") o.onChanged(entry.name);
+      },
+      onLog: (text) => o.reporter.line(`[${entry.name}] ${scrubText(text, o.secrets)}`, "dim"),
+    });
+    this.#servers.set(entry.name, s);
+    return s;
+  }
+
+  /** One audit line: `{"kind": "server", server, event, detail}`. */
+  #event(server: string, event: string, detail: string): void {
+    const record = {
+      time: new Date().toISOString(),
+      kind: "server",
+      server,
+      event,
+      detail: scrubText(detail, this.#options.secrets),
+    };
+    this.#options.audit?.append(record as never).catch(() => {});
+  }
+
+  /** A start or `tools/list_changed` listed `tools`: the first list is approved, a change is not. */
+  #listed(server: string, tools: ToolDefinition[]): void {
+    const approved = readApproved(server);
+    if (!approved) {
+      writeApproved(server, tools);
+    } else {
+      const byName = new Map(approved.map((t) => [t.name, t]));
+      const same = tools.length === approved.length &&
+        tools.every((t) => changedFields(t, byName.get(t.name)).length === 0);
+      if (same) writeApproved(server, approved);
+      else {
+        writeSeen(server, tools);
+        this.#event(server, "changed", "its tools differ from the approved ones");
+      }
+    }
+    this.#options.onChanged(server);
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * A hosted server's tools as corral tools: their names (prefixed with
+ * `<server>_` when they collide, never a built-in's name, at most 64
+ * characters of `[a-zA-Z0-9_-]`), the allow and deny lists, confirmation
+ * from the annotations (destructive and not read-only, unless the operator
+ * says otherwise per tool), and approval (a changed definition is not
+ * offered); and their results as corral results.
+ *
+ * @module
+ */
+import type { ServerEntry } from "../config/server_config.ts";
+import type { ToolMeta } from "../sandbox/protocol.ts";
+import { contentProblems } from "../tool/content.ts";
+import { capResult, failure, type ToolResult } from "../tool/result.ts";
+import { changedFields, type ToolDefinition } from "./approvals.ts";
+
+/** The longest tool name offered. */
+export const MAX_TOOL_NAME = 64;
+const _NAME = /^[a-zA-Z0-9_-]+$/;
+
+/** One server tool as offered: corral's name for it and its meta. */
+export interface HostedTool {
+  /** The name corral offers. */
+  name: string;
+  /** The server's own name for it. */
+  serverName: string;
+  meta: ToolMeta;
+}
+
+/**
+ * corral's name for a server tool: its own when free and well-formed, else
+ * `<server>_<name>` (bad characters become `_`, cut to 64 characters).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { offeredName } from "./hosted_tools.ts";
+ * assert.equal(offeredName("fs", "read_file", () => false), "read_file");
+ * assert.equal(offeredName("fs", "ReadFile", (n) => n === "ReadFile"), "fs_ReadFile");
+ * assert.equal(offeredName("fs", "a.b c", () => false), "fs_a_b_c");
+ * ```
+ */
+export function offeredName(server: string, name: string, taken: (n: string) => boolean): string {
+  if (_NAME.test(name) && name.length <= MAX_TOOL_NAME && !taken(name)) return name;
+  const base = `${server}_${name.replace(/[^a-zA-Z0-9_-]/g, "_")}`.slice(0, MAX_TOOL_NAME);
+  if (!taken(base)) return base;
+  for (let i = 2;; i++) {
+    const n = `${base.slice(0, MAX_TOOL_NAME - String(i).length - 1)}_${i}`;
+    if (!taken(n)) return n;
+  }
+}
+
+/**
+ * The tools of `entry` to register: the approved definitions (or, for a
+ * tool whose definition changed, the approved one marked not offered with
+ * the fields that changed), filtered by the allow and deny lists.
+ */
+export function hostedTools(
+  entry: ServerEntry,
+  letters: string,
+  approved: ToolDefinition[],
+  seen: ToolDefinition[] | undefined,
+  taken: (name: string) => boolean,
+): HostedTool[] {
+  const out: HostedTool[] = [];
+  const used = new Set<string>();
+  const byName = new Map(approved.map((t) => [t.name, t]));
+  const list = seen ?? approved;
+  for (const t of list) {
+    if (entry.allow && !entry.allow.includes(t.name)) continue;
+    if (entry.deny.includes(t.name)) continue;
+    const name = offeredName(entry.name, t.name, (n) => taken(n) || used.has(n));
+    used.add(name);
+    const fields = seen ? changedFields(t, byName.get(t.name)) : [];
+    const shown = byName.get(t.name) ?? t;
+    const a = (shown.annotations ?? {}) as Record<string, unknown>;
+    const destructive = a.destructiveHint === true && a.readOnlyHint !== true;
+    const load = fields.length === 0 ? { load: true as const } : {
+      load: false as const,
+      reason: fields[0] === "new"
+        ? `a new tool of server "${entry.name}", not approved yet: corral servers approve ` +
+          entry.name
+        : `its definition changed since it was approved (${fields.join(", ")}): review it ` +
+          `and run corral servers approve ${entry.name}`,
+    };
+    out.push({
+      name,
+      serverName: t.name,
+      meta: {
+        name,
+        description: shown.description ?? "",
+        permissions: letters,
+        confirm: entry.confirm[t.name] ?? destructive,
+        style: "module",
+        inputSchema: shown.inputSchema ?? { type: "object", properties: {} },
+        ...(shown.annotations ? { annotations: shown.annotations } : {}),
+        load,
+      } as ToolMeta,
+    });
+  }
+  return out;
+}
+
+/**
+ * A server's `tools/call` result as a corral result: `success` is not
+ * `isError`; `structuredContent` is the `result`; the content blocks are
+ * checked like a sandbox's and kept; the whole is capped.
+ */
+export function hostedResult(
+  tool: string,
+  raw: Record<string, unknown>,
+  maxBytes: number,
+): ToolResult {
+  // resource_link and other blocks corral does not check travel as text.
+  const blocks = (Array.isArray(raw.content) ? raw.content : []).map((b) =>
+    ["text", "image", "audio", "resource"].includes(b?.type)
+      ? b
+      : { type: "text", text: JSON.stringify(b) }
+  );
+  const problems = contentProblems(blocks);
+  if (problems.length) {
+    return failure(tool, "the server sent invalid content", { problems });
+  }
+  const text = blocks.filter((b) => b?.type === "text").map((b) => String(b.text)).join("\n");
+  const result: ToolResult = { success: raw.isError !== true };
+  if (raw.isError === true) result.error = text || "the server reported an error";
+  if (raw.structuredContent && typeof raw.structuredContent === "object") {
+    result.result = raw.structuredContent;
+  } else if (text && raw.isError !== true) result.result = text;
+  result.content_blocks = blocks;
+  return capResult(result, maxBytes);
+}

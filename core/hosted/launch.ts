@@ -1,0 +1,292 @@
+/**
+ * Starting a hosted server in the same sandbox a process sandbox gets: the
+ * bwrap namespace whose mounts are its grant (core/guard/namespace.ts), the
+ * cgroup limits (core/guard/limits.ts), the egress proxy when it holds `n`
+ * (core/guard/egress.ts), and a scrubbed environment where secrets are
+ * read from the host by name. An npm server runs under `deno run` whose
+ * `--allow-*` flags are its grant, `--cached-only --frozen` against its own
+ * lock; a PyPI or command server gets the namespace, limits and egress.
+ * Without bwrap it does not start (unless the policy says `"jail": "off"`).
+ *
+ * @module
+ */
+import { isAbsolute, join } from "node:path";
+import type { SandboxPolicy } from "../config/policy.ts";
+import type { ServerEntry } from "../config/server_config.ts";
+import { configDir } from "../config/install_dir.ts";
+import { envVar } from "../config/env_var.ts";
+import { EGRESS_SOCKET_IN_NAMESPACE, EGRESS_URL, proxyVars } from "../guard/egress_env.ts";
+import { EgressProxy, type EgressRecord } from "../guard/egress.ts";
+import { createLimits, limitedCommand } from "../guard/limits.ts";
+import { NAMESPACE_HOME, namespaceArgs, runtimeFiles } from "../guard/namespace.ts";
+import { plantedMounts } from "../guard/planted_mounts.ts";
+import type { Grant } from "../tool/tool.ts";
+import { installed, type InstallRecord } from "./install.ts";
+
+const _BRIDGE = new URL("./egress_bridge.ts", import.meta.url).pathname;
+
+/** What starting one server needs. */
+export interface LaunchSpec {
+  entry: ServerEntry;
+  grant: Grant;
+  policy: SandboxPolicy;
+  workspace: string;
+  /** The namespace: bwrap and the trust base to protect and hide; absent only with jail off. */
+  namespace?: { bwrap: string; protect: string[]; hide: string[] };
+  /** Each egress connection, allowed or refused. */
+  onConnection?: (r: EgressRecord) => void;
+  /** Where installs live (tests). */
+  serversDir?: string;
+}
+
+/** A started server process. */
+export interface Launched {
+  child: Deno.ChildProcess;
+  /** The secret values its environment holds (scrub them from everything it says). */
+  secrets: string[];
+  /** Kill it and everything it started; release its limits and proxy. */
+  kill(): void;
+  /** Resolves with a reason when it has exited. */
+  exited: Promise<string>;
+}
+
+/** Start `spec.entry`; throws an Error saying what is missing (bwrap, an install, a secret). */
+export async function launchServer(spec: LaunchSpec): Promise<Launched> {
+  const { entry, grant: g, policy: p } = spec;
+  if (!spec.namespace && p.jail !== "off") {
+    throw new Error(
+      `needs the sandbox namespace, but no working bwrap was found: install bubblewrap ` +
+        `(apt-get install bubblewrap), or opt out explicitly with "jail": "off" in ` +
+        `permissions.json ${p.where}`,
+    );
+  }
+  const record = entry.kind === "command" ? undefined : installed(entry, spec.serversDir);
+  if (typeof record === "string") throw new Error(record);
+  const { env, secrets } = serverEnv(entry, spec.workspace);
+  const rt = await runtimeFiles();
+  const { command, code, denoDir, system } = _command(entry, record, g, p, spec.workspace);
+  if (denoDir) env.DENO_DIR = denoDir;
+  let cmd = command;
+  const egress = g.net.length ? _startEgress(g.net, spec.onConnection) : undefined;
+  if (egress) {
+    cmd = [
+      rt.exec,
+      "run",
+      "--no-prompt",
+      "--no-config",
+      "--no-lock",
+      `--allow-net=127.0.0.1:3128,unix:${EGRESS_SOCKET_IN_NAMESPACE}`,
+      `--allow-read=${EGRESS_SOCKET_IN_NAMESPACE}`,
+      `--allow-write=${EGRESS_SOCKET_IN_NAMESPACE}`,
+      `--allow-run=${command[0]}`,
+      _BRIDGE,
+      EGRESS_SOCKET_IN_NAMESPACE,
+      "--",
+      ...command,
+    ];
+    Object.assign(env, proxyVars(EGRESS_URL));
+  }
+  let program = cmd[0], args = cmd.slice(1);
+  // Files other programs run (git hooks, rc files) stay read-only inside the write grant.
+  const planted = spec.namespace
+    ? plantedMounts({
+      write: g.write,
+      workspace: spec.workspace,
+      protect: spec.namespace.protect,
+      hide: spec.namespace.hide,
+    })
+    : undefined;
+  if (spec.namespace) {
+    args = [
+      ...namespaceArgs({
+        bwrap: spec.namespace.bwrap,
+        runtime: { ...rt, denoDir: denoDir ?? rt.denoDir },
+        read: g.read,
+        code: [...code, ...(egress ? [_BRIDGE] : [])],
+        write: g.write,
+        protect: planted!.protect,
+        hide: planted!.hide,
+        system,
+        net: false,
+        netFiles: g.net.length > 0,
+        ...(egress ? { egressDir: egress.dir } : {}),
+        cwd: spec.workspace,
+      }),
+      "--",
+      ...cmd,
+    ];
+    program = spec.namespace.bwrap;
+  }
+  const limits = createLimits(
+    { pids: p.max_processes, memoryMb: p.memory_mb + 256 },
+    p.limits === "rlimit",
+  );
+  // In the namespace, the launcher binds what it opened and checked (core/guard/limits.ts).
+  const wrapped = limitedCommand(limits, program, args, spec.namespace !== undefined);
+  let child: Deno.ChildProcess;
+  try {
+    child = new Deno.Command(wrapped.command, {
+      args: wrapped.args,
+      cwd: spec.namespace ? "/" : spec.workspace,
+      clearEnv: true,
+      env,
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+  } catch (err) {
+    void limits.release();
+    egress?.close();
+    planted?.release();
+    throw err;
+  }
+  let dead = false;
+  const kill = () => {
+    if (dead) return;
+    dead = true;
+    try {
+      child.kill("SIGKILL");
+    } catch { /* exited */ }
+    void limits.release();
+    egress?.close();
+  };
+  const exited = child.status.then(async (status) => {
+    dead = true;
+    egress?.close();
+    const forked = (await limits.release()).hitProcessLimit;
+    planted?.release();
+    if (forked) return `hit its process limit (${p.max_processes}) and was stopped`;
+    if (status.code === 97) return `could not join its ${limits.kind} limits`;
+    return `exited (code ${status.code}${status.signal ? `, ${status.signal}` : ""})`;
+  });
+  return { child, secrets, kill, exited };
+}
+
+/**
+ * The server's whole environment: a small fixed base, its own entries with
+ * `${workspace}` filled in, and each `{"secret": "NAME"}` read from the
+ * host's variable NAME (missing: an error naming it). Nothing else of the
+ * host's environment reaches it.
+ */
+export function serverEnv(
+  entry: ServerEntry,
+  workspace: string,
+): { env: Record<string, string>; secrets: string[] } {
+  const env: Record<string, string> = {
+    PATH: "/usr/local/bin:/usr/bin:/bin",
+    HOME: NAMESPACE_HOME,
+    LANG: "C.UTF-8",
+    NO_COLOR: "1",
+    DENO_NO_UPDATE_CHECK: "1",
+    PYTHONDONTWRITEBYTECODE: "1",
+  };
+  const secrets: string[] = [];
+  for (const [k, v] of Object.entries(entry.env)) {
+    if (typeof v === "string") {
+      env[k] = v.replaceAll("${workspace}", workspace);
+      continue;
+    }
+    const value = envVar(v.secret);
+    if (value === undefined) {
+      throw new Error(
+        `the secret ${k} is read from the host variable ${v.secret}, which is not set`,
+      );
+    }
+    env[k] = value;
+    if (value.length >= 4) secrets.push(value);
+  }
+  return { env, secrets };
+}
+
+/** The server's own command line and what it needs mounted. */
+function _command(
+  entry: ServerEntry,
+  record: InstallRecord | undefined,
+  g: Grant,
+  p: SandboxPolicy,
+  workspace: string,
+): { command: string[]; code: string[]; denoDir?: string; system: boolean } {
+  const args = entry.args.map((a) => a.replaceAll("${workspace}", workspace));
+  if (entry.kind === "npm" && record) {
+    const flag = (name: string, l: string[]) =>
+      l.length ? [`--allow-${name}=${[...new Set(l)].join(",")}`] : [];
+    return {
+      command: [
+        Deno.execPath(),
+        "run",
+        "--no-prompt",
+        "--cached-only",
+        "--frozen",
+        "--no-config",
+        `--lock=${record.lock}`,
+        ...flag("read", g.read),
+        ...flag("write", g.write),
+        ...flag("run", g.run),
+        ...flag("net", g.net),
+        // The environment is already only what the entry names.
+        "--allow-env",
+        `--v8-flags=--max-old-space-size=${p.memory_mb}`,
+        `npm:${entry.package}@${entry.version}`,
+        ...args,
+      ],
+      code: [record.lock!],
+      denoDir: record.dir,
+      system: g.run.length > 0,
+    };
+  }
+  if (entry.kind === "pypi" && record) {
+    const program = isAbsolute(entry.command[0])
+      ? entry.command[0]
+      : join(record.dir, "bin", entry.command[0]);
+    return {
+      command: [join(record.dir, "bin", "python3"), program, ...entry.command.slice(1), ...args],
+      code: [record.dir, ...(record.pythonHome ? [record.pythonHome] : [])],
+      system: true,
+    };
+  }
+  const [program, ...rest] = entry.command;
+  const resolved = _which(program);
+  // Absolute paths of the command line that exist are its code: bound read-only.
+  const code = [resolved, ...rest].filter((a) => isAbsolute(a) && _exists(a));
+  return { command: [resolved, ...rest, ...args], code, system: true };
+}
+
+function _which(program: string): string {
+  if (isAbsolute(program)) return program;
+  for (const d of ["/usr/local/bin", "/usr/bin", "/bin"]) {
+    if (_exists(join(d, program))) return join(d, program);
+  }
+  if (program === "deno") return Deno.execPath();
+  throw new Error(`command "${program}" was not found in /usr/local/bin, /usr/bin or /bin`);
+}
+
+function _exists(p: string): boolean {
+  try {
+    Deno.statSync(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The host side of the server's egress: a proxy on a socket in a private folder. */
+function _startEgress(
+  allowed: string[],
+  onConnection?: (r: EgressRecord) => void,
+): { dir: string; close(): void } {
+  const base = join(configDir(), "run");
+  Deno.mkdirSync(base, { recursive: true, mode: 0o700 });
+  const dir = Deno.makeTempDirSync({ dir: base, prefix: "egress-" });
+  const proxy = new EgressProxy({ allowed, onConnection });
+  proxy.listen(join(dir, "egress.sock"));
+  let closed = false;
+  return {
+    dir,
+    close: () => {
+      if (closed) return;
+      closed = true;
+      proxy.close();
+      Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,175 @@
+/**
+ * The MCP SDK transport between corral and one hosted server's stdio, with
+ * the checks a hostile server meets before the SDK sees anything:
+ *
+ * - a message longer than {@link MAX_MESSAGE_BYTES} is refused without being
+ *   buffered whole (the rest of its line is skipped as it arrives);
+ * - a line that is not a JSON-RPC message is dropped;
+ * - a response whose id corral never sent (or already answered) is dropped;
+ * - notifications and requests from the server beyond a rate
+ *   ({@link FLOOD_BURST}, then {@link FLOOD_PER_SECOND} a second) are dropped.
+ *
+ * Each refusal is reported through `onEvent` (the audit log), at most once
+ * a second per kind with a count.
+ *
+ * @module
+ */
+// @ts-types="@modelcontextprotocol/sdk/shared/transport"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+// @ts-types="@modelcontextprotocol/sdk/types"
+import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
+
+/** The largest message accepted from a server (16 MiB). */
+export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+/** Notifications and requests a server may send at once. */
+export const FLOOD_BURST = 500;
+/** ... and then per second. */
+export const FLOOD_PER_SECOND = 200;
+
+/** What a server did that was refused. */
+export type ChannelEventKind = "oversized" | "garbage" | "forged" | "flood";
+
+/** Options of a {@link StdioChannel}. */
+export interface ChannelOptions {
+  /** A refusal (already rate-limited: once a second per kind, with a count). */
+  onEvent(kind: ChannelEventKind, detail: string, count: number): void;
+  /** A line of the server's stderr. */
+  onStderr(line: string): void;
+  maxMessageBytes?: number;
+}
+
+/** The SDK transport over a child's stdin/stdout. */
+export class StdioChannel implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+  /** How many messages were accepted (the first good answer means the server speaks MCP). */
+  accepted = 0;
+  readonly #child: Deno.ChildProcess;
+  readonly #options: ChannelOptions;
+  readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
+  readonly #pending = new Set<string | number>();
+  #tokens = FLOOD_BURST;
+  #refill = performance.now();
+  #counts = new Map<ChannelEventKind, { n: number; last: number }>();
+  #closed = false;
+
+  constructor(child: Deno.ChildProcess, options: ChannelOptions) {
+    this.#child = child;
+    this.#options = options;
+    this.#writer = child.stdin.getWriter();
+  }
+
+  start(): Promise<void> {
+    const max = this.#options.maxMessageBytes ?? MAX_MESSAGE_BYTES;
+    void _lines(this.#child.stdout, max, (line) => this.#line(line), () => {
+      this.#event("oversized", `a message over ${max} bytes was refused`);
+    }).finally(() => this.close());
+    void _lines(this.#child.stderr, 65_536, (l) => this.#options.onStderr(l), () => {});
+    return Promise.resolve();
+  }
+
+  async send(message: JSONRPCMessage): Promise<void> {
+    if (this.#closed) throw new Error("the server's connection is closed");
+    const m = message as { id?: string | number; method?: string };
+    if (m.method !== undefined && m.id !== undefined) this.#pending.add(m.id);
+    await this.#writer.write(new TextEncoder().encode(JSON.stringify(message) + "\n"));
+  }
+
+  close(): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    this.#closed = true;
+    this.#writer.close().catch(() => {});
+    this.onclose?.();
+    return Promise.resolve();
+  }
+
+  #line(line: string): void {
+    if (!line.trim()) return;
+    let msg: JSONRPCMessage;
+    try {
+      msg = JSONRPCMessageSchema.parse(JSON.parse(line));
+    } catch {
+      this.#event("garbage", `not a JSON-RPC message: ${JSON.stringify(line.slice(0, 80))}`);
+      return;
+    }
+    const m = msg as { id?: string | number; method?: string };
+    if (m.method === undefined) {
+      // A response: only to a request corral sent and that is still open.
+      if (m.id === undefined || !this.#pending.delete(m.id)) {
+        this.#event("forged", `a response to id ${JSON.stringify(m.id)}, which corral never sent`);
+        return;
+      }
+    } else if (!this.#take()) {
+      this.#event("flood", `${m.method} dropped: over ${FLOOD_PER_SECOND} messages a second`);
+      return;
+    }
+    this.accepted++;
+    this.onmessage?.(msg);
+  }
+
+  /** A token of the notification/request budget, if any is left. */
+  #take(): boolean {
+    const now = performance.now();
+    this.#tokens = Math.min(
+      FLOOD_BURST,
+      this.#tokens + (now - this.#refill) * FLOOD_PER_SECOND / 1000,
+    );
+    this.#refill = now;
+    if (this.#tokens < 1) return false;
+    this.#tokens--;
+    return true;
+  }
+
+  #event(kind: ChannelEventKind, detail: string): void {
+    const c = this.#counts.get(kind) ?? { n: 0, last: -Infinity };
+    c.n++;
+    this.#counts.set(kind, c);
+    const now = performance.now();
+    if (now - c.last < 1000) return;
+    c.last = now;
+    this.#options.onEvent(kind, detail, c.n);
+  }
+}
+
+/**
+ * Read `stream` line by line; a line longer than `max` is never held:
+ * `onOversized` is called and the rest of it skipped as it arrives.
+ */
+async function _lines(
+  stream: ReadableStream<Uint8Array>,
+  max: number,
+  onLine: (line: string) => void,
+  onOversized: () => void,
+): Promise<void> {
+  const decoder = new TextDecoder();
+  let parts: string[] = [];
+  let size = 0;
+  let skipping = false;
+  try {
+    for await (const chunk of stream) {
+      let start = 0;
+      while (start <= chunk.length) {
+        const nl = chunk.indexOf(10, start);
+        const end = nl < 0 ? chunk.length : nl;
+        if (!skipping) {
+          size += end - start;
+          if (size > max) {
+            skipping = true;
+            parts = [];
+            onOversized();
+          } else if (end > start) {
+            parts.push(decoder.decode(chunk.subarray(start, end), { stream: true }));
+          }
+        }
+        if (nl < 0) break;
+        if (!skipping) onLine(parts.join(""));
+        parts = [];
+        size = 0;
+        skipping = false;
+        start = nl + 1;
+      }
+    }
+  } catch { /* closed */ }
+  if (parts.length && !skipping) onLine(parts.join(""));
+}

@@ -1,0 +1,97 @@
+// Shared helpers of the hosted-server tests: a registry hosting servers from
+// a corral.json text, with a private config directory (approvals) and the
+// real npm servers installed in the project's .corral/servers.
+import { join } from "node:path";
+import { parseConfig } from "../core/config/corral_config.ts";
+import { parsePolicy } from "../core/config/policy.ts";
+import type { ServerEntry } from "../core/config/server_config.ts";
+import { installServer } from "../core/hosted/install.ts";
+import { serverLetters } from "../core/hosted/hosted_servers.ts";
+import { Registry } from "../core/registry/registry.ts";
+import { effectiveGrant } from "../core/sandbox/grant.ts";
+import { Reporter } from "../core/tool/reporter.ts";
+
+export const ROOT = new URL("..", import.meta.url).pathname;
+export const HOSTED_FIXTURES = join(ROOT, "tests", "fixtures", "hosted");
+/** Where `.ci/run` (deno task install-servers) installs the real servers. */
+export const SERVERS_DIR = join(ROOT, ".corral", "servers");
+Deno.env.set("CORRAL_SERVERS_DIR", SERVERS_DIR);
+
+/** The real npm servers (tests/fixtures/hosted/servers.json). */
+export async function realServers(): Promise<ServerEntry[]> {
+  const text = await Deno.readTextFile(join(HOSTED_FIXTURES, "servers.json"));
+  return parseConfig(text, join(HOSTED_FIXTURES, "servers.json")).servers;
+}
+
+/** A temp base with `ws/`, `outside/` (a canary) and `config/` (approvals). */
+export interface HostedLayout {
+  base: string;
+  ws: string;
+  outside: string;
+  config: string;
+  audit: string;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** Make a {@link HostedLayout} and point corral's config directory at it. */
+export async function hostedLayout(): Promise<HostedLayout> {
+  const base = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_hosted_" }));
+  for (const d of ["ws", "outside", "config"]) await Deno.mkdir(join(base, d));
+  await Deno.writeTextFile(join(base, "outside", "canary.txt"), "CANARY-SECRET\n");
+  Deno.env.set("CORRAL_CONFIG_DIR", join(base, "config"));
+  return {
+    base,
+    ws: join(base, "ws"),
+    outside: join(base, "outside"),
+    config: join(base, "config"),
+    audit: join(base, "audit.jsonl"),
+    async [Symbol.asyncDispose]() {
+      await Deno.remove(base, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+/** A registry hosting `servers` (corral.json text) under `permissions` (permissions.json "servers"). */
+export async function hostedRegistry(
+  layout: HostedLayout,
+  servers: Record<string, unknown>,
+  permissions: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+): Promise<{ registry: Registry; lines: string[] }> {
+  const config = parseConfig(JSON.stringify({ servers }), join(layout.base, "corral.json"));
+  for (const e of config.servers) await installServer(e);
+  const policy = parsePolicy(
+    JSON.stringify({ servers: permissions, ...extra }),
+    join(layout.base, "permissions.json"),
+    layout.ws,
+  );
+  const lines: string[] = [];
+  const registry = await Registry.create({
+    workspace: layout.ws,
+    policy,
+    noBuiltins: true,
+    cacheDir: null,
+    auditPath: layout.audit,
+    reporter: new Reporter({ sink: (t) => lines.push(t), color: false }),
+    servers: config.servers,
+  });
+  return { registry, lines };
+}
+
+/** Start `name` once and approve what it lists (what `corral servers install` does). */
+export async function approve(registry: Registry, name: string): Promise<string[]> {
+  const policy = registry.policy.server(name);
+  const grant = effectiveGrant(serverLetters(policy), policy, registry.host).grant;
+  return await registry.hosted.approve(name, policy, grant);
+}
+
+/** The audit lines of `kind: "server"` (refusals and lifecycle events). */
+export async function serverEvents(layout: HostedLayout): Promise<Array<Record<string, string>>> {
+  let text = "";
+  try {
+    text = await Deno.readTextFile(layout.audit);
+  } catch { /* none yet */ }
+  return text.split("\n").filter(Boolean).map((l) => JSON.parse(l)).filter((r) =>
+    r.kind === "server"
+  );
+}
