@@ -26,7 +26,8 @@ import { formatSchemas, type SchemaFormat } from "../tool/schema.ts";
 import type { Grant } from "../tool/tool.ts";
 
 /** Where a toolset comes from. */
-export type SourceKind = "builtin" | "plugin" | "package";
+/** `server`: a hosted MCP server (core/hosted/). */
+export type SourceKind = "builtin" | "plugin" | "package" | "server";
 
 /** A toolset to load: its modules, its policy and its config section. */
 export interface ToolsetSource {
@@ -65,6 +66,8 @@ export interface ToolInfo {
   /** Calls need confirmation when this argument is truthy (e.g. `overwrite`). */
   confirmWhen?: string;
   inputSchema: Record<string, unknown>;
+  /** A hosted server's MCP annotations, kept as it gave them. */
+  annotations?: Record<string, unknown>;
   /**
    * Whether its sandbox runs in the namespace whose mounts are its grant
    * (`bwrap`), or without it (`none`: worker isolation, `"jail": "off"`, or
@@ -311,6 +314,7 @@ export class Catalog {
       confirm: t.confirm,
       ...(t.confirmWhen ? { confirmWhen: t.confirmWhen } : {}),
       inputSchema: t.inputSchema,
+      ...(t.annotations ? { annotations: t.annotations } : {}),
     };
     const entry: CatalogEntry = { info, source, module };
     if (status === "loaded") {

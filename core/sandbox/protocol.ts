@@ -71,6 +71,8 @@ export interface ToolMeta {
   commands?: string[];
   style: "class" | "module";
   inputSchema: Record<string, unknown>;
+  /** MCP annotations as a hosted server gave them (core/hosted/). */
+  annotations?: Record<string, unknown>;
   load: LoadDecision;
 }
 

@@ -19,6 +19,8 @@ export interface SchemaTool {
   toolset?: string;
   source?: string;
   isolation?: string;
+  /** MCP annotations given by a hosted server: kept, over the derived ones. */
+  annotations?: Record<string, unknown>;
 }
 
 /** MCP tool annotations derived from the permission letters. */
@@ -66,7 +68,7 @@ export function formatSchemas(tools: SchemaTool[], format: SchemaFormat): unknow
         name: t.name,
         description: t.description,
         inputSchema: t.inputSchema,
-        annotations: mcpAnnotations(t),
+        annotations: t.annotations ? { ...mcpAnnotations(t), ...t.annotations } : mcpAnnotations(t),
         _meta: {
           "corral/permissions": t.permissions,
           "corral/toolset": t.toolset,
