@@ -11,6 +11,7 @@ import { ROOT } from "./_helpers.ts";
 const LAYERS = [
   ["tool"],
   ["guard"],
+  ["telemetry"],
   ["config"],
   ["sandbox"],
   ["registry"],
@@ -82,7 +83,7 @@ Deno.test("every path ARCHITECTURE.md names exists", async () => {
     assert.ok(doc.includes(`\`core/${folder}/\``), `ARCHITECTURE.md describes core/${folder}/`);
   }
   assert.ok(
-    doc.includes("cli > mcp, plugins > identity > registry > sandbox > config > guard > tool"),
+    doc.includes("cli > mcp, plugins > identity > registry > sandbox > config > telemetry > guard > tool"),
     "ARCHITECTURE.md states the same layers as this test",
   );
 });

@@ -1,0 +1,151 @@
+/**
+ * corral's metrics, kept twice from one call site: in a Prometheus registry
+ * (`prom-client`, rendered at `/metrics`) and as OpenTelemetry instruments
+ * (`@opentelemetry/api`; Deno exports them over OTLP when `OTEL_DENO=true`,
+ * and they cost nothing otherwise). Calls by outcome, call duration, live
+ * sandboxes, queue depth, egress connections by verdict.
+ *
+ * @module
+ */
+import { type Attributes, metrics as otelMetrics } from "@opentelemetry/api";
+import client from "prom-client";
+
+/** How a call ended: the tool said so (`failure`), corral or the sandbox failed (`error`), or policy, confirmation, limits or auth refused it (`denied`). */
+export type CallOutcome = "success" | "failure" | "error" | "denied";
+
+/** What the egress guard decided for one connection. */
+export type EgressVerdict = "allowed" | "refused";
+
+/** One finished call, as the metrics see it. */
+export interface CallRecord {
+  /** The tool's name. */
+  tool: string;
+  /** Its toolset. */
+  toolset: string;
+  /** Who called (the identity name; `default` for the server's own token, `local` on stdio or the CLI). */
+  identity: string;
+  /** How it ended. */
+  outcome: CallOutcome;
+  /** How long it took, in ms. */
+  durationMs: number;
+}
+
+/** Upper bounds of the duration histogram, in seconds. */
+export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/** The metrics of one process. */
+export class CorralMetrics {
+  /** The Prometheus registry (its own, never prom-client's global one). */
+  readonly registry: client.Registry = new client.Registry();
+  #calls: client.Counter<"tool" | "toolset" | "identity" | "outcome">;
+  #duration: client.Histogram<"tool" | "outcome">;
+  #sandboxes: client.Gauge;
+  #queue: client.Gauge;
+  #egress: client.Counter<"verdict">;
+  #otel = _otelInstruments();
+
+  /** Fresh metrics, registered in {@link registry}. */
+  constructor() {
+    const registers = [this.registry];
+    this.#calls = new client.Counter({
+      name: "corral_calls_total",
+      help: "Tool calls by tool, toolset, identity and outcome",
+      labelNames: ["tool", "toolset", "identity", "outcome"] as const,
+      registers,
+    });
+    this.#duration = new client.Histogram({
+      name: "corral_call_duration_seconds",
+      help: "Tool call duration, from the request to the result",
+      labelNames: ["tool", "outcome"] as const,
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.#sandboxes = new client.Gauge({
+      name: "corral_sandboxes_live",
+      help: "Sandboxes running now",
+      registers,
+    });
+    this.#queue = new client.Gauge({
+      name: "corral_call_queue_depth",
+      help: "Calls waiting for a slot of the instance's call gate",
+      registers,
+    });
+    this.#egress = new client.Counter({
+      name: "corral_egress_connections_total",
+      help: "Outgoing connections of tools by the egress guard's verdict",
+      labelNames: ["verdict"] as const,
+      registers,
+    });
+  }
+
+  /** Count one finished call and its duration. */
+  recordCall(r: CallRecord): void {
+    this.#calls.inc({ tool: r.tool, toolset: r.toolset, identity: r.identity, outcome: r.outcome });
+    this.#duration.observe({ tool: r.tool, outcome: r.outcome }, r.durationMs / 1000);
+    const attrs: Attributes = {
+      "corral.tool": r.tool,
+      "corral.toolset": r.toolset,
+      "corral.identity": r.identity,
+      "corral.outcome": r.outcome,
+    };
+    this.#otel.calls.add(1, attrs);
+    this.#otel.duration.record(r.durationMs, {
+      "corral.tool": r.tool,
+      "corral.outcome": r.outcome,
+    });
+  }
+
+  /** A sandbox started (+1) or ended (-1). */
+  sandboxes(delta: 1 | -1): void {
+    this.#sandboxes.inc(delta);
+    this.#otel.sandboxes.add(delta);
+  }
+
+  /** The call gate's queue now holds `depth` calls. */
+  queueDepth(depth: number): void {
+    const before = this.#queueNow;
+    this.#queueNow = depth;
+    this.#queue.set(depth);
+    if (depth !== before) this.#otel.queue.add(depth - before);
+  }
+  #queueNow = 0;
+
+  /** One outgoing connection with the egress guard's verdict. */
+  egress(verdict: EgressVerdict): void {
+    this.#egress.inc({ verdict });
+    this.#otel.egress.add(1, { "corral.verdict": verdict });
+  }
+
+  /** The Prometheus text exposition of every metric. */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  /** The content type of {@link render}'s text. */
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
+
+function _otelInstruments() {
+  const meter = otelMetrics.getMeter("corral");
+  return {
+    calls: meter.createCounter("corral.calls", { description: "Tool calls by outcome" }),
+    duration: meter.createHistogram("corral.call.duration", {
+      description: "Tool call duration",
+      unit: "ms",
+    }),
+    sandboxes: meter.createUpDownCounter("corral.sandboxes.live", {
+      description: "Sandboxes running now",
+    }),
+    queue: meter.createUpDownCounter("corral.call.queue_depth", {
+      description: "Calls waiting for a slot",
+    }),
+    egress: meter.createCounter("corral.egress.connections", {
+      description: "Outgoing connections by verdict",
+    }),
+  };
+}
+
+/** The process's metrics: every part of corral records here. */
+export const telemetry: CorralMetrics = new CorralMetrics();
