@@ -11,6 +11,7 @@
  *     corral new NAME [--permissions LETTERS] [--dir DIR] [--style class|module]
  *     corral plugins [list] | corral plugins install SPEC
  *     corral mcp [--http [HOST:]PORT [--token T] [--stateless]]
+ *     corral servers [list] | install [NAME] | approve NAME
  *     corral tokens add NAME | revoke NAME | list [--json]
  *
  * Exit codes: 0 success, 1 the tool (or check) failed, 2 usage or
@@ -84,6 +85,7 @@ const _COMMANDS: Record<
     },
   },
   audit: { alone: async () => (await import("./core/cli/audit_command.ts")).auditCommand },
+  servers: { alone: async () => (await import("./core/cli/servers_command.ts")).serversCommand },
   tokens: { alone: async () => (await import("./core/cli/tokens_command.ts")).tokensCommand },
 };
 

@@ -123,6 +123,7 @@ export async function openRegistry(values: CliValues, reporter: Reporter): Promi
     workspace,
     sources: plugins.sources,
     reporter,
+    servers: config.servers,
   };
   if (values["no-cache"]) options.cacheDir = null;
   // The config in use and every plugin directory (found or not) are part of the trust base.

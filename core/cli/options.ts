@@ -24,6 +24,12 @@ Usage:
   corral plugins [list] [--json]            the plugin directories, files and packages found
   corral plugins install SPEC               cache a package plugin (npm:, jsr:, https:, path),
                                             pin it in the lock file and add it to corral.json
+  corral servers [list] [--json]            the hosted MCP servers of corral.json ("servers"): kind,
+                                            package, install (integrity), approved tools, changes
+  corral servers install [NAME]             install npm/PyPI servers at their exact versions, then
+                                            start each once and record its tools as approved
+  corral servers approve NAME               start NAME and approve the tools it lists now (after
+                                            corral list says a definition changed)
   corral mcp                                serve the tools over MCP on stdio (stdout: protocol only)
   corral mcp --http [HOST:]PORT             serve over Streamable HTTP at /mcp (default host 127.0.0.1)
   corral tokens add NAME                    make a bearer token for the identity NAME (printed once;
@@ -38,7 +44,8 @@ Options:
   --permissions PATH    the policy file (default: ~/.config/corral/permissions.json, else the
                         shipped one; never one in the workspace); for "new": the tool's letters
   --config PATH         the config file (default: ~/.config/corral/corral.json when present):
-                        tool_dirs, plugins, services, toolsets, audit, identities, auth;
+                        tool_dirs, plugins, services, toolsets, audit, identities, auth,
+                        servers (hosted MCP servers; their grants: permissions.json "servers");
                         CORRAL_TOOL_DIRS adds directories (colon-separated)
   --workspace DIR       the workspace (default: the folder you run corral from; never corral's own)
   --timeout MS          shorter time limit for this call (never above the policy's)
@@ -178,6 +185,7 @@ export const COMMAND_ARITY: Record<string, [number, number]> = {
   check: [0, Infinity],
   new: [1, 1],
   plugins: [0, 2],
+  servers: [0, 2],
   mcp: [0, 0],
   tokens: [1, 2],
   help: [0, 1],

@@ -19,6 +19,7 @@ import {
   type IdentityConfig,
   resolveTeamConfig,
 } from "./team_config.ts";
+import { serverEntries, type ServerEntry, serversSchema } from "./server_config.ts";
 
 /** The name of the config file looked up in the working directory. */
 export const CONFIG_FILE_NAME = "corral.json";
@@ -42,6 +43,8 @@ const _configSchema = z.object({
   identities: identitiesSchema.optional()
     .describe("HTTP callers by name: tools, workspace, limits (core/config/team_config.ts)"),
   auth: authSchema.optional().describe("HTTP authentication: tokens file, JWKS"),
+  servers: serversSchema.optional()
+    .describe("Hosted MCP servers (npm, pypi or command), see core/config/server_config.ts"),
 }).strict();
 
 /** The validated `corral.json`, with directories and local paths made absolute. */
@@ -68,6 +71,8 @@ export interface CorralConfig {
   identities: Record<string, IdentityConfig>;
   /** HTTP authentication, from `auth`. */
   auth: AuthConfig;
+  /** Hosted MCP servers from `servers`, in order. */
+  servers: ServerEntry[];
 }
 
 /** An empty config (no file): only corral's own `plugins/` directory. */
@@ -83,6 +88,7 @@ export function emptyConfig(baseDir: string = Deno.cwd()): CorralConfig {
     audit: null,
     auditRequired: true,
     ...resolveTeamConfig(undefined, undefined, baseDir, "corral.json"),
+    servers: [],
   };
 }
 
@@ -112,6 +118,7 @@ export function parseConfig(text: string, file: string): CorralConfig {
     audit: d.audit ? resolve(baseDir, expandHome(d.audit)) : null,
     auditRequired: d.audit_required ?? true,
     ...resolveTeamConfig(d.identities, d.auth, baseDir, file),
+    servers: serverEntries(d.servers ?? {}, file),
   };
 }
 

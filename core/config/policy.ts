@@ -72,6 +72,7 @@ const _fileSchema = z.object({
     .strict().optional(),
   toolsets: z.record(z.string(), _sandboxSchema).optional(),
   plugins: z.record(z.string(), _sandboxSchema).optional(),
+  servers: z.record(z.string(), _sandboxSchema).optional(),
   tools: z.record(z.string(), _toolSchema).optional(),
 }).strict();
 
@@ -154,6 +155,16 @@ export class Policy {
       this.#plugins.set(cacheKey, resolved);
     }
     return resolved;
+  }
+
+  /** The policy of a hosted MCP server: `servers.<name>`, else nothing granted. */
+  server(name: string): SandboxPolicy {
+    return this.#resolve(this.#raw.servers?.[name], `servers.${name}`, "process");
+  }
+
+  /** The server entry names the file has. */
+  serverNames(): string[] {
+    return Object.keys(this.#raw.servers ?? {});
   }
 
   /** The plugin entry names the file has (besides `default`). */

@@ -53,6 +53,19 @@ export interface CallRunnerOptions {
   auditOptional?: boolean;
   /** The namespace of a source's sandboxes, when they get one. */
   namespace?: (source: ToolsetSource, grant: Grant) => SandboxOptions["namespace"];
+  /** Runs a call of a hosted server's tool (core/hosted/): sources of kind `server`. */
+  hosted?: (name: string, args: unknown, call: HostedCallContext) => Promise<ToolResult>;
+}
+
+/** What a hosted server's call gets from the runner (see core/hosted/hosted_server.ts). */
+export interface HostedCallContext {
+  policy: ToolsetSource["policy"];
+  grant: Grant;
+  timeoutMs: number;
+  signal?: AbortSignal;
+  onProgress: (progress: number, total?: number, message?: string) => void;
+  onLog: (text: string) => void;
+  onAsk?: (kind: AskKind, params: unknown) => Promise<unknown>;
 }
 
 /**
@@ -218,37 +231,57 @@ export class CallRunner {
     const { info, source, module } = entry;
     const refused = await this.#confirm(entry, args, options);
     if (refused) return refused;
-    const sandbox = await this.#sandbox(source, info);
     const limit = source.policy.timeout_ms;
     const timeoutMs = options.timeoutMs ? Math.min(options.timeoutMs, limit) : limit;
-    const env = this.#env(sandbox, source, info);
     const secrets = this.#options.secrets;
     const onAsk = options.onAsk;
+    // Each question is an audit line of its own.
+    const ask = onAsk
+      ? {
+        onAsk: async (kind: AskKind, params: unknown) => {
+          const started = performance.now();
+          try {
+            const answer = await onAsk(kind, params);
+            this.#auditAsk(name, info.toolset, kind, "answered", started);
+            return answer;
+          } catch (err) {
+            this.#auditAsk(
+              name,
+              info.toolset,
+              kind,
+              `failed: ${(err as Error).message}`,
+              started,
+            );
+            throw err;
+          }
+        },
+      }
+      : {};
+    if (source.kind === "server" && this.#options.hosted) {
+      return await this.#options.hosted(name, args, {
+        policy: source.policy,
+        grant: info.grant,
+        timeoutMs,
+        signal: options.signal,
+        onProgress: (progress, total, message) =>
+          options.onReport?.("progress", scrubText(message ?? "", secrets), {
+            progress,
+            ...(total !== undefined ? { total } : {}),
+          }),
+        onLog: (text) => {
+          text = scrubText(text, secrets);
+          if (options.onLog) options.onLog(text);
+          else reporter.line(`[${name}] ${text}`, "dim");
+        },
+        ...ask,
+      });
+    }
+    const sandbox = await this.#sandbox(source, info);
+    const env = this.#env(sandbox, source, info);
     const result = await sandbox.call(module, name, args, env, {
       timeoutMs,
       signal: options.signal,
-      // Each question is an audit line of its own.
-      ...(onAsk
-        ? {
-          onAsk: async (kind: AskKind, params: unknown) => {
-            const started = performance.now();
-            try {
-              const answer = await onAsk(kind, params);
-              this.#auditAsk(name, info.toolset, kind, "answered", started);
-              return answer;
-            } catch (err) {
-              this.#auditAsk(
-                name,
-                info.toolset,
-                kind,
-                `failed: ${(err as Error).message}`,
-                started,
-              );
-              throw err;
-            }
-          },
-        }
-        : {}),
+      ...ask,
       onReport: (kind, message, opts) => {
         message = scrubText(message, secrets);
         if (options.onReport) options.onReport(kind, message, opts);

@@ -33,6 +33,10 @@ import { CallRunner, type RegistryCallOptions } from "./call_runner.ts";
 import { Catalog, type LoadProblem, type ToolInfo, type ToolsetSource } from "./catalog.ts";
 import { Discovery } from "./discovery.ts";
 import { defaultCacheDir } from "./discovery_cache.ts";
+import type { ServerEntry } from "../config/server_config.ts";
+import { HostedServers } from "../hosted/hosted_servers.ts";
+import { serversDir } from "../hosted/install.ts";
+import { serverMetas, serverSource } from "./server_toolsets.ts";
 
 export type { LoadProblem, SourceKind, ToolInfo, ToolsetSource, ToolStatus } from "./catalog.ts";
 export type { RegistryCallOptions } from "./call_runner.ts";
@@ -77,6 +81,8 @@ export interface RegistryOptions {
   reserved?: Map<string, string>;
   /** Do not print each load problem (they stay in `problems`). */
   quietProblems?: boolean;
+  /** Hosted MCP servers (corral.json `servers`), registered after the plugins. */
+  servers?: ServerEntry[];
 }
 
 /**
@@ -108,6 +114,10 @@ export class Registry {
 
   /** What no tool may change (and, for secrets, read). */
   readonly trusted: TrustedPath[];
+  /** The hosted MCP servers (core/hosted/). */
+  readonly hosted: HostedServers;
+  /** Called when the tools on offer changed at run time (a hosted server's approval state). */
+  onToolsChanged?: () => void;
 
   private constructor(
     workspace: string,
@@ -141,6 +151,7 @@ export class Registry {
     this.trusted = [
       ...trustBase({ policyFile: policy.file, cacheDir, auditPath }),
       ...(options.trusted ?? []),
+      ...(options.servers?.length ? [{ path: serversDir(), what: "the hosted servers" }] : []),
     ];
     const namespace = (source: ToolsetSource, grant: Grant) => {
       if (source.policy.isolation !== "process") return undefined;
@@ -162,6 +173,19 @@ export class Registry {
       onConnection: (id, r) => this.#runner.auditConnection(id, r),
     });
     const audit = auditPath ? new AuditLog(auditPath) : undefined;
+    this.hosted = new HostedServers(options.servers ?? [], {
+      workspace,
+      secrets,
+      namespace: (e, p, g) => namespace(serverSource(e, p), g),
+      audit,
+      reporter,
+      onConnection: (server, r) => this.#runner.auditConnection(server, r),
+      onChanged: (server) => {
+        const e = this.hosted.entry(server);
+        if (e) this.#loadServer(e, bwrap);
+        this.onToolsChanged?.();
+      },
+    });
     this.#runner = new CallRunner({
       workspace,
       policy,
@@ -171,8 +195,19 @@ export class Registry {
       audit,
       auditOptional: options.auditOptional,
       namespace,
+      hosted: (name, args, call) => this.hosted.call(name, args, call),
     });
   }
+
+  /** Register (again) a hosted server's tools from its records; nothing is started. */
+  #loadServer(entry: ServerEntry, bwrap: string | undefined): void {
+    const source = serverSource(entry, this.policy.server(entry.name));
+    this.#checkTrust(source, this.#catalog.sources());
+    const metas = serverMetas(this.#catalog, this.hosted, source, entry, bwrap, this.#reserved);
+    this.#register(source, metas);
+  }
+
+  #reserved = new Map<string, string>();
 
   /**
    * Refuse a source whose write grant overlaps the trust base (see
@@ -241,6 +276,8 @@ export class Registry {
     }
     for (const p of plugins) registry.#checkTrust(p, plugins);
     await registry.#loadSources(plugins);
+    registry.#reserved = options.reserved!;
+    for (const e of options.servers ?? []) registry.#loadServer(e, bwrap);
     await registry.#discovery.save();
     for (const name of policy.toolNames()) {
       if (!catalog.entries().some((e) => e.info.name === name)) {
@@ -343,8 +380,9 @@ export class Registry {
     return this.#runner.sandboxFor(name);
   }
 
-  /** Stop every sandbox. */
+  /** Stop every sandbox and hosted server. */
   close(): Promise<void> {
+    this.hosted.close();
     return this.#runner.close();
   }
 
