@@ -14,6 +14,7 @@ const LAYERS = [
   ["telemetry"],
   ["config"],
   ["sandbox"],
+  ["hosted"],
   ["registry"],
   ["identity"],
   ["plugins", "mcp"],
@@ -83,7 +84,9 @@ Deno.test("every path ARCHITECTURE.md names exists", async () => {
     assert.ok(doc.includes(`\`core/${folder}/\``), `ARCHITECTURE.md describes core/${folder}/`);
   }
   assert.ok(
-    doc.includes("cli > mcp, plugins > identity > registry > sandbox > config > telemetry > guard > tool"),
+    doc.includes(
+      "cli > mcp, plugins > identity > registry > hosted > sandbox > config > telemetry > guard > tool",
+    ),
     "ARCHITECTURE.md states the same layers as this test",
   );
 });

@@ -47,6 +47,9 @@ export interface HostedServersOptions {
   serversDir?: string;
 }
 
+/** What a call of a hosted tool gets from the call runner. */
+export type HostedCallContext = { policy: SandboxPolicy; grant: Grant } & HostedCall;
+
 /** The letters a server holds: those its `permissions.json` entry grants a list for. */
 export function serverLetters(p: SandboxPolicy): string {
   return (p.read.length ? "r" : "") + (p.write.length ? "w" : "") + (p.run.length ? "x" : "") +
@@ -119,7 +122,7 @@ export class HostedServers {
   async call(
     tool: string,
     args: unknown,
-    ctx: { policy: SandboxPolicy; grant: Grant } & HostedCall,
+    ctx: HostedCallContext,
   ): Promise<ToolResult> {
     const [name, serverTool] = this.#names.get(tool) ?? [];
     const entry = name ? this.entry(name) : undefined;

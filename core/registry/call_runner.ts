@@ -17,6 +17,7 @@ import type { Reporter } from "../tool/reporter.ts";
 import { failure, type ToolResult } from "../tool/result.ts";
 import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
 import type { Catalog, CatalogEntry, ToolInfo, ToolsetSource } from "./catalog.ts";
+import type { HostedCallContext } from "../hosted/hosted_servers.ts";
 import { hostVars } from "./host_vars.ts";
 
 /** Per-call options of {@link CallRunner.call} (and `Registry.call`). */
@@ -55,17 +56,6 @@ export interface CallRunnerOptions {
   namespace?: (source: ToolsetSource, grant: Grant) => SandboxOptions["namespace"];
   /** Runs a call of a hosted server's tool (core/hosted/): sources of kind `server`. */
   hosted?: (name: string, args: unknown, call: HostedCallContext) => Promise<ToolResult>;
-}
-
-/** What a hosted server's call gets from the runner (see core/hosted/hosted_server.ts). */
-export interface HostedCallContext {
-  policy: ToolsetSource["policy"];
-  grant: Grant;
-  timeoutMs: number;
-  signal?: AbortSignal;
-  onProgress: (progress: number, total?: number, message?: string) => void;
-  onLog: (text: string) => void;
-  onAsk?: (kind: AskKind, params: unknown) => Promise<unknown>;
 }
 
 /**
