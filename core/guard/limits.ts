@@ -225,8 +225,70 @@ export function createLimits(spec: LimitSpec, allowRlimit = false): SandboxLimit
 }
 
 /**
- * The command that starts `command args` inside `limits`: a `/bin/sh` that
+ * A pseudo-option of the bwrap arguments given to {@link limitedCommand}
+ * with `openBinds`: `--corral-verify PATH` opens PATH and checks it like a
+ * bound source, then closes it (a path that is masked, or the working
+ * directory); it never reaches bwrap.
+ */
+export const VERIFY_ARG = "--corral-verify";
+
+/** Exit code of a launcher that refused a path that changed ({@link limitedCommand}). */
+export const REFUSED_EXIT = 96;
+
+/** What a launcher that refused writes on stderr, before `expected<TAB>found`. */
+export const REFUSED_MARK = "corral-refused ";
+
+// The bash launcher of a namespace (a function, called last): every
+// `--bind-fd PATH DEST` / `--ro-bind-fd PATH DEST` source is opened here
+// (folders and regular files only: never a FIFO or a device), one readlink
+// of /proc/self/fd checks that each open is exactly PATH (no symlink in any
+// component, nothing renamed), and bwrap binds the open descriptor. bwrap
+// reads its arguments from a pipe (`--args`): no host path in its argv,
+// which the namespace's /proc/1/cmdline would show.
+const _LAUNCH = `launch() {
+  local b=$1 x p fd i; shift
+  local -a a=() fds=() want=() shut=() links=() procs=()
+  while [ $# -gt 0 ]; do
+    x=$1; shift
+    case $x in
+      --) break ;;
+      --bind-fd|--ro-bind-fd|${VERIFY_ARG})
+        p=$1; shift
+        if [ ! -d "$p" ] && [ ! -f "$p" ]; then
+          printf '${REFUSED_MARK}%s\\t%s\\n' "$p" "(no longer a file or folder)" >&2; exit ${REFUSED_EXIT}
+        fi
+        { exec {fd}<"$p"; } 2>/dev/null ||
+          { printf '${REFUSED_MARK}%s\\t%s\\n' "$p" "(cannot be opened)" >&2; exit ${REFUSED_EXIT}; }
+        fds+=("$fd"); want+=("$p"); procs+=("/proc/self/fd/$fd")
+        if [ "$x" = ${VERIFY_ARG} ]; then shut+=("$fd"); else a+=("$x" "$fd"); fi ;;
+      *) a+=("$x") ;;
+    esac
+  done
+  if [ \${#fds[@]} -gt 0 ]; then
+    mapfile -d '' links < <(PATH=/usr/bin:/bin readlink -z -- "\${procs[@]}")
+    for i in "\${!fds[@]}"; do
+      if [ "\${links[i]-}" != "\${want[i]}" ]; then
+        printf '${REFUSED_MARK}%s\\t%s\\n' "\${want[i]}" "\${links[i]-(unknown)}" >&2; exit ${REFUSED_EXIT}
+      fi
+    done
+    for fd in "\${shut[@]}"; do exec {fd}<&-; done
+  fi
+  exec {fd}< <(printf '%s\\0' "\${a[@]}")
+  exec "$b" --args "$fd" -- "$@"
+}
+`;
+
+/**
+ * The command that starts `command args` inside `limits`: a shell that
  * moves itself into the groups (or sets `ulimit -u`), then execs it.
+ *
+ * With `openBinds` (a namespace: `command` is bwrap, `args` its arguments,
+ * then `--`, then what runs inside), the shell is `/bin/bash` and binds
+ * what it opened: each `--bind-fd`/`--ro-bind-fd` takes a PATH where bwrap
+ * takes a descriptor, and {@link VERIFY_ARG} checks a path without binding
+ * it. A path that is no longer exactly itself (a symlink now, renamed, or
+ * not a file or folder) stops the start: exit {@link REFUSED_EXIT}, with
+ * {@link REFUSED_MARK}`expected<TAB>found` on stderr.
  *
  * @example
  * ```ts
@@ -238,22 +300,26 @@ export function createLimits(spec: LimitSpec, allowRlimit = false): SandboxLimit
  * };
  * const c = limitedCommand(l, "/usr/bin/bwrap", ["--", "true"]);
  * assert.ok(c.command === "/bin/sh" && c.args.includes("/usr/bin/bwrap"));
+ * const o = limitedCommand(l, "/usr/bin/bwrap", ["--bind-fd", "/w", "/w", "--", "true"], true);
+ * assert.ok(o.command === "/bin/bash" && o.args[1].includes("--args"));
  * ```
  */
 export function limitedCommand(
   limits: SandboxLimits,
   command: string,
   args: string[],
+  openBinds = false,
 ): { command: string; args: string[] } {
   const bytes = String(limits.spec.memoryMb * 1024 * 1024);
   const pids = String(limits.spec.pids);
+  const run = openBinds ? 'launch "$@"' : 'exec "$@"';
   // Make the groups with their limits (exit 97 when that fails), move this
   // shell into them, then exec the sandbox: all of it counted from the start.
   const join =
     `for g in "$@"; do [ "$g" = -- ] && break; echo $$ > "$g/cgroup.procs" || exit 97; ` +
-    `done; while [ "$1" != -- ]; do shift; done; shift; exec "$@"`;
+    `done; while [ "$1" != -- ]; do shift; done; shift; ${run}`;
   const script = limits.kind === "rlimit"
-    ? `ulimit -u "$1" 2>/dev/null || ulimit -p "$1" 2>/dev/null; shift; exec "$@"`
+    ? `ulimit -u "$1" 2>/dev/null || ulimit -p "$1" 2>/dev/null; shift; ${run}`
     : limits.kind === "cgroup2"
     ? `p=$1; m=$2; shift 2; { PATH=/usr/bin:/bin mkdir "$1" && echo "$p" > "$1/pids.max" && ` +
       `echo "$m" > "$1/memory.max" && { echo 0 > "$1/memory.swap.max" 2>/dev/null; true; }; } ` +
@@ -262,5 +328,15 @@ export function limitedCommand(
       `echo "$m" > "$2/memory.limit_in_bytes" && ` +
       `{ echo "$m" > "$2/memory.memsw.limit_in_bytes" 2>/dev/null; true; }; } || exit 97; ${join}`;
   const head = limits.kind === "rlimit" ? [pids] : [pids, bytes, ...limits.groups, "--"];
-  return { command: "/bin/sh", args: ["-c", script, "corral-sandbox", ...head, command, ...args] };
+  return {
+    command: openBinds ? "/bin/bash" : "/bin/sh",
+    args: [
+      "-c",
+      openBinds ? _LAUNCH + script : script,
+      "corral-sandbox",
+      ...head,
+      command,
+      ...args,
+    ],
+  };
 }

@@ -9,6 +9,15 @@
  * exists in it. Subprocesses inherit the namespace, so an `x` tool reads
  * exactly what its `r` grant allows.
  *
+ * Every path bound from the grant, the code, the trust base inside write
+ * paths and the working directory is opened when the sandbox starts, checked
+ * to be exactly the path the policy named (no symlink in any component),
+ * and that open folder or file is what bwrap binds (`--bind-fd`, by the
+ * launcher in ./limits.ts): a symlink or a rename made by another tool
+ * refuses the start instead of widening it. Other sandboxes' grant paths
+ * inside a write path are pinned (mount points of themselves) like the
+ * trust base, so no tool here can swap them.
+ *
  * Inside write paths, the trust base (`protect`) is bound again read-only,
  * and secrets (`hide`) are masked by an empty file or directory, wherever
  * they fall inside a mounted path. All capabilities are dropped, so code
@@ -19,6 +28,7 @@
  */
 import { dirname, isAbsolute, join } from "node:path";
 import { EGRESS_SOCKET_IN_NAMESPACE } from "./egress_env.ts";
+import { VERIFY_ARG } from "./limits.ts";
 
 /** What the deno runtime needs inside a namespace. */
 export interface RuntimeFiles {
@@ -46,6 +56,12 @@ export interface NamespaceSpec {
   protect: string[];
   /** Secrets: masked (empty) wherever they fall inside a mounted path. */
   hide: string[];
+  /**
+   * Every sandbox's grant paths and the workspace: each one that lies inside
+   * a write path here (and exists as itself) is pinned, with the folders
+   * between, so that no tool here can replace it by a symlink.
+   */
+  pinned?: string[];
   /** A system runtime for subprocesses (`/usr`, `/bin`, `/lib*`, a minimal `/etc`). */
   system: boolean;
   /** Keep the host's network (never for corral's sandboxes: they hold `egress`). */
@@ -204,18 +220,23 @@ export function namespaceBase(net: boolean): string[] {
 
 /**
  * The bwrap arguments of a namespace (the command follows after `--`).
+ * `--bind-fd`/`--ro-bind-fd` name the PATH to open, and {@link VERIFY_ARG}
+ * a path to check: the launcher (./limits.ts `limitedCommand` with
+ * `openBinds`) opens them, checks them and hands bwrap the descriptors.
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { namespaceArgs } from "./namespace.ts";
  * const runtime = { exec: "/usr/bin/deno", libDirs: ["/lib64"], denoDir: "/c/deno" };
+ * const ws = Deno.realPathSync(Deno.makeTempDirSync());
+ * Deno.mkdirSync(`${ws}/plugins`);
  * const args = namespaceArgs({
- *   bwrap: "/usr/bin/bwrap", runtime, read: [], code: [], write: ["/ws"],
- *   protect: ["/ws/plugins"], hide: [], system: false, net: false, cwd: "/ws",
+ *   bwrap: "/usr/bin/bwrap", runtime, read: [], code: [], write: [ws],
+ *   protect: [`${ws}/plugins`], hide: [], system: false, net: false, cwd: ws,
  * }).join(" ");
- * assert.ok(args.includes("--bind-try /ws /ws") && args.includes("--cap-drop ALL"));
- * assert.ok(args.indexOf("/ws/plugins") > args.indexOf("--bind-try /ws /ws"));
+ * assert.ok(args.includes(`--bind-fd ${ws} ${ws}`) && args.includes("--cap-drop ALL"));
+ * assert.ok(args.indexOf(`--ro-bind-fd ${ws}/plugins`) > args.indexOf(`--bind-fd ${ws}`));
  * assert.ok(!args.includes("--share-net") && !args.split(" ").includes("/home"));
  * ```
  */
@@ -253,11 +274,13 @@ export function namespaceArgs(spec: NamespaceSpec): string[] {
   const underHidden = (p: string) => hidden.some((h) => h !== p && isWithin(p, h));
   for (const p of trusted) if (!underHidden(p)) want(p, "protect");
   for (const p of hidden) if (!underHidden(p)) want(p, "hide");
+  const grants = _grantPins(spec.pinned ?? [], writable, [...trusted, ...hidden, ...spec.code]);
+  for (const p of grants) want(p, "pin");
   // A read-only mount cannot be renamed, but its parent folder could be,
   // taking it along, and a folder of the tool's own put in its place: every
   // folder between a write path and a protected path becomes a mount point
   // of itself (writable as before), which cannot be renamed either.
-  for (const p of [...trusted, ...hidden]) {
+  for (const p of [...trusted, ...hidden, ...grants]) {
     if (underHidden(p)) continue;
     const w = writable.filter((x) =>
       x !== p && isWithin(p, x)
@@ -271,24 +294,30 @@ export function namespaceArgs(spec: NamespaceSpec): string[] {
     // A read path inside a write path is already there, writable.
     if (kind === "ro" && writable.some((w) => w !== p && isWithin(p, w))) continue;
     const st = _stat(p);
+    // What is bound is what the launcher opened: a grant path exactly as the
+    // policy resolved it; code and the trust base as they were when this
+    // process first bound them. Not there: nothing is bound (as --bind-try).
     switch (kind) {
       case "ro":
+        if (st) args.push("--ro-bind-fd", p, p);
+        break;
       case "code":
-        args.push("--ro-bind-try", p, p);
+        if (st) args.push("--ro-bind-fd", _firstReal(p), p);
         break;
       case "rw":
-        args.push("--bind-try", p, p);
+        if (st) args.push("--bind-fd", p, p);
         break;
       case "pin":
         // Made now, on the host (inside a write path), so that it can be pinned.
         if (!st) Deno.mkdirSync(p, { recursive: true });
-        args.push("--bind", p, p);
+        args.push("--bind-fd", _realOrUndefined(p) === p ? p : _firstReal(p), p);
         break;
       case "protect":
-        if (st) args.push("--ro-bind", p, p);
+        if (st) args.push("--ro-bind-fd", _firstReal(p), p);
         else args.push("--tmpfs", p, "--remount-ro", p); // not there: keep it from being made
         break;
       case "hide":
+        if (st && writable.some((w) => isWithin(p, w))) args.push(VERIFY_ARG, _firstReal(p));
         if (st?.isFile) args.push("--ro-bind", "/dev/null", p);
         else args.push("--tmpfs", p, "--remount-ro", p); // a folder, or not there yet
         break;
@@ -306,8 +335,68 @@ export function namespaceArgs(spec: NamespaceSpec): string[] {
   }
   // A sandbox that holds no files still starts in the workspace: an empty folder.
   if (!mounted.some((m) => isWithin(spec.cwd, m))) args.push("--dir", spec.cwd);
+  else if (_exists(spec.cwd)) args.push(VERIFY_ARG, spec.cwd);
   args.push("--chdir", spec.cwd);
   return args;
+}
+
+/**
+ * Other grant paths to pin here: inside a write path (not the write path
+ * itself), not inside anything bound read-only over it, and there now as
+ * exactly themselves (one that is already a symlink is not pinned: the
+ * sandbox it belongs to refuses to start on it).
+ */
+function _grantPins(paths: string[], writable: string[], fixed: string[]): string[] {
+  return [...new Set(paths)].filter((p) =>
+    isAbsolute(p) && writable.some((w) => w !== p && isWithin(p, w)) &&
+    !fixed.some((f) => isWithin(p, f)) && _realOrUndefined(p) === p
+  );
+}
+
+const _real = new Map<string, string>();
+
+/**
+ * The real path of a path of the code or the trust base, as it was when
+ * this process first bound it: a later change refuses the start.
+ */
+function _firstReal(p: string): string {
+  let r = _real.get(p);
+  if (r === undefined) {
+    r = _realOrUndefined(p) ?? p;
+    _real.set(p, r);
+  }
+  return r;
+}
+
+function _realOrUndefined(p: string): string | undefined {
+  try {
+    return Deno.realPathSync(p);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * `path` (a PATH value of the host) as a namespace with `spec`'s mounts sees
+ * it: only the folders that are bound there (the system runtime, the grant).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { namespacePath } from "./namespace.ts";
+ * const spec = { read: ["/ws"], write: [], system: true };
+ * assert.equal(namespacePath("/root/.deno/bin:/usr/local/bin:/bin:/ws/bin", spec), "/usr/local/bin:/bin:/ws/bin");
+ * assert.equal(namespacePath("/usr/bin:/opt/x", { ...spec, system: false }), "");
+ * ```
+ */
+export function namespacePath(
+  path: string,
+  spec: Pick<NamespaceSpec, "read" | "write" | "system">,
+): string {
+  const bound = [...(spec.system ? _SYSTEM_DIRS : []), ...spec.read, ...spec.write]
+    .filter((b) => isAbsolute(b));
+  return path.split(":").filter((d) => isAbsolute(d) && bound.some((b) => isWithin(d, b)))
+    .join(":");
 }
 
 function _systemDir(args: string[], dir: string): void {

@@ -33,6 +33,7 @@ import { CallRunner, type RegistryCallOptions } from "./call_runner.ts";
 import { Catalog, type LoadProblem, type ToolInfo, type ToolsetSource } from "./catalog.ts";
 import { Discovery } from "./discovery.ts";
 import { defaultCacheDir } from "./discovery_cache.ts";
+import { grantPaths } from "./grant_paths.ts";
 import type { ServerEntry } from "../config/server_config.ts";
 import { HostedServers } from "../hosted/hosted_servers.ts";
 import { serversDir } from "../hosted/install.ts";
@@ -161,6 +162,7 @@ export class Registry {
         bwrap,
         protect: trusted.map((t) => t.path),
         hide: trusted.filter((t) => t.secret).map((t) => t.path),
+        pinned: grantPaths(policy, this.#catalog.sources(), workspace),
       };
     };
     this.#discovery = new Discovery({

@@ -10,7 +10,7 @@
  */
 import { basename, join } from "node:path";
 import { configDir, INSTALL_DIR } from "../config/install_dir.ts";
-import { createLimits, limitedCommand } from "../guard/limits.ts";
+import { createLimits, limitedCommand, REFUSED_EXIT, REFUSED_MARK } from "../guard/limits.ts";
 import {
   EGRESS_LISTEN,
   EGRESS_SOCKET_IN_NAMESPACE,
@@ -18,8 +18,8 @@ import {
   EgressProxy,
   proxyVars,
 } from "../guard/egress.ts";
-import { NAMESPACE_HOME, namespaceArgs } from "../guard/namespace.ts";
-import { FRAME_MARK, type SandboxMessage } from "./protocol.ts";
+import { NAMESPACE_HOME, namespaceArgs, namespacePath } from "../guard/namespace.ts";
+import { FRAME_MARK, type HostMessage, type SandboxEnv, type SandboxMessage } from "./protocol.ts";
 import {
   CHILD_ENTRY,
   type Transport,
@@ -85,6 +85,7 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
   let commandArgs = args;
   let env = _childEnv();
   const ns = spec.namespace;
+  let insidePath: ((path: string) => string) | undefined;
   if (ns) {
     // The mounts are the grant: read-only reads, writable writes, the code
     // read-only, the trust base masked, and nothing else.
@@ -102,6 +103,7 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
         net: false,
         netFiles: g.net.length > 0,
         ...(egress ? { egressDir: egress.dir } : {}),
+        ...(ns.pinned ? { pinned: ns.pinned } : {}),
         cwd: spec.workspace,
       }),
       "--",
@@ -109,6 +111,10 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
       ...args,
     ];
     env = { ...env, HOME: NAMESPACE_HOME, DENO_DIR: ns.runtime.denoDir };
+    // No host folder on PATH that the namespace does not bind.
+    const bound = { read: g.read, write: g.write, system: run.length > 0 };
+    insidePath = (path) => namespacePath(path, bound);
+    env.PATH = insidePath(env.PATH ?? "");
     if (egress) env = { ...env, ...proxyVars(EGRESS_URL) };
   }
   if (compiled) env.DENO_V8_FLAGS = `--max-old-space-size=${p.memory_mb}`;
@@ -118,12 +124,14 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
     { pids: p.max_processes, memoryMb: p.memory_mb + 256 },
     p.limits === "rlimit",
   );
-  const wrapped = limitedCommand(limits, command, commandArgs);
+  // In the namespace, the launcher binds what it opened and checked (./limits.ts).
+  const wrapped = limitedCommand(limits, command, commandArgs, ns !== undefined);
   let child: Deno.ChildProcess;
   try {
     child = new Deno.Command(wrapped.command, {
       args: wrapped.args,
-      cwd: spec.workspace,
+      // The launcher stands nowhere a tool could swap (bwrap sets the cwd inside).
+      cwd: ns ? "/" : spec.workspace,
       clearEnv: true,
       env,
       stdin: "piped",
@@ -151,7 +159,7 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
   };
   const t: Transport = {
     pid: child.pid,
-    send: (msg) => write(JSON.stringify(msg) + "\n"),
+    send: (msg) => write(JSON.stringify(insidePath ? _withPath(msg, insidePath) : msg) + "\n"),
     kill: () => {
       if (dead) return;
       dead = true;
@@ -192,17 +200,22 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
       hooks.onLog(`dropped a malformed message from sandbox ${spec.label}`);
     }
   });
-  _readLines(child.stderr, 65_536, (line) => {
+  const stderrDone = _readLines(child.stderr, 65_536, (line) => {
     stderrTail = (stderrTail + line + "\n").slice(-4096);
     hooks.onLog(line);
   });
   child.status.then(async (status) => {
     dead = true;
+    // The launcher's refusal names the path: read it whole (nothing else holds stderr then).
+    if (status.code === REFUSED_EXIT) await _within(stderrDone, 2000);
     egress?.close();
     const forked = (await limits.release()).hitProcessLimit;
     const oom = /out of memory|heap limit|allocation failed/i.test(stderrTail) ||
       status.code === 133 || status.signal === "SIGTRAP";
-    const why = forked
+    const refused = status.code === REFUSED_EXIT ? _refusal(stderrTail) : undefined;
+    const why = refused
+      ? `"${spec.label}" not started: ${refused}; refusing`
+      : forked
       ? `hit its process limit (${p.max_processes} processes and threads) and was stopped`
       : status.code === 97
       ? `could not set up or join its ${limits.kind} limits and was not started`
@@ -214,6 +227,35 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
     hooks.onExit(why);
   });
   return t;
+}
+
+/** The launcher's refusal (./../guard/limits.ts): which path is now what. */
+function _refusal(stderr: string): string {
+  const line = stderr.split("\n").find((l) => l.startsWith(REFUSED_MARK));
+  const [expected, found] = (line ?? "").slice(REFUSED_MARK.length).split("\t");
+  if (!line || !expected) return "a path it binds changed since the policy named it";
+  return found?.startsWith("(")
+    ? `the path ${expected} it binds is ${found.slice(1, -1)}`
+    : `the path ${expected} it binds is now ${found} (a symlink, or renamed, since the policy ` +
+      `named it)`;
+}
+
+function _within(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([
+    p.then(() => {}),
+    new Promise<void>((resolve) => timer = setTimeout(resolve, ms)),
+  ]).finally(() => clearTimeout(timer));
+}
+
+/** A message with the PATH of its subprocesses as the namespace sees it. */
+function _withPath(msg: HostMessage, inside: (path: string) => string): HostMessage {
+  const fix = <T extends { env?: SandboxEnv }>(m: T): T =>
+    m.env?.vars?.PATH === undefined
+      ? m
+      : { ...m, env: { ...m.env, vars: { ...m.env.vars, PATH: inside(m.env.vars.PATH) } } };
+  if (msg.type === "loads") return { ...msg, loads: msg.loads.map(fix) };
+  return msg.type === "call" || msg.type === "load" ? fix(msg) : msg;
 }
 
 function _lastLine(text: string): string {

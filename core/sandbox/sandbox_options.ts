@@ -34,7 +34,7 @@ export interface SandboxOptions {
    * Run a process sandbox in the namespace whose mounts are its grant
    * (core/guard/namespace.ts); absent: no namespace (an explicit opt-out).
    */
-  namespace?: { bwrap: string; protect: string[]; hide: string[] };
+  namespace?: { bwrap: string; protect: string[]; hide: string[]; pinned?: string[] };
   /** Every connection through the sandbox's egress proxy (for the audit log). */
   onConnection?: (record: EgressRecord) => void;
   /**

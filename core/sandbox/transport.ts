@@ -67,6 +67,8 @@ export interface SandboxNamespace {
   protect: string[];
   /** Secrets: masked inside mounted paths. */
   hide: string[];
+  /** Every sandbox's grant paths and the workspace: pinned where they lie inside a write path. */
+  pinned?: string[];
   /** The runtime files (core/guard/namespace.ts `runtimeFiles`). */
   runtime: RuntimeFiles;
 }

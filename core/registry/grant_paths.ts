@@ -1,0 +1,34 @@
+/**
+ * Every grant path there is: what each sandbox's namespace pins where it
+ * lies inside that sandbox's write grant (core/guard/namespace.ts), so that
+ * a tool with a wide write grant cannot swap a narrower sandbox's folder,
+ * or a folder above it, for a symlink.
+ *
+ * @module
+ */
+import type { Policy } from "../config/policy.ts";
+import type { ToolsetSource } from "./catalog.ts";
+
+/**
+ * The read and write paths of every toolset and plugin entry of the policy
+ * (`plugins.default` too) and of every registered source, and the workspace.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { parsePolicy } from "../config/policy.ts";
+ * import { grantPaths } from "./grant_paths.ts";
+ * const policy = parsePolicy('{"plugins": {"p": {"write": ["/w/out"]}}}', "p.json", "/w");
+ * assert.deepEqual(grantPaths(policy, [], "/w"), ["/w", "/w/out"]);
+ * ```
+ */
+export function grantPaths(policy: Policy, sources: ToolsetSource[], workspace: string): string[] {
+  const entries = [
+    ...policy.toolsetNames().map((n) => policy.toolset(n)),
+    ...[...policy.pluginNames(), "default"].map((n) => policy.plugin(n)),
+    ...sources.map((s) => s.policy),
+  ];
+  const paths = new Set([workspace]);
+  for (const e of entries) for (const p of [...e.read, ...e.write]) paths.add(p);
+  return [...paths];
+}
