@@ -57,6 +57,7 @@ export async function hostedRegistry(
   servers: Record<string, unknown>,
   permissions: Record<string, unknown>,
   extra: Record<string, unknown> = {},
+  options: { bwrap?: null } = {},
 ): Promise<{ registry: Registry; lines: string[] }> {
   const config = parseConfig(JSON.stringify({ servers }), join(layout.base, "corral.json"));
   for (const e of config.servers) await installServer(e);
@@ -74,6 +75,7 @@ export async function hostedRegistry(
     auditPath: layout.audit,
     reporter: new Reporter({ sink: (t) => lines.push(t), color: false }),
     servers: config.servers,
+    ...options,
   });
   return { registry, lines };
 }

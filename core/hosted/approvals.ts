@@ -95,6 +95,29 @@ export function changedFields(now: ToolDefinition, approved: ToolDefinition | un
   return PINNED_FIELDS.filter((f) => canonicalJson(a[f] ?? null) !== canonicalJson(b[f] ?? null));
 }
 
+/** Record why the server's last start failed (`undefined`: it started). */
+export function writeFailure(server: string, reason: string | undefined): void {
+  const file = join(approvalsDir(), `${server}.failed.json`);
+  if (reason === undefined) {
+    try {
+      Deno.removeSync(file);
+    } catch { /* none */ }
+    return;
+  }
+  Deno.mkdirSync(approvalsDir(), { recursive: true, mode: 0o700 });
+  Deno.writeTextFileSync(file, JSON.stringify({ reason, time: new Date().toISOString() }) + "\n");
+}
+
+/** Why the server's last start failed, with when, or undefined. */
+export function readFailure(server: string): string | undefined {
+  try {
+    const r = JSON.parse(Deno.readTextFileSync(join(approvalsDir(), `${server}.failed.json`)));
+    return `${r.reason} (${r.time})`;
+  } catch {
+    return undefined;
+  }
+}
+
 function _read(file: string): ToolDefinition[] | undefined {
   let text: string;
   try {

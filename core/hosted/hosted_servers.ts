@@ -19,9 +19,11 @@ import type { Grant } from "../tool/tool.ts";
 import {
   changedFields,
   readApproved,
+  readFailure,
   readSeen,
   type ToolDefinition,
   writeApproved,
+  writeFailure,
   writeSeen,
 } from "./approvals.ts";
 import { type HostedCall, HostedServer } from "./hosted_server.ts";
@@ -98,12 +100,13 @@ export class HostedServers {
     } catch (err) {
       return [{ module, tools: [], problems: [], error: (err as Error).message }];
     }
-    const server = this.#servers.get(entry.name);
+    const failed = readFailure(entry.name);
+    const problems = failed ? [`server "${entry.name}" failed: ${failed}`] : [];
     if (!approved) {
       return [{
         module,
         tools: [],
-        problems: [],
+        problems,
         error: `server "${entry.name}" has no approved tools yet: run corral servers install ` +
           `${entry.name} (installs it, starts it once and records its tools for approval)`,
       }];
@@ -114,7 +117,6 @@ export class HostedServers {
     if (missing) {
       for (const t of tools) t.meta.load = { load: false, reason: missing };
     }
-    const problems = server?.state === "failed" ? [`server "${entry.name}" ${server.reason}`] : [];
     return [{ module, tools: tools.map((t) => t.meta), problems }];
   }
 
@@ -210,9 +212,13 @@ export class HostedServers {
       onConnection: (r) => o.onConnection(entry.name, r),
       ...(o.serversDir ? { serversDir: o.serversDir } : {}),
     }, {
-      onTools: (tools) => approving || this.#listed(entry.name, tools),
+      onTools: (tools) => {
+        writeFailure(entry.name, undefined);
+        if (!approving) this.#listed(entry.name, tools);
+      },
       onEvent: (kind, detail) => {
         this.#event(entry.name, kind, detail);
+        if (kind === "failed") writeFailure(entry.name, scrubText(detail, o.secrets));
         if (kind === "failed" || kind === "crashed") o.onChanged(entry.name);
       },
       onLog: (text) => o.reporter.line(`[${entry.name}] ${scrubText(text, o.secrets)}`, "dim"),

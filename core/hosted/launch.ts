@@ -247,7 +247,10 @@ function _command(
   const [program, ...rest] = entry.command;
   const resolved = _which(program);
   // Absolute paths of the command line that exist are its code: bound read-only.
-  const code = [resolved, ...rest].filter((a) => isAbsolute(a) && _exists(a));
+  // (the system runtime is bound already: /usr, /bin, /lib…).
+  const code = [resolved, ...rest].filter((a) =>
+    isAbsolute(a) && _exists(a) && !/^\/(usr|bin|sbin|lib\w*)\//.test(a)
+  );
   return { command: [resolved, ...rest, ...args], code, system: true };
 }
 
