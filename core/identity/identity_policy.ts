@@ -66,6 +66,24 @@ export class IdentityPolicy {
     }
   }
 
+  /**
+   * The workspaces of the configured identities other than the server's
+   * own, each once (absolute, in config order): each needs a registry of its own.
+   */
+  workspaces(): string[] {
+    const out = new Set<string>();
+    for (const name of Object.keys(this.#entries)) {
+      const ws = this.resolve(name).workspace;
+      if (ws !== this.#serverWorkspace) out.add(ws);
+    }
+    return [...out];
+  }
+
+  /** The server's own workspace. */
+  get serverWorkspace(): string {
+    return this.#serverWorkspace;
+  }
+
   /** Whether `identities` has any entry. */
   get configured(): boolean {
     return Object.keys(this.#entries).length > 0;

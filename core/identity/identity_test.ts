@@ -214,6 +214,7 @@ Deno.test("identity policy: tool lists, own workspaces, refusal of unlisted iden
   assert.equal(p.resolve("bob").workspace, "/srv/shared");
   assert.ok(p.resolve("bob").access.allows({ name: "RunBashCode", toolset: "shell" }));
   assert.equal(p.resolve("default").workspace, "/srv/ws");
+  assert.deepEqual(p.workspaces(), ["/srv/people/alice", "/srv/shared"]);
   assert.throws(() => p.resolve("mallory"), IdentityRefusedError);
   // Two identities naming one workspace without agreeing to share it: refused.
   assert.throws(

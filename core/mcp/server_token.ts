@@ -10,7 +10,8 @@ import { join } from "node:path";
 import { configDir } from "../config/install_dir.ts";
 
 /**
- * The token in `dir/mcp-token`, made when missing (32 random bytes, hex).
+ * The token in `dir/mcp-token` (or `dir/NAME`, e.g. `metrics-token`), made
+ * when missing (32 random bytes, hex).
  * A file that others may read is refused: its token is replaced.
  *
  * @example
@@ -26,8 +27,9 @@ import { configDir } from "../config/install_dir.ts";
  */
 export async function serverToken(
   dir: string = configDir(),
+  name = "mcp-token",
 ): Promise<{ token: string; file: string; created: boolean }> {
-  const file = join(dir, "mcp-token");
+  const file = join(dir, name);
   try {
     const st = await Deno.stat(file);
     const token = (await Deno.readTextFile(file)).trim();

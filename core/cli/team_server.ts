@@ -1,0 +1,69 @@
+/**
+ * The team side of `corral mcp --http`: identities from corral.json, a
+ * registry (and so sandboxes) for each identity workspace other than the
+ * server's, the metrics token (`CORRAL_METRICS_TOKEN`, else `metrics-token`
+ * made once in corral's config directory, mode 0600), and warnings for
+ * tool or toolset names in `identities` that match nothing.
+ *
+ * @module
+ */
+import { envVar } from "../config/env_var.ts";
+import { unknownAccessNames } from "../identity/tool_access.ts";
+import { type HttpIdentity, httpIdentityFromConfig, teamPolicy } from "../mcp/http_identity.ts";
+import type { McpRegistry } from "../mcp/mcp_server.ts";
+import { serverToken } from "../mcp/server_token.ts";
+import type { Registry } from "../registry/registry.ts";
+import { type CliSession, openRegistry } from "./open_registry.ts";
+import type { CliValues } from "./options.ts";
+
+/** The team side of one HTTP server, and how to close what it opened. */
+export interface TeamServer {
+  /** For `serveHttp`'s `identity` option. */
+  identity: HttpIdentity;
+  /** The metrics token's file, when corral made or read it. */
+  metricsTokenFile?: string;
+  /** Close the registries opened for identity workspaces. */
+  close(): Promise<void>;
+}
+
+/** Build the team side for a server whose default token is `token` (undefined: `--no-token`). */
+export async function teamServer(
+  values: CliValues,
+  session: CliSession,
+  token: string | undefined,
+): Promise<TeamServer> {
+  const { config, workspace } = session.plugins;
+  const policy = teamPolicy(config, workspace);
+  for (const w of unknownAccessNames(config.identities, session.registry.list())) {
+    session.reporter.line(`Warning: corral.json ${w}`, "yellow");
+  }
+  const registries = new Map<string, Registry>();
+  const close = async () => {
+    for (const r of registries.values()) await r.close().catch(() => {});
+  };
+  try {
+    for (const ws of policy.workspaces()) {
+      await Deno.mkdir(ws, { recursive: true, mode: 0o700 });
+      const opened = await openRegistry({ ...values, workspace: ws }, session.reporter);
+      registries.set(ws, opened.registry);
+    }
+    let metricsToken = envVar("CORRAL_METRICS_TOKEN");
+    let metricsTokenFile: string | undefined;
+    if (!metricsToken) {
+      const made = await serverToken(undefined, "metrics-token");
+      metricsToken = made.token;
+      metricsTokenFile = made.file;
+    }
+    const identity = await httpIdentityFromConfig(config, {
+      defaultToken: token,
+      serverWorkspace: workspace,
+      policy,
+      registries: registries as Map<string, McpRegistry>,
+      metricsToken,
+    });
+    return { identity, metricsTokenFile, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}

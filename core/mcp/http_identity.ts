@@ -1,0 +1,341 @@
+/**
+ * Identities on the HTTP server: the routes that need none (the
+ * protected-resource metadata, `/metrics` behind its own token), the
+ * bearer token or JWT of every other request resolved to an identity
+ * (401 with `WWW-Authenticate`, 403 for an identity the policy does not
+ * admit), calls per minute per identity (429 with `Retry-After`), and the
+ * registry each identity's sessions see: only its tools, its calls at once,
+ * its questions per call, each call traced and counted under its name.
+ *
+ * @module
+ */
+import { closestNames } from "../config/closest.ts";
+import type { CorralConfig } from "../config/corral_config.ts";
+import { AskBudget } from "../identity/ask_budget.ts";
+import { Authenticator } from "../identity/authenticator.ts";
+import { ConcurrencyLimiter } from "../identity/concurrency_limiter.ts";
+import {
+  IdentityPolicy,
+  IdentityRefusedError,
+  type ResolvedIdentity,
+} from "../identity/identity_policy.ts";
+import { JwtVerifier } from "../identity/jwt_verifier.ts";
+import {
+  isProtectedResourcePath,
+  metadataUrl,
+  protectedResourceMetadata,
+  resourceUrl,
+  wwwAuthenticate,
+} from "../identity/protected_resource.ts";
+import { RateLimiter } from "../identity/rate_limiter.ts";
+import { TokenStore } from "../identity/token_store.ts";
+import { type CorralMetrics, telemetry } from "../telemetry/metrics.ts";
+import { metricsResponse } from "../telemetry/metrics_endpoint.ts";
+import { traceCall } from "../telemetry/spans.ts";
+import { ConfigError } from "../tool/errors.ts";
+import type { McpRegistry } from "./mcp_server.ts";
+
+/** What {@link HttpIdentity} needs. */
+export interface HttpIdentityOptions {
+  /** Resolves bearer tokens. */
+  authenticator: Authenticator;
+  /** What each identity gets. */
+  policy: IdentityPolicy;
+  /** `/metrics` is served only with this token (absent: no `/metrics`). */
+  metricsToken?: string;
+  /** The server's URL as clients see it (`auth.resource`), or null: the request's. */
+  resource?: string | null;
+  /** Authorization servers for the metadata. */
+  authorizationServers?: string[];
+  /** Called before each scrape (to sample gauges). */
+  onScrape?: () => void;
+  /** Where calls are counted (default: the process's). */
+  metrics?: CorralMetrics;
+  /**
+   * The registry of each identity workspace other than the server's (see
+   * {@link IdentityPolicy.workspaces}); an identity whose workspace has none is refused.
+   */
+  registries?: Map<string, McpRegistry>;
+}
+
+/** A request that may go on: who sent it and the registry its session sees. */
+export interface Admitted {
+  /** The identity's policy. */
+  identity: ResolvedIdentity;
+}
+
+/** The identity side of one HTTP server. */
+export class HttpIdentity {
+  #o: HttpIdentityOptions;
+  #rates = new RateLimiter();
+  #running = new ConcurrencyLimiter();
+  #views = new Map<string, { registry: McpRegistry; view: McpRegistry }>();
+
+  /** The identity side for `options`. */
+  constructor(options: HttpIdentityOptions) {
+    this.#o = options;
+  }
+
+  /**
+   * Answer the routes that need no identity: the protected-resource
+   * metadata and `/metrics`. Null for every other request.
+   */
+  async route(req: Request, mcpPath: string): Promise<Response | null> {
+    const pathname = new URL(req.url).pathname;
+    if (isProtectedResourcePath(pathname, mcpPath)) {
+      if (req.method !== "GET") {
+        return new Response(null, { status: 405, headers: { Allow: "GET" } });
+      }
+      const resource = resourceUrl(req, mcpPath, this.#o.resource ?? null);
+      return Response.json(protectedResourceMetadata(resource, this.#o.authorizationServers ?? []));
+    }
+    if (pathname === "/metrics" && this.#o.metricsToken) {
+      this.#o.onScrape?.();
+      return await metricsResponse(req, this.#o.metricsToken, this.#o.metrics);
+    }
+    return null;
+  }
+
+  /**
+   * Authenticate `req` and apply its identity's calls per minute (a
+   * `tools/call` on `mcpPath` takes one; a body over `maxBody` is left to the
+   * transport): a Response to send back (401, 403, 429, 500), or who it is.
+   */
+  async admit(req: Request, mcpPath: string, maxBody: number): Promise<Response | Admitted> {
+    const auth = await this.#o.authenticator.authenticate(req.headers.get("authorization"));
+    if (!auth.ok) {
+      if (auth.detail) console.error(`corral: authentication: ${auth.detail}`);
+      const meta = metadataUrl(resourceUrl(req, mcpPath, this.#o.resource ?? null));
+      return _jsonRpcError(auth.status, auth.message, {
+        "WWW-Authenticate": wwwAuthenticate(meta, auth.tokenSent ? auth.message : undefined),
+      });
+    }
+    let identity: ResolvedIdentity;
+    try {
+      identity = this.#o.policy.resolve(auth.identity);
+    } catch (err) {
+      if (err instanceof IdentityRefusedError) return _jsonRpcError(403, err.message);
+      throw err;
+    }
+    if (
+      identity.workspace !== this.#o.policy.serverWorkspace &&
+      !this.#o.registries?.has(identity.workspace)
+    ) {
+      return _jsonRpcError(
+        403,
+        `Forbidden: no workspace is open for "${identity.name}" (${identity.workspace}); ` +
+          'name the identity in corral.json "identities" and restart the server',
+      );
+    }
+    const perMinute = identity.limits.perMinute;
+    if (
+      perMinute && req.method === "POST" && new URL(req.url).pathname === mcpPath &&
+      await _callsIn(req, maxBody) > 0
+    ) {
+      const d = this.#rates.take(identity.name, perMinute);
+      if (!d.ok) {
+        (this.#o.metrics ?? telemetry).recordCall({
+          tool: "(rate limited)",
+          toolset: "",
+          identity: identity.name,
+          outcome: "denied",
+          durationMs: 0,
+        });
+        return _jsonRpcError(
+          429,
+          `Too many requests: "${identity.name}" may make ${perMinute} calls per minute ` +
+            `(identities.${identity.name}.limits.per_minute); retry in ${d.retryAfterSeconds} s`,
+          { "Retry-After": String(d.retryAfterSeconds) },
+        );
+      }
+    }
+    return { identity };
+  }
+
+  /**
+   * The registry `identity`'s sessions see: its workspace's (the server's
+   * `registry` when it is the server's), showing only its tools.
+   */
+  registryFor(registry: McpRegistry, identity: ResolvedIdentity): McpRegistry {
+    if (identity.workspace !== this.#o.policy.serverWorkspace) {
+      const own = this.#o.registries?.get(identity.workspace);
+      if (!own) throw new Error(`no registry for the workspace of "${identity.name}"`);
+      registry = own;
+    }
+    const hit = this.#views.get(identity.name);
+    if (hit && hit.registry === registry) return hit.view;
+    const view = identityRegistry(registry, identity, this.#running, this.#o.metrics);
+    if (this.#views.size >= 10_000) this.#views.clear(); // many JWT subjects: views are cheap
+    this.#views.set(identity.name, { registry, view });
+    return view;
+  }
+}
+
+/**
+ * `registry` as `identity` sees it: only the tools it may use are listed
+ * or callable (another is an unknown tool, with "did you mean" among its
+ * own); at most `limits.concurrent` of its calls run at once; each call's
+ * questions are capped; every call is traced and counted under its name.
+ */
+export function identityRegistry(
+  registry: McpRegistry,
+  identity: ResolvedIdentity,
+  running: ConcurrencyLimiter = new ConcurrencyLimiter(),
+  metrics: CorralMetrics = telemetry,
+): McpRegistry {
+  const { access, limits, name: who } = identity;
+  const own = (): string[] => access.filter(registry.list()).map((t) => t.name);
+  return {
+    loaded: () => access.filter(registry.loaded()),
+    list: () => access.filter(registry.list()),
+    unknownToolMessage: (name) => {
+      const near = closestNames(name, own(), 3, Math.max(2, Math.floor(name.length / 3)));
+      return `Unknown tool "${name}"` + (near.length ? ` (did you mean: ${near.join(", ")}?)` : "");
+    },
+    call: async (name, args, options = {}) => {
+      const tool = registry.list().find((t) => t.name === name);
+      if (!tool || !access.allows(tool)) {
+        throw new TypeError(`Unknown tool "${name}"`);
+      }
+      const info = { tool: name, toolset: tool.toolset, identity: who };
+      const release = limits.concurrent ? running.tryAcquire(who, limits.concurrent) : () => {};
+      if (!release) {
+        return await traceCall(
+          info,
+          () =>
+            Promise.resolve({
+              success: false,
+              error: `Cannot run tool "${name}": "${who}" already has ${limits.concurrent} calls ` +
+                `running (identities.${who}.limits.concurrent); try again when one ends`,
+            }),
+          () => "denied",
+          metrics,
+        );
+      }
+      const budget = new AskBudget(limits);
+      const onAsk = options.onAsk &&
+        ((
+          kind: Parameters<NonNullable<typeof options.onAsk>>[0],
+          params: unknown,
+          signal?: AbortSignal,
+        ) => {
+          const why = budget.take(kind === "sample" ? "sampling" : "elicitation");
+          return why ? Promise.reject(new Error(why)) : options.onAsk!(kind, params, signal);
+        });
+      try {
+        return await traceCall(
+          info,
+          () => registry.call(name, args, { ...options, onAsk }),
+          (r) => r.success ? "success" : "failure",
+          metrics,
+        );
+      } finally {
+        release();
+      }
+    },
+  };
+}
+
+/**
+ * The identity side of an HTTP server from corral.json: the default token
+ * (the identity `default`), the tokens file, the JWKS, the identities.
+ * `--no-token` (no default token) cannot go with identities or a JWKS.
+ */
+export async function httpIdentityFromConfig(
+  config: Pick<CorralConfig, "identities" | "auth">,
+  options: {
+    defaultToken?: string;
+    serverWorkspace: string;
+    /** The identity policy (default: made from `config` and `serverWorkspace`). */
+    policy?: IdentityPolicy;
+    metricsToken?: string;
+    onScrape?: () => void;
+    registries?: Map<string, McpRegistry>;
+  },
+): Promise<HttpIdentity> {
+  const team = Object.keys(config.identities).length > 0 || config.auth.jwks !== null;
+  if (!options.defaultToken && team) {
+    throw new ConfigError(
+      "--no-token cannot go with identities or auth.jwks in corral.json: every caller would be " +
+        '"default"; serve with a token',
+    );
+  }
+  const authenticator = options.defaultToken
+    ? new Authenticator({
+      defaultToken: options.defaultToken,
+      tokens: new TokenStore(config.auth.tokensFile),
+      jwt: config.auth.jwks ? await JwtVerifier.create(config.auth.jwks) : undefined,
+    })
+    : new Authenticator({});
+  return new HttpIdentity({
+    authenticator,
+    policy: options.policy ?? teamPolicy(config, options.serverWorkspace),
+    registries: options.registries,
+    metricsToken: options.metricsToken,
+    resource: config.auth.resource,
+    authorizationServers: config.auth.authorizationServers,
+    onScrape: options.onScrape,
+  });
+}
+
+/** The identity policy of `config` for a server whose workspace is `serverWorkspace`. */
+export function teamPolicy(
+  config: Pick<CorralConfig, "identities" | "auth">,
+  serverWorkspace: string,
+): IdentityPolicy {
+  return new IdentityPolicy(config.identities, {
+    serverWorkspace,
+    workspacesDir: config.auth.workspacesDir,
+  });
+}
+
+/**
+ * How many `tools/call` requests a JSON-RPC body holds. A copy of the body
+ * is read, at most `maxBytes` of it: a larger one counts as none (the
+ * transport refuses it whole).
+ */
+async function _callsIn(req: Request, maxBytes: number): Promise<number> {
+  if (!req.body) return 0;
+  const reader = req.clone().body!.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > maxBytes) {
+      await reader.cancel();
+      return 0;
+    }
+    chunks.push(value);
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(new TextDecoder().decode(_concat(chunks, size)));
+  } catch {
+    return 0; // the transport answers a parse error
+  }
+  const list = Array.isArray(body) ? body : [body];
+  return list.filter((m) => (m as { method?: unknown })?.method === "tools/call").length;
+}
+
+function _concat(chunks: Uint8Array[], size: number): Uint8Array {
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+function _jsonRpcError(
+  status: number,
+  message: string,
+  headers: Record<string, string> = {},
+): Response {
+  return Response.json({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }, {
+    status,
+    headers,
+  });
+}
