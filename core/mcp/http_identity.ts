@@ -304,7 +304,8 @@ async function _callsIn(req: Request, maxBytes: number): Promise<number> {
     if (done) break;
     size += value.length;
     if (size > maxBytes) {
-      await reader.cancel();
+      // Not awaited: a tee branch's cancel settles only once the other branch is done too.
+      reader.cancel().catch(() => {});
       return 0;
     }
     chunks.push(value);
