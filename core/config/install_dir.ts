@@ -43,3 +43,27 @@ export function configDir(): string {
   if (xdg) return join(resolve(xdg), "corral");
   return join(envVar("HOME") || "/root", ".config", "corral");
 }
+
+/**
+ * corral's code store: private, content-addressed, read-only copies of the
+ * plugin files a sandbox imports (the bytes that were pinned), and each
+ * module set's own Deno cache (core/sandbox/pinned_code.ts). In corral's
+ * cache folder (`CORRAL_CACHE_DIR`, else `$XDG_CACHE_HOME/corral`, else
+ * `~/.cache/corral`), or in its config directory when the cache is off
+ * (`CORRAL_CACHE_DIR=""`). Part of the trust base, hidden from every tool.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { codeStoreDir } from "./install_dir.ts";
+ * assert.ok(codeStoreDir().endsWith("/pinned"));
+ * ```
+ */
+export function codeStoreDir(): string {
+  const explicit = envVar("CORRAL_CACHE_DIR");
+  if (explicit) return join(resolve(explicit), "pinned");
+  if (explicit === "") return join(configDir(), "pinned");
+  const xdg = envVar("XDG_CACHE_HOME");
+  if (xdg) return join(resolve(xdg), "corral", "pinned");
+  return join(envVar("HOME") || "/root", ".cache", "corral", "pinned");
+}

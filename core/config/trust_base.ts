@@ -1,10 +1,11 @@
 /**
  * The trust base: what the next start of corral trusts, so no tool may
  * change it. corral's install folder, its config directory, the policy and
- * config files, Deno's cache, corral's own cache, the audit log, and every
- * plugin directory and package. Secrets among them (the config with its
- * `services` sections, the config directory, the audit log) may not be read
- * either.
+ * config files, Deno's cache, corral's own cache and code store, the audit
+ * log, and every plugin directory and package. Secrets among them (the
+ * config with its `services` sections, the config directory, the audit log,
+ * Deno's cache and the code store, which hold other projects' and plugins'
+ * code) may not be read either.
  *
  * A write grant inside one of these paths refuses the start, naming both. A
  * path of the trust base inside a write grant is bound read-only again in
@@ -17,7 +18,7 @@
 import { dirname, resolve } from "node:path";
 import { denoDir, isWithin } from "../guard/namespace.ts";
 import { ConfigError } from "../tool/errors.ts";
-import { configDir, INSTALL_DIR } from "./install_dir.ts";
+import { codeStoreDir, configDir, INSTALL_DIR } from "./install_dir.ts";
 
 /** One protected path and why it is protected. */
 export interface TrustedPath {
@@ -60,7 +61,10 @@ export function trustBase(options: TrustBaseOptions = {}): TrustedPath[] {
   const list: TrustedPath[] = [
     { path: INSTALL_DIR, what: "corral's install folder" },
     { path: configDir(), what: "corral's config directory", secret: true },
-    { path: denoDir(), what: "Deno's cache" },
+    // Deno's cache holds what Deno compiled for every project: no sandbox sees it (each
+    // gets its module set's own, from corral's code store, core/sandbox/emit_cache.ts).
+    { path: denoDir(), what: "Deno's cache", secret: true },
+    { path: codeStoreDir(), what: "corral's code store", secret: true },
   ];
   if (options.policyFile && !options.policyFile.startsWith("(")) {
     list.push({ path: options.policyFile, what: "the policy file" });

@@ -38,6 +38,13 @@ export interface RuntimeFiles {
   libDirs: string[];
   /** Deno's cache directory (`DENO_DIR`). */
   denoDir: string;
+  /**
+   * What corral's code store gives this sandbox: `[from, to]` bound
+   * read-only last, even inside a hidden folder (its module set's pinned
+   * copies and own Deno cache; its narrowed lock file at corral's
+   * `deno.lock`). See core/sandbox/emit_cache.ts.
+   */
+  own?: Array<[from: string, to: string]>;
 }
 
 /** One namespace, as {@link namespaceArgs} builds it. */
@@ -333,6 +340,7 @@ export function namespaceArgs(spec: NamespaceSpec): string[] {
   if (spec.egressDir) {
     args.push("--ro-bind", spec.egressDir, dirname(EGRESS_SOCKET_IN_NAMESPACE));
   }
+  _ownBinds(args, rt.own ?? [], hidden);
   // A sandbox that holds no files still starts in the workspace: an empty folder.
   if (!mounted.some((m) => isWithin(spec.cwd, m))) args.push("--dir", spec.cwd);
   else if (_exists(spec.cwd)) args.push(VERIFY_ARG, spec.cwd);
@@ -397,6 +405,24 @@ export function namespacePath(
     .filter((b) => isAbsolute(b));
   return path.split(":").filter((d) => isAbsolute(d) && bound.some((b) => isWithin(d, b)))
     .join(":");
+}
+
+/**
+ * The sandbox's own files from corral's code store, bound last. One inside
+ * a hidden folder gets a fresh tmpfs in that folder's place, holding only
+ * them, made read-only after they are bound.
+ */
+function _ownBinds(args: string[], binds: Array<[string, string]>, hidden: string[]): void {
+  const under = new Map<string, Array<[string, string]>>();
+  for (const bind of binds) {
+    const h = hidden.filter((x) => isWithin(bind[1], x)).sort((a, b) => a.length - b.length)[0];
+    under.set(h ?? "", [...(under.get(h ?? "") ?? []), bind]);
+  }
+  for (const [h, list] of under) {
+    if (h) args.push("--tmpfs", h);
+    for (const [from, to] of list) args.push("--ro-bind-fd", from, to);
+    if (h) args.push("--remount-ro", h);
+  }
 }
 
 function _systemDir(args: string[], dir: string): void {

@@ -1,53 +1,186 @@
 /**
- * Deno's emit cache for the sandbox namespace. Inside the namespace Deno's
- * cache is read-only, and a TypeScript module whose JavaScript is not in it
- * costs about 175 ms per start (Deno retries the write). So before a
- * namespaced sandbox starts, the host fills the cache for its modules with
- * `deno install --entrypoint --cached-only --frozen`: that emits the
- * JavaScript, executes nothing and downloads nothing. Files whose emit is
- * already there and newer than the source are skipped.
+ * A module set's own Deno cache, for the sandbox namespace. The host's
+ * Deno cache (`DENO_DIR`) holds the compiled JavaScript of every
+ * TypeScript file Deno ever compiled on the machine, and sqlite caches
+ * with more of it: a namespace never sees it. Instead each module set
+ * (its digest names a folder of the code store, core/sandbox/pinned_code.ts)
+ * gets `cache/deno/`, made once by the host and bound read-only:
+ *
+ * - the npm packages its modules import, with their dependencies, and its
+ *   remote modules (hard links into the host's cache, copies across file
+ *   systems), as `deno info` finds them (network blocked: nothing is
+ *   downloaded);
+ * - `cache/deno.lock`: corral's lock file narrowed to those packages (the
+ *   sandbox runs `--frozen --lock=` it: nothing else can be loaded);
+ * - the compiled output of its own files and of corral's sandbox entry
+ *   points, emitted by `deno install --entrypoint --cached-only --frozen`
+ *   into this cache, writable then, at the very paths the sandbox imports
+ *   (a read-only cache without them costs about 175 ms per start). That
+ *   executes nothing.
  *
  * @module
  */
-import { join } from "node:path";
+import { dirname, join, relative } from "node:path";
+import { pathToFileURL } from "node:url";
 import { INSTALL_DIR } from "../config/install_dir.ts";
+import { isWithin } from "../guard/namespace.ts";
 
-const _TRANSPILED = /\.(ts|tsx|mts|cts|jsx)$/;
-const _done = new Map<string, number>();
+const _CONFIG = join(INSTALL_DIR, "deno.json");
+/** Every download of `deno info` goes to a closed port: the host never downloads here. */
+const _OFFLINE = {
+  HTTP_PROXY: "http://127.0.0.1:9",
+  HTTPS_PROXY: "http://127.0.0.1:9",
+  ALL_PROXY: "http://127.0.0.1:9",
+  NO_PROXY: "",
+};
+
+/** Where a module set's own cache is. */
+export interface PrivateCache {
+  /** The `DENO_DIR` of its sandboxes. */
+  denoDir: string;
+  /** The lock file they run `--frozen` with. */
+  lock: string;
+}
 
 /**
- * Make sure Deno's cache holds the emitted JavaScript of `files` (absolute
- * paths). Never throws: a module that cannot be emitted fails later, in
- * its sandbox, with Deno's own message.
+ * The Deno cache of the module set in `dir` (made on first use): `files`
+ * are the local files its sandbox imports (entry points included),
+ * `specifiers` its other modules (`npm:`, `https:`), `shared` the host's
+ * `DENO_DIR`. Never throws for a module that does not resolve: its
+ * sandbox reports Deno's own error.
  *
  * @example
  * ```ts ignore
- * import { warmEmitCache } from "./emit_cache.ts";
- * await warmEmitCache(["/srv/plugins/weather.ts"], "/root/.cache/deno");
+ * const cache = await privateDenoCache({ dir, files, specifiers: [], shared: "/root/.cache/deno" });
+ * // DENO_DIR=cache.denoDir deno run --cached-only --frozen --lock=cache.lock …
  * ```
  */
-export async function warmEmitCache(files: string[], denoDir: string): Promise<void> {
-  const cold: string[] = [];
-  for (const f of new Set(files)) {
-    if (!_TRANSPILED.test(f)) continue;
-    let source: number;
-    try {
-      source = Deno.statSync(f).mtime?.getTime() ?? 0;
-    } catch {
-      continue;
-    }
-    if (_done.get(f) === source) continue;
-    try {
-      const emitted = Deno.statSync(join(denoDir, "gen", "file", `${f}.js`)).mtime?.getTime() ?? 0;
-      if (emitted >= source) {
-        _done.set(f, source);
-        continue;
+export async function privateDenoCache(o: {
+  dir: string;
+  files: string[];
+  specifiers: string[];
+  shared: string;
+}): Promise<PrivateCache> {
+  const final = join(o.dir, "cache");
+  const made = { denoDir: join(final, "deno"), lock: join(final, "deno.lock") };
+  if (_exists(made.lock)) return made;
+  await Deno.mkdir(o.dir, { recursive: true, mode: 0o700 });
+  const tmp = `${final}.${crypto.randomUUID()}.tmp`;
+  const denoDir = join(tmp, "deno");
+  try {
+    await Deno.mkdir(denoDir, { recursive: true, mode: 0o700 });
+    const root = join(tmp, "root.ts");
+    const urls = [...new Set(o.files)].map((f) => pathToFileURL(f).href);
+    await Deno.writeTextFile(
+      root,
+      [...urls, ...o.specifiers].map((s) => `import ${JSON.stringify(s)};\n`).join(""),
+    );
+    const info = await _info(root);
+    const lockText = await Deno.readTextFile(join(INSTALL_DIR, "deno.lock")).catch(() => "{}");
+    const lock = JSON.parse(lockText) as _Lock;
+    const packages = _closure(info);
+    for (const p of packages) {
+      const local = info.npmPackages?.[p]?.localPath;
+      if (local && isWithin(local, o.shared)) {
+        await _link(local, join(denoDir, relative(o.shared, local)));
       }
-    } catch { /* not emitted yet */ }
-    cold.push(f);
-    _done.set(f, source);
+    }
+    const remote = new Set<string>();
+    for (const m of info.modules ?? []) {
+      if (!/^(https?|jsr):/.test(m.specifier) || !m.local) continue;
+      remote.add(m.specifier);
+      if (isWithin(m.local, o.shared)) {
+        await _link(m.local, join(denoDir, relative(o.shared, m.local)));
+      }
+    }
+    await Deno.writeTextFile(
+      join(tmp, "deno.lock"),
+      JSON.stringify(_narrow(lock, packages, remote)),
+    );
+    await _emit(urls, denoDir, join(tmp, "deno.lock"));
+    await Deno.remove(root).catch(() => {});
+    try {
+      await Deno.rename(tmp, final);
+    } catch (err) {
+      if (!_exists(made.lock)) throw err; // else: another corral made the same cache first
+    }
+    return made;
+  } finally {
+    await Deno.remove(tmp, { recursive: true }).catch(() => {});
   }
-  if (cold.length === 0) return;
+}
+
+interface _Info {
+  modules?: Array<{ specifier: string; kind?: string; local?: string }>;
+  npmPackages?: Record<
+    string,
+    { name: string; version: string; dependencies?: string[]; localPath?: string }
+  >;
+}
+
+interface _Lock {
+  specifiers?: Record<string, string>;
+  npm?: Record<string, unknown>;
+  remote?: Record<string, string>;
+  [key: string]: unknown;
+}
+
+async function _info(root: string): Promise<_Info> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", `--config=${_CONFIG}`, root],
+    cwd: INSTALL_DIR,
+    env: _OFFLINE,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  try {
+    return JSON.parse(new TextDecoder().decode(out.stdout)) as _Info;
+  } catch {
+    return {};
+  }
+}
+
+/** The npm packages (lock keys) the graph's npm modules need, dependencies included. */
+function _closure(info: _Info): Set<string> {
+  const all = info.npmPackages ?? {};
+  const keys = Object.keys(all);
+  const todo: string[] = [];
+  for (const m of info.modules ?? []) {
+    const hit = m.specifier.match(/^npm:\/?((?:@[^/@]+\/)?[^/@]+)@([^/]+)/);
+    if (!hit) continue;
+    const nv = `${hit[1]}@${hit[2]}`;
+    todo.push(...keys.filter((k) => k === nv || k.startsWith(`${nv}_`)));
+  }
+  const seen = new Set<string>();
+  while (todo.length) {
+    const k = todo.pop()!;
+    if (seen.has(k) || !all[k]) continue;
+    seen.add(k);
+    todo.push(...(all[k].dependencies ?? []));
+  }
+  return seen;
+}
+
+/** corral's lock file with only `packages` and `remote` in it. */
+function _narrow(lock: _Lock, packages: Set<string>, remote: Set<string>): _Lock {
+  const specifiers: Record<string, string> = {};
+  for (const [spec, version] of Object.entries(lock.specifiers ?? {})) {
+    const name = spec.match(/^npm:((?:@[^/@]+\/)?[^/@]+)@/)?.[1];
+    if (name && packages.has(`${name}@${version}`)) specifiers[spec] = version;
+  }
+  const npm = Object.fromEntries(Object.entries(lock.npm ?? {}).filter(([k]) => packages.has(k)));
+  const kept = Object.entries(lock.remote ?? {}).filter(([url]) => remote.has(url));
+  return {
+    ...lock,
+    specifiers,
+    npm,
+    ...(lock.remote ? { remote: Object.fromEntries(kept) } : {}),
+  };
+}
+
+/** Emit the JavaScript of `urls` into `denoDir` (executes nothing, downloads nothing). */
+async function _emit(urls: string[], denoDir: string, lock: string): Promise<void> {
   try {
     await new Deno.Command(Deno.execPath(), {
       args: [
@@ -55,21 +188,46 @@ export async function warmEmitCache(files: string[], denoDir: string): Promise<v
         "--entrypoint",
         "--cached-only",
         "--frozen",
-        `--config=${join(INSTALL_DIR, "deno.json")}`,
-        ...cold,
+        `--config=${_CONFIG}`,
+        `--lock=${lock}`,
+        ...urls,
       ],
       cwd: INSTALL_DIR,
+      env: { ..._OFFLINE, DENO_DIR: denoDir },
       stdin: "null",
       stdout: "null",
       stderr: "null",
     }).output();
   } catch { /* the sandbox reports the real error */ }
-  // Deno keeps an emit whose source text is unchanged (a checkout that only
-  // touched the file): mark it current, so the next start skips the install.
-  const now = new Date();
-  for (const f of cold) {
-    try {
-      Deno.utimeSync(join(denoDir, "gen", "file", `${f}.js`), now, now);
-    } catch { /* not emitted: the sandbox reports why */ }
+}
+
+/** Hard-link `from` (a file or a folder, recursively) to `to`; copy across file systems. */
+async function _link(from: string, to: string): Promise<void> {
+  let st: Deno.FileInfo;
+  try {
+    st = await Deno.lstat(from);
+  } catch {
+    return;
+  }
+  if (st.isDirectory) {
+    await Deno.mkdir(to, { recursive: true });
+    for await (const e of Deno.readDir(from)) await _link(join(from, e.name), join(to, e.name));
+    return;
+  }
+  if (!st.isFile) return;
+  await Deno.mkdir(dirname(to), { recursive: true });
+  try {
+    await Deno.link(from, to);
+  } catch {
+    await Deno.copyFile(from, to).catch(() => {});
+  }
+}
+
+function _exists(p: string): boolean {
+  try {
+    Deno.statSync(p);
+    return true;
+  } catch {
+    return false;
   }
 }

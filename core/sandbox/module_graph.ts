@@ -6,7 +6,11 @@
  */
 import { dirname, isAbsolute, resolve } from "node:path";
 
-const _SPECIFIER =
+/**
+ * An import, re-export or literal dynamic import; group 1 or 2 is its
+ * specifier (global: use with `matchAll` or `replace`).
+ */
+export const IMPORT_SPECIFIER: RegExp =
   /(?:^|[\s;}])(?:import|export)\s*(?:type\s+)?(?:[^'";]*?\s+from\s*)?["']([^"']+)["']|import\s*\(\s*["']([^"']+)["']\s*\)/g;
 
 /**
@@ -40,19 +44,31 @@ export async function localModuleGraph(
     } catch {
       continue;
     }
-    for (const m of text.matchAll(_SPECIFIER)) {
+    for (const m of text.matchAll(IMPORT_SPECIFIER)) {
       const spec = m[1] ?? m[2];
-      const target = _resolveLocal(spec, file, importMap);
+      const target = resolveLocal(spec, file, importMap);
       if (target && !seen.has(target)) queue.push(target);
     }
   }
   return [...seen].sort();
 }
 
-function _resolveLocal(
+/**
+ * The local file `spec` names when imported from `from` (relative,
+ * absolute, `file:` or a local import map entry), or null.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { resolveLocal } from "./module_graph.ts";
+ * assert.equal(resolveLocal("../b.ts", "/p/lib/a.ts"), "/p/b.ts");
+ * assert.equal(resolveLocal("zod", "/p/a.ts"), null);
+ * ```
+ */
+export function resolveLocal(
   spec: string,
   from: string,
-  importMap: Record<string, string>,
+  importMap: Record<string, string> = {},
 ): string | null {
   if (spec.startsWith("./") || spec.startsWith("../")) return resolve(dirname(from), spec);
   if (spec.startsWith("file://")) return new URL(spec).pathname;
@@ -94,7 +110,7 @@ export async function pinGraph(entries: string[], memo: PinMemo = new Map()): Pr
     if (!p) {
       p = Deno.readFile(file).then(async (bytes) => ({
         text: new TextDecoder().decode(bytes),
-        hash: await _sha256(bytes),
+        hash: await sha256Hex(bytes),
       }));
       memo.set(file, p);
     }
@@ -122,14 +138,15 @@ export async function changedPins(pins: Pins): Promise<string[]> {
   for (const [file, hash] of Object.entries(pins)) {
     let now = "missing";
     try {
-      now = await _sha256(await Deno.readFile(file));
+      now = await sha256Hex(await Deno.readFile(file));
     } catch { /* gone */ }
     if (now !== hash) changed.push(file);
   }
   return changed;
 }
 
-async function _sha256(bytes: Uint8Array): Promise<string> {
+/** The SHA-256 of `bytes`, in hex. */
+export async function sha256Hex(bytes: Uint8Array): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>);
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }

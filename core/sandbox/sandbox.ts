@@ -9,6 +9,8 @@
 import { EGRESS_URL } from "../guard/egress.ts";
 import { NAMESPACE_HOME } from "../guard/namespace.ts";
 import { pinsRefusal, prepareSandboxFiles } from "./sandbox_files.ts";
+import { insideLoad, insidePath, outsideMetas, outsideText } from "./pinned_code.ts";
+import { type PinnedCode, pinnedGone } from "./pinned_code.ts";
 import { ToolTimeoutError } from "../tool/errors.ts";
 import { capResult, failure, type ToolResult } from "../tool/result.ts";
 import { startProcess } from "./process_transport.ts";
@@ -96,18 +98,15 @@ export class Sandbox {
     const fail = (r: LoadRequest, error: string) =>
       r.modules.map((module) => ({ module, tools: [], problems: [], error }));
     if (refused) return requests.map((r) => fail(r, refused));
-    const answers = requests.map(({ modules, env, timeoutMs, isolate, onLog }) =>
-      this.#request(
-        (id) => ({ type: "load", id, modules, env, ...(isolate ? { isolate } : {}) }),
-        "(import)",
-        { timeoutMs, onLog },
-        batch,
-      )
+    // The sandbox imports the pinned copies; what comes back names the original files.
+    const code = this.#pinned;
+    const answers = requests.map((r) =>
+      this.#request((id) => insideLoad(code, id, r), "(import)", r, batch)
     );
     if (batch?.length) this.#transport?.send({ type: "loads", loads: batch as _Load[] });
     return (await Promise.all(answers)).map((msg, i) =>
       msg.type === "loaded"
-        ? acceptMetas(requests[i].modules, msg.modules)
+        ? outsideMetas(code, requests[i].modules, acceptMetas, msg.modules)
         : fail(requests[i], msg.type === "result" ? msg.result.error ?? "failed" : "failed")
     );
   }
@@ -126,12 +125,13 @@ export class Sandbox {
       (id) => {
         // The environment is sent once per running sandbox and again only
         // when it changes: calls stay small messages.
+        const path = insidePath(this.#pinned, module);
         if (this.#envSent === env && this.#envTransport === this.#transport) {
-          return { type: "call", id, module, tool, args };
+          return { type: "call", id, module: path, tool, args };
         }
         this.#envSent = env;
         this.#envTransport = this.#transport;
-        return { type: "call", id, module, tool, args, env: this.#inside(env) };
+        return { type: "call", id, module: path, tool, args, env: this.#inside(env) };
       },
       tool,
       options,
@@ -141,6 +141,7 @@ export class Sandbox {
     const result = r && typeof r === "object" && !Array.isArray(r) && typeof r.success === "boolean"
       ? r
       : failure(tool, r === undefined ? "no result from sandbox" : "malformed result from sandbox");
+    if (typeof result.error === "string") result.error = outsideText(this.#pinned, result.error);
     if (result.timed_out === true && this.options.policy.isolation === "process") {
       // Something the tool started ran out of time: the whole sandbox goes,
       // with every process it still holds (a fresh one serves the next call).
@@ -267,8 +268,11 @@ export class Sandbox {
    * Before a sandbox starts: its module files must still be what discovery
    * checked. Returns why not, or undefined.
    */
-  #verify(): Promise<string | undefined> {
-    return this.#transport ? Promise.resolve(undefined) : pinsRefusal(this.options.pins);
+  async #verify(): Promise<string | undefined> {
+    if (this.#transport) return undefined;
+    // The copies are gone (a cleared cache): make them again from files that match their pins.
+    if (pinnedGone(this.#pinned)) await this.prepare(true);
+    return this.#refused ?? await pinsRefusal(this.options.pins);
   }
 
   #fail(tool: string, reason: string): SandboxMessage {
@@ -325,8 +329,9 @@ export class Sandbox {
       }
       case "log": {
         const p = msg.id !== undefined ? this.#pending.get(msg.id) : undefined;
-        if (p?.onLog) p.onLog(String(msg.text));
-        else this.options.onLog?.(String(msg.text), msg.id);
+        const text = outsideText(this.#pinned, String(msg.text));
+        if (p?.onLog) p.onLog(text);
+        else this.options.onLog?.(text, msg.id);
         return;
       }
       case "report": {
@@ -398,6 +403,8 @@ export class Sandbox {
   }
 
   #prepared: string[] | undefined;
+  #pinned: PinnedCode | undefined;
+  #refused: string | undefined;
   #code: string[] = [];
   #namespace: SandboxNamespace | undefined;
 
@@ -406,12 +413,14 @@ export class Sandbox {
    * for a namespaced process sandbox, its mounts. Call before the first
    * request.
    */
-  async prepare(): Promise<void> {
-    if (this.#prepared) return;
+  async prepare(again = false): Promise<void> {
+    if (this.#prepared && !again) return;
     const o = this.options;
     const files = await prepareSandboxFiles({ ...o, process: o.policy.isolation === "process" });
     this.#namespace = files.namespace;
     this.#code = files.code;
+    this.#pinned = files.pinned;
+    this.#refused = files.refused;
     this.#prepared = files.read;
   }
 }

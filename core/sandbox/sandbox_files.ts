@@ -1,18 +1,18 @@
 /**
  * What a sandbox is made of before it starts: the files it may read (the
- * grant's read paths, the entry points' and its modules' import graphs, the
- * pinned files when discovery pinned them) and, for a process sandbox in
- * the namespace, the code files bound read-only, the runtime, and Deno's
- * emit cache filled for them.
+ * grant's read paths, the entry points' import graph, and its modules'
+ * pinned copies) and, for a process sandbox in the namespace, the code
+ * files bound read-only, the runtime, and the module set's own Deno cache.
  *
  * @module
  */
 import { join } from "node:path";
-import { INSTALL_DIR } from "../config/install_dir.ts";
-import { runtimeFiles } from "../guard/namespace.ts";
+import { codeStoreDir, INSTALL_DIR } from "../config/install_dir.ts";
+import { isWithin, runtimeFiles } from "../guard/namespace.ts";
 import type { Grant } from "../tool/tool.ts";
-import { warmEmitCache } from "./emit_cache.ts";
-import { changedPins, localModuleGraph, type Pins } from "./module_graph.ts";
+import { privateDenoCache } from "./emit_cache.ts";
+import { changedPins, localModuleGraph, pinGraph, type Pins, sha256Hex } from "./module_graph.ts";
+import { type PinnedCode, pinnedCode } from "./pinned_code.ts";
 import { selfHosted } from "./process_transport.ts";
 import { CHILD_ENTRY, type SandboxNamespace, WORKER_ENTRY } from "./transport.ts";
 
@@ -40,9 +40,35 @@ export interface SandboxFiles {
   code: string[];
   /** The namespace with its runtime (absent: none). */
   namespace?: SandboxNamespace;
+  /** The pinned copies the sandbox imports (core/sandbox/pinned_code.ts). */
+  pinned?: PinnedCode;
+  /** Why it may not start: a file changed since it was pinned. */
+  refused?: string;
 }
 
-/** Compute a sandbox's files; for a namespaced process sandbox, fill Deno's emit cache. */
+let _salt: Promise<string> | undefined;
+
+/** What a module set's folder depends on besides its pins: Deno, corral's lock, the entry points. */
+function _storeSalt(): Promise<string> {
+  return _salt ??= (async () => {
+    const read = (name: string) =>
+      Deno.readFile(join(INSTALL_DIR, name)).then(sha256Hex, () => "missing");
+    const entry = Object.entries(await pinGraph(await sandboxEntryFiles())).sort();
+    return JSON.stringify([
+      Deno.version.deno,
+      INSTALL_DIR,
+      await read("deno.json"),
+      await read("deno.lock"),
+      entry,
+    ]);
+  })();
+}
+
+/**
+ * Compute a sandbox's files: its modules come from their pinned copies
+ * (pinned now when discovery did not); for a namespaced process sandbox,
+ * the module set's own Deno cache (core/sandbox/emit_cache.ts).
+ */
 export async function prepareSandboxFiles(o: {
   grant: Grant;
   modules: string[];
@@ -50,16 +76,38 @@ export async function prepareSandboxFiles(o: {
   process: boolean;
   namespace?: Omit<SandboxNamespace, "runtime">;
 }): Promise<SandboxFiles> {
-  const modules = o.pins ? Object.keys(o.pins) : await localModuleGraph(o.modules);
-  const code = [...(await sandboxEntryFiles()), ...modules];
+  const local = o.modules.filter((m) => m.startsWith("/"));
+  const unpinned = local.filter((m) => !o.pins || !(m in o.pins));
+  const pins = { ...(unpinned.length ? await pinGraph(unpinned) : {}), ...o.pins };
+  const pinned = await pinnedCode(pins, codeStoreDir(), await _storeSalt());
+  if (typeof pinned === "string") return { read: [], code: [], refused: pinned };
+  const code = [...(await sandboxEntryFiles()), ...pinned.paths.values()];
   const read = [...o.grant.read, ...code];
-  if (!o.process || !o.namespace) return { read, code: [] };
+  if (!o.process || !o.namespace) return { read, code: [], pinned };
   const runtime = await runtimeFiles();
-  if (!selfHosted()) await warmEmitCache(code, runtime.denoDir);
+  // A compiled binary cannot run `deno info`/`deno install`: it keeps Deno's cache as it is.
+  const own = selfHosted() ? undefined : await privateDenoCache({
+    dir: pinned.dir,
+    files: code,
+    specifiers: o.modules.filter((m) => !m.startsWith("/")),
+    shared: runtime.denoDir,
+  });
+  const lock = join(INSTALL_DIR, "deno.lock");
   return {
     read,
-    code: [...code, join(INSTALL_DIR, "deno.json"), join(INSTALL_DIR, "deno.lock")],
-    namespace: { ...o.namespace, runtime },
+    code: [
+      ...code.filter((f) => !isWithin(f, pinned.dir)),
+      join(INSTALL_DIR, "deno.json"),
+      ...(own ? [] : [lock]),
+    ],
+    pinned,
+    namespace: {
+      ...o.namespace,
+      // Inside, corral's deno.lock is the set's own, narrowed to its packages.
+      runtime: own
+        ? { ...runtime, denoDir: own.denoDir, own: [[pinned.dir, pinned.dir], [own.lock, lock]] }
+        : runtime,
+    },
   };
 }
 

@@ -69,6 +69,9 @@ export interface SandboxNamespace {
   hide: string[];
   /** Every sandbox's grant paths and the workspace: pinned where they lie inside a write path. */
   pinned?: string[];
-  /** The runtime files (core/guard/namespace.ts `runtimeFiles`). */
+  /**
+   * The runtime files (core/guard/namespace.ts `runtimeFiles`), with the
+   * module set's own Deno cache (core/sandbox/emit_cache.ts).
+   */
   runtime: RuntimeFiles;
 }

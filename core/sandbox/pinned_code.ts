@@ -1,0 +1,213 @@
+/**
+ * What runs is what was pinned: a sandbox imports a plugin's files from a
+ * private, content-addressed, read-only copy in corral's code store
+ * (core/config/install_dir.ts `codeStoreDir`, part of the trust base),
+ * never from a path anyone can still change. Each file is read once,
+ * hashed, compared with its pin and written to the copy from those very
+ * bytes. The copies of one module set sit under a folder named by the
+ * digest of the set (`<store>/<digest>/src/<original path>`), so relative
+ * imports between them keep working; a relative import of corral's own
+ * `core/` (trusted, never copied: one module instance for the runtime and
+ * the plugin) is pointed at corral's file by an absolute `file:` URL.
+ * corral's own `core/` and `toolsets/` need no copy: they are the install
+ * folder, which no tool may change.
+ *
+ * @module
+ */
+import { dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { CORE_DIR, INSTALL_DIR } from "../config/install_dir.ts";
+import { isWithin } from "../guard/namespace.ts";
+import { IMPORT_SPECIFIER, type Pins, resolveLocal, sha256Hex } from "./module_graph.ts";
+import type { HostMessage, ModuleMeta } from "./protocol.ts";
+import type { LoadRequest } from "./sandbox_options.ts";
+
+const _TOOLSETS_DIR = join(INSTALL_DIR, "toolsets");
+const _TEXT = /\.[cm]?[jt]sx?$/;
+
+/** A module set's folder in the code store, and how its paths map. */
+export interface PinnedCode {
+  /** `<store>/<digest>`: the copies (`src/`) and the set's own Deno cache (`cache/`). */
+  dir: string;
+  /** Original path → the path imported (its copy; corral's own files map to themselves). */
+  paths: Map<string, string>;
+  /** The copies' prefix, `<dir>/src` (stripped from messages). */
+  prefix: string;
+}
+
+/**
+ * Whether `file` is corral's own code (its `core/` or `toolsets/`), which
+ * is imported in place.
+ */
+export function trustedCode(file: string): boolean {
+  return isWithin(file, CORE_DIR) || isWithin(file, _TOOLSETS_DIR);
+}
+
+/**
+ * The copies of `pins` in the code store under `store`, made now from the
+ * files' current bytes when they match their pins, or the reason why not
+ * (a file changed since it was pinned). `salt` adds what else the set's
+ * folder depends on (Deno's version, the lock file, the entry points).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { pinGraph } from "./module_graph.ts";
+ * import { pinnedCode } from "./pinned_code.ts";
+ * const store = await Deno.makeTempDir();
+ * const file = `${await Deno.makeTempDir()}/p.ts`;
+ * await Deno.writeTextFile(file, "export const a = 1;\n");
+ * const code = await pinnedCode(await pinGraph([file]), store, "");
+ * assert.ok(typeof code !== "string");
+ * assert.equal(Deno.readTextFileSync(code.paths.get(file)!), "export const a = 1;\n");
+ * ```
+ */
+export async function pinnedCode(
+  pins: Pins,
+  store: string,
+  salt: string,
+): Promise<PinnedCode | string> {
+  // A real path: the namespace's launcher binds it only as exactly itself.
+  await Deno.mkdir(store, { recursive: true, mode: 0o700 });
+  store = await Deno.realPath(store);
+  const entries = Object.entries(pins).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
+  const digest = await sha256Hex(new TextEncoder().encode(JSON.stringify([1, salt, entries])));
+  const dir = join(store, digest.slice(0, 32));
+  const prefix = join(dir, "src");
+  const paths = new Map<string, string>();
+  const copied = new Set<string>();
+  for (const [file, hash] of entries) {
+    if (trustedCode(file) || hash === "missing") paths.set(file, file);
+    else {
+      paths.set(file, prefix + file);
+      copied.add(file);
+    }
+  }
+  if (copied.size === 0 || _exists(prefix)) return { dir, paths, prefix };
+  await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+  const tmp = `${prefix}.${crypto.randomUUID()}.tmp`;
+  try {
+    for (const file of copied) {
+      // Read once, hash, and write the copy from the very bytes that were hashed.
+      let bytes: Uint8Array;
+      try {
+        bytes = await Deno.readFile(file);
+      } catch {
+        return _changed(file);
+      }
+      if (await sha256Hex(bytes) !== pins[file]) return _changed(file);
+      const out = tmp + file;
+      await Deno.mkdir(dirname(out), { recursive: true, mode: 0o700 });
+      await Deno.writeFile(
+        out,
+        _TEXT.test(file) ? _pointAtCorral(bytes, file, copied, prefix) : bytes,
+        {
+          mode: 0o444,
+        },
+      );
+    }
+    try {
+      await Deno.rename(tmp, prefix);
+    } catch (err) {
+      // Another corral made the same copies first: they are the same bytes.
+      if (!_exists(prefix)) throw err;
+    }
+    return { dir, paths, prefix };
+  } finally {
+    await Deno.remove(tmp, { recursive: true }).catch(() => {});
+  }
+}
+
+function _changed(file: string): string {
+  return `not started: "${file}" changed since corral checked it at discovery (restart ` +
+    `corral, or run it with --watch, to check the new version)`;
+}
+
+/**
+ * The text of a copy: an import of a file that is not copied (corral's
+ * `core/`) by a relative path points at corral's file by its `file:` URL;
+ * an absolute import of a copied file points at its copy. Everything else
+ * is the pinned text, unchanged.
+ */
+function _pointAtCorral(
+  bytes: Uint8Array,
+  file: string,
+  copied: Set<string>,
+  prefix: string,
+): Uint8Array {
+  const text = new TextDecoder().decode(bytes);
+  let changed = false;
+  const out = text.replace(IMPORT_SPECIFIER, (match: string, a?: string, b?: string) => {
+    const spec = a ?? b ?? "";
+    const target = resolveLocal(spec, file);
+    if (!target) return match;
+    const relative = spec.startsWith("./") || spec.startsWith("../");
+    let to: string | undefined;
+    if (relative && trustedCode(target)) to = pathToFileURL(target).href;
+    else if (!relative && copied.has(target)) to = pathToFileURL(prefix + target).href;
+    if (!to) return match;
+    const at = match.lastIndexOf(spec);
+    changed = true;
+    return match.slice(0, at) + to + match.slice(at + spec.length);
+  });
+  return changed ? new TextEncoder().encode(out) : bytes;
+}
+
+/** `path` as the sandbox imports it (its copy when copied). */
+export function insidePath(code: PinnedCode | undefined, path: string): string {
+  return code?.paths.get(path) ?? path;
+}
+
+/** `text` with the copies' prefix taken out: messages name the original files. */
+export function outsideText(code: PinnedCode | undefined, text: string): string {
+  if (!code || !text.includes(code.prefix)) return text;
+  return text.replaceAll(`file://${code.prefix}/`, "file:///").replaceAll(`${code.prefix}/`, "/");
+}
+
+/** Whether the copies were removed since they were made (a cleared cache). */
+export function pinnedGone(code: PinnedCode | undefined): boolean {
+  return code !== undefined && !_exists(code.dir);
+}
+
+/** The load message of request `r` as the sandbox gets it: the copies' paths. */
+export function insideLoad(
+  code: PinnedCode | undefined,
+  id: number,
+  r: LoadRequest,
+): Extract<HostMessage, { type: "load" }> {
+  const inside = (l: string[]) => l.map((p) => insidePath(code, p));
+  return {
+    type: "load",
+    id,
+    modules: inside(r.modules),
+    env: r.env,
+    ...(r.isolate ? { isolate: { read: inside(r.isolate.read) } } : {}),
+  };
+}
+
+/**
+ * The sandbox's descriptions of the copies of `asked`, checked by
+ * `accept`, as descriptions of the original files.
+ */
+export function outsideMetas(
+  code: PinnedCode | undefined,
+  asked: string[],
+  accept: (asked: string[], metas: unknown) => ModuleMeta[],
+  metas: unknown,
+): ModuleMeta[] {
+  return accept(asked.map((p) => insidePath(code, p)), metas).map((m, i) => ({
+    ...m,
+    module: asked[i],
+    problems: m.problems.map((p) => outsideText(code, p)),
+    ...(m.error !== undefined ? { error: outsideText(code, m.error) } : {}),
+  }));
+}
+
+function _exists(p: string): boolean {
+  try {
+    Deno.statSync(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
