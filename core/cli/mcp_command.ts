@@ -26,7 +26,11 @@ export async function mcpCommand(values: CliValues, session: CliSession): Promis
     maxBody: values["max-body"],
     maxConcurrent: values["max-concurrent"],
     allowOrigin: values["allow-origin"],
-    onServe: values.watch ? (handle) => _watch(session, handle) : undefined,
+    onServe: (handle) => {
+      // A hosted server's tools changed (approval, a crash): tell the clients.
+      session.registry.onToolsChanged = () => void handle.notifyToolsChanged();
+      return values.watch ? _watch(session, handle) : undefined;
+    },
   });
 }
 

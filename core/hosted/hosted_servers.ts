@@ -11,7 +11,8 @@ import type { SandboxPolicy } from "../config/policy.ts";
 import type { ServerEntry } from "../config/server_config.ts";
 import type { EgressRecord } from "../guard/egress.ts";
 import type { ModuleMeta } from "../sandbox/protocol.ts";
-import { scrubText } from "../guard/redact.ts";
+import { effectiveGrant, type HostPrivileges } from "../sandbox/grant.ts";
+import { scrubDeep, scrubText } from "../guard/redact.ts";
 import type { AuditLog } from "../guard/audit.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { failure, type ToolResult } from "../tool/result.ts";
@@ -27,11 +28,15 @@ import {
   writeSeen,
 } from "./approvals.ts";
 import { type HostedCall, HostedServer } from "./hosted_server.ts";
-import { hostedResult, hostedTools } from "./hosted_tools.ts";
+import { hostedResult, hostedTools, offeredName } from "./hosted_tools.ts";
+// @ts-types="@modelcontextprotocol/sdk/client/index"
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 
 /** What {@link HostedServers} needs from the registry. */
 export interface HostedServersOptions {
   workspace: string;
+  /** What the host grants (a server's grant for resources and prompts). */
+  host: HostPrivileges;
   /** The namespace of a server's sandbox (undefined: none can be had). */
   namespace(entry: ServerEntry, policy: SandboxPolicy, grant: Grant):
     | { bwrap: string; protect: string[]; hide: string[] }
@@ -65,6 +70,11 @@ export class HostedServers {
   #servers = new Map<string, HostedServer>();
   /** corral's tool name → [server, the server's name for it]. */
   #names = new Map<string, [string, string]>();
+  /** The policy of each registered server that may start (undefined: it may not). */
+  #policies = new Map<string, SandboxPolicy | undefined>();
+  /** Resource URI and offered prompt name → server. */
+  #uris = new Map<string, string>();
+  #prompts = new Map<string, [string, string]>();
 
   constructor(entries: ServerEntry[], options: HostedServersOptions) {
     this.entries = entries;
@@ -93,6 +103,7 @@ export class HostedServers {
     missing?: string,
   ): ModuleMeta[] {
     const module = `server:${entry.name}`;
+    this.#policies.set(entry.name, missing ? undefined : policy);
     let approved: ToolDefinition[] | undefined, seen: ToolDefinition[] | undefined;
     try {
       approved = readApproved(entry.name);
@@ -191,6 +202,77 @@ export class HostedServers {
       ...(s.reason ? { reason: s.reason } : {}),
       starts: s.starts,
     }));
+  }
+
+  /** The resources of every server that may start (started for this), marked with their server. */
+  async listResources(templates = false): Promise<Array<Record<string, unknown>>> {
+    const out: Array<Record<string, unknown>> = [];
+    for (const [name, client] of await this.#clients("resources")) {
+      const r = templates
+        ? (await client.listResourceTemplates()).resourceTemplates
+        : (await client.listResources()).resources;
+      for (const x of r as Array<Record<string, unknown>>) {
+        if (!templates) this.#uris.set(String(x.uri), name);
+        out.push({ ...x, _meta: { ...(x._meta as object ?? {}), "corral/server": name } });
+      }
+    }
+    return scrubDeep(out, this.#options.secrets);
+  }
+
+  /** Read a resource from the server that listed it (or the only one with resources). */
+  async readResource(uri: string): Promise<Record<string, unknown>> {
+    const clients = await this.#clients("resources");
+    const name = this.#uris.get(uri) ?? (clients.length === 1 ? clients[0][0] : undefined);
+    const client = clients.find(([n]) => n === name)?.[1];
+    if (!client) throw new TypeError(`no hosted server lists the resource "${uri}"`);
+    this.#event(name!, "resource", uri);
+    return scrubDeep(await client.readResource({ uri }), this.#options.secrets);
+  }
+
+  /** The prompts of every server that may start, named `<server>_<name>` when names collide. */
+  async listPrompts(): Promise<Array<Record<string, unknown>>> {
+    const out: Array<Record<string, unknown>> = [];
+    this.#prompts.clear();
+    for (const [name, client] of await this.#clients("prompts")) {
+      for (const p of (await client.listPrompts()).prompts) {
+        const offered = offeredName(name, p.name, (n) => this.#prompts.has(n));
+        this.#prompts.set(offered, [name, p.name]);
+        out.push({ ...p, name: offered });
+      }
+    }
+    return scrubDeep(out, this.#options.secrets);
+  }
+
+  /** Get a prompt by the name {@link listPrompts} gave it. */
+  async getPrompt(
+    offered: string,
+    args?: Record<string, string>,
+  ): Promise<Record<string, unknown>> {
+    if (!this.#prompts.size) await this.listPrompts();
+    const [name, prompt] = this.#prompts.get(offered) ?? [];
+    const client = (await this.#clients("prompts")).find(([n]) => n === name)?.[1];
+    if (!client || !prompt) throw new TypeError(`no hosted server offers the prompt "${offered}"`);
+    this.#event(name!, "prompt", prompt);
+    const r = await client.getPrompt({ name: prompt, ...(args ? { arguments: args } : {}) });
+    return scrubDeep(r, this.#options.secrets);
+  }
+
+  /** The running clients of the servers that may start and offer `what`. */
+  async #clients(what: "resources" | "prompts"): Promise<Array<[string, Client]>> {
+    const out: Array<[string, Client]> = [];
+    for (const entry of this.entries) {
+      const policy = this.#policies.get(entry.name);
+      if (!policy || !readApproved(entry.name)) continue;
+      const grant = effectiveGrant(serverLetters(policy), policy, this.#options.host);
+      if (grant.missing) continue;
+      const server = this.#server(entry, policy, grant.grant);
+      try {
+        const client = await server.ensure();
+        for (const s of server.secrets) this.#options.secrets.add(s);
+        if (client.getServerCapabilities()?.[what]) out.push([entry.name, client]);
+      } catch { /* failed: shown by corral list; the others still answer */ }
+    }
+    return out;
   }
 
   /** Stop every server. */

@@ -34,6 +34,8 @@ import { formatSchemas } from "../tool/schema.ts";
 import type { ReportKind, ReportOptions } from "../tool/tool.ts";
 import { CallGate, DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUE } from "./call_gate.ts";
 import { mcpContent } from "../tool/content.ts";
+import type { HostedServers } from "../hosted/hosted_servers.ts";
+import { serveHostedResources } from "./hosted_resources.ts";
 
 export interface McpRegistry {
   /** The loaded tools, listed by `tools/list`. */
@@ -44,6 +46,8 @@ export interface McpRegistry {
   call(name: string, args: unknown, options?: RegistryCallOptions): Promise<ToolResult>;
   /** `Unknown tool "X" (did you mean: …?)`. */
   unknownToolMessage(name: string): string;
+  /** Hosted MCP servers: their resources and prompts are served too (core/hosted/). */
+  hosted?: HostedServers;
 }
 
 /** Options shared by every MCP transport. */
@@ -132,6 +136,7 @@ export function createMcpServer(
         "letters (r read, w write, x run, n network); see each tool's _meta.",
     },
   );
+  if (registry.hosted?.entries.length) serveHostedResources(server, registry.hosted);
   // Until a client asks for more with logging/setLevel, only warnings and
   // errors are sent: each call then costs one message, not one per report.
   let minLevel: LoggingLevel = "warning";

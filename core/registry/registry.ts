@@ -177,16 +177,13 @@ export class Registry {
     const audit = auditPath ? new AuditLog(auditPath) : undefined;
     this.hosted = new HostedServers(options.servers ?? [], {
       workspace,
+      host,
       secrets,
       namespace: (e, p, g) => namespace(serverSource(e, p), g),
       audit,
       reporter,
       onConnection: (server, r) => this.#runner.auditConnection(server, r),
-      onChanged: (server) => {
-        const e = this.hosted.entry(server);
-        if (e) this.#loadServer(e, bwrap);
-        this.onToolsChanged?.();
-      },
+      onChanged: (server) => this.#loadServer(server, bwrap),
     });
     this.#runner = new CallRunner({
       workspace,
@@ -202,11 +199,13 @@ export class Registry {
   }
 
   /** Register (again) a hosted server's tools from its records; nothing is started. */
-  #loadServer(entry: ServerEntry, bwrap: string | undefined): void {
-    const source = serverSource(entry, this.policy.server(entry.name));
+  #loadServer(name: string, bwrap: string | undefined): void {
+    const entry = this.hosted.entry(name)!;
+    const source = serverSource(entry, this.policy.server(name));
     this.#checkTrust(source, this.#catalog.sources());
     const metas = serverMetas(this.#catalog, this.hosted, source, entry, bwrap, this.#reserved);
     this.#register(source, metas);
+    this.onToolsChanged?.();
   }
 
   #reserved = new Map<string, string>();
@@ -279,7 +278,7 @@ export class Registry {
     for (const p of plugins) registry.#checkTrust(p, plugins);
     await registry.#loadSources(plugins);
     registry.#reserved = options.reserved!;
-    for (const e of options.servers ?? []) registry.#loadServer(e, bwrap);
+    for (const e of options.servers ?? []) registry.#loadServer(e.name, bwrap);
     await registry.#discovery.save();
     for (const name of policy.toolNames()) {
       if (!catalog.entries().some((e) => e.info.name === name)) {

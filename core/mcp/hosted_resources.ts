@@ -1,0 +1,56 @@
+/**
+ * The resources and prompts of hosted MCP servers (core/hosted/), listed
+ * and readable through corral's own MCP server: each comes from the server
+ * that listed it, started in its sandbox for this, scrubbed of its secrets.
+ *
+ * @module
+ */
+// @ts-types="@modelcontextprotocol/sdk/server/index"
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+// @ts-types="@modelcontextprotocol/sdk/types"
+import {
+  ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { HostedServers } from "../hosted/hosted_servers.ts";
+
+/** Serve the hosted servers' resources and prompts on `server` (before it connects). */
+export function serveHostedResources(server: Server, hosted: HostedServers): void {
+  server.registerCapabilities({ resources: {}, prompts: {} });
+  const guard = async <T>(run: () => Promise<T>): Promise<T> => {
+    try {
+      return await run();
+    } catch (err) {
+      if (err instanceof McpError) throw err;
+      throw new McpError(
+        err instanceof TypeError ? ErrorCode.InvalidParams : ErrorCode.InternalError,
+        (err as Error).message,
+      );
+    }
+  };
+  server.setRequestHandler(
+    ListResourcesRequestSchema,
+    () => guard(async () => ({ resources: await hosted.listResources() })) as never,
+  );
+  server.setRequestHandler(
+    ListResourceTemplatesRequestSchema,
+    () => guard(async () => ({ resourceTemplates: await hosted.listResources(true) })) as never,
+  );
+  server.setRequestHandler(
+    ReadResourceRequestSchema,
+    (r) => guard(() => hosted.readResource(r.params.uri)) as never,
+  );
+  server.setRequestHandler(
+    ListPromptsRequestSchema,
+    () => guard(async () => ({ prompts: await hosted.listPrompts() })) as never,
+  );
+  server.setRequestHandler(
+    GetPromptRequestSchema,
+    (r) => guard(() => hosted.getPrompt(r.params.name, r.params.arguments)) as never,
+  );
+}
