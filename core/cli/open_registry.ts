@@ -15,6 +15,7 @@ import { isWithin } from "../guard/namespace.ts";
 import { pluginSources, splitToolDirs, TOOL_DIRS_ENV } from "../plugins/plugins.ts";
 import { Registry, type RegistryOptions, type ToolsetSource } from "../registry/registry.ts";
 import { holdsFilesOrCommands } from "../sandbox/grant.ts";
+import { liftedWhy } from "../config/protected_paths.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { type CliValues, UsageError } from "./options.ts";
 
@@ -179,6 +180,14 @@ function _warnOptOuts(registry: Registry, reporter: Reporter): void {
     reporter.line(
       `Warning: ${names.length} tool${names.length > 1 ? "s" : ""} run WITHOUT the sandbox ` +
         `namespace (${why} in the policy): ${names.join(", ")}`,
+      "yellow",
+    );
+  }
+  // An operator who lifts a protected path hears it at every start (README, Protected files).
+  for (const entry of registry.policy.unprotected) {
+    reporter.line(
+      `Warning: permissions.json lifts the protection of "${entry}" (unprotect): tools with a ` +
+        `write grant may change it, and ${liftedWhy(entry)} outside the sandbox`,
       "yellow",
     );
   }

@@ -13,6 +13,7 @@ import { ConfigError } from "../tool/errors.ts";
 import type { Grant } from "../tool/tool.ts";
 import { closestNames } from "./closest.ts";
 import { expandHome } from "./env_var.ts";
+import { protectedPaths } from "./protected_paths.ts";
 import { configDir, INSTALL_DIR } from "./install_dir.ts";
 
 /** How a toolset is isolated. */
@@ -74,6 +75,12 @@ const _fileSchema = z.object({
   plugins: z.record(z.string(), _sandboxSchema).optional(),
   servers: z.record(z.string(), _sandboxSchema).optional(),
   tools: z.record(z.string(), _toolSchema).optional(),
+  protect: z.array(z.string()).optional().describe(
+    "More paths kept read-only inside every write grant (README.md, Protected files)",
+  ),
+  unprotect: z.array(z.string()).optional().describe(
+    "Default protected paths lifted, one by one (README.md, Protected files)",
+  ),
 }).strict();
 
 /** The raw shape of `permissions.json`. */
@@ -123,10 +130,18 @@ export class Policy {
   readonly workspace: string;
   readonly #raw: PolicyFile;
 
+  /** Paths other programs run, kept read-only in write grants (core/config/protected_paths.ts). */
+  readonly planted: string[];
+  /** Default protected paths this file lifts (`unprotect`). */
+  readonly unprotected: string[];
+
   constructor(raw: PolicyFile, workspace: string, file: string) {
     this.#raw = raw;
     this.workspace = workspace;
     this.file = file;
+    const p = protectedPaths(raw.protect, raw.unprotect, file);
+    this.planted = p.entries;
+    this.unprotected = p.lifted;
   }
 
   /**
@@ -208,6 +223,8 @@ export class Policy {
       max_read_bytes: entry?.max_read_bytes ?? d.max_read_bytes ?? DEFAULT_LIMITS.max_read_bytes,
       max_processes: entry?.max_processes ?? d.max_processes ?? DEFAULT_LIMITS.max_processes,
       allow_override: entry?.allow_override ?? false,
+      // Absent: the defaults (core/guard/planted.ts); set only when the operator changed them.
+      ...(this.unprotected.length || this.#raw.protect?.length ? { planted: this.planted } : {}),
       ...(entry?.jail ?? d.jail ? { jail: entry?.jail ?? d.jail } : {}),
       ...(entry?.redact_args ?? d.redact_args ? { redact_args: true } : {}),
       ...(entry?.limits ?? d.limits ? { limits: entry?.limits ?? d.limits } : {}),

@@ -63,6 +63,7 @@ export function effectiveGrant(
   host: HostPrivileges,
 ): GrantDecision {
   const grant: Grant = { read: [], write: [], run: [], net: [], env: [...policy.env] };
+  if (policy.planted) grant.planted = [...policy.planted];
   let missing: string | undefined;
   for (const l of LETTERS) {
     if (!letters.includes(l)) continue;
@@ -97,6 +98,7 @@ export function effectiveGrant(
 /** The most a sandbox of this policy may hold on this host (for discovery). */
 export function ceilingGrant(policy: SandboxPolicy, host: HostPrivileges): Grant {
   const grant: Grant = { read: [], write: [], run: [], net: [], env: [...policy.env] };
+  if (policy.planted) grant.planted = [...policy.planted];
   for (const l of LETTERS) {
     if (!host.letters.includes(l)) continue;
     const kind = _KIND[l];

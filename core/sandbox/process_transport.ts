@@ -19,6 +19,7 @@ import {
   proxyVars,
 } from "../guard/egress.ts";
 import { NAMESPACE_HOME, namespaceArgs, namespacePath } from "../guard/namespace.ts";
+import { plantedMounts } from "../guard/planted_mounts.ts";
 import { FRAME_MARK, type HostMessage, type SandboxEnv, type SandboxMessage } from "./protocol.ts";
 import {
   CHILD_ENTRY,
@@ -85,8 +86,24 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
   let commandArgs = args;
   let env = _childEnv();
   const ns = spec.namespace;
+  // Files other programs run (git hooks and config, editor settings, rc
+  // files) read-only inside the write grant; missing ones held by placeholders.
+  let planted: ReturnType<typeof plantedMounts> | undefined;
   let insidePath: ((path: string) => string) | undefined;
   if (ns) {
+    try {
+      planted = plantedMounts({
+        write: g.write,
+        workspace: spec.workspace,
+        protect: ns.protect,
+        hide: ns.hide,
+        ...(g.planted ? { entries: g.planted } : {}),
+        ...(_home() ? { home: _home() } : {}),
+      });
+    } catch (err) {
+      egress?.close();
+      throw err;
+    }
     // The mounts are the grant: read-only reads, writable writes, the code
     // read-only, the trust base masked, and nothing else.
     command = ns.bwrap;
@@ -97,8 +114,8 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
         read: g.read,
         code: spec.code ?? [],
         write: g.write,
-        protect: ns.protect,
-        hide: ns.hide,
+        protect: planted!.protect,
+        hide: planted!.hide,
         system: run.length > 0,
         net: false,
         netFiles: g.net.length > 0,
@@ -141,6 +158,7 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
   } catch (err) {
     void limits.release();
     egress?.close();
+    planted?.release();
     if (err instanceof Deno.errors.NotCapable) {
       throw new Error(
         `the host may not start sandbox processes (${(err as Error).message}): start corral ` +
@@ -210,6 +228,8 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
     if (status.code === REFUSED_EXIT) await _within(stderrDone, 2000);
     egress?.close();
     const forked = (await limits.release()).hitProcessLimit;
+    // Everything the sandbox started is gone: its placeholders may go too.
+    planted?.release();
     const oom = /out of memory|heap limit|allocation failed/i.test(stderrTail) ||
       status.code === 133 || status.signal === "SIGTRAP";
     const refused = status.code === REFUSED_EXIT ? _refusal(stderrTail) : undefined;
@@ -265,6 +285,14 @@ function _lastLine(text: string): string {
   );
   const line = lines.find((l) => /error/i.test(l)) ?? lines.at(-1);
   return line ? `: ${line.slice(0, 300)}` : "";
+}
+
+function _home(): string | undefined {
+  try {
+    return Deno.env.get("HOME") || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function _childEnv(): Record<string, string> {

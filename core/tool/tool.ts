@@ -58,6 +58,11 @@ export interface Grant {
   net: string[];
   /** Extra environment variable names subprocesses may inherit. */
   env?: string[];
+  /**
+   * Paths that other programs run or obey (`.git/hooks/`, `.envrc`, …), kept
+   * read-only inside the write grant (core/guard/planted.ts); absent: the defaults.
+   */
+  planted?: string[];
 }
 
 /** Options of the `@tool` decorator. */

@@ -2,6 +2,7 @@ import { dirname } from "node:path";
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool/tool.ts";
 import { fsError, resolveInside } from "../../core/guard/paths.ts";
+import { assertNotPlanted } from "../../core/guard/planted.ts";
 
 const input = z.object({
   filepath: z.string().min(1).describe("Path of the file to create, relative to the workspace"),
@@ -36,6 +37,7 @@ export class CreateFile extends BaseTool {
     const { filepath, content, overwrite } = args;
     this.reportStart(`Creating ${filepath}`, { end: "" });
     const real = await resolveInside(filepath, ctx.grant.write, ctx.workspace, { create: true });
+    assertNotPlanted(real, filepath, ctx);
     const info = await _statOrNull(real, filepath);
     if (info?.isDirectory) throw new Error(`"${filepath}" is a directory`);
     if (info && !info.isFile) {

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool/tool.ts";
 import { fsError, resolveInside } from "../../core/guard/paths.ts";
+import { assertNotPlanted } from "../../core/guard/planted.ts";
 
 const input = z.object({
   filepath: z.string().min(1).describe(
@@ -34,6 +35,7 @@ export class DeleteFile extends BaseTool {
     const { filepath } = args;
     this.reportStart(`Deleting ${filepath}`, { end: "" });
     const real = await resolveInside(filepath, ctx.grant.write, ctx.workspace, { noFollow: true });
+    assertNotPlanted(real, filepath, ctx);
     const info = await Deno.lstat(real).catch((err) => Promise.reject(fsError(err, filepath)));
     if (info.isDirectory) throw new Error(`"${filepath}" is a folder; only files can be deleted`);
     await Deno.remove(real).catch((err) => Promise.reject(fsError(err, filepath)));

@@ -2,6 +2,7 @@ import { dirname } from "node:path";
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool/tool.ts";
 import { fsError, resolveInside } from "../../core/guard/paths.ts";
+import { assertNotPlanted } from "../../core/guard/planted.ts";
 
 const input = z.object({
   source: z.string().min(1).describe(
@@ -45,6 +46,8 @@ export class MoveFile extends BaseTool {
       noFollow: true,
       create: true,
     });
+    assertNotPlanted(from, source, ctx);
+    assertNotPlanted(to, destination, ctx);
     if (from === to) throw new Error(`source and destination are the same path`);
     const existing = await Deno.lstat(to).catch((err) =>
       err instanceof Deno.errors.NotFound ? null : Promise.reject(fsError(err, destination))

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool/tool.ts";
 import { fsError, resolveInside } from "../../core/guard/paths.ts";
+import { assertNotPlanted } from "../../core/guard/planted.ts";
 import { assertUnchanged, fileStamp, withFileLock } from "./_lock.ts";
 import { readChecked } from "./_read.ts";
 
@@ -38,6 +39,7 @@ export class ReplaceTextInFile extends BaseTool {
     // The file must be both readable and writable for this tool.
     await resolveInside(filepath, ctx.grant.read, ctx.workspace);
     const real = await resolveInside(filepath, ctx.grant.write, ctx.workspace);
+    assertNotPlanted(real, filepath, ctx);
     // Read, change, write as one step per file: concurrent edits are applied in turn.
     return await withFileLock(real, () => this.#edit(real, args));
   }

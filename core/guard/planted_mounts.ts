@@ -1,0 +1,79 @@
+/**
+ * What a sandbox namespace keeps read-only inside its write grant, ready to
+ * bind: the protected entries (core/guard/planted_scan.ts) and the trust base
+ * and secrets, each missing one held by a placeholder (core/guard/placeholders.ts)
+ * so that bwrap binds a path that exists and leaves nothing behind.
+ *
+ * @module
+ */
+import { dirname } from "node:path";
+import { isWithin } from "./namespace.ts";
+import { holdPlaceholders, placeholderCount, type PlaceholderSpec } from "./placeholders.ts";
+import { plantedPaths } from "./planted_scan.ts";
+
+/** The outcome of {@link plantedMounts}. */
+export interface PlantedMounts {
+  /** Paths to bind read-only (the trust base given, and the protected entries). */
+  protect: string[];
+  /** Secrets to mask. */
+  hide: string[];
+  /** Give the placeholders back: call once the sandbox and all it started are gone. */
+  release: () => void;
+}
+
+/**
+ * Prepare the read-only paths of one sandbox: `write` its write grant,
+ * `entries` the protected entries (absent: the defaults), `protect` and
+ * `hide` the trust base. Throws an `Error` naming the path when a
+ * placeholder cannot be made or an entry is a symbolic link.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { plantedMounts } from "./planted_mounts.ts";
+ * const ws = await Deno.realPath(await Deno.makeTempDir());
+ * const m = plantedMounts({ write: [ws], workspace: ws, protect: [`${ws}/a/b`], hide: [] });
+ * assert.ok(m.protect.includes(`${ws}/a`) && m.protect.includes(`${ws}/.envrc`));
+ * m.release();
+ * assert.deepEqual([...Deno.readDirSync(ws)], []);
+ * ```
+ */
+export function plantedMounts(o: {
+  write: string[];
+  workspace: string;
+  protect: string[];
+  hide: string[];
+  entries?: readonly string[];
+  home?: string;
+}): PlantedMounts {
+  const planted = o.write.length
+    ? plantedPaths(o.write, o.workspace, {
+      ...(o.entries ? { entries: o.entries } : {}),
+      ...(o.home ? { home: o.home } : {}),
+    })
+    : [];
+  const specs: PlaceholderSpec[] = planted.filter((p) => !p.exists);
+  // A missing trust path inside a write grant: its first missing folder holds its place.
+  const hold = (p: string) => {
+    const w = o.write.find((w) => w !== p && isWithin(p, w));
+    if (!w || _exists(p)) return p;
+    let at = p;
+    while (dirname(at) !== w && !_exists(dirname(at))) at = dirname(at);
+    if (!specs.some((s) => s.path === at)) specs.push({ path: at, dir: true });
+    return at;
+  };
+  const protect = [...o.protect.map(hold), ...planted.map((p) => p.path)];
+  const hide = o.hide.map(hold);
+  const release = holdPlaceholders(specs);
+  return { protect: [...new Set(protect)], hide: [...new Set(hide)], release };
+}
+
+function _exists(p: string): boolean {
+  if (placeholderCount(p) > 0) return false; // another sandbox's placeholder: hold it too
+  try {
+    Deno.lstatSync(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
