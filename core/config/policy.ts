@@ -177,11 +177,6 @@ export class Policy {
     return this.#resolve(this.#raw.servers?.[name], `servers.${name}`, "process");
   }
 
-  /** The server entry names the file has. */
-  serverNames(): string[] {
-    return Object.keys(this.#raw.servers ?? {});
-  }
-
   /** The plugin entry names the file has (besides `default`). */
   pluginNames(): string[] {
     return Object.keys(this.#raw.plugins ?? {}).filter((k) => k !== "default");
