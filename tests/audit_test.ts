@@ -87,7 +87,7 @@ Deno.test("audit lines hold the grant, isolation, digest and the outcome of each
     const records = await _records(audit);
     assert.deepEqual(
       records.map((r) => [r.tool, r.outcome]),
-      [["Echo", "ok"], ["Sleep", "timeout"], ["Echo", "error"], ["NoSuchTool", "error"]],
+      [["Echo", "ok"], ["Sleep", "timeout"], ["Echo", "denied"], ["NoSuchTool", "error"]],
     );
     const first = records[0];
     assert.equal(first.toolset, "fixture");

@@ -11,6 +11,7 @@ import { z } from "zod";
 import type { JailMode } from "../guard/jail.ts";
 import { ConfigError } from "../tool/errors.ts";
 import type { Grant } from "../tool/tool.ts";
+import { CALL_LIMIT_KEYS, type CallLimits, callLimits } from "./call_limits.ts";
 import { closestNames } from "./closest.ts";
 import { expandHome } from "./env_var.ts";
 import { protectedPaths } from "./protected_paths.ts";
@@ -53,6 +54,7 @@ const _sandboxSchema = z.object({
   redact_args: z.boolean().optional().describe(
     "Audit lines keep only the digest of the arguments, not the arguments",
   ),
+  ...CALL_LIMIT_KEYS,
 }).strict();
 
 const _toolSchema = z.object({
@@ -88,7 +90,7 @@ export type PolicyFile = z.infer<typeof _fileSchema>;
 type _RawSandbox = z.infer<typeof _sandboxSchema>;
 
 /** The resolved policy of one sandbox: absolute paths, limits filled in. */
-export interface SandboxPolicy extends Omit<Grant, "jail"> {
+export interface SandboxPolicy extends Omit<Grant, "jail">, CallLimits {
   isolation: Isolation;
   timeout_ms: number;
   /** How long discovery may import a module. */
@@ -223,6 +225,7 @@ export class Policy {
       ...(entry?.jail ?? d.jail ? { jail: entry?.jail ?? d.jail } : {}),
       ...(entry?.redact_args ?? d.redact_args ? { redact_args: true } : {}),
       ...(entry?.limits ?? d.limits ? { limits: entry?.limits ?? d.limits } : {}),
+      ...callLimits(entry, d),
       where,
     };
   }

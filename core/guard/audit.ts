@@ -11,6 +11,9 @@
  */
 import type { ToolResult } from "../tool/result.ts";
 import type { Grant } from "../tool/tool.ts";
+import { boundedJson, canonicalJson } from "./audit_json.ts";
+
+export { boundedJson, type BoundedJsonLimits, canonicalJson } from "./audit_json.ts";
 
 /** How a call ended. */
 export type AuditOutcome = "ok" | "error" | "timeout" | "denied" | "crashed";
@@ -44,9 +47,29 @@ export interface AuditRecord {
   args_sha256: string;
   /** The arguments (secret-looking keys redacted), unless the policy says `redact_args`. */
   args?: unknown;
+  /** True when `args` were cut to fit the line (deep, long or unencodable parts); the digest is of all. */
+  args_truncated?: boolean;
   duration_ms: number;
   outcome: AuditOutcome;
   error?: string;
+}
+
+/**
+ * A tool's question to its client (sampling, elicitation): a line of its
+ * own, answered, failed or refused (`denied`, with the reason).
+ */
+export interface AuditAskRecord {
+  time: string;
+  kind: "ask";
+  /** The tool whose call asked (`(no running call)` for a call that had ended). */
+  tool: string;
+  toolset: string;
+  ask: "sample" | "elicit";
+  /** `answered`, `failed: …` or `denied`. */
+  outcome: string;
+  /** Why an ask was refused or failed. */
+  reason?: string;
+  duration_ms: number;
 }
 
 /**
@@ -70,29 +93,6 @@ export interface AuditConnectionRecord {
 }
 
 /**
- * JSON with object keys sorted at every level (the input of the digest).
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { canonicalJson } from "./audit.ts";
- * assert.ok(canonicalJson({ b: 1, a: [{ d: 2, c: 3 }] }) === '{"a":[{"c":3,"d":2}],"b":1}');
- * ```
- */
-export function canonicalJson(value: unknown): string {
-  const sort = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.map(sort);
-    if (v && typeof v === "object") {
-      return Object.fromEntries(
-        Object.keys(v).sort().map((k) => [k, sort((v as Record<string, unknown>)[k])]),
-      );
-    }
-    return v;
-  };
-  return JSON.stringify(sort(value)) ?? "null";
-}
-
-/**
  * SHA-256 (hex) of {@link canonicalJson} of `value`.
  *
  * @example
@@ -110,8 +110,8 @@ export async function digestArgs(value: unknown): Promise<string> {
 
 /**
  * Classify a call's result: `ok`, `timeout`, `denied` (refused by policy,
- * confirmation, a missing grant, a permission error), `crashed` (the
- * sandbox died) or `error`.
+ * confirmation, a missing grant, a permission error, arguments over a limit
+ * or invalid), `crashed` (the sandbox died) or `error`.
  *
  * @example
  * ```ts
@@ -127,9 +127,8 @@ export function outcomeOf(result: ToolResult): AuditOutcome {
   const reason = e.replace(/^Cannot run tool "[^"]*": /, "");
   if (/^timed out after/.test(reason)) return "timeout";
   if (
-    /^(permission denied|refused by policy|not confirmed|needs confirmation|not loaded)/.test(
-      reason,
-    )
+    /^(permission denied|refused|not confirmed|needs confirmation|not loaded|arguments too (deep|large)|invalid arguments|arguments must be)/
+      .test(reason)
   ) {
     return "denied";
   }
@@ -173,15 +172,38 @@ export class AuditLog {
     f.close();
   }
 
-  /** Append one record as one line (one write, append mode). */
-  append(record: AuditRecord | AuditConnectionRecord): Promise<void> {
-    const line = JSON.stringify(record).replace(/\n/g, "\\n") + "\n";
+  /**
+   * Append one record as one line (one write, append mode). Encoding never
+   * throws: a record JSON cannot hold is written with its `args` replaced
+   * by a marker (or, failing that, its plain fields only); only a failed
+   * write rejects.
+   */
+  append(record: AuditRecord | AuditConnectionRecord | AuditAskRecord): Promise<void> {
+    const line = _encodeLine(record);
     const next = this.#queue.then(() =>
       Deno.writeTextFile(this.path, line, { append: true, create: true })
     );
     this.#queue = next.catch(() => {});
     return next;
   }
+}
+
+/** One line, whatever the record holds. */
+function _encodeLine(record: object): string {
+  const attempts = [
+    () => JSON.stringify(record),
+    () => JSON.stringify({ ...record, args: "[unencodable]" }),
+    () => JSON.stringify(boundedJson(record, { maxDepth: 8, maxBytes: 64 * 1024 }).value),
+  ];
+  for (const attempt of attempts) {
+    try {
+      const text = attempt();
+      if (typeof text === "string") return text.replace(/\n/g, "\\n") + "\n";
+    } catch { /* the next, plainer form */ }
+  }
+  return `{"time":${
+    JSON.stringify(new Date().toISOString())
+  },"error":"unencodable audit record"}\n`;
 }
 
 /**

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   AuditLog,
   type AuditRecord,
+  boundedJson,
   canonicalJson,
   digestArgs,
   formatAuditSummary,
@@ -56,7 +57,56 @@ Deno.test("outcomeOf tells ok, timeout, denied, crashed and error apart", () => 
     "crashed",
   );
   assert.equal(outcomeOf(f("sandbox crashed: boom")), "crashed");
-  assert.equal(outcomeOf(f("invalid arguments: x")), "error");
+  // Bad arguments and arguments over a limit are refusals; a tool's own failure is an error.
+  assert.equal(outcomeOf(f("invalid arguments: x")), "denied");
+  assert.equal(outcomeOf(f("arguments too deep: nested more than 64 levels")), "denied");
+  assert.equal(outcomeOf(f("arguments too large: more than 1024 bytes")), "denied");
+  assert.equal(outcomeOf(f("the file is empty")), "error");
+});
+
+Deno.test("the audit encoder never throws: 100,000 levels, cycles, bigints, functions, a 50 MB string", async () => {
+  let deep: unknown = "x";
+  for (let i = 0; i < 100_000; i++) deep = [deep];
+  const cyclic: Record<string, unknown> = { a: 1 };
+  cyclic.self = cyclic;
+  const odd = { n: 10n, f: () => 1, s: Symbol("s"), u: undefined, d: new Date(0), inf: Infinity };
+  for (const value of [deep, cyclic, odd, { s: "y".repeat(50_000_000) }]) {
+    assert.equal(typeof canonicalJson(value), "string");
+    assert.match(await digestArgs(value), /^[0-9a-f]{64}$/);
+    const shown = boundedJson(value);
+    const text = JSON.stringify(shown.value);
+    assert.ok(text.length < 300 * 1024, `bounded: ${text.length} bytes`);
+    JSON.parse(text);
+  }
+  assert.equal(canonicalJson(cyclic), '{"a":1,"self":"[cycle]"}');
+  assert.equal(
+    canonicalJson(odd),
+    JSON.stringify({ d: "1970-01-01T00:00:00.000Z", inf: null, n: "10" }),
+  );
+  // The same text as JSON.stringify with sorted keys, for what JSON can hold.
+  const plain = { b: [1, "two", null, { z: true, a: -0.5 }], a: { "é": '\n"' } };
+  assert.equal(canonicalJson(plain), '{"a":{"é":"\\n\\""},"b":[1,"two",null,{"a":-0.5,"z":true}]}');
+  // A record JSON.stringify refuses (a bigint) still makes a line, with a marker for its args.
+  const path = await Deno.makeTempFile();
+  const log = new AuditLog(path);
+  for (const args of [deep, { n: 1n }]) {
+    await log.append({
+      time: "t",
+      tool: "X",
+      toolset: "t",
+      source: "builtin",
+      letters: "",
+      grant: null,
+      isolation: "worker",
+      args_sha256: "",
+      args,
+      duration_ms: 1,
+      outcome: "ok",
+    });
+  }
+  const lines = (await Deno.readTextFile(path)).trimEnd().split("\n").map((l) => JSON.parse(l));
+  assert.deepEqual(lines.map((l) => l.tool), ["X", "X"]);
+  assert.equal(lines[1].args, "[unencodable]");
 });
 
 Deno.test("parseSince reads durations and ISO times and refuses anything else", () => {

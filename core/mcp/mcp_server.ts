@@ -225,7 +225,12 @@ export function createMcpServer(
         : undefined;
       // A tool's questions go to the client of this call, if it can answer them.
       const caps = server.getClientCapabilities() ?? {};
-      const onAsk = async (kind: "sample" | "elicit", params: unknown): Promise<unknown> => {
+      // `ended` aborts when the call returns: a question still open is withdrawn.
+      const onAsk = async (
+        kind: "sample" | "elicit",
+        params: unknown,
+        ended?: AbortSignal,
+      ): Promise<unknown> => {
         if (kind === "sample" && !caps.sampling) {
           throw new Error("the client does not support sampling (sampling/createMessage)");
         }
@@ -238,7 +243,10 @@ export function createMcpServer(
             params: params as Record<string, unknown>,
           } as Parameters<typeof extra.sendRequest>[0],
           (kind === "sample" ? CreateMessageResultSchema : ElicitResultSchema) as never,
-          { signal: extra.signal, timeout: _CONFIRM_TIMEOUT_MS },
+          {
+            signal: ended ? AbortSignal.any([extra.signal, ended]) : extra.signal,
+            timeout: _CONFIRM_TIMEOUT_MS,
+          },
         );
       };
       let result: ToolResult;

@@ -7,12 +7,14 @@
  * @module
  */
 import type { Policy } from "../config/policy.ts";
-import { type AuditLog, digestArgs, outcomeOf } from "../guard/audit.ts";
+import { type AuditLog, boundedJson, digestArgs, outcomeOf } from "../guard/audit.ts";
 import { hideHostPaths, redact, scrubDeep, scrubText } from "../guard/redact.ts";
 import type { EgressRecord } from "../guard/egress.ts";
 import type { AskKind } from "../sandbox/protocol.ts";
 import type { SandboxEnv } from "../sandbox/protocol.ts";
 import { Sandbox, type SandboxOptions } from "../sandbox/sandbox.ts";
+import { AskBudget } from "../sandbox/ask_budget.ts";
+import { argLimitRefusal } from "../tool/arg_limits.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { failure, type ToolResult } from "../tool/result.ts";
 import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
@@ -33,7 +35,7 @@ export interface RegistryCallOptions {
    * Answers the tool's questions to the client (`sample`, `elicit`), with
    * the client that made this call; absent: the tool gets a clear error.
    */
-  onAsk?: (kind: AskKind, params: unknown) => Promise<unknown>;
+  onAsk?: (kind: AskKind, params: unknown, signal?: AbortSignal) => Promise<unknown>;
 }
 
 /** What a {@link CallRunner} needs. */
@@ -144,17 +146,28 @@ export class CallRunner {
     return out;
   }
 
-  /** One line per question a tool asked its client. */
-  #auditAsk(tool: string, toolset: string, ask: AskKind, outcome: string, started: number): void {
-    this.#options.audit?.append({
+  /** One line per question a tool asked its client: answered, failed or denied (why). */
+  #auditAsk(
+    tool: string,
+    toolset: string,
+    ask: AskKind,
+    outcome: string,
+    started: number,
+    reason?: string,
+  ): void {
+    const { audit, reporter, secrets } = this.#options;
+    audit?.append({
       time: new Date().toISOString(),
       kind: "ask",
       tool,
       toolset,
-      ask,
+      ask: ask === "elicit" ? "elicit" : "sample",
       outcome,
+      ...(reason ? { reason: scrubText(reason, secrets) } : {}),
       duration_ms: Math.round(performance.now() - started),
-    } as never).catch(() => {});
+    }).catch((err) =>
+      reporter.line(`Warning: cannot write the audit log: ${(err as Error).message}`, "yellow")
+    );
   }
 
   /** One line per egress connection, allowed or refused (also for discovery sandboxes). */
@@ -189,6 +202,7 @@ export class CallRunner {
     const entry = catalog.anyEntry(name);
     const info = entry?.info;
     const secrets = this.#options.secrets;
+    const shown = boundedJson(args ?? null); // any arguments fit a line (the digest is of all)
     try {
       await audit.append({
         time,
@@ -200,13 +214,20 @@ export class CallRunner {
         isolation: info?.isolation ?? "",
         ...(info?.jail ? { jail: info.jail } : {}),
         args_sha256: await digestArgs(args ?? null),
-        ...(entry?.source.policy.redact_args ? {} : { args: redact(args ?? null, secrets) }),
+        ...(entry?.source.policy.redact_args ? {} : {
+          args: redact(shown.value, secrets),
+          ...(shown.cut ? { args_truncated: true } : {}),
+        }),
         duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
         outcome: outcomeOf(result),
         ...(result.error ? { error: scrubText(result.error, secrets) } : {}),
       });
     } catch (err) {
-      reporter.line(`Warning: cannot write the audit log: ${(err as Error).message}`, "yellow");
+      reporter.line(
+        `Warning: ${name} ran, but its audit line could not be written to ${audit.path}: ` +
+          (err as Error).message,
+        "yellow",
+      );
     }
   }
 
@@ -219,34 +240,23 @@ export class CallRunner {
       throw new TypeError(catalog.unknownToolMessage(name));
     }
     const { info, source, module } = entry;
+    // Before anything of the call happens (confirmation, a sandbox start): bounded arguments.
+    const tooBig = argLimitRefusal(args, source.policy);
+    if (tooBig) return failure(name, tooBig);
     const refused = await this.#confirm(entry, args, options);
     if (refused) return refused;
     const limit = source.policy.timeout_ms;
     const timeoutMs = options.timeoutMs ? Math.min(options.timeoutMs, limit) : limit;
     const secrets = this.#options.secrets;
     const onAsk = options.onAsk;
-    // Each question is an audit line of its own.
-    const ask = onAsk
-      ? {
-        onAsk: async (kind: AskKind, params: unknown) => {
-          const started = performance.now();
-          try {
-            const answer = await onAsk(kind, params);
-            this.#auditAsk(name, info.toolset, kind, "answered", started);
-            return answer;
-          } catch (err) {
-            this.#auditAsk(
-              name,
-              info.toolset,
-              kind,
-              `failed: ${(err as Error).message}`,
-              started,
-            );
-            throw err;
-          }
-        },
-      }
-      : {};
+    // The call's questions to its client: capped, audited, valid only while the call runs.
+    using asks = new AskBudget(
+      source.policy,
+      onAsk,
+      (kind, outcome, started, reason) =>
+        this.#auditAsk(name, info.toolset, kind, outcome, started, reason),
+    );
+    const ask = { onAsk: (kind: AskKind, params: unknown) => asks.ask(kind, params) };
     if (source.kind === "server" && this.#options.hosted) {
       return await this.#options.hosted(name, args, {
         policy: source.policy,
@@ -359,6 +369,8 @@ export class CallRunner {
         namespace: this.#options.namespace?.(source, info.grant),
         pins: source.pins,
         onConnection: (r) => this.auditConnection(source.id, r),
+        onAskRefused: (kind, why) =>
+          this.#auditAsk("(no running call)", source.id, kind, "denied", performance.now(), why),
       });
       this.#sandboxes.set(key, sb);
     }

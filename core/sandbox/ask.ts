@@ -39,3 +39,27 @@ export function answerAsk(
     (err) => send({ type: "answer", askId: msg.askId, error: (err as Error).message }),
   );
 }
+
+/**
+ * Refuse an ask for a call that does not run in this sandbox (it ended, or
+ * never was): the sandbox gets an error; `onRefused` (the audit) hears of
+ * the first 20 and then every 1000th, with the count, so that a flood
+ * cannot fill the log. `n` counts this sandbox's refusals so far.
+ */
+export function refuseAsk(
+  msg: Extract<SandboxMessage, { type: "ask" }>,
+  n: number,
+  send: (m: HostMessage) => void,
+  onRefused: ((kind: AskKind, reason: string) => void) | undefined,
+): void {
+  const kind = msg.kind === "elicit" ? "elicit" : "sample";
+  const reason = `no call with id ${
+    String(msg.id).slice(0, 24)
+  } is running in this sandbox: a ${kind} request is only possible while its own call runs`;
+  try {
+    send({ type: "answer", askId: msg.askId, error: reason });
+  } catch { /* the sandbox is gone */ }
+  if (n <= 20 || n % 1000 === 0) {
+    onRefused?.(kind, n > 20 ? `${reason} (${n} refused so far)` : reason);
+  }
+}

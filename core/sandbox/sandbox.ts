@@ -14,7 +14,7 @@ import { type PinnedCode, pinnedGone } from "./pinned_code.ts";
 import { ToolTimeoutError } from "../tool/errors.ts";
 import { capResult, failure, type ToolResult } from "../tool/result.ts";
 import { startProcess } from "./process_transport.ts";
-import { answerAsk } from "./ask.ts";
+import { answerAsk, refuseAsk } from "./ask.ts";
 import { acceptMetas } from "./module_meta.ts";
 import type { HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
 import type { CallOptions, LoadRequest, SandboxOptions } from "./sandbox_options.ts";
@@ -343,8 +343,12 @@ export class Sandbox {
       case "ask": {
         // Only on behalf of a call running in this sandbox; its client answers.
         const p = this.#pending.get(msg.id);
-        if (!p) return this.#unknown(msg.id, msg.type);
-        return answerAsk(msg, p.onAsk, (m) => this.#transport === t && t.send(m));
+        const send = (m: HostMessage) => this.#transport === t && t.send(m);
+        // askId 0: the runtime telling of an ask through a context whose call has ended.
+        if (!p || msg.askId === 0 || (msg.kind !== "sample" && msg.kind !== "elicit")) {
+          return refuseAsk(msg, ++this.#refusedAsks, send, this.options.onAskRefused);
+        }
+        return answerAsk(msg, p.onAsk, send);
       }
       case "result":
       case "loaded":
@@ -358,6 +362,8 @@ export class Sandbox {
         this.options.onLog?.(`dropped an unknown message from sandbox ${this.options.label}`);
     }
   }
+
+  #refusedAsks = 0;
 
   #unknown(id: unknown, type: string): void {
     this.options.onLog?.(

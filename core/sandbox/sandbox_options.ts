@@ -38,6 +38,11 @@ export interface SandboxOptions {
   /** Every connection through the sandbox's egress proxy (for the audit log). */
   onConnection?: (record: EgressRecord) => void;
   /**
+   * An ask the host refused because no call runs under its id in this
+   * sandbox (the call ended, or the id was never one): for the audit log.
+   */
+  onAskRefused?: (kind: AskKind, reason: string) => void;
+  /**
    * The module files as discovery checked them, with their hashes: the
    * sandbox reads exactly these, and is never started while one of them
    * differs from its pin (see core/sandbox/module_graph.ts `pinGraph`).

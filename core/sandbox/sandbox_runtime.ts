@@ -203,10 +203,24 @@ const _asks = new Map<
 let _nextAsk = 1;
 const _MAX_ASK_BYTES = 256 * 1024;
 
-/** Ask the client of call `id` (through the host); only on behalf of a running call. */
+/**
+ * Ask the client of call `id` (through the host); only on behalf of a
+ * running call. A context kept past its call's end (or its cancellation)
+ * fails here, and the host, told of it, refuses and audits it too.
+ */
 function _ask(id: number, kind: AskKind, params: Record<string, unknown>) {
-  if (!_running.has(id)) return Promise.reject(new Error("the call has ended"));
-  const size = JSON.stringify(params ?? {}).length;
+  if (!_running.has(id) || _running.get(id)!.signal.aborted) {
+    _post({ type: "ask", id, askId: 0, kind, params: {} });
+    return Promise.reject(
+      new Error(`the call has ended: a ${kind} request is only possible while its own call runs`),
+    );
+  }
+  let size: number;
+  try {
+    size = JSON.stringify(params ?? {}).length;
+  } catch (err) {
+    return Promise.reject(new TypeError(`${kind} request cannot be sent: ${_message(err)}`));
+  }
   if (size > _MAX_ASK_BYTES) {
     return Promise.reject(new RangeError(`${kind} request too large (${size} bytes)`));
   }
