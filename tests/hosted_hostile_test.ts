@@ -294,3 +294,41 @@ Deno.test("without bwrap, a hosted server's tools do not load (fail closed)", as
     await registry.close();
   }
 });
+
+Deno.test("hostile server holding n: only the listed host, through the egress proxy, each connection audited", async () => {
+  await using l = await hostedLayout();
+  let listedHits = 0, unlistedHits = 0;
+  const listed = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () => {
+    listedHits++;
+    return new Response("listed");
+  });
+  const unlisted = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () => {
+    unlistedHits++;
+    return new Response("unlisted");
+  });
+  const registry = await approved(l, { net: [`127.0.0.1:${listed.addr.port}`] });
+  try {
+    const ok = await registry.call("fetch", { url: `http://127.0.0.1:${listed.addr.port}/` });
+    assert.equal(ok.success, true, JSON.stringify(ok));
+    assert.match(JSON.stringify(ok.result), /listed/);
+    const no = await registry.call("fetch", { url: `http://127.0.0.1:${unlisted.addr.port}/` });
+    assert.doesNotMatch(JSON.stringify(no), /status 200: unlisted/);
+    // Around the proxy: no network in the namespace at all.
+    const direct = await registry.call("connect", {
+      host: "127.0.0.1",
+      port: String(unlisted.addr.port),
+    });
+    assert.equal(direct.success, false);
+    assert.equal(unlistedHits, 0);
+    assert.equal(listedHits, 1);
+  } finally {
+    await registry.close();
+    await listed.shutdown();
+    await unlisted.shutdown();
+  }
+  const audit = (await Deno.readTextFile(l.audit)).split("\n").filter(Boolean).map((x) =>
+    JSON.parse(x)
+  ).filter((r) => r.kind === "connection" && r.toolset === "hostile");
+  assert.ok(audit.some((r) => r.verdict === "allowed"), JSON.stringify(audit));
+  assert.ok(audit.some((r) => r.verdict === "refused"), JSON.stringify(audit));
+});
