@@ -68,6 +68,8 @@ export function plantedPaths(write: string[], workspace: string, options: ScanOp
     if (!out.has(p.path)) out.set(p.path, p);
   };
   for (const root of [workspace, ...write]) {
+    // A root that is not there is not mounted (bwrap's --bind-try): nothing to keep inside.
+    if (!_isDir(root)) continue;
     for (const e of entries) if (e !== HOOKS_PATH_ENTRY) _rooted(root, e, add);
     if (entries.includes(HOOKS_PATH_ENTRY)) {
       for (const h of hooksFolders(root, options.home)) {
@@ -155,6 +157,14 @@ function _scan(
         queue.push([join(dir, d.name), depth + 1]);
       }
     }
+  }
+}
+
+function _isDir(p: string): boolean {
+  try {
+    return Deno.statSync(p).isDirectory;
+  } catch {
+    return false;
   }
 }
 

@@ -73,3 +73,11 @@ Deno.test("a protected entry that is a symbolic link refuses the sandbox", async
   await Deno.symlink("/tmp", `${ws}/.vscode`);
   assert.throws(() => plantedPaths([ws], ws), /symbolic link .*"\.vscode\/"/);
 });
+
+Deno.test("a write root that does not exist yet gets no placeholders (and still starts)", async () => {
+  const ws = await _ws();
+  const m = plantedMounts({ write: [`${ws}/out`], workspace: ws, protect: [], hide: [] });
+  assert.deepEqual(m.protect, []);
+  m.release();
+  assert.deepEqual([...Deno.readDirSync(ws)], []);
+});
