@@ -29,6 +29,8 @@ import {
   UsageError,
 } from "./core/cli/options.ts";
 import { out, useColor } from "./core/cli/output.ts";
+import { removeScratch } from "./core/cli/scratch.ts";
+import { resolveUserPaths } from "./core/cli/user_cwd.ts";
 import { ConfigError } from "./core/tool/errors.ts";
 import { Reporter } from "./core/tool/reporter.ts";
 
@@ -139,6 +141,8 @@ export async function main(argv: string[]): Promise<number> {
     if (command === "call" && values.args === undefined) {
       throw new UsageError(`call needs --args (a JSON object, or - for stdin)`);
     }
+    // Every path the user typed means the folder they typed it in (not corral's, under deno task).
+    resolveUserPaths(command, values as Record<string, unknown>, rest);
     const spec = _COMMANDS[command];
     if ("alone" in spec) return await (await spec.alone())(values, rest);
     await spec.prepare?.(values);
@@ -163,6 +167,8 @@ export async function main(argv: string[]): Promise<number> {
     }
     reporter0.line(`corral: internal error: ${(err as Error)?.stack ?? err}`);
     return 3;
+  } finally {
+    removeScratch();
   }
 }
 

@@ -11,6 +11,7 @@ import { workspaceConfig } from "./open_registry.ts";
 import { type CliValues, UsageError } from "./options.ts";
 import { terminalSafe } from "../tool/reporter.ts";
 import { out } from "./output.ts";
+import { userCwd } from "./user_cwd.ts";
 
 /** Run `corral check`; returns the exit code. */
 export async function checkCommand(values: CliValues, rest: string[]): Promise<number> {
@@ -25,6 +26,6 @@ export async function checkCommand(values: CliValues, rest: string[]): Promise<n
     services: config.services,
     cacheDir: null,
   });
-  out(terminalSafe(formatCheckReport(report, Deno.cwd())));
+  out(terminalSafe(formatCheckReport(report, userCwd())));
   return report.ok ? 0 : 1;
 }

@@ -10,6 +10,7 @@ import { INSTALL_DIR } from "../config/install_dir.ts";
 import type { Registry } from "../registry/registry.ts";
 import { colour } from "../tool/reporter.ts";
 import { out } from "./output.ts";
+import { makeScratch } from "./scratch.ts";
 import { toolTable } from "./tool_table.ts";
 
 /**
@@ -17,7 +18,7 @@ import { toolTable } from "./tool_table.ts";
  * temp folder): never corral's own folder, never the user's files.
  */
 export async function demoWorkspace(): Promise<string> {
-  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral-demo-" }));
+  const dir = await makeScratch("corral-demo-");
   await Deno.copyFile(join(INSTALL_DIR, "README.md"), join(dir, "README.md"));
   await Deno.writeTextFile(join(dir, "notes.txt"), "A scratch workspace for corral's demo.\n");
   return dir;

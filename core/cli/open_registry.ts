@@ -18,18 +18,11 @@ import { holdsFilesOrCommands } from "../sandbox/grant.ts";
 import { liftedWhy } from "../config/protected_paths.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { type CliValues, UsageError } from "./options.ts";
+import { makeScratch } from "./scratch.ts";
+import { OWN_DIR, userCwd } from "./user_cwd.ts";
 
-/**
- * The folder the user ran corral from: under `deno task` Deno's own cwd is
- * the folder of corral's deno.json, and `INIT_CWD` holds where the user
- * stood; otherwise the current directory (an inherited `INIT_CWD` is not
- * ours then).
- */
-export function userCwd(): string {
-  const cwd = Deno.cwd();
-  const init = envVar("INIT_CWD");
-  return init && cwd === INSTALL_DIR ? init : cwd;
-}
+/** The folder the user ran corral from (see core/cli/user_cwd.ts). */
+export { userCwd };
 
 /**
  * The workspace (`--workspace`, else the folder the user ran corral from)
@@ -44,8 +37,8 @@ export async function workspaceConfig(
   let given = values.workspace ?? userCwd();
   // Run from corral's own folder without --workspace (`deno task corral …` in the clone):
   // that folder is never a workspace, so an empty scratch one stands in, and corral says so.
-  if (!values.workspace && isWithin(_real(given), INSTALL_DIR)) {
-    given = await Deno.makeTempDir({ prefix: "corral-scratch-" });
+  if (!values.workspace && _own(_real(given))) {
+    given = await makeScratch("corral-scratch-");
     if (!options.scratch) {
       console.error(
         `corral: corral's own folder is never a workspace; using an empty scratch workspace ` +
@@ -62,10 +55,12 @@ export async function workspaceConfig(
       : (err as Error).message;
     throw new UsageError(`--workspace "${values.workspace ?? given}": ${reason}`);
   }
-  if (isWithin(workspace, INSTALL_DIR)) {
+  if (_own(workspace)) {
     throw new UsageError(
       `the workspace would be ${
-        workspace === INSTALL_DIR ? "corral's own folder" : "inside corral's own folder"
+        workspace === INSTALL_DIR || workspace === OWN_DIR
+          ? "corral's own folder"
+          : "inside corral's own folder"
       } (${workspace}), which no tool may change: run corral from your project's folder ` +
         `or pass --workspace DIR`,
     );
@@ -220,6 +215,11 @@ function _warnUnknownPlugins(policy: Policy, sources: ToolsetSource[], reporter:
       "yellow",
     );
   }
+}
+
+/** Inside corral's own folder, by its name or its real path (started through a symlink). */
+function _own(path: string): boolean {
+  return isWithin(path, INSTALL_DIR) || isWithin(path, OWN_DIR);
 }
 
 function _real(path: string): string {

@@ -39,7 +39,8 @@ export function toolRow(t: ToolInfo, color: boolean, width = 10): string {
   }${
     t.jail === "bwrap"
       ? colour("  jail: bwrap (namespace = grant)", "dim", color)
-      : t.jail === "none" && holdsFilesOrCommands(t.grant)
+      // Only a loaded tool can have been opted out; one that is not loaded says why in its status.
+      : t.jail === "none" && t.status === "loaded" && holdsFilesOrCommands(t.grant)
       ? colour("  jail: NONE (no namespace: opted out)", "yellow", color)
       : ""
   }`;

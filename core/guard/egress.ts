@@ -200,6 +200,24 @@ export class EgressProxy {
     this.#open.clear();
   }
 
+  /** The last refusals of CONNECT targets (`host:port` → reason), for {@link #why}. */
+  #refusals = new Map<string, string>();
+
+  #remember(host: string, port: number, reason: string): void {
+    this.#refusals.delete(`${host}:${port}`);
+    this.#refusals.set(`${host}:${port}`, reason);
+    if (this.#refusals.size > 64) this.#refusals.delete(this.#refusals.keys().next().value!);
+  }
+
+  async #why(client: Deno.Conn, host: string, port: number): Promise<void> {
+    const reason = this.#refusals.get(`${host}:${port}`) ??
+      (await decideEgress(host, port, this.#options)).refused;
+    if (reason) return await _refuse(client, 403, reason);
+    try {
+      await _writeAll(client, new TextEncoder().encode(_NOT_REFUSED));
+    } catch { /* gone */ }
+  }
+
   async #serve(client: Deno.Conn): Promise<void> {
     const timer = setTimeout(() => _close(client), _HEAD_TIMEOUT_MS);
     const head = await _readHead(client).finally(() => clearTimeout(timer));
@@ -238,6 +256,11 @@ export class EgressProxy {
       }
       host = url.hostname;
       port = Number(url.port || 80);
+      // A tool whose CONNECT failed asks why (fetch hides a tunnel's answer): the decision
+      // (or the refusal just made for that host and port) is the answer; nothing is connected.
+      if (headerLines.some((l) => /^x-corral-why\s*:/i.test(l))) {
+        return await this.#why(client, host, port);
+      }
       // Origin-form to the server; one request per connection.
       const headers = headerLines.filter((l) =>
         l && !/^(proxy-[a-z-]*|connection|keep-alive)\s*:/i.test(l)
@@ -261,6 +284,7 @@ export class EgressProxy {
     if (decision.refused) {
       record.reason = decision.refused;
       this.#options.onConnection?.(record);
+      if (!forward) this.#remember(host, port, decision.refused);
       return await _refuse(client, 403, decision.refused);
     }
     let server: Deno.Conn;
@@ -270,6 +294,7 @@ export class EgressProxy {
     } catch (err) {
       record.reason = `cannot connect: ${(err as Error).message}`;
       this.#options.onConnection?.(record);
+      if (!forward) this.#remember(host, port, record.reason);
       return await _refuse(client, 502, record.reason);
     }
     this.#open.add(server);
@@ -328,6 +353,8 @@ async function _readHead(
     }
   }
 }
+
+const _NOT_REFUSED = "HTTP/1.1 204 No Content\r\nX-Corral-Allowed: 1\r\nConnection: close\r\n\r\n";
 
 async function _refuse(conn: Deno.Conn, status: number, reason: string): Promise<void> {
   const body = new TextEncoder().encode(reason + "\n");

@@ -16,6 +16,17 @@
 import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path";
 import { PermissionDeniedError } from "../tool/errors.ts";
 
+/**
+ * The rule behind a refusal and what the operator would change, for error
+ * messages: never a way around it. The host names the policy entry
+ * (`this tool's entry` becomes `permissions.json plugins.x`).
+ */
+export const GRANT_RULE = {
+  files: `refused by the "read"/"write" paths of this tool's entry in permissions.json; ` +
+    `the operator would add the folder there`,
+  net: `refused by the "net" list of this tool's entry in permissions.json; ` +
+    `the operator would add the host there`,
+} as const;
 /** Options of {@link resolveInside}. */
 export interface ResolveOptions {
   /**
@@ -83,7 +94,9 @@ function _resolveInside(
   const abs = isAbsolute(path) ? resolve(path) : resolve(workspace, path);
   const realRoots = roots.map(_realRoot);
   const denied = () =>
-    new PermissionDeniedError(`path ${shown} is outside the folders this tool may use`);
+    new PermissionDeniedError(
+      `path ${shown} is outside the folders this tool may use (${GRANT_RULE.files})`,
+    );
 
   let real: string;
   try {

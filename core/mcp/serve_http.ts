@@ -254,7 +254,7 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
       port: options.port,
       onListen: () => {/* the caller prints the URL */},
       onError: (err) => refuse(500, `Internal error: ${(err as Error)?.message ?? err}`),
-    }, handle);
+    }, async (req) => _closeOn413(req, await handle(req)));
   } catch (err) {
     if (
       err instanceof Deno.errors.AddrInUse || err instanceof Deno.errors.PermissionDenied ||
@@ -288,6 +288,30 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
       return closing;
     },
   };
+}
+
+/**
+ * A 413 ends the TCP connection: the rest of an oversized (chunked) body is
+ * never read. Deno.serve keeps a connection open while a request body is
+ * unread, `connection: close` notwithstanding, so the answer's body ends in
+ * an error after its text, which makes the server drop the connection.
+ */
+function _closeOn413(req: Request, res: Response): Response {
+  if (res.status !== 413) return res;
+  if (req.body && !req.body.locked) req.body.cancel().catch(() => {});
+  let text: Promise<Uint8Array> | undefined;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(c) {
+      if (!text) {
+        text = res.bytes();
+        c.enqueue(await text);
+      } else c.error(new Error("oversized request: connection closed"));
+    },
+  });
+  const headers = new Headers(res.headers);
+  headers.set("connection", "close");
+  headers.delete("content-length");
+  return new Response(body, { status: 413, statusText: res.statusText, headers });
 }
 
 function _sameBytes(a: Uint8Array, b: Uint8Array): boolean {

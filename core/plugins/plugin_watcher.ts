@@ -40,6 +40,11 @@ async function _digest(file: string): Promise<string> {
   }
 }
 
+/** The sources the watcher re-adds in order: file-drop plugins and the packages after them. */
+function _managed(s: ToolsetSource): boolean {
+  return s.kind === "plugin" || s.kind === "package";
+}
+
 function _fingerprint(registry: Registry): string {
   return JSON.stringify(
     registry.loaded().map((t) => [t.name, t.toolset, t.description, t.inputSchema]),
@@ -47,7 +52,8 @@ function _fingerprint(registry: Registry): string {
 }
 
 /**
- * Start watching. Only file-drop sources (`kind: "plugin"`) are managed;
+ * Start watching. File-drop sources (`kind: "plugin"`) are watched, and the
+ * packages after them re-added with them so that collisions keep load order;
  * anything that changed since the registry loaded is applied at once.
  *
  * @example
@@ -67,22 +73,27 @@ export async function watchPlugins(options: WatchOptions): Promise<PluginWatcher
 
   const apply = async (): Promise<boolean> => {
     const before = _fingerprint(registry);
-    const sources = (await options.scan()).filter((s) => s.kind === "plugin");
-    const seen = new Set<string>();
-    for (const s of sources) {
-      seen.add(s.id);
-      const digest = await _digest(s.modules[0]);
-      if (known.get(s.id) === digest) continue;
-      if (known.has(s.id)) await registry.removeSource(s.id);
-      options.log?.(`${known.has(s.id) ? "reloading" : "loading"} ${s.id}`);
-      await registry.addSource(s);
-      known.set(s.id, digest);
-    }
+    const order = (await options.scan()).filter(_managed);
+    const digests = new Map<string, string>();
+    for (const s of order) if (s.kind === "plugin") digests.set(s.id, await _digest(s.modules[0]));
+    const stale = (s: ToolsetSource) =>
+      s.kind === "plugin" && known.get(s.id) !== digests.get(s.id);
     for (const id of [...known.keys()]) {
-      if (seen.has(id)) continue;
+      if (digests.has(id)) continue;
       options.log?.(`removing ${id}`);
       await registry.removeSource(id);
       known.delete(id);
+    }
+    // Collisions are settled in load order: from the first source that changed or moved, every
+    // later one is added again in the order of a fresh start (unchanged ones from the cache).
+    const now = registry.sources().filter(_managed).map((s) => s.id);
+    let from = order.findIndex((s, i) => stale(s) || now[i] !== s.id);
+    if (from === -1) from = order.length;
+    for (const id of now.slice(from)) await registry.removeSource(id);
+    for (const s of order.slice(from)) {
+      if (stale(s)) options.log?.(`${known.has(s.id) ? "reloading" : "loading"} ${s.id}`);
+      await registry.addSource(s);
+      if (s.kind === "plugin") known.set(s.id, digests.get(s.id)!);
     }
     const changed = _fingerprint(registry) !== before;
     if (changed) await options.onChange();

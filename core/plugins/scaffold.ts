@@ -287,8 +287,7 @@ function _testFile(s: _Spec): string {
     join(INSTALL_DIR, "deno.json")
   } ${s.stem}_test.ts
 import assert from "node:assert/strict";
-import { invokeTool, testContext } from "${s.core}/tool/invoke.ts";
-import { collectTools } from "${s.core}/tool/tool.ts";
+import { collectTools, invokeTool, testContext } from "${s.core}/testing.ts";
 import * as plugin from "./${s.stem}.ts";
 
 Deno.test("${s.name} follows the tool contract and ${

@@ -391,6 +391,11 @@ const _LETTER = { read: "r", write: "w", run: "x", net: "n" } as const;
  * operator of a sandbox: say which policy change would allow it.
  */
 function _policyHint(error: string, catalog: Catalog, name: string): string {
+  const policy = catalog.anyEntry(name)?.source.policy;
+  error = error.replace(
+    /this tool's entry in permissions\.json/g,
+    `permissions.json ${policy?.own ?? policy?.where ?? "(this tool's entry)"}`,
+  );
   return error.replace(
     /Requires (read|write|run|net) access to "([^"]+)", run again with the --allow-\w+ flag/,
     (_m, kind: keyof typeof _LETTER, what: string) => {

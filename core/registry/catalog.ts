@@ -197,7 +197,23 @@ export class Catalog {
     this.problems.splice(0, this.problems.length, ...this.problems.filter((p) => p.toolset !== id));
     this.#sources.delete(id);
     this.#byName.clear();
-    for (const e of this.#entries) if (e.info.status === "loaded") this.#byName.set(e.info.name, e);
+    // A tool the removed toolset had replaced is callable again, as on a fresh start.
+    for (const e of this.#entries) {
+      if (e.info.status === "overridden" && !this.#replacedLater(e)) {
+        e.info.status = "loaded";
+        e.info.reason = undefined;
+      }
+      if (e.info.status === "loaded") this.#byName.set(e.info.name, e);
+    }
+  }
+
+  /** Whether a later entry of the same name replaces `entry`. */
+  #replacedLater(entry: CatalogEntry): boolean {
+    const at = this.#entries.indexOf(entry);
+    return this.#entries.some((e, i) =>
+      i > at && e.info.name === entry.info.name &&
+      (e.info.status === "loaded" || e.info.status === "overridden")
+    );
   }
 
   /** The toolset sources registered now, in load order. */
@@ -289,10 +305,12 @@ export class Catalog {
       }
     }
     const jail = this.confine(source, decision.grant);
+    // A missing letter comes first: it is what the operator changes (bash on PATH is moot without x).
+    const letterMissing = decision.missing;
     decision.missing ??= jail.missing;
     let status: ToolStatus = "loaded";
     let reason: string | undefined;
-    if (!t.load.load) {
+    if (!t.load.load && !letterMissing) {
       status = "skipped";
       reason = t.load.reason;
     } else if (decision.missing) {

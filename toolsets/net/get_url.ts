@@ -2,6 +2,7 @@ import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool/tool.ts";
 import { PermissionDeniedError } from "../../core/tool/errors.ts";
 import { guardUrl, listedExplicitly, NetworkGuardError } from "../../core/guard/net_guard.ts";
+import { GRANT_RULE } from "../../core/guard/paths.ts";
 
 const input = z.object({
   url: z.string().min(1).describe("The http:// or https:// address to fetch"),
@@ -96,13 +97,10 @@ export class GetUrl extends BaseTool {
       if (err instanceof PermissionDeniedError) throw err;
       if (err instanceof NetworkGuardError) throw new PermissionDeniedError(err.message);
       if (err instanceof Error && err.name === "NotCapable") {
-        throw new PermissionDeniedError(`no network access to ${current.host}`);
+        throw new PermissionDeniedError(`no network access to ${current.host} (${GRANT_RULE.net})`);
       }
       if (/unsuccessful tunnel/.test(String((err as Error)?.cause ?? ""))) {
-        throw new PermissionDeniedError(
-          `refused ${current.host} by corral's egress proxy (not on the net list, not a public ` +
-            `address, or unreachable; the audit log has the reason)`,
-        );
+        throw new PermissionDeniedError(await _tunnelRefusal(current));
       }
       throw new Error(`cannot fetch ${current.href}: ${err instanceof Error ? err.message : err}`);
     } finally {
@@ -122,6 +120,29 @@ function _refusedByEgress(response: Response): void {
   throw new PermissionDeniedError(decodeURIComponent(reason));
 }
 
+/**
+ * Why corral's egress proxy refused the tunnel to an `https:` URL: fetch
+ * hides the proxy's answer to CONNECT, so the proxy is asked (a plain
+ * request with `X-Corral-Why`; it connects to nothing) for the reason it
+ * gave, as it does for `http:`.
+ */
+async function _tunnelRefusal(url: URL): Promise<string> {
+  const fallback = `refused ${url.host} by corral's egress proxy`;
+  try {
+    const port = url.port || "443";
+    const why = await fetch(`http://${url.hostname}:${port}/`, {
+      method: "HEAD",
+      headers: { "x-corral-why": "1" },
+      signal: AbortSignal.timeout(5000),
+    });
+    await why.body?.cancel().catch(() => {});
+    const reason = why.headers.get("x-corral-refused");
+    return reason === null ? fallback : decodeURIComponent(reason);
+  } catch {
+    return fallback;
+  }
+}
+
 /** Redirects followed at most. */
 export const MAX_REDIRECTS = 5;
 const _REDIRECTS = new Set([301, 302, 303, 307, 308]);
@@ -132,7 +153,7 @@ const _REDIRECTS = new Set([301, 302, 303, 307, 308]);
  */
 async function _guard(url: URL, allowed: string[]): Promise<void> {
   if (!allowed.includes("*") && !listedExplicitly(url, allowed)) {
-    throw new PermissionDeniedError(`no network access to ${url.host}`);
+    throw new PermissionDeniedError(`no network access to ${url.host} (${GRANT_RULE.net})`);
   }
   await guardUrl(url, { allowed });
 }

@@ -1,0 +1,309 @@
+// A user's first week (issue 23), driven from the outside: the CLI run as a user runs it.
+import assert from "node:assert/strict";
+import { join } from "node:path";
+// @ts-types="@modelcontextprotocol/sdk/client/index"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+// @ts-types="@modelcontextprotocol/sdk/client/stdio"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+// @ts-types="@modelcontextprotocol/sdk/types"
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { HOST_PERMISSION_FLAGS } from "../core/sandbox/host_flags.ts";
+import { ROOT, runCli, tempLayout } from "./_helpers.ts";
+import { childEnv, CORRAL_ARGS, startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
+
+const _dec = new TextDecoder();
+
+/** Run a command line in `cwd` with `env` added; stdout and stderr as text. */
+async function _sh(
+  cmd: string,
+  args: string[],
+  options: { cwd: string; env?: Record<string, string> },
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out = await new Deno.Command(cmd, {
+    args,
+    cwd: options.cwd,
+    env: { NO_COLOR: "1", CORRAL_CACHE_DIR: "", ...options.env },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  return { code: out.code, stdout: _dec.decode(out.stdout), stderr: _dec.decode(out.stderr) };
+}
+
+async function _exists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+Deno.test("item 7: under deno task, --audit, --permissions and --workspace resolve where the user typed them", async () => {
+  const { base, ws } = await tempLayout();
+  await Deno.writeTextFile(`${ws}/a.txt`, "one two three\n");
+  await Deno.writeTextFile(`${ws}/mypol.json`, `{ "toolsets": { "files": { "read": ["."] } } }`);
+  const env = { CORRAL_CONFIG_DIR: `${base}/config` };
+  const task = ["task", "-q", "--config", join(ROOT, "deno.json"), "corral"];
+  const res = await _sh(Deno.execPath(), [
+    ...task,
+    "-r",
+    "--audit",
+    "logs/audit.jsonl",
+    "--permissions",
+    "mypol.json",
+    "--workspace",
+    ".",
+    "call",
+    "WordCount",
+    "--args",
+    '{"filepath":"a.txt"}',
+  ], { cwd: ws, env });
+  assert.equal(res.code, 0, res.stderr);
+  assert.equal(JSON.parse(res.stdout).words, 3);
+  const line = JSON.parse((await Deno.readTextFile(`${ws}/logs/audit.jsonl`)).trim());
+  assert.equal(line.tool, "WordCount");
+  assert.equal(
+    await _exists(join(ROOT, "logs", "audit.jsonl")),
+    false,
+    "nothing in corral's folder",
+  );
+  // A relative --permissions that does not exist is named where the user typed it.
+  const missing = await _sh(
+    Deno.execPath(),
+    [...task, "-r", "--permissions", "nope.json", "list"],
+    {
+      cwd: ws,
+      env,
+    },
+  );
+  assert.equal(missing.code, 2);
+  assert.ok(missing.stderr.includes(`${ws}/nope.json`), missing.stderr);
+  assert.ok(!missing.stderr.includes(`${ROOT}nope.json`), missing.stderr);
+});
+
+Deno.test("item 8: corral started through a symlink to its folder still refuses that folder as a workspace", async () => {
+  const { base } = await tempLayout();
+  const link = `${base}/corral-link`;
+  await Deno.symlink(ROOT.replace(/\/$/, ""), link);
+  // Run from the link: the own folder is seen through the link, so a scratch workspace stands in.
+  const res = await _sh(Deno.execPath(), [
+    "run",
+    ...HOST_PERMISSION_FLAGS,
+    `${link}/main.ts`,
+    "-r",
+    "list",
+    "--json",
+  ], { cwd: link, env: { CORRAL_CONFIG_DIR: `${base}/config` } });
+  assert.equal(res.code, 0, res.stderr);
+  assert.match(res.stderr, /corral's own folder is never a workspace; using an empty scratch/);
+  const named = await _sh(Deno.execPath(), [
+    "run",
+    ...HOST_PERMISSION_FLAGS,
+    `${link}/main.ts`,
+    "-r",
+    "--workspace",
+    link,
+    "list",
+  ], { cwd: base, env: { CORRAL_CONFIG_DIR: `${base}/config` } });
+  assert.equal(named.code, 2, named.stderr);
+  assert.match(named.stderr, /corral's own folder/);
+});
+
+Deno.test("item 8: scratch workspaces are removed when the command ends", async () => {
+  const res = await runCli(["-r", "list"], { cwd: ROOT });
+  assert.equal(res.code, 0, res.stderr);
+  const scratch = /empty scratch workspace (\S+)/.exec(res.stderr)?.[1];
+  assert.ok(scratch, res.stderr);
+  assert.equal(await _exists(scratch), false, `${scratch} is left behind`);
+});
+
+Deno.test("item 8: without bwrap, skipped tools do not claim an opt-out; item 6: -r gives the missing letter as the reason", async () => {
+  // No bwrap, bash or python3 on PATH (deno is started by its full path).
+  const res = await runCli(["-r", "list"], { env: { PATH: "/nonexistent" } });
+  assert.equal(res.code, 0, res.stderr);
+  assert.match(
+    res.stdout,
+    /ReadFile .* skipped: needs the sandbox namespace, but no working bwrap/,
+  );
+  assert.doesNotMatch(res.stdout, /opted out/);
+  const json = await runCli(["-r", "list", "--json"]);
+  const tools = JSON.parse(json.stdout) as Array<{ name: string; reason: string | null }>;
+  for (const name of ["RunBashCode", "RunPythonCode"]) {
+    const t = tools.find((t) => t.name === name)!;
+    assert.match(t.reason!, /^needs (w|x) \(/, `${name}: ${t.reason}`);
+  }
+});
+
+Deno.test("item 8: an oversized chunked body gets 413 and the TCP connection is closed", async () => {
+  await using ws = await tempWorkspace();
+  await using corral = await startHttpCorral(["--http", "127.0.0.1:0", "--max-body", "1000"], ws);
+  const { hostname, port } = new URL(corral.url);
+  const conn = await Deno.connect({ hostname, port: Number(port) });
+  const enc = new TextEncoder();
+  await conn.write(enc.encode(
+    `POST /mcp HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\n` +
+      `Accept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n`,
+  ));
+  const chunk = "x".repeat(4000);
+  // Keep sending, as a client streaming a large body does, until the server hangs up.
+  const sending = (async () => {
+    for (let i = 0; i < 200; i++) {
+      await conn.write(enc.encode(`${chunk.length.toString(16)}\r\n${chunk}\r\n`));
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })().catch(() => "stopped");
+  let text = "";
+  let closed = false;
+  const buf = new Uint8Array(65536);
+  const deadline = setTimeout(() => conn.close(), 10_000);
+  try {
+    while (true) {
+      const n = await conn.read(buf);
+      if (n === null) break;
+      text += _dec.decode(buf.subarray(0, n));
+    }
+    closed = true;
+  } catch (err) {
+    closed = !(err instanceof Deno.errors.BadResource); // reset by the server, not our deadline
+  } finally {
+    clearTimeout(deadline);
+  }
+  assert.match(text, /^HTTP\/1\.1 413/);
+  assert.ok(closed, "the server closed the connection");
+  assert.equal(await sending, "stopped", "the client could not keep sending");
+  try {
+    conn.close();
+  } catch { /* closed */ }
+});
+
+Deno.test("item 9: refusals name the rule and what the operator would change", async () => {
+  const { ws, base } = await tempLayout();
+  await Deno.writeTextFile(`${base}/outside/secret.txt`, "canary");
+  const read = await runCli([
+    "-r",
+    "call",
+    "ReadFile",
+    "--args",
+    JSON.stringify({ filepath: `${base}/outside/secret.txt` }),
+  ], { cwd: ws });
+  assert.equal(read.code, 1);
+  const readError = JSON.parse(read.stdout).error as string;
+  assert.match(readError, /outside the folders this tool may use/);
+  assert.match(readError, /"read"\/"write" paths of permissions\.json toolsets\.files/);
+  assert.match(readError, /the operator would add the folder there/);
+  assert.doesNotMatch(readError, /canary/);
+  await Deno.writeTextFile(
+    `${base}/pol.json`,
+    JSON.stringify({ toolsets: { net: { net: ["no-such-host.invalid"] } } }),
+  );
+  const net = await runCli([
+    "-n",
+    "--toolset",
+    "net",
+    "--permissions",
+    `${base}/pol.json`,
+    "call",
+    "GetUrl",
+    "--args",
+    '{"url":"http://example.org/"}',
+  ], { cwd: ws });
+  assert.equal(net.code, 1);
+  const netError = JSON.parse(net.stdout).error as string;
+  assert.match(netError, /no network access to example\.org/);
+  assert.match(netError, /"net" list of permissions\.json toolsets\.net; the operator would add/);
+  // item 6: over https, the proxy's own reason reaches the caller.
+  const https = await runCli([
+    "-n",
+    "--toolset",
+    "net",
+    "--permissions",
+    `${base}/pol.json`,
+    "call",
+    "GetUrl",
+    "--args",
+    '{"url":"https://no-such-host.invalid/"}',
+  ], { cwd: ws });
+  assert.equal(https.code, 1);
+  assert.match(JSON.parse(https.stdout).error, /no-such-host\.invalid did not resolve/);
+});
+
+const _plugin = (name: string, who: string) =>
+  `export const TOOL_CONFIG = {
+  name: "${name}",
+  description: "from ${who}",
+  input_schema: { type: "object", properties: {} },
+  function: () => ({ success: true, from: "${who}" }),
+};
+`;
+
+Deno.test("item 6: --watch settles collisions as a fresh start does, after edits and removals", async () => {
+  const { ws, base } = await tempLayout();
+  const dir = `${base}/tools`;
+  await Deno.mkdir(dir);
+  await Deno.writeTextFile(`${dir}/a_first.ts`, _plugin("Same", "a"));
+  await Deno.writeTextFile(`${dir}/b_second.ts`, _plugin("Same", "b"));
+  const cache = await Deno.makeTempDir({ prefix: "corral_week_cache_" });
+  const transport = new StdioClientTransport({
+    command: Deno.execPath(),
+    args: [...CORRAL_ARGS, "mcp", "--watch", "--workspace", ws, "-r"],
+    env: { ...childEnv(cache), CORRAL_TOOL_DIRS: dir },
+    cwd: ws,
+    stderr: "pipe",
+  });
+  let stderr = "";
+  transport.stderr?.on("data", (c: Uint8Array) => stderr += _dec.decode(c));
+  const client = new Client({ name: "week-test", version: "1.0.0" });
+  let notified = 0;
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => void notified++);
+  await client.connect(transport);
+  const from = async () =>
+    ((await client.callTool({ name: "Same", arguments: {} })).structuredContent as {
+      from: string;
+    }).from;
+  const waitFor = async (count: number) => {
+    for (let i = 0; i < 200 && notified < count; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(notified, count, `list_changed #${count}\n${stderr}`);
+  };
+  try {
+    assert.equal(await from().catch((e) => `${e}\n${stderr}`), "b", "fresh start: later wins");
+    await Deno.writeTextFile(`${dir}/a_first.ts`, _plugin("Same", "a2"));
+    for (let i = 0; i < 200 && !/reloading \S*a_first/.test(stderr); i++) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.match(stderr, /reloading \S*a_first/);
+    // While the reload is applied the tool may be briefly absent; then b still wins.
+    let after = "";
+    for (let i = 0; i < 100 && !after; i++) {
+      after = await from().catch(() => new Promise((r) => setTimeout(() => r(""), 100)));
+    }
+    assert.equal(after, "b", "editing the earlier file does not change the winner");
+    assert.equal(notified, 0, "the tools the client sees did not change");
+    await Deno.remove(`${dir}/b_second.ts`);
+    await waitFor(1);
+    assert.equal(await from(), "a2", "the overridden tool is callable again");
+  } finally {
+    await client.close();
+    await Deno.remove(cache, { recursive: true });
+  }
+});
+
+Deno.test("item 6: corral new writes a test that imports the public testing entry, and it passes", async () => {
+  const { base } = await tempLayout();
+  const dir = `${base}/tools`;
+  const made = await runCli(["new", "EchoIt", "--dir", dir]);
+  assert.equal(made.code, 0, made.stderr);
+  const test = await Deno.readTextFile(`${dir}/echo_it_test.ts`);
+  assert.match(test, /from "[^"]*\/core\/testing\.ts"/);
+  assert.doesNotMatch(test, /core\/tool\//);
+  const ran = await _sh(Deno.execPath(), [
+    "test",
+    "--allow-read",
+    "--allow-write",
+    `--config=${join(ROOT, "deno.json")}`,
+    "echo_it_test.ts",
+  ], { cwd: dir });
+  assert.equal(ran.code, 0, ran.stdout + ran.stderr);
+  const denoJson = JSON.parse(await Deno.readTextFile(join(ROOT, "deno.json")));
+  assert.equal(denoJson.exports["./testing"], "./core/testing.ts");
+});
