@@ -55,7 +55,16 @@ export interface HostedServersOptions {
 }
 
 /** What a call of a hosted tool gets from the call runner. */
-export type HostedCallContext = { policy: SandboxPolicy; grant: Grant } & HostedCall;
+export type HostedCallContext = {
+  policy: SandboxPolicy;
+  grant: Grant;
+  /** The principal (MCP session, identity) making the call: principals never share a server. */
+  session?: string;
+} & HostedCall;
+
+/** A session's servers idle this long are stopped (like an idle MCP session). */
+export const SESSION_IDLE_MS = 15 * 60_000;
+const _APPROVING = "\0approve";
 
 /** The letters a server holds: those its `permissions.json` entry grants a list for. */
 export function serverLetters(p: SandboxPolicy): string {
@@ -67,7 +76,9 @@ export function serverLetters(p: SandboxPolicy): string {
 export class HostedServers {
   readonly entries: ServerEntry[];
   readonly #options: HostedServersOptions;
+  /** `<server>\0<session>` → its instance. */
   #servers = new Map<string, HostedServer>();
+  #used = new Map<string, number>();
   /** corral's tool name → [server, the server's name for it]. */
   #names = new Map<string, [string, string]>();
   /** The policy of each registered server that may start (undefined: it may not). */
@@ -140,7 +151,8 @@ export class HostedServers {
     const [name, serverTool] = this.#names.get(tool) ?? [];
     const entry = name ? this.entry(name) : undefined;
     if (!entry || !serverTool) return failure(tool, "no hosted server offers it");
-    const server = this.#server(entry, ctx.policy, ctx.grant);
+    this.#sweep();
+    const server = this.#server(entry, ctx.policy, ctx.grant, ctx.session);
     try {
       await server.ensure();
     } catch (err) {
@@ -183,21 +195,21 @@ export class HostedServers {
   async approve(name: string, policy: SandboxPolicy, grant: Grant): Promise<string[]> {
     const entry = this.entry(name);
     if (!entry) throw new Error(`no server "${name}" in corral.json`);
-    const server = this.#server(entry, policy, grant, true);
+    const server = this.#server(entry, policy, grant, _APPROVING);
     try {
       await server.ensure();
       writeApproved(name, server.tools);
       return server.tools.map((t) => t.name);
     } finally {
       server.stop();
-      this.#servers.delete(name);
+      this.#servers.delete(`${name}\0${_APPROVING}`);
     }
   }
 
   /** The state of each server started in this process. */
   states(): Array<{ server: string; state: string; reason?: string; starts: number }> {
-    return [...this.#servers].map(([server, s]) => ({
-      server,
+    return [...this.#servers].map(([key, s]) => ({
+      server: key.split("\0")[0],
       state: s.state,
       ...(s.reason ? { reason: s.reason } : {}),
       starts: s.starts,
@@ -205,9 +217,9 @@ export class HostedServers {
   }
 
   /** The resources of every server that may start (started for this), marked with their server. */
-  async listResources(templates = false): Promise<Array<Record<string, unknown>>> {
+  async listResources(templates = false, session = ""): Promise<Array<Record<string, unknown>>> {
     const out: Array<Record<string, unknown>> = [];
-    for (const [name, client] of await this.#clients("resources")) {
+    for (const [name, client] of await this.#clients("resources", session)) {
       const r = templates
         ? (await client.listResourceTemplates()).resourceTemplates
         : (await client.listResources()).resources;
@@ -220,8 +232,8 @@ export class HostedServers {
   }
 
   /** Read a resource from the server that listed it (or the only one with resources). */
-  async readResource(uri: string): Promise<Record<string, unknown>> {
-    const clients = await this.#clients("resources");
+  async readResource(uri: string, session = ""): Promise<Record<string, unknown>> {
+    const clients = await this.#clients("resources", session);
     const name = this.#uris.get(uri) ?? (clients.length === 1 ? clients[0][0] : undefined);
     const client = clients.find(([n]) => n === name)?.[1];
     if (!client) throw new TypeError(`no hosted server lists the resource "${uri}"`);
@@ -230,10 +242,10 @@ export class HostedServers {
   }
 
   /** The prompts of every server that may start, named `<server>_<name>` when names collide. */
-  async listPrompts(): Promise<Array<Record<string, unknown>>> {
+  async listPrompts(session = ""): Promise<Array<Record<string, unknown>>> {
     const out: Array<Record<string, unknown>> = [];
     this.#prompts.clear();
-    for (const [name, client] of await this.#clients("prompts")) {
+    for (const [name, client] of await this.#clients("prompts", session)) {
       for (const p of (await client.listPrompts()).prompts) {
         const offered = offeredName(name, p.name, (n) => this.#prompts.has(n));
         this.#prompts.set(offered, [name, p.name]);
@@ -247,10 +259,11 @@ export class HostedServers {
   async getPrompt(
     offered: string,
     args?: Record<string, string>,
+    session = "",
   ): Promise<Record<string, unknown>> {
-    if (!this.#prompts.size) await this.listPrompts();
+    if (!this.#prompts.size) await this.listPrompts(session);
     const [name, prompt] = this.#prompts.get(offered) ?? [];
-    const client = (await this.#clients("prompts")).find(([n]) => n === name)?.[1];
+    const client = (await this.#clients("prompts", session)).find(([n]) => n === name)?.[1];
     if (!client || !prompt) throw new TypeError(`no hosted server offers the prompt "${offered}"`);
     this.#event(name!, "prompt", prompt);
     const r = await client.getPrompt({ name: prompt, ...(args ? { arguments: args } : {}) });
@@ -258,14 +271,14 @@ export class HostedServers {
   }
 
   /** The running clients of the servers that may start and offer `what`. */
-  async #clients(what: "resources" | "prompts"): Promise<Array<[string, Client]>> {
+  async #clients(what: "resources" | "prompts", session: string): Promise<Array<[string, Client]>> {
     const out: Array<[string, Client]> = [];
     for (const entry of this.entries) {
       const policy = this.#policies.get(entry.name);
       if (!policy || !readApproved(entry.name)) continue;
       const grant = effectiveGrant(serverLetters(policy), policy, this.#options.host);
       if (grant.missing) continue;
-      const server = this.#server(entry, policy, grant.grant);
+      const server = this.#server(entry, policy, grant.grant, session);
       try {
         const client = await server.ensure();
         for (const s of server.secrets) this.#options.secrets.add(s);
@@ -275,14 +288,30 @@ export class HostedServers {
     return out;
   }
 
+  /** A session (principal) ended: its servers stop, with all they started. */
+  closeSession(session: string): void {
+    for (const [key, s] of this.#servers) {
+      if (!key.endsWith(`\0${session}`)) continue;
+      s.stop();
+      this.#servers.delete(key);
+    }
+  }
+
   /** Stop every server. */
   close(): void {
     for (const s of this.#servers.values()) s.stop();
     this.#servers.clear();
   }
 
-  #server(entry: ServerEntry, policy: SandboxPolicy, grant: Grant, approving = false) {
-    let s = this.#servers.get(entry.name);
+  /**
+   * The server instance of `entry` for `session`: two sessions (principals)
+   * never share one; `corral servers approve` has one of its own.
+   */
+  #server(entry: ServerEntry, policy: SandboxPolicy, grant: Grant, session = "") {
+    const key = `${entry.name}\0${session}`;
+    const approving = session === _APPROVING;
+    this.#used.set(key, performance.now());
+    let s = this.#servers.get(key);
     if (s) return s;
     const o = this.#options;
     s = new HostedServer({
@@ -305,8 +334,19 @@ export class HostedServers {
       },
       onLog: (text) => o.reporter.line(`[${entry.name}] ${scrubText(text, o.secrets)}`, "dim"),
     });
-    this.#servers.set(entry.name, s);
+    this.#servers.set(key, s);
     return s;
+  }
+
+  /** Stop the servers of sessions idle for {@link SESSION_IDLE_MS}: they die with their session. */
+  #sweep(): void {
+    const now = performance.now();
+    for (const [key, s] of this.#servers) {
+      if (key.endsWith("\0") || now - (this.#used.get(key) ?? now) < SESSION_IDLE_MS) continue;
+      s.stop();
+      this.#servers.delete(key);
+      this.#used.delete(key);
+    }
   }
 
   /** One audit line: `{"kind": "server", server, event, detail}`. */

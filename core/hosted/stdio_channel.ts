@@ -146,8 +146,14 @@ async function _lines(
   let parts: string[] = [];
   let size = 0;
   let skipping = false;
+  // One buffer, read into again and again: a flood of bytes allocates nothing per chunk.
+  const reader = stream.getReader({ mode: "byob" });
+  let space = new Uint8Array(65_536);
   try {
-    for await (const chunk of stream) {
+    for (;;) {
+      const { value: chunk, done } = await reader.read(space);
+      if (done || !chunk) break;
+      space = new Uint8Array(chunk.buffer);
       let start = 0;
       while (start <= chunk.length) {
         const nl = chunk.indexOf(10, start);

@@ -33,24 +33,27 @@ export function serveHostedResources(server: Server, hosted: HostedServers): voi
       );
     }
   };
-  server.setRequestHandler(
-    ListResourcesRequestSchema,
-    () => guard(async () => ({ resources: await hosted.listResources() })) as never,
-  );
-  server.setRequestHandler(
-    ListResourceTemplatesRequestSchema,
-    () => guard(async () => ({ resourceTemplates: await hosted.listResources(true) })) as never,
-  );
+  // Each session (principal) gets servers of its own (core/hosted/hosted_servers.ts).
+  server.setRequestHandler(ListResourcesRequestSchema, (_r, extra) =>
+    guard(async () => ({
+      resources: await hosted.listResources(false, extra.sessionId),
+    })) as never);
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, (_r, extra) =>
+    guard(async () => ({
+      resourceTemplates: await hosted.listResources(true, extra.sessionId),
+    })) as never);
   server.setRequestHandler(
     ReadResourceRequestSchema,
-    (r) => guard(() => hosted.readResource(r.params.uri)) as never,
+    (r, extra) => guard(() => hosted.readResource(r.params.uri, extra.sessionId)) as never,
   );
   server.setRequestHandler(
     ListPromptsRequestSchema,
-    () => guard(async () => ({ prompts: await hosted.listPrompts() })) as never,
+    (_r, extra) =>
+      guard(async () => ({ prompts: await hosted.listPrompts(extra.sessionId) })) as never,
   );
   server.setRequestHandler(
     GetPromptRequestSchema,
-    (r) => guard(() => hosted.getPrompt(r.params.name, r.params.arguments)) as never,
+    (r, extra) =>
+      guard(() => hosted.getPrompt(r.params.name, r.params.arguments, extra.sessionId)) as never,
   );
 }
