@@ -12,6 +12,7 @@ import {
   CallToolResultSchema,
   CreateMessageRequestSchema,
   ElicitRequestSchema,
+  LoggingMessageNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { CORRAL_ARGS, ROOT } from "./_mcp_helpers.ts";
 import { approve, hostedLayout, hostedRegistry, SERVERS_DIR } from "./_hosted_helpers.ts";
@@ -93,6 +94,35 @@ Deno.test("server-everything through corral mcp: progress, sampling, elicitation
     );
     assert.equal(long.isError, false, JSON.stringify(long));
     assert.ok(progress.length >= 2, `progress: ${progress}`);
+
+    // Cancellation: the caller gives up; corral stops waiting at once and still answers.
+    const abort = new AbortController();
+    const started = performance.now();
+    const cancelled = client.callTool(
+      { name: "trigger-long-running-operation", arguments: { duration: 30, steps: 30 } },
+      CallToolResultSchema,
+      { signal: abort.signal },
+    );
+    setTimeout(() => abort.abort(), 300);
+    await assert.rejects(cancelled);
+    assert.ok(performance.now() - started < 10_000);
+    assert.match(
+      JSON.stringify(await client.callTool({ name: "echo", arguments: { message: "still" } })),
+      /still/,
+    );
+
+    // Log messages of the server during a call reach the caller.
+    const logs: string[] = [];
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      logs.push(JSON.stringify(n.params.data));
+    });
+    await client.setLoggingLevel("debug");
+    await client.callTool({ name: "toggle-simulated-logging", arguments: {} });
+    await client.callTool(
+      { name: "trigger-long-running-operation", arguments: { duration: 3, steps: 3 } },
+    );
+    await client.callTool({ name: "toggle-simulated-logging", arguments: {} });
+    assert.ok(logs.length > 0, "no log message reached the caller");
 
     // Sampling: the hosted server asks corral's caller.
     const s = await client.callTool({
