@@ -58,7 +58,20 @@ async function _setup(rel: string, wide: string) {
       policy: policy.toolset("fixture"),
     }],
   });
+  const listing = async (dir: string): Promise<string[]> => {
+    const names: string[] = [];
+    for await (const e of Deno.readDir(dir)) {
+      names.push(e.name);
+      if (e.isDirectory) {
+        names.push(...(await listing(`${dir}/${e.name}`)).map((n) => `${e.name}/${n}`));
+      }
+    }
+    return names.sort();
+  };
+  const before = await listing(outside);
   const canaryIntact = async () => {
+    // Nothing was made in the canary folder, by the tool or by corral for it.
+    assert.deepEqual(await listing(outside), before);
     assert.equal(await Deno.readTextFile(`${outside}/canary.txt`), SECRET);
     await assert.rejects(Deno.stat(`${outside}/pwned.txt`), Deno.errors.NotFound);
     await assert.rejects(Deno.stat(`${outside}/${rel}/pwned.txt`), Deno.errors.NotFound);

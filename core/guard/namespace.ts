@@ -302,14 +302,17 @@ export function namespaceArgs(spec: NamespaceSpec): string[] {
     if (kind === "ro" && writable.some((w) => w !== p && isWithin(p, w))) continue;
     const st = _stat(p);
     // What is bound is what the launcher opened: a grant path exactly as the
-    // policy resolved it; code and the trust base as they were when this
-    // process first bound them. Not there: nothing is bound (as --bind-try).
+    // policy resolved it, and so anything inside a write path (a tool could
+    // have swapped a folder on its way); code and the trust base elsewhere
+    // as they were when this process first bound them. Not there: nothing is
+    // bound (as --bind-try).
+    const src = writable.some((w) => isWithin(p, w)) ? p : _firstReal(p);
     switch (kind) {
       case "ro":
         if (st) args.push("--ro-bind-fd", p, p);
         break;
       case "code":
-        if (st) args.push("--ro-bind-fd", _firstReal(p), p);
+        if (st) args.push("--ro-bind-fd", src, p);
         break;
       case "rw":
         if (st) args.push("--bind-fd", p, p);
@@ -317,14 +320,14 @@ export function namespaceArgs(spec: NamespaceSpec): string[] {
       case "pin":
         // Made now, on the host (inside a write path), so that it can be pinned.
         if (!st) Deno.mkdirSync(p, { recursive: true });
-        args.push("--bind-fd", _realOrUndefined(p) === p ? p : _firstReal(p), p);
+        args.push("--bind-fd", p, p);
         break;
       case "protect":
-        if (st) args.push("--ro-bind-fd", _firstReal(p), p);
+        if (st) args.push("--ro-bind-fd", src, p);
         else args.push("--tmpfs", p, "--remount-ro", p); // not there: keep it from being made
         break;
       case "hide":
-        if (st && writable.some((w) => isWithin(p, w))) args.push(VERIFY_ARG, _firstReal(p));
+        if (st && writable.some((w) => isWithin(p, w))) args.push(VERIFY_ARG, p);
         if (st?.isFile) args.push("--ro-bind", "/dev/null", p);
         else args.push("--tmpfs", p, "--remount-ro", p); // a folder, or not there yet
         break;
@@ -364,8 +367,9 @@ function _grantPins(paths: string[], writable: string[], fixed: string[]): strin
 const _real = new Map<string, string>();
 
 /**
- * The real path of a path of the code or the trust base, as it was when
- * this process first bound it: a later change refuses the start.
+ * The real path of a path of the code or the trust base outside every write
+ * path, as it was when this process first bound it (corral may be installed
+ * through a symlink): a later change refuses the start.
  */
 function _firstReal(p: string): string {
   let r = _real.get(p);
