@@ -307,3 +307,76 @@ Deno.test("item 6: corral new writes a test that imports the public testing entr
   const denoJson = JSON.parse(await Deno.readTextFile(join(ROOT, "deno.json")));
   assert.equal(denoJson.exports["./testing"], "./core/testing.ts");
 });
+
+const _ORDER_TOOL = `export const TOOL_CONFIG = {
+  name: "PlaceOrder",
+  description: "Place an order",
+  input_schema: {
+    $schema: "https://json-schema.org/draft/2020-12/schema",
+    type: "object",
+    properties: {
+      items: { type: "array", minItems: 1, items: { $ref: "#/$defs/item" } },
+      contact: { type: "string", format: "email" },
+      payment: {
+        oneOf: [
+          { type: "object", properties: { card: { type: "string" } }, required: ["card"] },
+          { type: "object", properties: { iban: { type: "string" } }, required: ["iban"] },
+        ],
+      },
+    },
+    required: ["items", "contact"],
+    additionalProperties: false,
+    $defs: {
+      item: {
+        type: "object",
+        properties: { sku: { type: "string" }, size: { enum: ["S", "M", "L"] }, qty: { type: "integer" } },
+        required: ["sku", "qty"],
+      },
+    },
+  },
+  function: (args) => ({ success: true, got: args }),
+};
+`;
+
+Deno.test("item 5: a JSON Schema input is checked in full (nested, $ref, enum, format, oneOf) with zod-like paths", async () => {
+  const { ws, base } = await tempLayout();
+  await Deno.mkdir(`${base}/tools`);
+  await Deno.writeTextFile(`${base}/tools/order.js`, _ORDER_TOOL);
+  const env = { CORRAL_TOOL_DIRS: `${base}/tools` };
+  const bad = await runCli([
+    "-r",
+    "call",
+    "PlaceOrder",
+    "--args",
+    JSON.stringify({
+      items: [{ sku: "a", size: "XL", qty: 1 }, { qty: "2" }],
+      contact: "not-an-address",
+      payment: { card: "1", iban: "2" },
+      note: "x",
+    }),
+  ], { cwd: ws, env });
+  assert.equal(bad.code, 1, bad.stderr);
+  const problems = JSON.parse(bad.stdout).problems as string[];
+  assert.deepEqual(problems.sort(), [
+    'contact: must match format "email"',
+    "items.0.size: Invalid enum value. Expected 'S' | 'M' | 'L'",
+    "items.1.qty: Expected integer",
+    "items.1.sku: Required",
+    "note: unknown parameter",
+    "payment: must match exactly one schema in oneOf",
+  ]);
+  const good = await runCli([
+    "-r",
+    "call",
+    "PlaceOrder",
+    "--args",
+    JSON.stringify({ items: [{ sku: "a", size: "M", qty: 2 }], contact: "a@example.org" }),
+  ], { cwd: ws, env });
+  assert.equal(good.code, 0, good.stdout + good.stderr);
+  assert.equal(JSON.parse(good.stdout).got.items[0].qty, 2);
+  // tools/list keeps the schema exactly as written.
+  const schema = await runCli(["-r", "schema", "--format", "mcp"], { cwd: ws, env });
+  const tool = (JSON.parse(schema.stdout) as Array<{ name: string; inputSchema: unknown }>)
+    .find((t) => t.name === "PlaceOrder")!;
+  assert.deepEqual(Object.keys((tool.inputSchema as { $defs: object }).$defs), ["item"]);
+});

@@ -5,6 +5,7 @@
  * @module
  */
 import { isJsonSchema, jsonSchemaInput, rawJsonSchema } from "./json_schema_input.ts";
+import { jsonSchemasReady } from "./json_schema_input.ts";
 import { z } from "zod";
 import { parsePermissions } from "./permissions.ts";
 
@@ -319,6 +320,8 @@ export async function collectTools(ns: Record<string, unknown>): Promise<Collect
       problems.push(`default.tools() threw: ${_message(err)}`);
     }
   }
+  // A JSON Schema input is checked by Ajv, loaded only when a tool has one.
+  await jsonSchemasReady(configs.map((c) => (c.value as { input_schema?: unknown })?.input_schema));
   for (const { where, value } of configs) {
     try {
       tools.push(_fromConfig(value));
