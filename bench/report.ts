@@ -79,6 +79,7 @@ export const SECTIONS = [
   "## 7. The namespace's cost",
   "## 8. MCP over HTTP: calls per second",
   "## Analysis",
+  "## 9. Hosted MCP servers: direct, srt, corral",
 ] as const;
 
 /** One row of the goals table. */

@@ -12,7 +12,8 @@
  *
  * Sections: 1 warm call latency, 2 throughput, 3 cold start, 4 discovery,
  * 5 memory, 6 MCP against the official filesystem server, 7 the namespace's
- * cost, 8 MCP over HTTP against a bare SDK server (calls per second).
+ * cost, 8 MCP over HTTP against a bare SDK server (calls per second), 9 a hosted MCP
+ * server (the official filesystem server run by node, wrapped by srt, hosted by corral).
  *
  * @module
  */
@@ -27,6 +28,7 @@ import { sectionMemory } from "./section_memory.ts";
 import { sectionMcp } from "./section_mcp.ts";
 import { sectionNamespace } from "./section_namespace.ts";
 import { sectionHttp } from "./section_http.ts";
+import { sectionHosted } from "./section_hosted.ts";
 
 export { SECTIONS } from "./report.ts";
 
@@ -83,6 +85,7 @@ async function main(): Promise<number> {
     await attempt("6", SECTIONS[6], () => sectionMcp(sizes));
     await attempt("7", SECTIONS[7], () => sectionNamespace(sizes));
     await attempt("8", SECTIONS[8], () => sectionHttp(sizes));
+    await attempt("9", SECTIONS[10], () => sectionHosted(sizes));
   } finally {
     await Deno.remove(base, { recursive: true }).catch(() => {});
   }

@@ -1,0 +1,75 @@
+/**
+ * Section 9 of the benchmarks: the official MCP filesystem server run
+ * directly by node, wrapped by `srt`, and hosted by corral; the same SDK
+ * client reading the same 10 KB file (bench/hosted.ts): start-up to the
+ * first answer, p50 and p99.
+ *
+ * @module
+ */
+import type { HostedResult } from "./hosted.ts";
+import type { ServerResult } from "./mcp.ts";
+import { fmtMs, median, runChild } from "./lib.ts";
+import { goal, log, SECTIONS, type Sizes, spread, table } from "./report.ts";
+
+/** Run section 9; returns its Markdown. */
+export async function sectionHosted(sizes: Sizes): Promise<string> {
+  log(
+    `9. hosted MCP server: ${sizes.mcpCalls} reads of a 10 KB file each way (node, srt, ` +
+      `corral), ${sizes.mcpStarts} start-ups each`,
+  );
+  const r = await runChild<HostedResult>("hosted.ts", [
+    String(sizes.mcpCalls),
+    String(sizes.mcpStarts),
+  ]);
+  const { node, srt, corral } = r.servers;
+  const start = (s: ServerResult) => median(s.startMs ?? []);
+  const row = (label: string, s: ServerResult) =>
+    s.error ? [label, `error: ${s.error.replaceAll("|", "\\|").slice(0, 300)}`, "", "", "", ""] : [
+      label,
+      fmtMs(start(s)),
+      spread(s.startMs!, fmtMs),
+      fmtMs(s.p50!),
+      fmtMs(s.p99!),
+      spread(s.blockMedians!, fmtMs),
+    ];
+  const ok = (a: ServerResult, b: ServerResult) => !a.error && !b.error;
+  const startRatio = ok(corral, srt) ? start(corral) / start(srt) : NaN;
+  goal({
+    id: "9a",
+    goal: "hosted server start-up to the first answer (median): corral ≤ srt",
+    corral: corral.error ? "error" : fmtMs(start(corral)),
+    baseline: srt.error ? "error" : fmtMs(start(srt)),
+    ratio: startRatio,
+    target: "≤ 1.0×",
+    pass: ok(corral, srt) ? startRatio <= 1 : false,
+  });
+  const p50Ratio = ok(corral, node) ? corral.p50! / node.p50! : NaN;
+  goal({
+    id: "9b",
+    goal: "hosted server call p50: corral ≤ 1.3× the server run directly by node",
+    corral: corral.error ? "error" : fmtMs(corral.p50!),
+    baseline: node.error ? "error" : fmtMs(node.p50!),
+    ratio: p50Ratio,
+    target: "≤ 1.3×",
+    pass: ok(corral, node) ? p50Ratio <= 1.3 : false,
+  });
+  return [
+    SECTIONS[10],
+    "",
+    "`@modelcontextprotocol/server-filesystem@2026.8.31` three ways: run directly by node " +
+    "(no sandbox), wrapped by Anthropic's sandbox runtime (`srt`, npm " +
+    "`@anthropic-ai/sandbox-runtime@0.0.83`, its default settings: bubblewrap and a domain " +
+    "proxy), and hosted by corral (`corral mcp -r` with the server in corral.json: `deno run` " +
+    "with the grant's flags in the bwrap namespace, cgroup limits, the call audited path and " +
+    "all). Each is driven by the same SDK client over stdio reading the same " +
+    `${r.fileBytes}-byte file ${r.calls} times, in blocks that rotate between the three. ` +
+    "Start-up: spawn to the first answer (initialize, list the tools, the first read; for " +
+    "corral that includes starting corral itself and then the hosted server on the first " +
+    `call), median of ${sizes.mcpStarts} start(s) after one that filled the caches.`,
+    "",
+    table(
+      ["way", "start-up", "start spread", "p50", "p99", "p50 spread (blocks)"],
+      [row("node, direct (baseline)", node), row("srt", srt), row("**corral, hosted**", corral)],
+    ),
+  ].join("\n");
+}
