@@ -12,11 +12,14 @@
  *
  * @module
  */
+import { dirname } from "node:path";
 
 interface _Held {
   count: number;
   dir: boolean;
   text: string;
+  /** The real path of its folder when it was made: a folder swapped since is never touched. */
+  parent: string;
 }
 
 const _held = new Map<string, _Held>();
@@ -55,12 +58,21 @@ export function holdPlaceholders(specs: PlaceholderSpec[]): () => void {
         mine.push(s.path);
         continue;
       }
-      if (held) _held.delete(s.path); // replaced on the host meanwhile: no longer ours
+      // (A held name that is no placeholder now was written to, or its folder swapped: its
+      // owner's release decides; here it is bound as it is, or refused below.)
       if (_lstat(s.path)) continue; // there now: it is bound as it is
       const text = s.text ?? "";
+      const parent = dirname(s.path);
+      // Made only where the name's folder is its real path (no symlink swapped in on the way).
+      if (_real(parent) !== parent) throw new Error(`its folder is not at its real path any more`);
       if (s.dir) Deno.mkdirSync(s.path, { mode: 0o755 });
       else Deno.writeTextFileSync(s.path, text, { createNew: true, mode: 0o644 });
-      _held.set(s.path, { count: 1, dir: s.dir, text });
+      const made = { count: 1, dir: s.dir, text, parent };
+      if (_real(parent) !== parent) {
+        Deno.removeSync(s.path);
+        throw new Error(`its folder was swapped while it was made`);
+      }
+      _held.set(s.path, made);
       mine.push(s.path);
     }
   } catch (err) {
@@ -97,6 +109,7 @@ function _release(paths: string[]): void {
 }
 
 function _isPlaceholder(p: string, held: _Held): boolean {
+  if (_real(dirname(p)) !== held.parent) return false;
   const st = _lstat(p);
   if (!st || st.isSymlink) return false;
   try {
@@ -104,6 +117,14 @@ function _isPlaceholder(p: string, held: _Held): boolean {
     return st.isFile && st.size === held.text.length && Deno.readTextFileSync(p) === held.text;
   } catch {
     return false;
+  }
+}
+
+function _real(p: string): string | undefined {
+  try {
+    return Deno.realPathSync(p);
+  } catch {
+    return undefined;
   }
 }
 

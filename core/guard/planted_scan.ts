@@ -160,9 +160,10 @@ function _scan(
   }
 }
 
+/** A folder at its own real path: a root swapped for a symlink is left to the launcher, which refuses it. */
 function _isDir(p: string): boolean {
   try {
-    return Deno.statSync(p).isDirectory;
+    return Deno.statSync(p).isDirectory && Deno.realPathSync(p) === p;
   } catch {
     return false;
   }

@@ -81,3 +81,19 @@ Deno.test("a write root that does not exist yet gets no placeholders (and still 
   m.release();
   assert.deepEqual([...Deno.readDirSync(ws)], []);
 });
+
+Deno.test("placeholders are never made or removed through a folder swapped for a symlink", async () => {
+  const ws = await _ws();
+  const outside = await _ws();
+  await Deno.mkdir(`${ws}/out`);
+  await Deno.symlink(outside, `${ws}/link`);
+  const m = plantedMounts({ write: [`${ws}/link`], workspace: ws, protect: [], hide: [] });
+  m.release();
+  assert.deepEqual([...Deno.readDirSync(outside)], [], "nothing made through the link");
+  const release = holdPlaceholders([{ path: `${ws}/out/.envrc`, dir: false }]);
+  Deno.renameSync(`${ws}/out`, `${ws}/out.real`);
+  Deno.symlinkSync(outside, `${ws}/out`);
+  Deno.writeTextFileSync(`${outside}/.envrc`, "");
+  release();
+  assert.ok(Deno.statSync(`${outside}/.envrc`).isFile, "nothing removed through the link");
+});
