@@ -152,9 +152,14 @@ Deno.test("hostile server: a tool named like a built-in is prefixed, never the b
     assert.equal(t.toolset, "hostile");
     const r = await registry.call("hostile_ReadFile", {});
     assert.match(JSON.stringify(r), /ReadFile ran/);
-    // A destructive tool asks first.
-    assert.equal(registry.get("wipe")!.confirm, true);
-    assert.equal((await registry.call("wipe", {})).success, false);
+    // A destructive tool asks first, and so does one without annotations (MCP's defaults).
+    for (const name of ["wipe", "plain"]) {
+      assert.equal(registry.get(name)!.confirm, true, name);
+      const r = await registry.call(name, {});
+      assert.equal(r.success, false);
+      assert.match(String(r.error), /needs confirmation/);
+    }
+    assert.equal(registry.get("env")!.confirm, false);
   } finally {
     await registry.close();
   }

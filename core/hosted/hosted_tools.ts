@@ -2,8 +2,8 @@
  * A hosted server's tools as corral tools: their names (prefixed with
  * `<server>_` when they collide, never a built-in's name, at most 64
  * characters of `[a-zA-Z0-9_-]`), the allow and deny lists, confirmation
- * from the annotations (destructive and not read-only, unless the operator
- * says otherwise per tool), and approval (a changed definition is not
+ * from the annotations (not read-only and not marked non-destructive, as
+ * MCP's defaults read, unless the operator says otherwise per tool), and approval (a changed definition is not
  * offered); and their results as corral results.
  *
  * @module
@@ -74,7 +74,8 @@ export function hostedTools(
     const fields = seen ? changedFields(t, byName.get(t.name)) : [];
     const shown = byName.get(t.name) ?? t;
     const a = (shown.annotations ?? {}) as Record<string, unknown>;
-    const destructive = a.destructiveHint === true && a.readOnlyHint !== true;
+    // MCP's defaults: a tool not marked read-only may be destructive unless it says it is not.
+    const destructive = a.readOnlyHint !== true && a.destructiveHint !== false;
     const load = fields.length === 0 ? { load: true as const } : {
       load: false as const,
       reason: fields[0] === "new"
