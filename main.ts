@@ -150,7 +150,7 @@ export async function main(argv: string[]): Promise<number> {
     // The command's modules (the MCP SDK, say) load while the catalog is built.
     const loading = spec.onCatalog();
     loading.catch(() => {}); // awaited below; a failure to open the registry comes first
-    const session = await openRegistry(values, new Reporter({ quiet: values.quiet }));
+    const session = await openRegistry(values, new Reporter({ quiet: values.quiet }), command);
     try {
       return await (await loading)(values, rest, session);
     } finally {

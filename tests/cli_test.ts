@@ -44,9 +44,9 @@ Deno.test("flags -r alone load only read tools and list says which letter is mis
   assert.doesNotMatch(stderr, /full privileges/);
 });
 
-Deno.test("no privilege flags print the full-privileges banner on stderr", async () => {
-  const { stderr } = await runCli(["list", "--json"]);
-  assert.match(stderr, /runs with full privileges/);
+Deno.test("no privilege flags: the human list warns of full privileges, list --json does not", async () => {
+  assert.match((await runCli(["list"])).stderr, /runs with full privileges/);
+  assert.doesNotMatch((await runCli(["list", "--json"])).stderr, /full privileges/);
 });
 
 Deno.test("a host started with only --allow-read loads only r tools (Deno's own grants)", async () => {

@@ -380,3 +380,18 @@ Deno.test("item 5: a JSON Schema input is checked in full (nested, $ref, enum, f
     .find((t) => t.name === "PlaceOrder")!;
   assert.deepEqual(Object.keys((tool.inputSchema as { $defs: object }).$defs), ["item"]);
 });
+
+Deno.test("item 4: the full-privileges warning is in the human list and the mcp banner, never in call or --json", async () => {
+  const { ws } = await tempLayout();
+  await Deno.writeTextFile(`${ws}/a.txt`, "one two\n");
+  const call = await runCli(["call", "WordCount", "--quiet", "--args", '{"filepath":"a.txt"}'], {
+    cwd: ws,
+  });
+  assert.equal(call.code, 0, call.stderr);
+  assert.equal(call.stderr, "", "stderr of call is for the call");
+  const json = await runCli(["list", "--json"], { cwd: ws });
+  assert.doesNotMatch(json.stderr, /full privileges/);
+  assert.match((await runCli(["list"], { cwd: ws })).stderr, /runs with full privileges/);
+  const mcp = await runCli(["mcp"], { cwd: ws, stdin: "" });
+  assert.match(mcp.stderr, /runs with full privileges/);
+});

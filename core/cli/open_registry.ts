@@ -89,15 +89,26 @@ export interface CliSession {
   plugins: PluginScan;
 }
 
-/** Build the registry for a command: letters, policy, config, plugins, audit. */
-export async function openRegistry(values: CliValues, reporter: Reporter): Promise<CliSession> {
+/**
+ * Build the registry for a command: letters, policy, config, plugins, audit.
+ * The "full privileges" warning is said where it informs (the human `list`,
+ * the `mcp` banner); `call` and `--json` keep stderr for the call.
+ */
+export async function openRegistry(
+  values: CliValues,
+  reporter: Reporter,
+  command?: string,
+): Promise<CliSession> {
+  const human = command !== "call" && !values.json;
   let letters = ["r", "w", "x", "n"].filter((l) => values[l as "r"]).join("");
   if (letters === "") {
     letters = "rwxn";
-    reporter.line(
-      "Warning: corral runs with full privileges (r w x n); limit them with -r -w -x -n",
-      "yellow",
-    );
+    if (command === "mcp" || (command === "list" && human)) {
+      reporter.line(
+        "Warning: corral runs with full privileges (r w x n); limit them with -r -w -x -n",
+        "yellow",
+      );
+    }
   }
   const { config, workspace } = await workspaceConfig(values);
   const policy = await loadPolicy({ file: values.permissions, workspace });
@@ -140,7 +151,7 @@ export async function openRegistry(values: CliValues, reporter: Reporter): Promi
   options.quietProblems = true;
   const registry = await Registry.create(options);
   const skipped = registry.problems.length + plugins.warnings.length;
-  if (skipped) {
+  if (skipped && human) {
     reporter.line(
       `Warning: ${skipped} plugin file${skipped === 1 ? "" : "s"} or module${
         skipped === 1 ? "" : "s"
