@@ -342,15 +342,26 @@ Deno.test("hostile server holding n: only the listed host, through the egress pr
 Deno.test("two principals never share a hosted server: what one leaves in it, the other cannot read", async () => {
   await using l = await hostedLayout();
   const registry = await approved(l);
+  const policy = registry.policy.server("hostile");
+  const call = (principal: string, args: Record<string, unknown>) =>
+    registry.hosted.call("remember", args, {
+      policy,
+      grant: registry.get("remember")!.grant,
+      timeoutMs: 10_000,
+      session: principal,
+    });
   try {
-    const a = await registry.call("remember", { value: "alice-secret" }, { principal: "a" });
+    const a = await call("a", { value: "alice-secret" });
     assert.match(JSON.stringify(a.result), /alice-secret/);
-    const b = await registry.call("remember", {}, { principal: "b" });
+    const b = await call("b", {});
     assert.equal(b.success, true);
     assert.doesNotMatch(JSON.stringify(b), /alice-secret/);
-    const again = await registry.call("remember", {}, { principal: "a" });
-    assert.match(JSON.stringify(again.result), /alice-secret/);
+    assert.match(JSON.stringify((await call("a", {})).result), /alice-secret/);
     assert.equal(registry.hosted.states().length, 2);
+    // A principal that ends takes its server along.
+    registry.hosted.closeSession("a");
+    assert.equal(registry.hosted.states().length, 1);
+    assert.doesNotMatch(JSON.stringify(await call("a", {})), /alice-secret/);
   } finally {
     await registry.close();
   }
