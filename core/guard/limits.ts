@@ -12,7 +12,9 @@
  * The sandbox's first process makes its groups and moves itself into them
  * before it execs bwrap ({@link limitedCommand}), so every process of the
  * sandbox is counted from the start. When the sandbox ends, every process left in its
- * groups is killed and the groups removed.
+ * groups is killed and the groups removed. In a namespace, that first process is
+ * `/bin/bash`, which also opens and checks every path bwrap binds, and hands
+ * bwrap the open descriptors and its arguments on a pipe.
  *
  * Deno lets only `--allow-all` touch `/proc` and `/sys`, and the host does
  * not run with it: every cgroup file is read and written by `/bin/sh`
