@@ -26,6 +26,8 @@ export async function mcpCommand(values: CliValues, session: CliSession): Promis
     maxBody: values["max-body"],
     maxConcurrent: values["max-concurrent"],
     allowOrigin: values["allow-origin"],
+    headTimeout: values["head-timeout"],
+    maxClientConns: values["max-client-conns"],
     onServe: (handle) => {
       // A hosted server's tools changed (approval, a crash): tell the clients.
       session.registry.onToolsChanged = () => void handle.notifyToolsChanged();
@@ -74,6 +76,10 @@ export interface McpCommandOptions {
   maxConcurrent?: string;
   /** `--allow-origin ORIGIN`, repeatable. */
   allowOrigin?: string[];
+  /** `--head-timeout SECS`. */
+  headTimeout?: string;
+  /** `--max-client-conns N`. */
+  maxClientConns?: string;
   /** Called once the server is serving (e.g. to start `--watch`). */
   onServe?: (handle: McpHandle) => void | Promise<void>;
 }
@@ -100,6 +106,8 @@ export async function runMcpCommand(
   const maxBodyBytes = number(flags.maxBody, "--max-body");
   const maxSessions = number(flags.maxSessions, "--max-sessions");
   const sessionIdle = number(flags.sessionIdle, "--session-idle");
+  const headTimeout = number(flags.headTimeout, "--head-timeout");
+  const maxConnsPerClient = number(flags.maxClientConns, "--max-client-conns");
   let handle: McpHandle;
   if (flags.http === undefined) {
     for (
@@ -110,6 +118,8 @@ export async function runMcpCommand(
         [flags.maxSessions, "--max-sessions"],
         [flags.sessionIdle, "--session-idle"],
         [flags.allowOrigin?.length, "--allow-origin"],
+        [flags.headTimeout, "--head-timeout"],
+        [flags.maxClientConns, "--max-client-conns"],
       ] as const
     ) {
       if (set) throw new ConfigError(`${flag} only applies with --http`);
@@ -158,6 +168,8 @@ export async function runMcpCommand(
       maxQueue,
       maxSessions,
       ...(sessionIdle ? { sessionIdleMs: sessionIdle * 1000 } : {}),
+      ...(headTimeout ? { headTimeoutMs: headTimeout * 1000 } : {}),
+      maxConnsPerClient,
       allowedOrigins: flags.allowOrigin,
     });
     log(

@@ -66,6 +66,10 @@ Options:
                         Retry-After (stateless) or a tool error
   --max-sessions N      mcp --http: sessions at once (default 256); beyond it: 503
   --session-idle SECS   mcp --http: close a session idle this long (default 900)
+  --head-timeout SECS   mcp --http: a request head must arrive whole this soon after the
+                        connection opens (default 5); else 408 and the connection closes
+  --max-client-conns N  mcp --http: connections at once from one client address (default
+                        256); beyond it: 429 and the connection closes
   --allow-origin ORIGIN mcp --http: a browser origin allowed besides loopback (repeatable)
   --watch               mcp: reload plugin files that are added, changed or removed, and
                         send notifications/tools/list_changed
@@ -111,6 +115,8 @@ export const CLI_OPTIONS = {
   "max-queue": { type: "string" },
   "max-sessions": { type: "string" },
   "session-idle": { type: "string" },
+  "head-timeout": { type: "string" },
+  "max-client-conns": { type: "string" },
   stateless: { type: "boolean" },
   "max-body": { type: "string" },
   "max-concurrent": { type: "string" },

@@ -266,7 +266,8 @@ export async function readAudit(
       continue;
     }
     const kind = r && typeof r === "object" ? (r as { kind?: string }).kind : undefined;
-    if (kind === "connection" || kind === "ask") continue;
+    // Connections, questions and hosted servers' events are lines of their own, not calls.
+    if (kind === "connection" || kind === "ask" || kind === "server") continue;
     if (!r || typeof r !== "object" || typeof r.tool !== "string") {
       bad++;
       continue;

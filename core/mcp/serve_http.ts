@@ -9,6 +9,7 @@
 // @ts-types="@modelcontextprotocol/sdk/server/webStandardStreamableHttp"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { ConfigError } from "../tool/errors.ts";
+import { type HttpFront, listenFront } from "./http_front.ts";
 import { CallGate, DEFAULT_MAX_QUEUE } from "./call_gate.ts";
 import {
   type CorralMcpServer,
@@ -42,6 +43,10 @@ export interface McpHttpOptions extends McpServerOptions {
   maxSessions?: number;
   /** A session idle this long is closed (default 15 minutes). */
   sessionIdleMs?: number;
+  /** A request head must be whole this long after connecting (default 5 s); else 408, closed. */
+  headTimeoutMs?: number;
+  /** Connections at once from one client address (default 256); beyond it 429, closed. */
+  maxConnsPerClient?: number;
 }
 
 /** Default of {@link McpHttpOptions.maxSessions}. */
@@ -247,11 +252,15 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
     }
   };
 
-  let httpServer: Deno.HttpServer<Deno.NetAddr>;
+  let httpServer: Deno.HttpServer<Deno.UnixAddr>;
+  let front: HttpFront;
   try {
+    // corral's own TCP front times request heads and caps connections per client
+    // (./http_front.ts); Deno.serve answers behind it on a private unix socket.
+    const { headTimeoutMs, maxConnsPerClient } = options;
+    front = listenFront({ hostname, port: options.port, headTimeoutMs, maxConnsPerClient });
     httpServer = Deno.serve({
-      hostname,
-      port: options.port,
+      path: front.socket,
       onListen: () => {/* the caller prints the URL */},
       onError: (err) => refuse(500, `Internal error: ${(err as Error)?.message ?? err}`),
     }, async (req) => _closeOn413(req, await handle(req)));
@@ -266,14 +275,15 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
     }
     throw err;
   }
-  const addr = httpServer.addr;
+  front.start();
+  const addr = front.addr;
   const shown = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
   let closing: Promise<void> | undefined;
   return {
     hostname: addr.hostname,
     port: addr.port,
     url: `http://${shown}:${addr.port}${path}`,
-    finished: httpServer.finished,
+    finished: Promise.all([httpServer.finished, front.finished]).then(() => {}),
     notifyToolsChanged: async () => {
       await Promise.all([...sessions.values()].map((s) => s.mcp.notifyToolsChanged()));
     },
@@ -284,6 +294,7 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
         sessions.clear();
         await Promise.all(open.map((s) => s.mcp.close().catch(() => {})));
         await httpServer.shutdown();
+        front.close();
       })();
       return closing;
     },

@@ -1,0 +1,225 @@
+/**
+ * The TCP front of `corral mcp --http`: Deno.serve has no limit on how long
+ * a request head may take nor on connections per client, so corral accepts
+ * the connections itself. Each client address holds at most
+ * `maxConnsPerClient` connections (beyond: 429 and close); each connection
+ * must send its whole request head within `headTimeoutMs` (else 408 and
+ * close; a head over 64 KiB gets 431). The head is then passed, with
+ * `Connection: close`, to the HTTP server listening on a private unix socket,
+ * and the bytes flow both ways until it ends the response: one request per
+ * connection, so every request's head is timed.
+ *
+ * @module
+ */
+import { join } from "node:path";
+
+/** Default of `--head-timeout`: seconds a client may take to send a request head. */
+export const DEFAULT_HEAD_TIMEOUT_MS = 5_000;
+/** Default of `--max-client-conns`: connections one client address may hold. */
+export const DEFAULT_MAX_CONNS_PER_CLIENT = 256;
+const _MAX_HEAD = 64 * 1024;
+
+/** Options of {@link listenFront}. */
+export interface HttpFrontOptions {
+  hostname: string;
+  port: number;
+  /** A request head must be complete this long after the connection opened (ms). */
+  headTimeoutMs?: number;
+  /** Connections at once from one client address. */
+  maxConnsPerClient?: number;
+}
+
+/** A listening front; {@link HttpFront.start} once the server listens on {@link HttpFront.socket}. */
+export interface HttpFront {
+  /** The bound TCP address. */
+  readonly addr: Deno.NetAddr;
+  /** The unix socket the HTTP server must listen on (in a private 0700 folder). */
+  readonly socket: string;
+  /** Start accepting connections. */
+  start(): void;
+  /** Resolves when the front has stopped. */
+  readonly finished: Promise<void>;
+  /** Stop accepting, drop every connection, remove the socket's folder. */
+  close(): void;
+}
+
+/**
+ * Bind `hostname:port` (throws Deno's error when it cannot) and make the
+ * private socket path; accept nothing until {@link HttpFront.start}.
+ *
+ * @example
+ * ```ts ignore
+ * const front = listenFront({ hostname: "127.0.0.1", port: 0 });
+ * const server = Deno.serve({ path: front.socket }, handler);
+ * front.start();
+ * ```
+ */
+export function listenFront(options: HttpFrontOptions): HttpFront {
+  const headMs = options.headTimeoutMs ?? DEFAULT_HEAD_TIMEOUT_MS;
+  const cap = options.maxConnsPerClient ?? DEFAULT_MAX_CONNS_PER_CLIENT;
+  const listener = Deno.listen({ hostname: options.hostname, port: options.port });
+  const dir = Deno.makeTempDirSync({ prefix: "corral-http-" }); // 0700: only this user
+  const socket = join(dir, "http.sock");
+  const perClient = new Map<string, number>();
+  const open = new Set<Deno.Conn>();
+  let finished: Promise<void> = Promise.resolve();
+  const serve = async (conn: Deno.Conn) => {
+    const who = (conn.remoteAddr as Deno.NetAddr).hostname;
+    const n = (perClient.get(who) ?? 0) + 1;
+    if (n > cap) {
+      await _answer(
+        conn,
+        429,
+        `Too many connections from ${who}: ${cap} at once (--max-client-conns); retry later`,
+      );
+      return _close(conn);
+    }
+    perClient.set(who, n);
+    open.add(conn);
+    try {
+      await _relay(conn, socket, headMs);
+    } finally {
+      open.delete(conn);
+      const left = (perClient.get(who) ?? 1) - 1;
+      if (left > 0) perClient.set(who, left);
+      else perClient.delete(who);
+      _close(conn);
+    }
+  };
+  return {
+    addr: listener.addr as Deno.NetAddr,
+    socket,
+    get finished() {
+      return finished;
+    },
+    start() {
+      finished = (async () => {
+        try {
+          for await (const conn of listener) serve(conn).catch(() => _close(conn));
+        } catch { /* closed */ }
+      })();
+    },
+    close() {
+      try {
+        listener.close();
+      } catch { /* already closed */ }
+      for (const c of open) _close(c);
+      try {
+        Deno.removeSync(dir, { recursive: true });
+      } catch { /* already gone */ }
+    },
+  };
+}
+
+/** Read the head in time, then relay the connection to the server on `socket`. */
+async function _relay(conn: Deno.Conn, socket: string, headMs: number): Promise<void> {
+  let late = false;
+  const timer = setTimeout(() => {
+    late = true;
+    _answer(
+      conn,
+      408,
+      `Request timeout: no complete request head within ${headMs / 1000} s ` +
+        "(--head-timeout)",
+    ).finally(() => _close(conn));
+  }, headMs);
+  const head = await _readHead(conn).finally(() => clearTimeout(timer));
+  if (late) return;
+  if (head === "too large") {
+    return await _answer(conn, 431, `Request header fields too large (over ${_MAX_HEAD} bytes)`);
+  }
+  if (!head) return;
+  const lines = new TextDecoder().decode(head.head).split("\r\n");
+  if (!/^[A-Z]+ \S+ HTTP\/1\.[01]$/.test(lines[0])) {
+    return await _answer(conn, 400, "Bad Request: not an HTTP/1.1 request line");
+  }
+  const kept = lines.filter((l, i) => i === 0 || !/^(connection|keep-alive)\s*:/i.test(l));
+  const server = await Deno.connect({ transport: "unix", path: socket });
+  try {
+    await _writeAll(
+      server,
+      new TextEncoder().encode(`${kept.join("\r\n")}\r\nConnection: close\r\n\r\n`),
+    );
+    if (head.rest.length) await _writeAll(server, head.rest);
+    await Promise.race([_copy(conn, server, true), _copy(server, conn, false)]);
+  } finally {
+    _close(server);
+  }
+}
+
+/** Copy until `from` ends; the client's end only half-closes the server side. */
+async function _copy(from: Deno.Conn, to: Deno.Conn, halfClose: boolean): Promise<void> {
+  const buf = new Uint8Array(64 * 1024);
+  try {
+    for (;;) {
+      const n = await from.read(buf);
+      if (n === null) break;
+      await _writeAll(to, buf.subarray(0, n));
+    }
+  } catch { /* either side gone */ }
+  if (!halfClose) return;
+  try {
+    await to.closeWrite();
+  } catch { /* gone */ }
+  await new Promise(() => {}); // the response decides when the relay ends
+}
+
+async function _readHead(
+  conn: Deno.Conn,
+): Promise<{ head: Uint8Array; rest: Uint8Array } | "too large" | undefined> {
+  let buf = new Uint8Array(2048);
+  let got = 0;
+  for (;;) {
+    if (got === buf.length) {
+      if (buf.length >= _MAX_HEAD) return "too large";
+      const bigger = new Uint8Array(Math.min(_MAX_HEAD, buf.length * 4));
+      bigger.set(buf);
+      buf = bigger;
+    }
+    let n: number | null;
+    try {
+      n = await conn.read(buf.subarray(got));
+    } catch {
+      return undefined;
+    }
+    if (n === null) return undefined;
+    got += n;
+    for (let i = Math.max(0, got - n - 3); i + 3 < got; i++) {
+      if (buf[i] === 13 && buf[i + 1] === 10 && buf[i + 2] === 13 && buf[i + 3] === 10) {
+        return { head: buf.slice(0, i), rest: buf.slice(i + 4, got) };
+      }
+    }
+  }
+}
+
+const _PHRASE: Record<number, string> = {
+  400: "Bad Request",
+  408: "Request Timeout",
+  429: "Too Many Requests",
+  431: "Request Header Fields Too Large",
+};
+
+/** A JSON-RPC error answer, as the server's own refusals look, then the connection ends. */
+async function _answer(conn: Deno.Conn, status: number, message: string): Promise<void> {
+  const body = new TextEncoder().encode(
+    JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }),
+  );
+  const head = `HTTP/1.1 ${status} ${_PHRASE[status]}\r\nContent-Type: application/json\r\n` +
+    `Content-Length: ${body.length}\r\n${status === 429 ? "Retry-After: 5\r\n" : ""}` +
+    "Connection: close\r\n\r\n";
+  try {
+    await _writeAll(conn, new TextEncoder().encode(head));
+    await _writeAll(conn, body);
+  } catch { /* gone */ }
+}
+
+async function _writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
+  let off = 0;
+  while (off < bytes.length) off += await conn.write(bytes.subarray(off));
+}
+
+function _close(conn: Deno.Conn): void {
+  try {
+    conn.close();
+  } catch { /* already closed */ }
+}
