@@ -178,6 +178,20 @@ Deno.test("a narrow grant's folder swapped for a symlink: every start on the sym
   try {
     await _alternate(t, t.target, t.outside);
     await _race(t, t.target, t.outside);
+    // A FIFO (or a device) in the grant's place is refused without being opened.
+    Deno.renameSync(t.target, `${t.target}.real`);
+    try {
+      const made = await new Deno.Command("mkfifo", { args: [t.target] }).output();
+      assert.ok(made.success);
+      await _restart(t.registry);
+      const r = await t.registry.call("Poke", { dir: t.target });
+      assert.equal(r.success, false, JSON.stringify(r));
+      assert.match(String(r.error), /not a file or folder/);
+    } finally {
+      Deno.removeSync(t.target);
+      Deno.renameSync(`${t.target}.real`, t.target);
+    }
+    await t.canaryIntact();
   } finally {
     await t.registry.close();
   }

@@ -257,7 +257,7 @@ const _LAUNCH = `launch() {
       --bind-fd|--ro-bind-fd|${VERIFY_ARG})
         p=$1; shift
         if [ ! -d "$p" ] && [ ! -f "$p" ]; then
-          printf '${REFUSED_MARK}%s\\t%s\\n' "$p" "(no longer a file or folder)" >&2; exit ${REFUSED_EXIT}
+          printf '${REFUSED_MARK}%s\\t%s\\n' "$p" "(not a file or folder: a FIFO, a device or nothing)" >&2; exit ${REFUSED_EXIT}
         fi
         { exec {fd}<"$p"; } 2>/dev/null ||
           { printf '${REFUSED_MARK}%s\\t%s\\n' "$p" "(cannot be opened)" >&2; exit ${REFUSED_EXIT}; }
