@@ -4,6 +4,7 @@
 // the test checks that it did not happen, and that the host still answers.
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { readAudit } from "../core/guard/audit.ts";
 import { Registry } from "../core/registry/registry.ts";
 import {
   approve,
@@ -100,6 +101,10 @@ Deno.test("hostile server: forged response ids are dropped and audited; the genu
     await new Promise((r) => setTimeout(r, 200));
     const events = await serverEvents(l);
     assert.ok(events.some((e) => e.event === "forged"), JSON.stringify(events));
+    // Its lines are not calls: corral audit reads the log without a bad line.
+    const { records, bad } = await readAudit(l.audit);
+    assert.equal(bad, 0);
+    assert.ok(records.every((r) => typeof r.tool === "string"));
     assert.equal((await registry.call("read", { path: "/nonexistent" })).success, false);
   } finally {
     await registry.close();
@@ -362,6 +367,24 @@ Deno.test("two principals never share a hosted server: what one leaves in it, th
     registry.hosted.closeSession("a");
     assert.equal(registry.hosted.states().length, 1);
     assert.doesNotMatch(JSON.stringify(await call("a", {})), /alice-secret/);
+  } finally {
+    await registry.close();
+  }
+});
+
+Deno.test("hostile server: a stderr flood with terminal escapes is cut and made safe", async () => {
+  await using l = await hostedLayout();
+  await (await approved(l)).close();
+  const { registry, lines } = await hostedRegistry(l, hostile(), { hostile: { read: ["."] } });
+  try {
+    const r = await registry.call("spam", {});
+    assert.equal(r.success, true, JSON.stringify(r));
+    await new Promise((r) => setTimeout(r, 300));
+    const spam = lines.filter((x) => x.includes("spam"));
+    assert.ok(spam.length > 0 && spam.length <= 2_000, `${spam.length} lines reached the host`);
+    // deno-lint-ignore no-control-regex
+    assert.ok(spam.every((x) => !/[\x1b\x07]/.test(x)), "a raw escape reached the terminal");
+    assert.ok((await serverEvents(l)).some((e) => e.event === "flood"));
   } finally {
     await registry.close();
   }

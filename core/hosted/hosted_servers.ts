@@ -14,7 +14,7 @@ import type { ModuleMeta } from "../sandbox/protocol.ts";
 import { effectiveGrant, type HostPrivileges } from "../sandbox/grant.ts";
 import { scrubDeep, scrubText } from "../guard/redact.ts";
 import type { AuditLog } from "../guard/audit.ts";
-import type { Reporter } from "../tool/reporter.ts";
+import { type Reporter, terminalSafe } from "../tool/reporter.ts";
 import { failure, type ToolResult } from "../tool/result.ts";
 import type { Grant } from "../tool/tool.ts";
 import {
@@ -332,7 +332,8 @@ export class HostedServers {
         if (kind === "failed") writeFailure(entry.name, scrubText(detail, o.secrets));
         if (kind === "failed" || kind === "crashed") o.onChanged(entry.name);
       },
-      onLog: (text) => o.reporter.line(`[${entry.name}] ${scrubText(text, o.secrets)}`, "dim"),
+      onLog: (text) =>
+        o.reporter.line(`[${entry.name}] ${terminalSafe(scrubText(text, o.secrets))}`, "dim"),
     });
     this.#servers.set(key, s);
     return s;

@@ -65,7 +65,19 @@ export class StdioChannel implements Transport {
     void _lines(this.#child.stdout, max, (line) => this.#line(line), () => {
       this.#event("oversized", `a message over ${max} bytes was refused`);
     }).finally(() => this.close());
-    void _lines(this.#child.stderr, 65_536, (l) => this.#options.onStderr(l), () => {});
+    // Its stderr is for the operator: lines beyond the same rate are dropped too.
+    let tokens = FLOOD_BURST, refill = performance.now();
+    void _lines(this.#child.stderr, 65_536, (l) => {
+      const now = performance.now();
+      tokens = Math.min(FLOOD_BURST, tokens + (now - refill) * FLOOD_PER_SECOND / 1000);
+      refill = now;
+      if (tokens < 1) {
+        this.#event("flood", `stderr lines dropped: over ${FLOOD_PER_SECOND} a second`);
+        return;
+      }
+      tokens--;
+      this.#options.onStderr(l);
+    }, () => {});
     return Promise.resolve();
   }
 
