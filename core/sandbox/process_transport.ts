@@ -175,8 +175,10 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
     if (dead) return;
     writer.write(enc.encode(text)).catch(() => {});
   };
+  let ended = () => {};
   const t: Transport = {
     pid: child.pid,
+    ended: new Promise<void>((r) => ended = r),
     send: (msg) => write(JSON.stringify(insidePath ? _withPath(msg, insidePath) : msg) + "\n"),
     kill: () => {
       if (dead) return;
@@ -230,6 +232,7 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
     const forked = (await limits.release()).hitProcessLimit;
     // Everything the sandbox started is gone: its placeholders may go too.
     planted?.release();
+    ended();
     const oom = /out of memory|heap limit|allocation failed/i.test(stderrTail) ||
       status.code === 133 || status.signal === "SIGTRAP";
     const refused = status.code === REFUSED_EXIT ? _refusal(stderrTail) : undefined;

@@ -163,12 +163,20 @@ export class Sandbox {
     };
   }
 
-  /** Stop the sandbox; pending calls fail. */
+  /**
+   * Stop the sandbox; pending calls fail. Resolves when its process is gone
+   * and its placeholders removed (at most 5 s), so that a command that ends
+   * leaves nothing in the workspace.
+   */
   close(): Promise<void> {
     this.#closed = true;
+    const ended = this.#transport?.ended;
     this.#recycle("the host is shutting down");
     this.#unschedule();
-    return Promise.resolve();
+    if (!ended) return Promise.resolve();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const cap = new Promise<void>((r) => timer = setTimeout(r, 5000));
+    return Promise.race([ended, cap]).finally(() => clearTimeout(timer));
   }
 
   #request(

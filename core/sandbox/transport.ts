@@ -25,6 +25,11 @@ export interface Transport {
   kill(): void;
   /** The child's process id (process isolation only). */
   readonly pid?: number;
+  /**
+   * Resolves once the process and everything it started are gone and what
+   * it held on the host (placeholders of protected paths) is given back.
+   */
+  readonly ended?: Promise<void>;
 }
 
 /** What a transport reports back. */
