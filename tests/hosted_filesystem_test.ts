@@ -26,6 +26,14 @@ Deno.test("server-filesystem: reads inside the grant work; outside and writes wi
     assert.equal(read.kind, "server");
     assert.equal(read.permissions, "r");
     assert.equal(read.annotations?.readOnlyHint, true);
+    // In every schema format, with the server's annotations kept for MCP.
+    const openai = registry.schemas("openai") as Array<{ function: { name: string } }>;
+    assert.ok(openai.some((t) => t.function.name === "read_text_file"));
+    const mcp = registry.schemas("mcp") as Array<
+      { name: string; annotations: { readOnlyHint?: boolean } }
+    >;
+    assert.equal(mcp.find((t) => t.name === "read_text_file")!.annotations.readOnlyHint, true);
+    assert.equal(mcp.find((t) => t.name === "write_file")!.annotations.readOnlyHint, false);
     // A destructive tool needs confirmation, like DeleteFile.
     assert.equal(registry.get("write_file")!.confirm, true);
 

@@ -92,7 +92,6 @@ async function _npm(entry: ServerEntry, dir: string): Promise<InstallRecord> {
   await _run(entry, Deno.execPath(), ["cache", "--no-config", `--lock=${lock}`, spec], {
     DENO_DIR: denoDir,
   });
-  // Start it once, writable, so that Deno's analysis caches exist for the read-only runs.
   const lockText = JSON.parse(await Deno.readTextFile(lock));
   const key = Object.keys(lockText.npm ?? {}).find((k) =>
     k === `${entry.package}@${entry.version}` ||
