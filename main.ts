@@ -173,11 +173,8 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 async function _versionLine(): Promise<string> {
-  let version = "(unknown version)";
-  try {
-    version = JSON.parse(await Deno.readTextFile(new URL("./deno.json", import.meta.url))).version;
-  } catch { /* a compiled binary may not carry deno.json */ }
-  return `corral ${version} (Deno ${Deno.version.deno})`;
+  const { corralVersion } = await import("./core/config/version.ts");
+  return `corral ${corralVersion()} (Deno ${Deno.version.deno})`;
 }
 
 if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -7,6 +7,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 // @ts-types="@modelcontextprotocol/sdk/types"
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { denoDir } from "../core/guard/namespace.ts";
 import { HOST_PERMISSION_FLAGS } from "../core/sandbox/host_flags.ts";
 import { ROOT, runCli, tempLayout } from "./_helpers.ts";
 import { childEnv, CORRAL_ARGS, startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
@@ -394,4 +395,62 @@ Deno.test("item 4: the full-privileges warning is in the human list and the mcp 
   assert.match((await runCli(["list"], { cwd: ws })).stderr, /runs with full privileges/);
   const mcp = await runCli(["mcp"], { cwd: ws, stdin: "" });
   assert.match(mcp.stderr, /runs with full privileges/);
+});
+
+Deno.test("item 1: the README quick start, run literally from a home with only Node and npm, installs corral and makes a first call; the uninstall line removes it", async () => {
+  const readme = await Deno.readTextFile(join(ROOT, "README.md"));
+  const quick = readme.slice(readme.indexOf("## Quick start"));
+  const block = /```sh\n([\s\S]*?)```/.exec(quick)![1];
+  assert.match(block, /npm install -g deno@/);
+  assert.match(block, /deno task --config \/path\/to\/corral\/deno\.json install/);
+  const uninstall = /```sh\n(deno uninstall --global corral)\n```/.exec(quick)![1];
+  const home = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_home_" }));
+  await Deno.mkdir(`${home}/project`);
+  await Deno.writeTextFile(`${home}/project/README.md`, "one two three four\n");
+  const realHome = Deno.env.get("HOME") ?? "/root";
+  const env = {
+    HOME: home,
+    NPM_CONFIG_PREFIX: `${home}/npm`, // npm -g installs into this home
+    npm_config_cache: Deno.env.get("npm_config_cache") ?? `${realHome}/.npm`,
+    DENO_DIR: denoDir(), // packages already fetched need not be fetched again
+    PATH: `${home}/npm/bin:${Deno.env.get("PATH")}`,
+    NO_COLOR: "1",
+  };
+  const script = block.replaceAll("/path/to/corral", ROOT.replace(/\/$/, ""));
+  const run = await _sh("sh", ["-ec", script], { cwd: home, env });
+  assert.equal(run.code, 0, run.stdout + run.stderr);
+  const version = JSON.parse(await Deno.readTextFile(join(ROOT, "deno.json"))).version;
+  assert.match(run.stdout, new RegExp(`^corral ${version.replaceAll(".", "\\.")} \\(Deno `, "m"));
+  assert.match(run.stdout, /"words": 4/);
+  assert.doesNotMatch(run.stdout + run.stderr, /Task corral/);
+  assert.ok(await _exists(`${home}/.deno/bin/corral`));
+  // The installed command is locked by corral's deno.lock.
+  const lock = JSON.parse(await Deno.readTextFile(`${home}/.deno/bin/.corral/deno.lock`));
+  const ours = JSON.parse(await Deno.readTextFile(join(ROOT, "deno.lock")));
+  assert.deepEqual(lock.npm, ours.npm);
+  const gone = await _sh("sh", ["-ec", uninstall], { cwd: home, env });
+  assert.equal(gone.code, 0, gone.stderr);
+  assert.equal(await _exists(`${home}/.deno/bin/corral`), false);
+  await Deno.remove(home, { recursive: true });
+});
+
+Deno.test("item 1: the MCP server's serverInfo.version is corral's version from deno.json", async () => {
+  const cache = await Deno.makeTempDir({ prefix: "corral_week_cache_" });
+  const transport = new StdioClientTransport({
+    command: Deno.execPath(),
+    args: [...CORRAL_ARGS, "mcp", "-r"],
+    env: childEnv(cache),
+    cwd: cache,
+    stderr: "pipe",
+  });
+  const client = new Client({ name: "week-test", version: "1.0.0" });
+  await client.connect(transport);
+  try {
+    const version = JSON.parse(await Deno.readTextFile(join(ROOT, "deno.json"))).version;
+    assert.equal(client.getServerVersion()?.version, version);
+    assert.equal(client.getServerVersion()?.name, "corral");
+  } finally {
+    await client.close();
+    await Deno.remove(cache, { recursive: true });
+  }
 });

@@ -28,6 +28,7 @@ import {
   SetLevelRequestSchema,
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
+import { corralVersion } from "../config/version.ts";
 import type { RegistryCallOptions, ToolInfo } from "../registry/registry.ts";
 import type { ToolResult } from "../tool/result.ts";
 import { formatSchemas } from "../tool/schema.ts";
@@ -72,7 +73,6 @@ export interface McpServerOptions {
 
 export { DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUE } from "./call_gate.ts";
 
-const _VERSION = "0.1.0";
 const _CONFIRM_TIMEOUT_MS = 10 * 60_000;
 const _LEVELS: LoggingLevel[] = [
   "debug",
@@ -129,7 +129,7 @@ export function createMcpServer(
       options.maxQueue ?? DEFAULT_MAX_QUEUE,
     );
   const server = new Server(
-    { name: options.name ?? "corral", version: options.version ?? _VERSION },
+    { name: options.name ?? "corral", version: options.version ?? corralVersion() },
     {
       capabilities: { tools: { listChanged: true }, logging: {} },
       instructions: "corral runs every tool in a sandbox that holds only the tool's permission " +
