@@ -70,6 +70,7 @@ export class HttpIdentity {
   #rates = new RateLimiter();
   #running = new ConcurrencyLimiter();
   #views = new Map<string, { registry: McpRegistry; view: McpRegistry }>();
+  #gate?: { readonly waiting: number };
 
   /** The identity side for `options`. */
   constructor(options: HttpIdentityOptions) {
@@ -90,10 +91,16 @@ export class HttpIdentity {
       return Response.json(protectedResourceMetadata(resource, this.#o.authorizationServers ?? []));
     }
     if (pathname === "/metrics" && this.#o.metricsToken) {
+      if (this.#gate) (this.#o.metrics ?? telemetry).queueDepth(this.#gate.waiting);
       this.#o.onScrape?.();
       return await metricsResponse(req, this.#o.metricsToken, this.#o.metrics);
     }
     return null;
+  }
+
+  /** Sample this call gate's queue at each scrape (`corral_call_queue_depth`). */
+  observeGate(gate: { readonly waiting: number }): void {
+    this.#gate = gate;
   }
 
   /**
