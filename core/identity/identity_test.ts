@@ -267,3 +267,34 @@ Deno.test("protected-resource metadata URL puts the path after the well-known pa
     "https://h.example/.well-known/oauth-protected-resource",
   );
 });
+
+Deno.test("JWT: a JWKS URL (loopback here; https elsewhere) is fetched, and a bad token from it is refused", async () => {
+  const { publicKey, privateKey } = await generateKeyPair("RS256", { extractable: true });
+  const jwk = { ...(await exportJWK(publicKey)), kid: "r1", alg: "RS256" };
+  let fetched = 0;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () => {
+    fetched++;
+    return Response.json({ keys: [jwk] });
+  });
+  try {
+    const verifier = await JwtVerifier.create({
+      url: `http://127.0.0.1:${server.addr.port}/jwks.json`,
+      audience: ["corral"],
+      issuer: "https://idp.example",
+      claim: "sub",
+      clockSkewSeconds: 5,
+    });
+    const now = Math.floor(Date.now() / 1000);
+    const claims = { sub: "dave", aud: "corral", iss: "https://idp.example", exp: now + 60 };
+    const token = await new SignJWT(claims).setProtectedHeader({ alg: "RS256", kid: "r1" })
+      .sign(privateKey);
+    assert.equal(await verifier.verify(token), "dave");
+    assert.equal(await verifier.verify(token), "dave");
+    assert.equal(fetched, 1, "the key set is cached");
+    const expired = await new SignJWT({ ...claims, exp: now - 60 })
+      .setProtectedHeader({ alg: "RS256", kid: "r1" }).sign(privateKey);
+    await assert.rejects(verifier.verify(expired), /expired/);
+  } finally {
+    await server.shutdown();
+  }
+});
