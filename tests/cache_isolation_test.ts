@@ -81,6 +81,7 @@ export const TOOL_CONFIG = {
   assert.ok(await _grepHost(codeStoreDir(), marker), "the marker is in corral's code store");
 
   const caches = [dirname(denoDir()), dirname(codeStoreDir())];
+  const store = await Deno.realPath(codeStoreDir());
   for (const read of [["."], [".", ...caches]]) {
     const policy = parsePolicy(
       JSON.stringify({ toolsets: { system: { run: ["bash"], read, write: ["."] } } }),
@@ -100,11 +101,11 @@ export const TOOL_CONFIG = {
       const res = await registry.call("RunBashCode", {
         code: [
           `a=corral_marker_${half[0]}; b=${half[1]}`,
-          `DENO_DIR=$(tr '\\0' '\\n' < /proc/$PPID/environ 2>/dev/null | sed -n 's/^DENO_DIR=//p')`,
           `{ cd / && for d in *; do case " ${_SYSTEM.join(" ")} " in *" $d "*) continue;; esac;` +
           ` grep -rl ${skip} "$a$b" "/$d" 2>/dev/null; done;`,
-          ` grep -rl "$a$b" "$DENO_DIR" ${caches.join(" ")} 2>/dev/null; } | sed 's/^/FOUND /'`,
-          `echo "deno dir: $DENO_DIR"; ls ${caches.join(" ")} 2>&1 | head -5; echo END`,
+          ` grep -rl "$a$b" ${caches.join(" ")} 2>/dev/null; } | sed 's/^/FOUND /'`,
+          `echo "sets: $(ls ${store} | wc -l)"; echo "deno: $(ls ${denoDir()} 2>/dev/null | wc -l)"`,
+          `echo END`,
         ].join("\n"),
         timeout: 120,
       });
@@ -117,8 +118,9 @@ export const TOOL_CONFIG = {
         [],
         `read ${JSON.stringify(read)}: another plugin's code is readable: ${out}`,
       );
-      // The sandbox ran on a Deno cache of its own, inside corral's code store.
-      assert.match(out, new RegExp(`deno dir: ${await Deno.realPath(codeStoreDir())}/`));
+      // Of the code store it sees its own module set's folder alone; of Deno's cache, nothing.
+      assert.match(out, /^sets: 1$/m, out);
+      assert.match(out, /^deno: 0$/m, out);
     } finally {
       await registry.close();
     }

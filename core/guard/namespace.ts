@@ -38,12 +38,7 @@ export interface RuntimeFiles {
   libDirs: string[];
   /** Deno's cache directory (`DENO_DIR`). */
   denoDir: string;
-  /**
-   * What corral's code store gives this sandbox: `[from, to]` bound
-   * read-only last, even inside a hidden folder (its module set's pinned
-   * copies and own Deno cache; its narrowed lock file at corral's
-   * `deno.lock`). See core/sandbox/emit_cache.ts.
-   */
+  /** `[from, to]` of corral's code store bound read-only last (core/sandbox/emit_cache.ts). */
   own?: Array<[from: string, to: string]>;
 }
 
@@ -411,11 +406,7 @@ export function namespacePath(
     .join(":");
 }
 
-/**
- * The sandbox's own files from corral's code store, bound last. One inside
- * a hidden folder gets a fresh tmpfs in that folder's place, holding only
- * them, made read-only after they are bound.
- */
+/** The sandbox's own files from the code store: inside a hidden folder, on a fresh tmpfs there. */
 function _ownBinds(args: string[], binds: Array<[string, string]>, hidden: string[]): void {
   const under = new Map<string, Array<[string, string]>>();
   for (const bind of binds) {

@@ -120,6 +120,10 @@ export class Discovery {
         for (const m of local) await this.#cache.rememberPins(m, fingerprint, pins);
       }
     }
+    // A package's module that is no file is pinned by Deno's lock file: its sandboxes get it.
+    for (const m of source.modules) {
+      if (!m.startsWith("/")) source.pins = { ...source.pins, [m]: "specifier" };
+    }
     for (const [i, module] of source.modules.entries()) {
       const key = computed[i];
       keys.set(module, key);

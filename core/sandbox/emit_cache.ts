@@ -26,6 +26,9 @@ import { INSTALL_DIR } from "../config/install_dir.ts";
 import { isWithin } from "../guard/namespace.ts";
 
 const _CONFIG = join(INSTALL_DIR, "deno.json");
+
+/** The layout of a module set's cache: a new one makes new folders (part of their digest). */
+export const CACHE_FORMAT = 3;
 /** Every download of `deno info` goes to a closed port: the host never downloads here. */
 const _OFFLINE = {
   HTTP_PROXY: "http://127.0.0.1:9",
@@ -60,6 +63,8 @@ export async function privateDenoCache(o: {
   files: string[];
   specifiers: string[];
   shared: string;
+  /** Hosts its remote modules come from (`--allow-import`). */
+  imports?: string[];
 }): Promise<PrivateCache> {
   const final = join(o.dir, "cache");
   const made = { denoDir: join(final, "deno"), lock: join(final, "deno.lock") };
@@ -75,7 +80,8 @@ export async function privateDenoCache(o: {
       root,
       [...urls, ...o.specifiers].map((s) => `import ${JSON.stringify(s)};\n`).join(""),
     );
-    const info = await _info(root);
+    const allow = o.imports?.length ? [`--allow-import=${o.imports.join(",")}`] : [];
+    const info = await _info(root, allow);
     const lockText = await Deno.readTextFile(join(INSTALL_DIR, "deno.lock")).catch(() => "{}");
     const lock = JSON.parse(lockText) as _Lock;
     const packages = _closure(info);
@@ -97,7 +103,11 @@ export async function privateDenoCache(o: {
       join(tmp, "deno.lock"),
       JSON.stringify(_narrow(lock, packages, remote)),
     );
-    await _emit(urls, denoDir, join(tmp, "deno.lock"));
+    await _emit([...urls, ...o.specifiers], denoDir, join(tmp, "deno.lock"), allow);
+    // corral's own modules (never a plugin's) run once here, so that V8's code cache exists.
+    const own = o.files.filter((f) => !isWithin(f, o.dir) && !f.endsWith("/sandbox_worker.ts"));
+    await _warm(own, tmp);
+    await _settle(denoDir);
     await Deno.remove(root).catch(() => {});
     try {
       await Deno.rename(tmp, final);
@@ -125,9 +135,9 @@ interface _Lock {
   [key: string]: unknown;
 }
 
-async function _info(root: string): Promise<_Info> {
+async function _info(root: string, allow: string[]): Promise<_Info> {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["info", "--json", `--config=${_CONFIG}`, root],
+    args: ["info", "--json", `--config=${_CONFIG}`, ...allow, root],
     cwd: INSTALL_DIR,
     env: _OFFLINE,
     stdin: "null",
@@ -180,7 +190,12 @@ function _narrow(lock: _Lock, packages: Set<string>, remote: Set<string>): _Lock
 }
 
 /** Emit the JavaScript of `urls` into `denoDir` (executes nothing, downloads nothing). */
-async function _emit(urls: string[], denoDir: string, lock: string): Promise<void> {
+async function _emit(
+  urls: string[],
+  denoDir: string,
+  lock: string,
+  allow: string[],
+): Promise<void> {
   try {
     await new Deno.Command(Deno.execPath(), {
       args: [
@@ -190,6 +205,7 @@ async function _emit(urls: string[], denoDir: string, lock: string): Promise<voi
         "--frozen",
         `--config=${_CONFIG}`,
         `--lock=${lock}`,
+        ...allow,
         ...urls,
       ],
       cwd: INSTALL_DIR,
@@ -199,6 +215,58 @@ async function _emit(urls: string[], denoDir: string, lock: string): Promise<voi
       stderr: "null",
     }).output();
   } catch { /* the sandbox reports the real error */ }
+}
+
+/**
+ * Import corral's own modules `files` (trusted: the entry points and built-in
+ * toolsets, never a plugin) once in `tmp`'s cache, writable then: V8's code
+ * cache gets made and filled for them. Without it, a read-only cache costs
+ * every start about 100 ms (Deno retries making it).
+ */
+async function _warm(files: string[], tmp: string): Promise<void> {
+  const script = join(tmp, "warm.ts");
+  const urls = [...new Set(files)].map((f) => pathToFileURL(f).href);
+  await Deno.writeTextFile(script, urls.map((u) => `import ${JSON.stringify(u)};\n`).join(""));
+  try {
+    await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--cached-only",
+        "--frozen",
+        "--no-check",
+        "--no-prompt",
+        `--config=${_CONFIG}`,
+        `--lock=${join(tmp, "deno.lock")}`,
+        script,
+      ],
+      cwd: INSTALL_DIR,
+      env: { ..._OFFLINE, DENO_DIR: join(tmp, "deno") },
+      stdin: "null",
+      stdout: "null",
+      stderr: "null",
+      signal: AbortSignal.timeout(20_000),
+    }).output();
+  } catch { /* no code cache: slower starts, nothing else */ }
+  await Deno.remove(script).catch(() => {});
+}
+
+/**
+ * Deno's sqlite caches in `denoDir` with their write-ahead logs folded in
+ * (`journal_mode=DELETE`): a read-only cache whose content still sits in a
+ * `-wal` file cannot be read without writing, and Deno then works without
+ * it, slowly.
+ */
+async function _settle(denoDir: string): Promise<void> {
+  let sqlite: typeof import("node:sqlite") | undefined;
+  for await (const e of Deno.readDir(denoDir)) {
+    if (!e.isFile || !/_v\d+$/.test(e.name)) continue;
+    try {
+      sqlite ??= await import("node:sqlite");
+      const db = new sqlite.DatabaseSync(join(denoDir, e.name));
+      db.exec("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;");
+      db.close();
+    } catch { /* left as it is: slower starts, nothing else */ }
+  }
 }
 
 /** Hard-link `from` (a file or a folder, recursively) to `to`; copy across file systems. */

@@ -82,7 +82,11 @@ export function resolveLocal(
   return null;
 }
 
-/** The files of a module graph, each with the SHA-256 of the text it was read from. */
+/**
+ * The files of a module graph, each with the SHA-256 of the text it was
+ * read from; a module that is no file (`npm:`, `https:`, pinned by Deno's
+ * lock file) is kept under its specifier, as `"specifier"`.
+ */
 export type Pins = Record<string, string>;
 
 /** Files read and hashed once for several graphs (they share core files): path → text and hash. */
@@ -136,6 +140,7 @@ export async function pinGraph(entries: string[], memo: PinMemo = new Map()): Pr
 export async function changedPins(pins: Pins): Promise<string[]> {
   const changed: string[] = [];
   for (const [file, hash] of Object.entries(pins)) {
+    if (!file.startsWith("/")) continue; // a package specifier (npm:, https:): Deno's lock pins it
     let now = "missing";
     try {
       now = await sha256Hex(await Deno.readFile(file));

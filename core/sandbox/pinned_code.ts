@@ -77,7 +77,7 @@ export async function pinnedCode(
   const paths = new Map<string, string>();
   const copied = new Set<string>();
   for (const [file, hash] of entries) {
-    if (trustedCode(file) || hash === "missing") paths.set(file, file);
+    if (!file.startsWith("/") || trustedCode(file) || hash === "missing") paths.set(file, file);
     else {
       paths.set(file, prefix + file);
       copied.add(file);

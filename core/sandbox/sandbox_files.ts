@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { codeStoreDir, INSTALL_DIR } from "../config/install_dir.ts";
 import { isWithin, runtimeFiles } from "../guard/namespace.ts";
 import type { Grant } from "../tool/tool.ts";
-import { privateDenoCache } from "./emit_cache.ts";
+import { CACHE_FORMAT, privateDenoCache } from "./emit_cache.ts";
 import { changedPins, localModuleGraph, pinGraph, type Pins, sha256Hex } from "./module_graph.ts";
 import { type PinnedCode, pinnedCode } from "./pinned_code.ts";
 import { selfHosted } from "./process_transport.ts";
@@ -55,6 +55,7 @@ function _storeSalt(): Promise<string> {
       Deno.readFile(join(INSTALL_DIR, name)).then(sha256Hex, () => "missing");
     const entry = Object.entries(await pinGraph(await sandboxEntryFiles())).sort();
     return JSON.stringify([
+      CACHE_FORMAT,
       Deno.version.deno,
       INSTALL_DIR,
       await read("deno.json"),
@@ -73,15 +74,22 @@ export async function prepareSandboxFiles(o: {
   grant: Grant;
   modules: string[];
   pins?: Pins;
+  imports?: string[];
   process: boolean;
   namespace?: Omit<SandboxNamespace, "runtime">;
 }): Promise<SandboxFiles> {
   const local = o.modules.filter((m) => m.startsWith("/"));
   const unpinned = local.filter((m) => !o.pins || !(m in o.pins));
-  const pins = { ...(unpinned.length ? await pinGraph(unpinned) : {}), ...o.pins };
-  const pinned = await pinnedCode(pins, codeStoreDir(), await _storeSalt());
+  const pins: Pins = { ...(unpinned.length ? await pinGraph(unpinned) : {}), ...o.pins };
+  for (const m of o.modules) if (!m.startsWith("/")) pins[m] ??= "specifier";
+  // Modules that are not files (npm:, https:; pinned as such by discovery) and their hosts.
+  const specifiers = [...new Set([...o.modules, ...Object.keys(pins)])]
+    .filter((m) => !m.startsWith("/"));
+  const salt = JSON.stringify([await _storeSalt(), o.imports ?? []]);
+  const pinned = await pinnedCode(pins, codeStoreDir(), salt);
   if (typeof pinned === "string") return { read: [], code: [], refused: pinned };
-  const code = [...(await sandboxEntryFiles()), ...pinned.paths.values()];
+  const files = [...pinned.paths.values()].filter((p) => p.startsWith("/"));
+  const code = [...(await sandboxEntryFiles()), ...files];
   const read = [...o.grant.read, ...code];
   if (!o.process || !o.namespace) return { read, code: [], pinned };
   const runtime = await runtimeFiles();
@@ -89,8 +97,9 @@ export async function prepareSandboxFiles(o: {
   const own = selfHosted() ? undefined : await privateDenoCache({
     dir: pinned.dir,
     files: code,
-    specifiers: o.modules.filter((m) => !m.startsWith("/")),
+    specifiers,
     shared: runtime.denoDir,
+    imports: o.imports,
   });
   const lock = join(INSTALL_DIR, "deno.lock");
   return {
