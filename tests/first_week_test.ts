@@ -454,3 +454,29 @@ Deno.test("item 1: the MCP server's serverInfo.version is corral's version from 
     await Deno.remove(cache, { recursive: true });
   }
 });
+
+Deno.test("item 3: corral's examples load only in corral demo or where named; the default plugin directory is in the user's config directory", async () => {
+  const { ws, base } = await tempLayout();
+  const config = `${base}/config`;
+  const env = { CORRAL_CONFIG_DIR: config };
+  const EXAMPLES = ["RollDice", "Greet", "ChangeCase", "Slugify"];
+  const names = async (extra: Record<string, string> = {}) => {
+    const res = await runCli(["-r", "list", "--json"], { cwd: ws, env: { ...env, ...extra } });
+    assert.equal(res.code, 0, res.stderr);
+    return (JSON.parse(res.stdout) as Array<{ name: string | null; status: string }>)
+      .filter((t) => t.status === "loaded").map((t) => t.name);
+  };
+  const plain = await names();
+  for (const name of EXAMPLES) assert.ok(!plain.includes(name), `${name} is offered by default`);
+  const named = await names({ CORRAL_TOOL_DIRS: `${ROOT}plugins` });
+  for (const name of EXAMPLES) assert.ok(named.includes(name), `${name} loads when named`);
+  // corral new writes into the user's plugins directory, and what is there loads by default.
+  const made = await runCli(["new", "MyEcho"], { cwd: ws, env });
+  assert.equal(made.code, 0, made.stderr);
+  assert.ok(made.stdout.includes(`${config}/plugins/my_echo.ts`), made.stdout);
+  assert.ok((await names()).includes("MyEcho"));
+  const demo = await runCli(["demo"], { cwd: ws, env });
+  assert.equal(demo.code, 0, demo.stderr);
+  assert.match(demo.stdout, /\$ corral call Slugify/);
+  assert.match(demo.stdout, /"slug": "hello-from-a-process-sandbox"/);
+});

@@ -6,7 +6,7 @@ import { findBwrap } from "../core/guard/jail.ts";
 import { parsePolicy } from "../core/config/policy.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
-import { FIXTURES, runCli, tempLayout } from "./_helpers.ts";
+import { FIXTURES, ROOT, runCli, tempLayout } from "./_helpers.ts";
 
 // Fail closed here too: a machine without bwrap fails these tests (CI installs it).
 const BWRAP = await findBwrap();
@@ -284,7 +284,7 @@ Deno.test("corral list on a machine without bwrap names the reason and the fix, 
   const { ws } = await tempLayout();
   await Deno.writeTextFile(`${ws}/a.txt`, "one two");
   // No bwrap on PATH (and no remembered probe): as on a machine without it.
-  const env = { PATH: "/nonexistent" };
+  const env = { PATH: "/nonexistent", CORRAL_TOOL_DIRS: `${ROOT}plugins` };
   const list = await runCli(["list", "--json", "--workspace", ws], { env });
   assert.equal(list.code, 0, list.stderr);
   const tools = JSON.parse(list.stdout) as Array<

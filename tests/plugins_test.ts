@@ -453,10 +453,11 @@ Deno.test("corral list --config: shows a rejected plugin and a broken one; the s
     // --config PATH: its tool_dirs resolve against the config file's folder.
     await Deno.mkdir(`${base}/conf`);
     await Deno.writeTextFile(`${base}/conf/my.json`, JSON.stringify({ tool_dirs: ["../tools"] }));
+    // corral's examples load where the user names their folder.
     const ok = await runCli(["list", "-r", "--config", "conf/my.json"], {
       cwd: base,
       flags: ["-A", `--config=${ROOT}deno.json`],
-      env: { CORRAL_CACHE_DIR: "", [TOOL_DIRS_ENV]: "" },
+      env: { CORRAL_CACHE_DIR: "", [TOOL_DIRS_ENV]: `${ROOT}plugins` },
     });
     assert.equal(ok.code, 0, ok.stderr);
     assert.match(ok.stdout, /skipped module: .*broken\.ts: import failed/);

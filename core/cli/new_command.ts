@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { DEFAULT_PLUGIN_DIR } from "../plugins/plugins.ts";
+import { defaultPluginDir } from "../plugins/plugins.ts";
 import { scaffoldTool } from "../plugins/scaffold.ts";
 import { loadConfig } from "../config/corral_config.ts";
 import { type CliValues, UsageError } from "./options.ts";
@@ -15,7 +15,7 @@ import { out } from "./output.ts";
 export async function newCommand(values: CliValues, rest: string[]): Promise<number> {
   // Only the config is needed (its first tool_dirs entry), not a workspace.
   const dir = values.dir ?? (await loadConfig({ file: values.config })).toolDirs[0] ??
-    DEFAULT_PLUGIN_DIR;
+    defaultPluginDir();
   if (!rest[0]) throw new UsageError("new needs a tool name: corral new NAME --permissions r");
   let made;
   try {

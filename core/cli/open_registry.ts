@@ -121,7 +121,9 @@ export async function openRegistry(
     );
   }
   // A relative CORRAL_TOOL_DIRS entry means the folder the user typed it in.
-  const plugins = await pluginSources({ policy, config, workspace, envBase: userCwd() });
+  // corral's example plugins load only in `corral demo` (or where the user names their folder).
+  const examples = command === "demo";
+  const plugins = await pluginSources({ policy, config, workspace, envBase: userCwd(), examples });
   _warnUnknownPlugins(policy, plugins.sources, reporter);
   const options: RegistryOptions = {
     privileges: letters,

@@ -39,8 +39,7 @@ export function toolRow(t: ToolInfo, color: boolean, width = 10): string {
   }${
     t.jail === "bwrap"
       ? colour("  jail: bwrap (namespace = grant)", "dim", color)
-      // Only a loaded tool can have been opted out; one that is not loaded says why in its status.
-      : t.jail === "none" && t.status === "loaded" && holdsFilesOrCommands(t.grant)
+      : t.jail === "none" && holdsFilesOrCommands(t.grant)
       ? colour("  jail: NONE (no namespace: opted out)", "yellow", color)
       : ""
   }`;

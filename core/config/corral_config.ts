@@ -35,7 +35,7 @@ const _configSchema = z.object({
     .describe("Per-plugin config sections, passed to the plugin's TOOL_SETUP"),
   toolsets: z.array(z.string()).optional().describe("On-demand built-in toolsets to load"),
   default_plugin_dir: z.boolean().optional()
-    .describe("Load corral's own plugins/ directory (default true)"),
+    .describe("Load plugins/ of corral's config directory (default true)"),
   audit: z.string().min(1, "must not be empty").optional()
     .describe("Append one JSON line per call to this file (like --audit)"),
   audit_required: z.boolean().optional()
@@ -59,7 +59,7 @@ export interface CorralConfig {
   services: Record<string, unknown>;
   /** On-demand built-in toolsets to load. */
   toolsets: string[];
-  /** Whether corral's own `plugins/` directory loads. */
+  /** Whether the user's `plugins/` directory (in corral's config directory) loads. */
   defaultPluginDir: boolean;
   /** The directory relative paths of the config resolve against. */
   baseDir: string;
@@ -75,7 +75,7 @@ export interface CorralConfig {
   servers: ServerEntry[];
 }
 
-/** An empty config (no file): only corral's own `plugins/` directory. */
+/** An empty config (no file): only the user's `plugins/` directory. */
 export function emptyConfig(baseDir: string = Deno.cwd()): CorralConfig {
   return {
     file: null,

@@ -6,8 +6,8 @@
  * the plugin (none by default), and calls `TOOL_SETUP` with only the
  * plugin's own `services.<name>` section of `corral.json`.
  *
- * Sources load in this order: built-ins, file-drop directories (corral's
- * `plugins/`, then `tool_dirs` of the config, then `CORRAL_TOOL_DIRS`), then
+ * Sources load in this order: built-ins, file-drop directories (the user's
+ * `~/.config/corral/plugins/`, then `tool_dirs` of the config, then `CORRAL_TOOL_DIRS`), then
  * packages (`plugins` of the config). A later tool with the same name
  * replaces an earlier one, with a warning (see the registry).
  *
@@ -16,14 +16,28 @@
 import { join, resolve, sep } from "node:path";
 import { CONFIG_FILE_NAME, type CorralConfig, emptyConfig } from "../config/corral_config.ts";
 import { envVar, expandHome } from "../config/env_var.ts";
-import { INSTALL_DIR } from "../config/install_dir.ts";
+import { configDir, INSTALL_DIR } from "../config/install_dir.ts";
 import type { Policy } from "../config/policy.ts";
 import type { ToolsetSource } from "../registry/catalog.ts";
 import { packageSource } from "./packages.ts";
 import { errorReason, scanPluginDir } from "./plugin_files.ts";
 
-/** corral's own file-drop directory, loaded by default (before the configured ones). */
-export const DEFAULT_PLUGIN_DIR: string = join(INSTALL_DIR, "plugins");
+/**
+ * The user's own file-drop directory, loaded by default (before the
+ * configured ones): `plugins/` in corral's config directory
+ * (`~/.config/corral/plugins`). Part of the trust base like the directory
+ * around it.
+ */
+export function defaultPluginDir(): string {
+  return join(configDir(), "plugins");
+}
+
+/**
+ * corral's example plugins (RollDice, Greet, ChangeCase, Slugify): loaded by
+ * `corral demo`, or when the user names the folder (`tool_dirs`,
+ * `CORRAL_TOOL_DIRS`); never offered to an agent nobody chose them for.
+ */
+export const EXAMPLES_DIR: string = join(INSTALL_DIR, "plugins");
 
 /** The environment variable listing more file-drop directories, colon-separated. */
 export const TOOL_DIRS_ENV = "CORRAL_TOOL_DIRS";
@@ -80,8 +94,10 @@ export interface PluginSourceOptions {
   workspace?: string;
   /** Directory relative `CORRAL_TOOL_DIRS` entries resolve against (default: `workspace`). */
   envBase?: string;
-  /** corral's own plugins directory; `null` leaves it out (default {@link DEFAULT_PLUGIN_DIR}). */
+  /** The user's plugins directory; `null` leaves it out (default {@link defaultPluginDir}). */
   defaultDir?: string | null;
+  /** Also load corral's examples ({@link EXAMPLES_DIR}) after it: `corral demo`. */
+  examples?: boolean;
 }
 
 /**
@@ -94,10 +110,11 @@ export async function pluginSources(options: PluginSourceOptions): Promise<Plugi
   const config = options.config ?? emptyConfig(options.workspace);
   const warnings: string[] = [];
   const declared: Array<{ dir: string; origin: string; quiet: boolean }> = [];
-  const defaultDir = options.defaultDir === undefined ? DEFAULT_PLUGIN_DIR : options.defaultDir;
+  const defaultDir = options.defaultDir === undefined ? defaultPluginDir() : options.defaultDir;
   if (defaultDir && config.defaultPluginDir) {
     declared.push({ dir: resolve(defaultDir), origin: "default", quiet: true });
   }
+  if (options.examples) declared.push({ dir: EXAMPLES_DIR, origin: "corral demo", quiet: false });
   for (const dir of config.toolDirs) {
     declared.push({ dir, origin: `${config.file ?? CONFIG_FILE_NAME} tool_dirs`, quiet: false });
   }

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { parseConfig } from "../config/corral_config.ts";
 import { importHosts, installPlugin, packageName, packageSource } from "./packages.ts";
 import { isPluginFileName } from "./plugin_files.ts";
-import { DEFAULT_PLUGIN_DIR, pluginSources, splitToolDirs, uniqueLabels } from "./plugins.ts";
+import { EXAMPLES_DIR, pluginSources, splitToolDirs, uniqueLabels } from "./plugins.ts";
 import { parsePolicy } from "../config/policy.ts";
 
 const HOME = Deno.env.get("HOME") ?? "/";
@@ -66,21 +66,32 @@ Deno.test("pluginSources: ids plugin:<dir>/<stem>, own policy entry and own serv
       }),
       `${dir}/corral.json`,
     );
+    await Deno.mkdir(`${dir}/user/plugins`, { recursive: true });
+    await Deno.writeTextFile(`${dir}/user/plugins/mine.ts`, file);
     const found = await pluginSources({
       policy,
       config,
       envDirs: `${dir}/two/tools`,
       workspace: dir,
+      defaultDir: `${dir}/user/plugins`,
     });
     const ids = found.sources.map((s) => s.id);
-    const shipped = ids.filter((id) => id.startsWith("plugin:plugins/"));
-    assert.ok(shipped.length >= 2, "corral's plugins/ loads by default");
-    assert.deepEqual(ids.slice(shipped.length), [
+    assert.deepEqual(ids, [
+      "plugin:plugins/mine",
       "plugin:one/tools/same",
       "plugin:two/tools/same",
       "plugin:two/tools/weather",
-    ]);
-    assert.equal(found.dirs[0].dir, DEFAULT_PLUGIN_DIR);
+    ], "the user's plugins directory first; corral's examples not at all");
+    assert.equal(found.dirs[0].dir, `${dir}/user/plugins`);
+    const demo = await pluginSources({
+      policy,
+      config,
+      envDirs: null,
+      workspace: dir,
+      defaultDir: null,
+      examples: true,
+    });
+    assert.equal(demo.dirs[0].dir, EXAMPLES_DIR, "corral demo loads the examples");
     const weather = found.sources.find((s) => s.id.endsWith("/weather"))!;
     assert.deepEqual(weather.config, { key: "k" });
     assert.deepEqual(weather.policy.net, ["api.example.com"]);

@@ -328,7 +328,8 @@ export class Catalog {
       reason,
       isolation: source.policy.isolation,
       grant: decision.grant,
-      jail: jail.status,
+      // Without the namespace it needs, the tool runs nowhere: no jail to show (not an opt-out).
+      ...(jail.missing ? {} : { jail: jail.status }),
       confirm: t.confirm,
       ...(t.confirmWhen ? { confirmWhen: t.confirmWhen } : {}),
       inputSchema: t.inputSchema,
