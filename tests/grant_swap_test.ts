@@ -289,7 +289,8 @@ Deno.test("inside the namespace, /proc/1/cmdline shows no host path, no host fol
     assert.equal(r.success, true, r.error);
     const out = String(r.stdout);
     const [cmdline] = out.split("\n");
-    assert.match(cmdline, /^\S*bwrap --args \d+ -- /, cmdline);
+    // pid 1 is corral's execute-only init (core/sandbox/sealed_runtime.ts), not bwrap.
+    assert.match(cmdline, /^\/tmp\/\.corral-init -c /, cmdline);
     // bwrap's own arguments (binds, the egress folder, the runtime) are not there.
     assert.ok(!cmdline.includes("--bind") && !cmdline.includes("--ro-bind"), cmdline);
     assert.ok(!cmdline.includes("--tmpfs") && !cmdline.includes("--unshare"), cmdline);

@@ -47,6 +47,8 @@ export interface McpRegistry {
   call(name: string, args: unknown, options?: RegistryCallOptions): Promise<ToolResult>;
   /** `Unknown tool "X" (did you mean: …?)`. */
   unknownToolMessage(name: string): string;
+  /** A principal ended: close its sandboxes and kill all they started (Registry.endPrincipal). */
+  endPrincipal?(principal: string): Promise<void>;
   /** Hosted MCP servers: their resources and prompts are served too (core/hosted/). */
   hosted?: HostedServers;
 }
@@ -69,6 +71,12 @@ export interface McpServerOptions {
   elicitation?: boolean;
   /** The instance's gate, shared by every session (default: one of its own). */
   gate?: CallGate;
+  /**
+   * Whom this server's calls are for (RegistryCallOptions.principal), kept
+   * when it closes (a stateless caller's token). Default: a principal of its
+   * own, ended when the session closes, so that its sandboxes close with it.
+   */
+  principal?: string;
 }
 
 export { DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUE } from "./call_gate.ts";
@@ -101,8 +109,10 @@ export interface CorralMcpServer {
   connect(transport: Transport): Promise<void>;
   /** Send `notifications/tools/list_changed` (ignored before the client is connected). */
   notifyToolsChanged(): Promise<void>;
-  /** Close the connection. */
+  /** Close the connection (and end its own principal). */
   close(): Promise<void>;
+  /** Whom its calls are for: no other session's calls share their sandboxes. */
+  readonly principal: string;
 }
 
 /**
@@ -137,6 +147,14 @@ export function createMcpServer(
     },
   );
   if (registry.hosted?.entries.length) serveHostedResources(server, registry.hosted);
+  // One session, one principal: its sandboxes are its own and close with it.
+  const principal = options.principal ?? `session:${crypto.randomUUID()}`;
+  let ended = false;
+  const end = () => {
+    if (ended || options.principal !== undefined) return;
+    ended = true;
+    registry.endPrincipal?.(principal).catch(() => {/* closing: nothing to tell */});
+  };
   // Until a client asks for more with logging/setLevel, only warnings and
   // errors are sent: each call then costs one message, not one per report.
   let minLevel: LoggingLevel = "warning";
@@ -251,7 +269,10 @@ export function createMcpServer(
       };
       let result: ToolResult;
       try {
+        // A call that arrives as its session closes starts nothing that would outlive it.
+        if (ended) return _errorResult(`Cannot run tool "${name}": the session has ended`);
         result = await registry.call(name, args, {
+          principal,
           signal: extra.signal,
           onReport,
           onLog: (text) => log("debug", text),
@@ -275,8 +296,15 @@ export function createMcpServer(
 
   return {
     server,
+    principal,
     async connect(transport) {
       await server.connect(transport);
+      // However the transport closes (DELETE, idle expiry, stdin's end), the principal ends.
+      const closed = transport.onclose;
+      transport.onclose = () => {
+        closed?.();
+        end();
+      };
       connected = true;
     },
     async notifyToolsChanged() {
@@ -286,6 +314,7 @@ export function createMcpServer(
     async close() {
       connected = false;
       await server.close();
+      end();
     },
   };
 }

@@ -198,7 +198,9 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
           "Retry-After": "1",
         });
       }
-      const mcp = createMcpServer(registry, { ...serverOptions, elicitation: false });
+      // A stateless caller is its bearer token: its requests share sandboxes, no one else's do.
+      const principal = await _callerKey(req.headers.get("authorization"));
+      const mcp = createMcpServer(registry, { ...serverOptions, elicitation: false, principal });
       const transport = new WebStandardStreamableHTTPServerTransport({
         ...transportOptions,
         sessionIdGenerator: undefined,
@@ -238,7 +240,8 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
         sessionIdGenerator: () => crypto.randomUUID(),
         onsessioninitialized: (sid) =>
           void sessions.set(sid, { mcp, transport, seen: performance.now() }),
-        onsessionclosed: (sid) => void sessions.delete(sid),
+        // DELETE ends the session: its sandboxes close, with everything they started.
+        onsessionclosed: (sid) => closeSession(sid),
       });
     transport.onclose = () => {
       if (transport.sessionId) sessions.delete(transport.sessionId);
@@ -323,6 +326,15 @@ function _closeOn413(req: Request, res: Response): Response {
   headers.set("connection", "close");
   headers.delete("content-length");
   return new Response(body, { status: 413, statusText: res.statusText, headers });
+}
+
+/** The principal of a stateless caller: a digest of its credentials (never the token itself). */
+async function _callerKey(authorization: string | null): Promise<string> {
+  if (!authorization) return "caller:anonymous";
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(authorization));
+  return `caller:${
+    Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("")
+  }`;
 }
 
 function _sameBytes(a: Uint8Array, b: Uint8Array): boolean {

@@ -14,6 +14,14 @@ import type { AskKind } from "../sandbox/protocol.ts";
 import type { SandboxEnv } from "../sandbox/protocol.ts";
 import { Sandbox, type SandboxOptions } from "../sandbox/sandbox.ts";
 import { AskBudget } from "../sandbox/ask_budget.ts";
+import {
+  type HeldSandbox,
+  LOCAL_PRINCIPAL,
+  sandboxKey,
+  sandboxModules,
+  SandboxPool,
+  type SandboxPoolLimits,
+} from "./sandbox_pool.ts";
 import { argLimitRefusal } from "../tool/arg_limits.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { failure, type ToolResult } from "../tool/result.ts";
@@ -36,6 +44,12 @@ export interface RegistryCallOptions {
    * the client that made this call; absent: the tool gets a clear error.
    */
   onAsk?: (kind: AskKind, params: unknown, signal?: AbortSignal) => Promise<unknown>;
+  /**
+   * Whom the call is for (an MCP session, a stateless caller's token, an
+   * identity): an opaque key. Calls of different principals never share a
+   * sandbox process. Default: one principal for the command line and the library.
+   */
+  principal?: string;
 }
 
 /** What a {@link CallRunner} needs. */
@@ -58,11 +72,14 @@ export interface CallRunnerOptions {
   namespace?: (source: ToolsetSource, grant: Grant) => SandboxOptions["namespace"];
   /** Runs a call of a hosted server's tool (core/hosted/): sources of kind `server`. */
   hosted?: (name: string, args: unknown, call: HostedCallContext) => Promise<ToolResult>;
+  /** How many call sandboxes may live at once, and how long an unused one is kept. */
+  sandboxLimits?: SandboxPoolLimits;
 }
 
 /**
- * Runs calls in sandboxes, one sandbox per toolset and grant, started on
- * the first call and reused.
+ * Runs calls in sandboxes, one sandbox per principal, toolset and grant,
+ * started on the principal's first call and reused by its next ones
+ * (./sandbox_pool.ts: bounded, reaped when idle, closed with the principal).
  *
  * @example
  * ```ts ignore
@@ -73,11 +90,22 @@ export interface CallRunnerOptions {
  */
 export class CallRunner {
   readonly #options: CallRunnerOptions;
-  #sandboxes = new Map<string, Sandbox>();
+  readonly #pool: SandboxPool;
   #envs = new WeakMap<Sandbox, SandboxEnv>();
 
   constructor(options: CallRunnerOptions) {
     this.#options = options;
+    this.#pool = new SandboxPool(options.sandboxLimits);
+  }
+
+  /** The live call sandboxes of every principal (./sandbox_pool.ts). */
+  get pool(): SandboxPool {
+    return this.#pool;
+  }
+
+  /** A principal ended (its session closed): its sandboxes close, with all they started. */
+  closePrincipal(principal: string): Promise<void> {
+    return this.#pool.closePrincipal(principal);
   }
 
   /**
@@ -111,27 +139,27 @@ export class CallRunner {
     return result;
   }
 
-  /** The sandbox a tool's calls run in (shared by tools of a toolset with equal letters). */
-  async sandboxFor(name: string): Promise<Sandbox> {
+  /**
+   * The sandbox a principal's calls of a tool run in (shared by tools of a
+   * toolset with equal letters), started when there is none.
+   */
+  async sandboxFor(name: string, principal = LOCAL_PRINCIPAL): Promise<Sandbox> {
     const entry = this.#options.catalog.entry(name);
     if (!entry) throw new TypeError(this.#options.catalog.unknownToolMessage(name));
-    return await this.#sandbox(entry.source, entry.info);
+    const held = await this.#sandbox(entry.source, entry.info, principal);
+    if (typeof held === "string") throw new Error(held);
+    held.release();
+    return held.sandbox;
   }
 
-  /** Stop the sandboxes of one toolset (e.g. a deleted plugin file). */
+  /** Stop the sandboxes of one toolset, every principal's (e.g. a deleted plugin file). */
   async closeToolset(id: string): Promise<void> {
-    for (const [key, sb] of this.#sandboxes) {
-      if (key.startsWith(`${id}|`)) {
-        await sb.close();
-        this.#sandboxes.delete(key);
-      }
-    }
+    await this.#pool.closeKeys((key) => key.startsWith(`${id}|`));
   }
 
   /** Stop every sandbox. */
   async close(): Promise<void> {
-    await Promise.all([...this.#sandboxes.values()].map((s) => s.close()));
-    this.#sandboxes.clear();
+    await this.#pool.close();
   }
 
   /** Secrets scrubbed from the whole result; no host path outside the workspace in its error. */
@@ -276,7 +304,9 @@ export class CallRunner {
         ...ask,
       });
     }
-    const sandbox = await this.#sandbox(source, info);
+    const held = await this.#sandbox(source, info, options.principal ?? LOCAL_PRINCIPAL);
+    if (typeof held === "string") return failure(name, held);
+    const { sandbox } = held;
     const env = this.#env(sandbox, source, info);
     const result = await sandbox.call(module, name, args, env, {
       timeoutMs,
@@ -292,7 +322,7 @@ export class CallRunner {
         if (options.onLog) options.onLog(text);
         else reporter.line(`[${name}] ${text}`, "dim");
       },
-    });
+    }).finally(held.release);
     reporter.finish();
     return result;
   }
@@ -341,47 +371,44 @@ export class CallRunner {
     return undefined;
   }
 
-  async #sandbox(source: ToolsetSource, info: ToolInfo): Promise<Sandbox> {
-    // Tools share a sandbox only when they hold exactly the same grant.
-    const run = info.grant.run.join(",");
-    const key = _sandboxKey(source, info);
-    let sb = this.#sandboxes.get(key);
-    if (!sb) {
-      const modules = [
-        ...new Set(
-          this.#options.catalog.entries()
-            .filter((e) =>
-              e.source.id === source.id && e.info.permissions === info.permissions &&
-              e.info.grant.run.join(",") === run
-            )
-            .map((e) => e.module),
-        ),
-      ].filter((m) => m.startsWith("/"));
-      const { reporter, secrets } = this.#options;
-      sb = new Sandbox({
-        label: `${source.id}[${info.permissions || "-"}]`,
-        grant: info.grant,
-        modules,
-        policy: source.policy,
-        imports: source.imports,
-        workspace: this.#options.workspace,
-        onLog: (text) => reporter.line(`[${source.id}] ${scrubText(text, secrets)}`, "dim"),
-        namespace: this.#options.namespace?.(source, info.grant),
-        pins: source.pins,
-        onConnection: (r) => this.auditConnection(source.id, r),
-        onAskRefused: (kind, why) =>
-          this.#auditAsk("(no running call)", source.id, kind, "denied", performance.now(), why),
-      });
-      this.#sandboxes.set(key, sb);
+  /** The principal's sandbox of this toolset and grant, held for one call (or why none). */
+  async #sandbox(
+    source: ToolsetSource,
+    info: ToolInfo,
+    principal: string,
+  ): Promise<HeldSandbox | string> {
+    const held = this.#pool.acquire(
+      principal,
+      sandboxKey(source, info),
+      () => this.#newSandbox(source, info),
+    );
+    if (typeof held === "string") return held;
+    try {
+      await held.sandbox.prepare();
+    } catch (err) {
+      held.release();
+      throw err;
     }
-    await sb.prepare();
-    return sb;
+    return held;
   }
-}
 
-/** Tools share a sandbox only when they hold exactly the same grant. */
-function _sandboxKey(source: ToolsetSource, info: ToolInfo): string {
-  return `${source.id}|${info.permissions}|${info.grant.run.join(",")}`;
+  #newSandbox(source: ToolsetSource, info: ToolInfo): Sandbox {
+    const { reporter, secrets } = this.#options;
+    return new Sandbox({
+      label: `${source.id}[${info.permissions || "-"}]`,
+      grant: info.grant,
+      modules: sandboxModules(this.#options.catalog, source, info),
+      policy: source.policy,
+      imports: source.imports,
+      workspace: this.#options.workspace,
+      onLog: (text) => reporter.line(`[${source.id}] ${scrubText(text, secrets)}`, "dim"),
+      namespace: this.#options.namespace?.(source, info.grant),
+      pins: source.pins,
+      onConnection: (r) => this.auditConnection(source.id, r),
+      onAskRefused: (kind, why) =>
+        this.#auditAsk("(no running call)", source.id, kind, "denied", performance.now(), why),
+    });
+  }
 }
 
 const _LETTER = { read: "r", write: "w", run: "x", net: "n" } as const;

@@ -34,57 +34,19 @@ import { Catalog, type LoadProblem, type ToolInfo, type ToolsetSource } from "./
 import { Discovery } from "./discovery.ts";
 import { defaultCacheDir } from "./discovery_cache.ts";
 import { grantPaths } from "./grant_paths.ts";
-import type { ServerEntry } from "../config/server_config.ts";
 import { HostedServers } from "../hosted/hosted_servers.ts";
 import { serversDir } from "../hosted/install.ts";
 import { serverMetas, serverSource } from "./server_toolsets.ts";
+import type { RegistryOptions } from "./registry_options.ts";
+import type { SandboxPool } from "./sandbox_pool.ts";
+import { prepareSealedRuntime } from "../sandbox/sealed_runtime.ts";
 
 export type { LoadProblem, SourceKind, ToolInfo, ToolsetSource, ToolStatus } from "./catalog.ts";
 export type { RegistryCallOptions } from "./call_runner.ts";
+export type { RegistryOptions } from "./registry_options.ts";
 
 /** Sources being discovered at once (cache look-ups: reading and hashing files). */
 const _DISCOVERY_CONCURRENCY = 256;
-
-/** Options of {@link Registry.create}. */
-export interface RegistryOptions {
-  /** The workspace (default: the current directory). */
-  workspace?: string;
-  /** A loaded policy, or the path of permissions.json. */
-  policy?: Policy;
-  policyFile?: string;
-  /** Letters the host grants (`-r -w -x -n`); default all. */
-  privileges?: string;
-  /** Override how Deno's own grants are queried (tests). */
-  host?: HostPrivileges;
-  /** On-demand toolsets to load besides the autoloaded ones. */
-  toolsets?: string[];
-  /** Load no built-in toolset at all (plugin tests). */
-  noBuiltins?: boolean;
-  /** Extra sources (file-drop plugins, packages), loaded after the built-ins in order. */
-  sources?: ToolsetSource[];
-  /** Discovery cache directory; `null` disables the cache. */
-  cacheDir?: string | null;
-  /** Where host warnings and reports go (default stderr). */
-  reporter?: Reporter;
-  /** Append one JSON line per call to this file (see core/guard/audit.ts). */
-  auditPath?: string;
-  /** Run calls even when the audit log cannot be written (default: refuse them). */
-  auditOptional?: boolean;
-  /** The bwrap binary of the sandbox namespace; `null`: none (tests). Default: detected. */
-  bwrap?: string | null;
-  /**
-   * More paths of the trust base (core/config/trust_base.ts): the config
-   * file, plugin directories. The policy file, the cache, the audit log and
-   * the plugin sources' folders are added by the registry itself.
-   */
-  trusted?: TrustedPath[];
-  /** Built-in tool names reserved for their toolsets (default: every built-in's). */
-  reserved?: Map<string, string>;
-  /** Do not print each load problem (they stay in `problems`). */
-  quietProblems?: boolean;
-  /** Hosted MCP servers (corral.json `servers`), registered after the plugins. */
-  servers?: ServerEntry[];
-}
 
 /**
  * The catalog of tools and the way to call them.
@@ -193,6 +155,7 @@ export class Registry {
       secrets,
       audit,
       auditOptional: options.auditOptional,
+      sandboxLimits: options.sandboxLimits,
       namespace,
       hosted: (name, args, call) => this.hosted.call(name, args, call),
     });
@@ -238,7 +201,7 @@ export class Registry {
       : options.bwrap ?? undefined;
     // What the first process sandbox will need, found while the catalog is built.
     void probeLimits();
-    if (bwrap) runtimeFiles().catch(() => {});
+    if (bwrap) runtimeFiles().then((rt) => prepareSealedRuntime(rt.exec)).catch(() => {});
     sandboxEntryFiles().catch(() => {});
     options = { ...options, reserved: options.reserved ?? await reservedToolNames() };
     const registry = new Registry(workspace, policy, host, bwrap, cacheDir, options);
@@ -376,9 +339,19 @@ export class Registry {
     return this.#runner.call(name, args, options);
   }
 
-  /** The sandbox a tool's calls run in (shared by tools of a toolset with equal letters). */
-  sandboxFor(name: string): Promise<Sandbox> {
-    return this.#runner.sandboxFor(name);
+  /** The sandbox a principal's calls of a tool run in (shared by tools of a toolset with equal letters). */
+  sandboxFor(name: string, principal?: string): Promise<Sandbox> {
+    return this.#runner.sandboxFor(name, principal);
+  }
+
+  /** The live call sandboxes of every principal: their limits and count (./sandbox_pool.ts). */
+  get sandboxes(): SandboxPool {
+    return this.#runner.pool;
+  }
+
+  /** A principal ended (its MCP session closed): its sandboxes close, with all they started. */
+  endPrincipal(principal: string): Promise<void> {
+    return this.#runner.closePrincipal(principal);
   }
 
   /** Stop every sandbox and hosted server. */

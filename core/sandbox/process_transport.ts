@@ -20,6 +20,7 @@ import {
 } from "../guard/egress.ts";
 import { NAMESPACE_HOME, namespaceArgs, namespacePath } from "../guard/namespace.ts";
 import { plantedMounts } from "../guard/planted_mounts.ts";
+import { sealedNamespace } from "./sealed_runtime.ts";
 import { FRAME_MARK, type HostMessage, type SandboxEnv, type SandboxMessage } from "./protocol.ts";
 import {
   CHILD_ENTRY,
@@ -56,6 +57,12 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
       ? [`--allow-${name}=${[...new Set(l)].join(",")}`]
       : [];
   const run = g.run;
+  // In a namespace the runtime and pid 1 are execute-only copies: not
+  // dumpable, so no subprocess reads their memory or their pipes
+  // (./sealed_runtime.ts). Made first, so that a failure leaves nothing behind.
+  const sealed = spec.namespace && !selfHosted()
+    ? sealedNamespace(spec.namespace.runtime.exec)
+    : { bwrap: [], command: [] };
   // A namespaced sandbox that holds `n` reaches the network only through the
   // host's egress proxy, bridged into the namespace by the child.
   const egress = spec.namespace && g.net.length ? _startEgress(spec) : undefined;
@@ -123,7 +130,9 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
         ...(ns.pinned ? { pinned: ns.pinned } : {}),
         cwd: spec.workspace,
       }),
+      ...sealed.bwrap,
       "--",
+      ...sealed.command,
       ns.runtime.exec,
       ...args,
     ];

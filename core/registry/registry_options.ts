@@ -1,0 +1,55 @@
+/**
+ * The options of a registry (./registry.ts, `Registry.create`).
+ *
+ * @module
+ */
+import type { Policy } from "../config/policy.ts";
+import type { ServerEntry } from "../config/server_config.ts";
+import type { TrustedPath } from "../config/trust_base.ts";
+import type { HostPrivileges } from "../sandbox/grant.ts";
+import type { Reporter } from "../tool/reporter.ts";
+import type { ToolsetSource } from "./catalog.ts";
+import type { SandboxPoolLimits } from "./sandbox_pool.ts";
+
+/** Options of {@link Registry.create}. */
+export interface RegistryOptions {
+  /** The workspace (default: the current directory). */
+  workspace?: string;
+  /** A loaded policy, or the path of permissions.json. */
+  policy?: Policy;
+  policyFile?: string;
+  /** Letters the host grants (`-r -w -x -n`); default all. */
+  privileges?: string;
+  /** Override how Deno's own grants are queried (tests). */
+  host?: HostPrivileges;
+  /** On-demand toolsets to load besides the autoloaded ones. */
+  toolsets?: string[];
+  /** Load no built-in toolset at all (plugin tests). */
+  noBuiltins?: boolean;
+  /** Extra sources (file-drop plugins, packages), loaded after the built-ins in order. */
+  sources?: ToolsetSource[];
+  /** Discovery cache directory; `null` disables the cache. */
+  cacheDir?: string | null;
+  /** Where host warnings and reports go (default stderr). */
+  reporter?: Reporter;
+  /** Append one JSON line per call to this file (see core/guard/audit.ts). */
+  auditPath?: string;
+  /** Run calls even when the audit log cannot be written (default: refuse them). */
+  auditOptional?: boolean;
+  /** The bwrap binary of the sandbox namespace; `null`: none (tests). Default: detected. */
+  bwrap?: string | null;
+  /**
+   * More paths of the trust base (core/config/trust_base.ts): the config
+   * file, plugin directories. The policy file, the cache, the audit log and
+   * the plugin sources' folders are added by the registry itself.
+   */
+  trusted?: TrustedPath[];
+  /** Built-in tool names reserved for their toolsets (default: every built-in's). */
+  reserved?: Map<string, string>;
+  /** Do not print each load problem (they stay in `problems`). */
+  quietProblems?: boolean;
+  /** Hosted MCP servers (corral.json `servers`), registered after the plugins. */
+  servers?: ServerEntry[];
+  /** Call sandboxes alive at once (every principal's) and how long an unused one is kept. */
+  sandboxLimits?: SandboxPoolLimits;
+}

@@ -1,0 +1,131 @@
+/**
+ * No subprocess of a sandbox reads or writes its runtime: the deno binary
+ * a namespaced sandbox runs is an execute-only copy (mode 0111) of the
+ * host's, in corral's code store, bound read-only over the runtime's own
+ * path inside the namespace; and the namespace's first process (pid 1,
+ * which holds the sandbox's stdin and stdout pipes) is not bwrap's reaper
+ * but an execute-only copy of `/bin/sh` that starts the runtime with those
+ * pipes, closes its own, and reaps orphans until the runtime exits.
+ *
+ * Why: the kernel marks a process non-dumpable when it execs a binary it
+ * cannot read. Inside the namespace every capability is dropped, so no
+ * process there, root of the user namespace or not, can read them: both
+ * processes are non-dumpable, and `/proc/<pid>/mem`, `maps`, `environ`,
+ * `fd/*`, `ptrace` and `process_vm_readv` on them fail for every
+ * subprocess of the sandbox (EACCES/EPERM). A tool's subprocess can read
+ * neither the frame token nor a call's arguments, nor write to the pipe
+ * the host reads. Deno starts from such a copy and `Deno.execPath()` works
+ * (checked with Deno 2.9.6, bubblewrap 0.8.0, Linux 6.18).
+ *
+ * A compiled corral binary reads its own file (its embedded code) and is
+ * not copied: see README.md, "Single binary".
+ *
+ * @module
+ */
+import { basename, dirname, join } from "node:path";
+import { codeStoreDir } from "../config/install_dir.ts";
+
+/** Mode of the copy: execute only, for everyone (no read, no write). */
+const _MODE = 0o111;
+
+const _made = new Map<string, string>();
+
+/**
+ * The execute-only copy of the binary `exec` (made when missing or not as expected:
+ * a regular file of ours, mode 0111, the size of the original). Throws,
+ * naming the path, when it cannot be made.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { sealedRuntime } from "./sealed_runtime.ts";
+ * const copy = sealedRuntime(Deno.execPath());
+ * assert.equal(Deno.statSync(copy).mode! & 0o777, 0o111);
+ * ```
+ */
+export function sealedRuntime(exec: string): string {
+  const src = Deno.statSync(exec);
+  const known = _made.get(exec);
+  if (known && _fits(known, src)) return known;
+  const copy = join(codeStoreDir(), "runtime", _key(exec, src), basename(exec));
+  if (!_fits(copy, src)) _copy(exec, copy);
+  _made.set(exec, copy);
+  return copy;
+}
+
+/** Where the namespace's first process is bound (on the sandbox's private `/tmp`). */
+export const SANDBOX_INIT = "/tmp/.corral-init";
+
+// pid 1: the runtime gets the pipes (fd 3 carries stdin past the /dev/null a
+// background job gets), pid 1 keeps none of them, reaps, and exits with the runtime.
+const _INIT = 'exec 3<&0; "$@" <&3 3<&- & p=$!; exec 0</dev/null 1>/dev/null 3<&-; wait "$p"';
+
+/**
+ * What seals a namespace: bwrap arguments (the execute-only runtime over
+ * `exec`, the execute-only shell as pid 1) and the command that runs
+ * before the runtime's own (`[...command, exec, ...args]`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { SANDBOX_INIT, sealedNamespace } from "./sealed_runtime.ts";
+ * const s = sealedNamespace(Deno.execPath());
+ * assert.ok(s.bwrap.includes("--as-pid-1") && s.bwrap.includes(Deno.execPath()));
+ * assert.equal(s.command[0], SANDBOX_INIT);
+ * ```
+ */
+export function sealedNamespace(exec: string): { bwrap: string[]; command: string[] } {
+  const shell = sealedRuntime(Deno.realPathSync("/bin/sh"));
+  return {
+    bwrap: ["--as-pid-1", "--ro-bind", sealedRuntime(exec), exec, "--ro-bind", shell, SANDBOX_INIT],
+    command: [SANDBOX_INIT, "-c", _INIT, "corral-init"],
+  };
+}
+
+/** Make the copies ahead of the first sandbox (no error: the first start reports it). */
+export function prepareSealedRuntime(exec: string): void {
+  try {
+    sealedNamespace(exec);
+  } catch { /* the first sandbox start fails with the reason */ }
+}
+
+/** The copy of one binary version: its path, size and modification time. */
+function _key(exec: string, st: Deno.FileInfo): string {
+  const text = `${exec}\0${st.size}\0${st.mtime?.getTime() ?? 0}\0${st.ino ?? 0}`;
+  let h = 0x811c9dc5; // FNV-1a, 32 bits twice: a name, not a check (the copy is checked)
+  let g = 0x01000193;
+  for (let i = 0; i < text.length; i++) {
+    h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+    g = Math.imul(g ^ text.charCodeAt(i), 0x811c9dc5) >>> 0;
+  }
+  return h.toString(16).padStart(8, "0") + g.toString(16).padStart(8, "0");
+}
+
+function _fits(copy: string, src: Deno.FileInfo): boolean {
+  try {
+    const st = Deno.lstatSync(copy);
+    return st.isFile && (st.mode! & 0o7777) === _MODE && st.size === src.size &&
+      st.uid === Deno.uid();
+  } catch {
+    return false;
+  }
+}
+
+function _copy(exec: string, copy: string): void {
+  const dir = dirname(copy);
+  const tmp = join(dir, `.deno-${crypto.randomUUID()}`);
+  try {
+    Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    Deno.copyFileSync(exec, tmp);
+    Deno.chmodSync(tmp, _MODE);
+    Deno.renameSync(tmp, copy);
+  } catch (err) {
+    try {
+      Deno.removeSync(tmp);
+    } catch { /* not made */ }
+    throw new Error(
+      `cannot make the execute-only copy of the deno runtime at ${copy} ` +
+        `(${(err as Error).message}); it keeps a sandbox's memory from its subprocesses`,
+    );
+  }
+}
