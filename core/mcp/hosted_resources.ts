@@ -19,8 +19,12 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { HostedServers } from "../hosted/hosted_servers.ts";
 
-/** Serve the hosted servers' resources and prompts on `server` (before it connects). */
-export function serveHostedResources(server: Server, hosted: HostedServers): void {
+/** Serve the hosted servers' resources and prompts on `server` (before it connects), for `principal`. */
+export function serveHostedResources(
+  server: Server,
+  hosted: HostedServers,
+  principal: string,
+): void {
   server.registerCapabilities({ resources: {}, prompts: {} });
   const guard = async <T>(run: () => Promise<T>): Promise<T> => {
     try {
@@ -33,27 +37,25 @@ export function serveHostedResources(server: Server, hosted: HostedServers): voi
       );
     }
   };
-  // Each session (principal) gets servers of its own (core/hosted/hosted_servers.ts).
-  server.setRequestHandler(ListResourcesRequestSchema, (_r, extra) =>
+  // The session's principal: the same server instances as its tool calls, its own alone.
+  server.setRequestHandler(ListResourcesRequestSchema, () =>
     guard(async () => ({
-      resources: await hosted.listResources(false, extra.sessionId),
+      resources: await hosted.listResources(false, principal),
     })) as never);
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, (_r, extra) =>
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, () =>
     guard(async () => ({
-      resourceTemplates: await hosted.listResources(true, extra.sessionId),
+      resourceTemplates: await hosted.listResources(true, principal),
     })) as never);
   server.setRequestHandler(
     ReadResourceRequestSchema,
-    (r, extra) => guard(() => hosted.readResource(r.params.uri, extra.sessionId)) as never,
+    (r) => guard(() => hosted.readResource(r.params.uri, principal)) as never,
   );
   server.setRequestHandler(
     ListPromptsRequestSchema,
-    (_r, extra) =>
-      guard(async () => ({ prompts: await hosted.listPrompts(extra.sessionId) })) as never,
+    () => guard(async () => ({ prompts: await hosted.listPrompts(principal) })) as never,
   );
   server.setRequestHandler(
     GetPromptRequestSchema,
-    (r, extra) =>
-      guard(() => hosted.getPrompt(r.params.name, r.params.arguments, extra.sessionId)) as never,
+    (r) => guard(() => hosted.getPrompt(r.params.name, r.params.arguments, principal)) as never,
   );
 }

@@ -146,9 +146,9 @@ export function createMcpServer(
         "letters (r read, w write, x run, n network); see each tool's _meta.",
     },
   );
-  if (registry.hosted?.entries.length) serveHostedResources(server, registry.hosted);
   // One session, one principal: its sandboxes are its own and close with it.
   const principal = options.principal ?? `session:${crypto.randomUUID()}`;
+  if (registry.hosted?.entries.length) serveHostedResources(server, registry.hosted, principal);
   let ended = false;
   const end = () => {
     if (ended || options.principal !== undefined) return;

@@ -290,6 +290,8 @@ export class CallRunner {
         policy: source.policy,
         grant: info.grant,
         timeoutMs,
+        // Principals never share a hosted server either (core/hosted/hosted_servers.ts).
+        session: options.principal,
         signal: options.signal,
         onProgress: (progress, total, message) =>
           options.onReport?.("progress", scrubText(message ?? "", secrets), {

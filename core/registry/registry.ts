@@ -351,6 +351,7 @@ export class Registry {
 
   /** A principal ended (its MCP session closed): its sandboxes close, with all they started. */
   endPrincipal(principal: string): Promise<void> {
+    this.hosted.closeSession(principal);
     return this.#runner.closePrincipal(principal);
   }
 
