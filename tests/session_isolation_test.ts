@@ -257,3 +257,44 @@ Deno.test("two MCP sessions over HTTP: a spy left by one never sees or forges th
     await b.close();
   }
 });
+
+Deno.test("a stateless caller is its bearer token: its requests share one sandbox, gone when corral stops", async () => {
+  await using ws = await tempWorkspace();
+  const token = `t-${crypto.randomUUID()}`;
+  const marker = _marker();
+  {
+    await using corral = await startHttpCorral(
+      ["--http", "127.0.0.1:0", "--stateless", "-x", "--token", token],
+      ws,
+    );
+    const call = async (code: string, auth = `Bearer ${token}`) => {
+      const r = await fetch(corral.url, {
+        method: "POST",
+        headers: {
+          "Content-Type": "application/json",
+          Accept: "application/json, text/event-stream",
+          Authorization: auth,
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name: "RunBashCode", arguments: { code } },
+        }),
+      });
+      return { status: r.status, body: await r.text() };
+    };
+    const left = await call(_leave(marker));
+    assert.equal(left.status, 200, left.body);
+    assert.match(left.body, /started/);
+    // The same caller's next request runs where its process is.
+    const seen = await call(`pgrep -f 'slee[p] ${marker}' >/dev/null && echo yes-seen || echo no`);
+    assert.match(seen.body, /yes-seen/, seen.body);
+    // Another token is no caller at all (401), and never reaches that sandbox.
+    const other = await call("echo hi", "Bearer not-the-token");
+    assert.equal(other.status, 401);
+    assert.equal(_procsWith(marker).length, 1);
+  }
+  // corral stopped (SIGTERM): its sandboxes and all they started are gone.
+  assert.ok(await _gone(marker), "a stateless caller's process outlived corral");
+});
