@@ -347,14 +347,8 @@ Deno.test("hostile server holding n: only the listed host, through the egress pr
 Deno.test("two principals never share a hosted server: what one leaves in it, the other cannot read", async () => {
   await using l = await hostedLayout();
   const registry = await approved(l);
-  const policy = registry.policy.server("hostile");
   const call = (principal: string, args: Record<string, unknown>) =>
-    registry.hosted.call("remember", args, {
-      policy,
-      grant: registry.get("remember")!.grant,
-      timeoutMs: 10_000,
-      session: principal,
-    });
+    registry.call("remember", args, { principal });
   try {
     const a = await call("a", { value: "alice-secret" });
     assert.match(JSON.stringify(a.result), /alice-secret/);
@@ -364,7 +358,7 @@ Deno.test("two principals never share a hosted server: what one leaves in it, th
     assert.match(JSON.stringify((await call("a", {})).result), /alice-secret/);
     assert.equal(registry.hosted.states().length, 2);
     // A principal that ends takes its server along.
-    registry.hosted.closeSession("a");
+    await registry.endPrincipal("a");
     assert.equal(registry.hosted.states().length, 1);
     assert.doesNotMatch(JSON.stringify(await call("a", {})), /alice-secret/);
   } finally {
