@@ -203,7 +203,12 @@ Deno.test("an existing nested repository is protected like the workspace's own",
 Deno.test("a workspace without a repository: no repository can be made inside, and no .git is left", async () => {
   const { ws, outside } = await tempLayout();
   const policy = parsePolicy(
-    JSON.stringify({ toolsets: { system: { run: ["bash"], read: ["."], write: ["."] } } }),
+    JSON.stringify({
+      toolsets: {
+        system: { run: ["bash"], read: ["."], write: ["."] },
+        files: { read: ["."], write: ["."] },
+      },
+    }),
     `${outside}/p.json`,
     ws,
   );
@@ -219,6 +224,10 @@ Deno.test("a workspace without a repository: no repository can be made inside, a
     assert.match(String(res.stdout), /^0$/m);
     const mk = await registry.call("RunBashCode", { code: "echo hi > ok.txt && cat ok.txt" });
     assert.match(String(mk.stdout), /hi/);
+    // The placeholders are there while the sandboxes live, but no listing shows them.
+    assert.ok((await Deno.lstat(`${ws}/.envrc`)).isFile);
+    const list = await registry.call("ListFiles", { path: ".", recursive: true });
+    assert.deepEqual((list.entries as Array<{ path: string }>).map((e) => e.path), ["ok.txt"]);
   } finally {
     await registry.close();
   }

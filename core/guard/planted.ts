@@ -203,6 +203,50 @@ export function assertNotPlanted(real: string, given: string, ctx: PlantedContex
   }
 }
 
+/**
+ * Whether `full` looks like a placeholder (an empty file or folder named
+ * like a protected entry, or `.git/commondir` holding `.`): listings leave
+ * them out, so that a model does not take them for the project's own.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { looksLikePlaceholder } from "./planted.ts";
+ * const ws = await Deno.makeTempDir();
+ * await Deno.writeTextFile(`${ws}/.envrc`, "");
+ * await Deno.writeTextFile(`${ws}/.npmrc`, "registry=x\n");
+ * const ctx = { workspace: ws, grant: { write: [ws] } };
+ * assert.ok(looksLikePlaceholder(`${ws}/.envrc`, ctx));
+ * assert.ok(!looksLikePlaceholder(`${ws}/.npmrc`, ctx));
+ * ```
+ */
+export function looksLikePlaceholder(full: string, ctx: PlantedContext): boolean {
+  const entries = ctx.grant.planted ?? PLANTED_DEFAULT_ENTRIES;
+  const root = [ctx.workspace, ...ctx.grant.write].map((r) => resolve(r)).find((r) =>
+    _inside(full, r) && full !== r
+  );
+  if (!root) return false;
+  const c = relative(root, full).split(sep).map((p) => p.toLowerCase());
+  const named = entries.find((entry) => {
+    if (entry === HOOKS_PATH_ENTRY) return false;
+    const e = entryParts(entry);
+    for (let i = Math.max(0, c.length - e.length); i < c.length; i++) {
+      if (c.slice(i).every((p, k) => p === e[k])) return true;
+    }
+    return false;
+  });
+  if (!named) return false;
+  try {
+    const st = Deno.lstatSync(full);
+    if (st.isDirectory) return [...Deno.readDirSync(full)].length === 0;
+    const text = PLACEHOLDER_TEXT[entryParts(named).join("/")] ?? "";
+    return st.isFile && st.size === text.length &&
+      (text === "" || Deno.readTextFileSync(full) === text);
+  } catch {
+    return false;
+  }
+}
+
 function _refusal(given: string, entry: string, shown = entry): PermissionDeniedError {
   const why = PLANTED_DEFAULTS.find((d) => d.entry === entry)?.why ?? "the operator protects it";
   const lift = `"unprotect": ["${entry}"]`;
