@@ -83,6 +83,8 @@ export async function pinnedCode(
       copied.add(file);
     }
   }
+  if (_exists(dir)) _touch(dir);
+  else _prune ??= _pruneStore(store).catch(() => {});
   if (copied.size === 0 || _exists(prefix)) return { dir, paths, prefix };
   await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
   const tmp = `${prefix}.${crypto.randomUUID()}.tmp`;
@@ -115,6 +117,30 @@ export async function pinnedCode(
     return { dir, paths, prefix };
   } finally {
     await Deno.remove(tmp, { recursive: true }).catch(() => {});
+  }
+}
+
+/** Sets unused this long are removed (their next use makes them again). */
+const _UNUSED_MS = 14 * 24 * 3600 * 1000;
+let _prune: Promise<void> | undefined;
+
+/** A set's folder was used now (its mtime: {@link _pruneStore} keeps it). */
+function _touch(dir: string): void {
+  try {
+    const now = new Date();
+    Deno.utimeSync(dir, now, now);
+  } catch { /* kept or made again */ }
+}
+
+/** Remove the store's module sets that no sandbox used for {@link _UNUSED_MS} (once a process). */
+async function _pruneStore(store: string): Promise<void> {
+  const old = Date.now() - _UNUSED_MS;
+  for await (const e of Deno.readDir(store)) {
+    if (!e.isDirectory || !/^[0-9a-f]{32}$/.test(e.name)) continue;
+    const at = (await Deno.stat(join(store, e.name)).catch(() => undefined))?.mtime?.getTime();
+    if (at !== undefined && at < old) {
+      await Deno.remove(join(store, e.name), { recursive: true }).catch(() => {});
+    }
   }
 }
 
