@@ -195,6 +195,8 @@ export function identityRegistry(
   return {
     loaded: () => access.filter(registry.loaded()),
     list: () => access.filter(registry.list()),
+    // A session that ends closes its sandboxes through the view too.
+    endPrincipal: (principal) => registry.endPrincipal?.(principal) ?? Promise.resolve(),
     unknownToolMessage: (name) => {
       const near = closestNames(name, own(), 3, Math.max(2, Math.floor(name.length / 3)));
       return `Unknown tool "${name}"` + (near.length ? ` (did you mean: ${near.join(", ")}?)` : "");
