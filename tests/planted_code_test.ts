@@ -270,3 +270,29 @@ Deno.test("unprotect lifts exactly one entry, and the banner says so", async () 
     /unprotect\[0\]: "\.vscod" is not a protected default \(did you mean "\.vscode\/"\?\)/,
   );
 });
+
+Deno.test("a missing trust-base path inside a write grant cannot be made, and leaves no folder behind", async () => {
+  const { ws, outside } = await tempLayout();
+  const policy = parsePolicy(
+    JSON.stringify({ toolsets: { system: { run: ["bash"], read: ["."], write: ["."] } } }),
+    `${outside}/p.json`,
+    ws,
+  );
+  const registry = await Registry.create({
+    workspace: ws,
+    policy,
+    privileges: "rwx",
+    cacheDir: null,
+    reporter: _QUIET(),
+    trusted: [{ path: `${ws}/later/plugins`, what: "a plugin directory" }],
+  });
+  try {
+    const res = await registry.call("RunBashCode", {
+      code: "mkdir -p later/plugins && echo x > later/plugins/evil.ts; ls later/plugins | wc -l",
+    });
+    assert.match(String(res.stdout), /^0$/m);
+  } finally {
+    await registry.close();
+  }
+  assert.deepEqual(await _gone([`${ws}/later`, `${ws}/.git`]), []);
+});
