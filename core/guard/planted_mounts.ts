@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { dirname } from "node:path";
+import { dirname, extname } from "node:path";
 import { isWithin } from "./namespace.ts";
 import { holdPlaceholders, placeholderCount, type PlaceholderSpec } from "./placeholders.ts";
 import { plantedPaths } from "./planted_scan.ts";
@@ -59,7 +59,9 @@ export function plantedMounts(o: {
     if (!w || _exists(p)) return p;
     let at = p;
     while (dirname(at) !== w && !_exists(dirname(at))) at = dirname(at);
-    if (!specs.some((s) => s.path === at)) specs.push({ path: at, dir: true });
+    // A file's name (`permissions.json`, `audit.jsonl`) gets an empty file, anything else a folder.
+    const dir = at !== p || extname(at) === "";
+    if (!specs.some((s) => s.path === at)) specs.push({ path: at, dir });
     return at;
   };
   const protect = [...o.protect.map(hold), ...planted.map((p) => p.path)];

@@ -97,3 +97,18 @@ Deno.test("placeholders are never made or removed through a folder swapped for a
   release();
   assert.ok(Deno.statSync(`${outside}/.envrc`).isFile, "nothing removed through the link");
 });
+
+Deno.test("a missing trust-base file inside a write grant is held by an empty file, a folder by a folder", async () => {
+  const ws = await _ws();
+  const m = plantedMounts({
+    write: [ws],
+    workspace: ws,
+    protect: [`${ws}/permissions.json`, `${ws}/plugins`, `${ws}/a/b.json`],
+    hide: [],
+  });
+  assert.ok(Deno.statSync(`${ws}/permissions.json`).isFile);
+  assert.ok(Deno.statSync(`${ws}/plugins`).isDirectory);
+  assert.ok(Deno.statSync(`${ws}/a`).isDirectory);
+  m.release();
+  assert.deepEqual([...Deno.readDirSync(ws)], []);
+});
