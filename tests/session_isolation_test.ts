@@ -14,6 +14,7 @@ import { findBwrap } from "../core/guard/jail.ts";
 import { parsePolicy } from "../core/config/policy.ts";
 import { Registry } from "../core/registry/registry.ts";
 import type { SandboxPoolLimits } from "../core/registry/sandbox_pool.ts";
+import { sandboxInit } from "../core/sandbox/sealed_runtime.ts";
 import { Reporter } from "../core/tool/reporter.ts";
 import { startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
 import { FIXTURES, tempLayout } from "./_helpers.ts";
@@ -166,7 +167,8 @@ if r == 0: l.ptrace(17, $p, 0, 0)" 2>/dev/null || echo 0)
     const lines = String(r.stdout).trim().split("\n").filter((l) => l !== "x");
     assert.equal(lines.length, 3, String(r.stdout));
     const [init, runtime, sleep] = lines;
-    assert.match(init, /^\.corral-init maps=0 environ=0 mem=0 stdout=0 stdin=0 ptrace=0$/);
+    const sh = sandboxInit().split("/").at(-1);
+    assert.equal(init, `${sh} maps=0 environ=0 mem=0 stdout=0 stdin=0 ptrace=0`);
     assert.match(runtime, /^deno maps=0 environ=0 mem=0 stdout=0 stdin=0 ptrace=0$/);
     // The control: a process of the tool's own is readable the same way.
     assert.match(sleep, /^sleep maps=1 environ=1 mem=8 /, sleep);

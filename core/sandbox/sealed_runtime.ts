@@ -4,7 +4,8 @@
  * host's, in corral's code store, bound read-only over the runtime's own
  * path inside the namespace; and the namespace's first process (pid 1,
  * which holds the sandbox's stdin and stdout pipes) is not bwrap's reaper
- * but an execute-only copy of `/bin/sh` that starts the runtime with those
+ * but an execute-only copy of `/bin/sh` (bound over it: in an `x` tool's
+ * namespace `sh` is that copy too) that starts the runtime with those
  * pipes, closes its own, and reaps orphans until the runtime exits.
  *
  * Why: the kernel marks a process non-dumpable when it execs a binary it
@@ -53,8 +54,14 @@ export function sealedRuntime(exec: string): string {
   return copy;
 }
 
-/** Where the namespace's first process is bound (on the sandbox's private `/tmp`). */
-export const SANDBOX_INIT = "/tmp/.corral-init";
+/**
+ * The namespace's first process: the host's `/bin/sh` (its real path),
+ * whose execute-only copy is bound over it. A path that is always there, or
+ * can be made there, whatever the grant binds over `/`, `/tmp` or `/usr`.
+ */
+export function sandboxInit(): string {
+  return Deno.realPathSync("/bin/sh");
+}
 
 // pid 1: the runtime gets the pipes (fd 3 carries stdin past the /dev/null a
 // background job gets), pid 1 keeps none of them, reaps, and exits with the runtime.
@@ -62,23 +69,37 @@ const _INIT = 'exec 3<&0; "$@" <&3 3<&- & p=$!; exec 0</dev/null 1>/dev/null 3<&
 
 /**
  * What seals a namespace: bwrap arguments (the execute-only runtime over
- * `exec`, the execute-only shell as pid 1) and the command that runs
- * before the runtime's own (`[...command, exec, ...args]`).
+ * `exec`, the execute-only shell over `/bin/sh`'s real path, run as pid 1)
+ * and the command that runs before the runtime's own
+ * (`[...command, exec, ...args]`).
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { SANDBOX_INIT, sealedNamespace } from "./sealed_runtime.ts";
+ * import { sandboxInit, sealedNamespace } from "./sealed_runtime.ts";
  * const s = sealedNamespace(Deno.execPath());
  * assert.ok(s.bwrap.includes("--as-pid-1") && s.bwrap.includes(Deno.execPath()));
- * assert.equal(s.command[0], SANDBOX_INIT);
+ * assert.equal(s.command[0], sandboxInit());
  * ```
  */
 export function sealedNamespace(exec: string): { bwrap: string[]; command: string[] } {
-  const shell = sealedRuntime(Deno.realPathSync("/bin/sh"));
+  const sh = sandboxInit();
   return {
-    bwrap: ["--as-pid-1", "--ro-bind", sealedRuntime(exec), exec, "--ro-bind", shell, SANDBOX_INIT],
-    command: [SANDBOX_INIT, "-c", _INIT, "corral-init"],
+    bwrap: [
+      "--as-pid-1",
+      // The shell gives a background job /dev/null: one that works even when a grant
+      // binds the host's /dev (read-only binds are nodev).
+      "--dev-bind",
+      "/dev/null",
+      "/dev/null",
+      "--ro-bind",
+      sealedRuntime(exec),
+      exec,
+      "--ro-bind",
+      sealedRuntime(sh),
+      sh,
+    ],
+    command: [sh, "-c", _INIT, "corral-init"],
   };
 }
 
