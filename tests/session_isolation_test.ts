@@ -10,13 +10,15 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+// @ts-types="@modelcontextprotocol/sdk/client/stdio"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { findBwrap } from "../core/guard/jail.ts";
 import { parsePolicy } from "../core/config/policy.ts";
 import { Registry } from "../core/registry/registry.ts";
 import type { SandboxPoolLimits } from "../core/registry/sandbox_pool.ts";
 import { sandboxInit } from "../core/sandbox/sealed_runtime.ts";
 import { Reporter } from "../core/tool/reporter.ts";
-import { startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
+import { childEnv, CORRAL_ARGS, ROOT, startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
 import { FIXTURES, tempLayout } from "./_helpers.ts";
 
 // Fail closed: a machine without bwrap fails these tests (CI installs it).
@@ -299,4 +301,48 @@ Deno.test("a stateless caller is its bearer token: its requests share one sandbo
   }
   // corral stopped (SIGTERM): its sandboxes and all they started are gone.
   assert.ok(await _gone(marker), "a stateless caller's process outlived corral");
+});
+
+Deno.test("a session that expires (--session-idle) or a stdio client that goes takes its processes along", async () => {
+  await using ws = await tempWorkspace();
+  const idle = _marker(), stdio = _marker(), other = _marker();
+  {
+    await using corral = await startHttpCorral(
+      ["--http", "127.0.0.1:0", "-x", "--session-idle", "2"],
+      ws,
+    );
+    const quiet = new Client({ name: "quiet", version: "1" });
+    const busy = new Client({ name: "busy", version: "1" });
+    await quiet.connect(new StreamableHTTPClientTransport(new URL(corral.url)));
+    await busy.connect(new StreamableHTTPClientTransport(new URL(corral.url)));
+    for (const [c, m] of [[quiet, idle], [busy, other]] as const) {
+      const r = await c.callTool({ name: "RunBashCode", arguments: { code: _leave(m) } });
+      assert.equal(_result(r).success, true, JSON.stringify(r));
+    }
+    // The quiet session says nothing more and expires; the busy one keeps calling.
+    const until = Date.now() + 15_000;
+    while (_procsWith(idle).length && Date.now() < until) {
+      await busy.callTool({ name: "RunBashCode", arguments: { code: "true" } });
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    assert.equal(_procsWith(idle).length, 0, "an expired session's process is still running");
+    assert.equal(_procsWith(other).length, 1, "a live session's process was killed");
+    await quiet.close().catch(() => {});
+    await busy.close();
+  }
+  // Over stdio: the client goes, and so does what its calls started.
+  const transport = new StdioClientTransport({
+    command: Deno.execPath(),
+    args: [...CORRAL_ARGS, "mcp", "--workspace", ws.dir, "-r", "-w", "-x"],
+    env: childEnv(ws.cache),
+    cwd: ROOT,
+    stderr: "pipe",
+  });
+  const client = new Client({ name: "stdio", version: "1" });
+  await client.connect(transport);
+  const r = await client.callTool({ name: "RunBashCode", arguments: { code: _leave(stdio) } });
+  assert.equal(_result(r).success, true, JSON.stringify(r));
+  assert.equal(_procsWith(stdio).length, 1);
+  await client.close();
+  assert.ok(await _gone(stdio), "a stdio client's process outlived it");
 });
