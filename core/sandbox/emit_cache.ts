@@ -31,6 +31,7 @@ import { dirname, join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
 import { INSTALL_DIR } from "../config/install_dir.ts";
 import { isWithin } from "../guard/namespace.ts";
+import { trustedCode } from "./pinned_code.ts";
 
 const _CONFIG = join(INSTALL_DIR, "deno.json");
 
@@ -112,7 +113,7 @@ export async function privateDenoCache(o: {
     );
     await _emit([...urls, ...o.specifiers], denoDir, join(tmp, "deno.lock"), allow);
     // corral's own modules (never a plugin's) run once here, so that V8's code cache exists.
-    const own = o.files.filter((f) => !isWithin(f, o.dir) && !f.endsWith("/sandbox_worker.ts"));
+    const own = o.files.filter((f) => trustedCode(f) && !f.endsWith("/sandbox_worker.ts"));
     await _warm(own, tmp);
     await _settle(denoDir);
     await Deno.remove(root).catch(() => {});
