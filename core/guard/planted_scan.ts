@@ -39,7 +39,11 @@ export interface ScanOptions {
   home?: string;
   /** How deep to look for existing entries below a root (default 3). */
   depth?: number;
-  /** How many folder entries to look at per root at most (default 5000). */
+  /**
+   * How many folders to read per root at most (default 5000). A tree with
+   * more (within `depth`) refuses the start: a tool that may write could
+   * otherwise make folders until the scan stops before a nested repository.
+   */
   limit?: number;
 }
 
@@ -132,10 +136,13 @@ function _scan(
     const first = entryParts(e)[0];
     firsts.set(first, [...(firsts.get(first) ?? []), e]);
   }
-  let budget = o.limit ?? 5000;
+  const limit = o.limit ?? 5000;
+  let budget = limit;
   const queue: Array<[string, number]> = [[root, 0]];
-  while (queue.length && budget > 0) {
+  while (queue.length) {
     const [dir, depth] = queue.shift()!;
+    // Fail closed: an unread folder may hold a repository whose config a tool could rewrite.
+    if (--budget < 0) throw _tooMany(root, limit, o.depth ?? 3);
     let list: Deno.DirEntry[];
     try {
       list = [...Deno.readDirSync(dir)];
@@ -143,7 +150,6 @@ function _scan(
       continue;
     }
     for (const d of list) {
-      if (--budget < 0) break;
       const found = depth > 0 ? firsts.get(d.name.toLowerCase()) : undefined;
       if (found) {
         // A nested repository is protected like one at a root (placeholders too).
@@ -158,6 +164,15 @@ function _scan(
       }
     }
   }
+}
+
+function _tooMany(root: string, limit: number, depth: number): Error {
+  return new Error(
+    `"${root}" holds more than ${limit} folders within ${depth} levels: corral cannot find every ` +
+      `protected file below it (a nested repository's config, a sub-folder's .vscode/) to keep ` +
+      `it read-only. Grant a narrower folder, or remove folders (node_modules, .venv and the ` +
+      `like are not counted)`,
+  );
 }
 
 /** A folder at its own real path: a root swapped for a symlink is left to the launcher, which refuses it. */
