@@ -7,6 +7,7 @@
  *     corral call NAME --args '<json object>' | --args - [--yes] [--timeout MS]
  *     corral demo
  *     corral audit PATH [--tool X] [--since ISO|1h|30m]
+ *     corral trust [FILE…]
  *     corral check PATH…
  *     corral new NAME [--permissions LETTERS] [--dir DIR] [--style class|module]
  *     corral plugins [list] | corral plugins install SPEC
@@ -87,6 +88,7 @@ const _COMMANDS: Record<
     },
   },
   audit: { alone: async () => (await import("./core/cli/audit_command.ts")).auditCommand },
+  trust: { alone: async () => (await import("./core/cli/trust_command.ts")).trustCommand },
   servers: { alone: async () => (await import("./core/cli/servers_command.ts")).serversCommand },
   tokens: { alone: async () => (await import("./core/cli/tokens_command.ts")).tokensCommand },
 };

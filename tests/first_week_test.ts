@@ -480,3 +480,91 @@ Deno.test("item 3: corral's examples load only in corral demo or where named; th
   assert.match(demo.stdout, /\$ corral call Slugify/);
   assert.match(demo.stdout, /"slug": "hello-from-a-process-sandbox"/);
 });
+
+Deno.test("item 2: corral trust: untrusted project files are ignored, trusted ones used, changed ones refused until trusted again, and no tool can write them", async () => {
+  const { ws, base } = await tempLayout();
+  const config = `${base}/config`;
+  const env = { CORRAL_CONFIG_DIR: config };
+  await Deno.mkdir(`${ws}/sub`);
+  await Deno.writeTextFile(`${ws}/a.txt`, "one two\n");
+  await Deno.writeTextFile(`${ws}/sub/b.txt`, "three\n");
+  const policy = JSON.stringify({
+    toolsets: {
+      files: { read: ["sub"], write: ["."] },
+      system: { run: ["bash"], read: ["."], write: ["."] },
+    },
+  });
+  await Deno.writeTextFile(`${ws}/permissions.json`, policy);
+  const count = (file: string, flags = ["-r"]) =>
+    runCli([...flags, "call", "WordCount", "--args", JSON.stringify({ filepath: file })], {
+      cwd: ws,
+      env,
+    });
+  // Untrusted: ignored with a warning that says how to trust it; the shipped policy applies.
+  const before = await count("a.txt");
+  assert.equal(before.code, 0, before.stderr);
+  assert.match(before.stderr, /ignoring .*permissions\.json: .*run "corral trust"/);
+  // Trusted: exactly that file is used (read only sub/).
+  const trust = await runCli(["trust"], { cwd: ws, env });
+  assert.equal(trust.code, 0, trust.stderr);
+  assert.match(trust.stdout, /^trusted .*\/permissions\.json \(sha256 [0-9a-f]{16}…\)/);
+  assert.equal((await Deno.stat(`${config}/trusted.json`)).mode! & 0o777, 0o600);
+  const outside = await count("a.txt");
+  assert.equal(outside.code, 1);
+  assert.match(JSON.parse(outside.stdout).error, /outside the folders this tool may use/);
+  assert.doesNotMatch(outside.stderr, /ignoring/);
+  assert.equal((await count("sub/b.txt")).code, 0);
+  // Tools that may write the workspace cannot change it, nor create corral.json.
+  const snapshot = await Deno.readTextFile(`${ws}/permissions.json`);
+  const create = await runCli([
+    "-rw",
+    "--yes",
+    "call",
+    "CreateFile",
+    "--args",
+    JSON.stringify({ filepath: "permissions.json", content: "{}", overwrite: true }),
+  ], { cwd: ws, env });
+  assert.equal(create.code, 1, create.stdout);
+  const bash = await runCli([
+    "-rwx",
+    "call",
+    "RunBashCode",
+    "--args",
+    JSON.stringify({
+      code:
+        "echo '{}' > permissions.json; echo '{}' > corral.json; cat permissions.json | head -c 40",
+    }),
+  ], { cwd: ws, env });
+  assert.equal(bash.code, 0, bash.stderr);
+  assert.match(
+    JSON.parse(bash.stdout).stderr,
+    /permissions\.json: (Read-only file system|Is a directory)/,
+  );
+  assert.equal(await Deno.readTextFile(`${ws}/permissions.json`), snapshot);
+  assert.equal(await _exists(`${ws}/corral.json`), false, "no corral.json was planted");
+  assert.equal((await count("sub/b.txt")).code, 0, "still trusted: nothing changed it");
+  // Changed by someone: refused, one line naming the file and the command that trusts it again.
+  await Deno.writeTextFile(`${ws}/permissions.json`, policy.replace('"sub"', '"."'));
+  const changed = await count("a.txt");
+  assert.equal(changed.code, 2);
+  assert.equal(changed.stdout, "");
+  const line = changed.stderr.trim();
+  assert.equal(line.split("\n").length, 1, line);
+  assert.match(
+    line,
+    new RegExp(
+      `permissions\\.json changed since it was trusted .*run: corral trust ${ws}/permissions\\.json`,
+    ),
+  );
+  // Trusted again, by name: the new content is used.
+  const again = await runCli(["trust", "permissions.json"], { cwd: ws, env });
+  assert.equal(again.code, 0, again.stderr);
+  assert.equal((await count("a.txt")).code, 0);
+  // A project corral.json likewise: used once trusted.
+  await Deno.writeTextFile(`${ws}/corral.json`, `{ "toolsets": ["net"] }`);
+  const hasNet = async () =>
+    (await runCli(["-r", "list", "--json"], { cwd: ws, env })).stdout.includes('"GetUrl"');
+  assert.equal(await hasNet(), false);
+  assert.equal((await runCli(["trust", "corral.json"], { cwd: ws, env })).code, 0);
+  assert.equal(await hasNet(), true);
+});

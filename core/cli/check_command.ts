@@ -5,9 +5,8 @@
  *
  * @module
  */
-import { loadPolicy } from "../config/policy.ts";
 import { checkPlugins, formatCheckReport } from "../plugins/check.ts";
-import { workspaceConfig } from "./open_registry.ts";
+import { policyFor, workspaceConfig } from "./open_registry.ts";
 import { type CliValues, UsageError } from "./options.ts";
 import { terminalSafe } from "../tool/reporter.ts";
 import { out } from "./output.ts";
@@ -19,7 +18,7 @@ export async function checkCommand(values: CliValues, rest: string[]): Promise<n
   if (rest.length === 0) {
     throw new UsageError("check needs at least one plugin file or directory");
   }
-  const policy = await loadPolicy({ file: values.permissions, workspace });
+  const policy = await policyFor(values, workspace);
   const report = await checkPlugins(rest, {
     workspace,
     policy,

@@ -10,6 +10,7 @@ import { envVar } from "../config/env_var.ts";
 import { closestNames } from "../config/closest.ts";
 import { INSTALL_DIR } from "../config/install_dir.ts";
 import { loadPolicy, type Policy } from "../config/policy.ts";
+import { trustedConfig, trustedPolicy } from "../config/project_trust.ts";
 import { limitsMissing } from "../guard/limits.ts";
 import { isWithin } from "../guard/namespace.ts";
 import { pluginSources, splitToolDirs, TOOL_DIRS_ENV } from "../plugins/plugins.ts";
@@ -65,7 +66,17 @@ export async function workspaceConfig(
         `or pass --workspace DIR`,
     );
   }
-  return { config: await loadConfig({ file: values.config, workspace }), workspace };
+  // --config, else the project's corral.json once trusted (corral trust), else the user's.
+  const config = values.config
+    ? await loadConfig({ file: values.config, workspace })
+    : (await trustedConfig(workspace)) ?? await loadConfig({ workspace });
+  return { config, workspace };
+}
+
+/** The policy: --permissions, else the project's permissions.json once trusted, else the user's. */
+export async function policyFor(values: CliValues, workspace: string): Promise<Policy> {
+  if (values.permissions) return await loadPolicy({ file: values.permissions, workspace });
+  return (await trustedPolicy(workspace)) ?? await loadPolicy({ workspace });
 }
 
 /** What `--watch` needs to scan the plugin directories again. */
@@ -111,12 +122,12 @@ export async function openRegistry(
     }
   }
   const { config, workspace } = await workspaceConfig(values);
-  const policy = await loadPolicy({ file: values.permissions, workspace });
+  const policy: Policy & { ignored?: string } = await policyFor(values, workspace);
   for (const [file, flag] of [[policy.ignored, "--permissions"], [config.ignored, "--config"]]) {
     if (!file) continue;
     reporter.line(
-      `Warning: ignoring ${file}: a file in the workspace is never trusted silently ` +
-        `(a tool may be able to write it); pass ${flag} ${file} to use it`,
+      `Warning: ignoring ${file}: a file in the workspace is used only once trusted ` +
+        `(a tool may be able to write it); review it and run "corral trust", or pass ${flag} ${file}`,
       "yellow",
     );
   }

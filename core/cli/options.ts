@@ -15,8 +15,13 @@ Usage:
                                             the catalog as function-calling schemas (JSON)
   corral call NAME --args JSON [--yes]      run one tool in its sandbox; --args - reads stdin
   corral demo                               list the tools and run a few sandboxed calls
-  corral audit PATH [--tool X] [--since ISO|1h|30m]
+  corral audit PATH [--identity NAME] [--tool X] [--outcome O] [--since T] [--until T] [--json]
                                             summary of an audit log: calls and outcomes per tool
+                                            (success, failure, error, denied); filters: who, tool,
+                                            outcome, time (T: ISO time, or 30m, 1h, 2d ago);
+                                            --json: the matching lines, one JSON object each
+  corral trust [FILE...]                    use the project's corral.json / permissions.json as
+                                            they are now (their hash is recorded; changed: refused)
   corral check PATH...                      load plugin files (or directories) in their sandboxes
                                             and report every breach of the tool contract
   corral new NAME [--permissions LETTERS] [--dir DIR] [--style class|module]
@@ -108,6 +113,9 @@ export const CLI_OPTIONS = {
   audit: { type: "string" },
   tool: { type: "string" },
   since: { type: "string" },
+  until: { type: "string" },
+  identity: { type: "string" },
+  outcome: { type: "string" },
   quiet: { type: "boolean" },
   http: { type: "string" },
   token: { type: "string" },
@@ -188,6 +196,7 @@ export const COMMAND_ARITY: Record<string, [number, number]> = {
   call: [1, 1],
   demo: [0, 0],
   audit: [1, 1],
+  trust: [0, 2],
   check: [0, Infinity],
   new: [1, 1],
   plugins: [0, 2],

@@ -8,10 +8,9 @@
 import { dirname, join, resolve } from "node:path";
 import { expandHome } from "../config/env_var.ts";
 import { configDir } from "../config/install_dir.ts";
-import { loadPolicy } from "../config/policy.ts";
 import { installPlugin } from "../plugins/packages.ts";
 import { pluginSources } from "../plugins/plugins.ts";
-import { workspaceConfig } from "./open_registry.ts";
+import { policyFor, workspaceConfig } from "./open_registry.ts";
 import { type CliValues, UsageError } from "./options.ts";
 import { terminalSafe } from "../tool/reporter.ts";
 import { out } from "./output.ts";
@@ -38,7 +37,7 @@ export async function pluginsCommand(values: CliValues, rest: string[]): Promise
   if (sub !== "list") throw new UsageError(`unknown plugins command "${sub}" (list, install)`);
   if (rest.length > 1) throw new UsageError(`plugins list takes no arguments, got "${rest[1]}"`);
   const { config, workspace } = await workspaceConfig(values, { scratch: true });
-  const policy = await loadPolicy({ file: values.permissions, workspace });
+  const policy = await policyFor(values, workspace);
   const found = await pluginSources({ policy, config, workspace });
   if (values.json) {
     out(JSON.stringify(

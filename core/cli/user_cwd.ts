@@ -55,7 +55,7 @@ const _PATH_OPTIONS = ["workspace", "config", "permissions", "audit", "dir"] as 
 /**
  * Make every path the user typed absolute against the folder they ran
  * corral from (under `deno task`, not corral's own folder): the path
- * options, and the paths `check`, `audit` and `plugins install` take.
+ * options, and the paths `check`, `audit`, `trust` and `plugins install` take.
  * `values` and `rest` are changed in place.
  *
  * @example
@@ -81,7 +81,7 @@ export function resolveUserPaths(
     const v = values[key];
     if (typeof v === "string" && v !== "") values[key] = fromUser(v);
   }
-  const paths = command === "check" || command === "audit"
+  const paths = command === "check" || command === "audit" || command === "trust"
     ? rest.map((_, i) => i)
     : command === "plugins" && rest[0] === "install" && rest[1] !== undefined &&
         !/^[a-z][a-z0-9+.-]*:/i.test(rest[1])

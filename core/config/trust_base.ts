@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { dirname, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { denoDir, isWithin } from "../guard/namespace.ts";
 import { ConfigError } from "../tool/errors.ts";
 import { codeStoreDir, configDir, INSTALL_DIR } from "./install_dir.ts";
@@ -41,7 +41,16 @@ export interface TrustBaseOptions {
   auditPath?: string;
   /** Plugin directories and local package paths. */
   plugins?: string[];
+  /** The workspace: its project files (`corral.json`, `permissions.json`) are protected. */
+  workspace?: string;
 }
+
+/**
+ * The project files `corral trust` can make corral use: read-only in every
+ * sandbox, whether they exist or not, so no tool can write what the next
+ * trusted start would obey (or plant one to be trusted by mistake).
+ */
+export const PROJECT_FILES = ["corral.json", "permissions.json"] as const;
 
 /**
  * The protected paths (real paths where they exist).
@@ -77,6 +86,9 @@ export function trustBase(options: TrustBaseOptions = {}): TrustedPath[] {
     list.push({ path: options.auditPath, what: "the audit log", secret: true });
   }
   for (const p of options.plugins ?? []) list.push({ path: p, what: "a plugin directory" });
+  for (const name of options.workspace ? PROJECT_FILES : []) {
+    list.push({ path: join(options.workspace!, name), what: `the project's ${name}` });
+  }
   return list.map((t) => ({ ...t, path: _real(resolve(t.path)) }));
 }
 

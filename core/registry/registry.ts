@@ -112,7 +112,7 @@ export class Registry {
     this.warnings = this.#catalog.warnings;
     const auditPath = options.auditPath ? resolve(options.auditPath) : undefined;
     this.trusted = [
-      ...trustBase({ policyFile: policy.file, cacheDir, auditPath }),
+      ...trustBase({ policyFile: policy.file, cacheDir, auditPath, workspace }),
       ...(options.trusted ?? []),
       ...(options.servers?.length ? [{ path: serversDir(), what: "the hosted servers" }] : []),
     ];
