@@ -43,7 +43,8 @@ async function _absent(path: string): Promise<void> {
 async function _registry(ws: string, audit: string, limits: Record<string, unknown> = {}) {
   const lines: string[] = [];
   const policy = parsePolicy(
-    JSON.stringify({ toolsets: { fixture: { write: ["out"], ...limits } } }),
+    // Values, bounded (not only their shape): the lines must stay short whatever the arguments.
+    JSON.stringify({ toolsets: { fixture: { write: ["out"], audit_args: "values", ...limits } } }),
     "test-permissions.json",
     ws,
   );
@@ -99,7 +100,7 @@ Deno.test("deep, huge and many-keyed arguments are refused before the tool runs,
     const ok = await registry.call("KeepArgs", { data: { a: [1, 2] } });
     assert.equal(ok.success, true, ok.error);
     assert.equal(await Deno.readTextFile(canary), "ran");
-    assert.equal((await _records(audit)).at(-1)!.outcome, "ok");
+    assert.equal((await _records(audit)).at(-1)!.outcome, "success");
   } finally {
     await registry.close();
   }
@@ -130,7 +131,7 @@ Deno.test("the limits are the policy's: max_arg_depth and max_arg_bytes per tool
     assert.equal(ok.success, true, ok.error);
     assert.equal(await Deno.readTextFile(canary), "ran");
     const last = (await _records(audit)).at(-1)!;
-    assert.equal(last.outcome, "ok");
+    assert.equal(last.outcome, "success");
     assert.equal(last.args_truncated, true);
   } finally {
     await wide.registry.close();
@@ -313,7 +314,7 @@ Deno.test("through corral mcp over stdio: a 10,000-level call is refused, a 50 M
     await mcp.close();
   }
   const outcomes = (await _records(audit)).map((r) => r.outcome);
-  assert.deepEqual(outcomes, ["denied", "ok"]);
+  assert.deepEqual(outcomes, ["denied", "success"]);
   await ws[Symbol.asyncDispose]();
 });
 
@@ -349,7 +350,7 @@ Deno.test("through corral mcp over HTTP: a 10,000-level call is refused and audi
     assert.equal(await Deno.readTextFile(canary), "ran");
   } finally {
     const outcomes = (await _records(audit)).map((r) => r.outcome);
-    assert.deepEqual(outcomes, ["denied", "ok"]);
+    assert.deepEqual(outcomes, ["denied", "success"]);
     await ws[Symbol.asyncDispose]();
   }
 });

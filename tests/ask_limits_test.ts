@@ -82,7 +82,15 @@ function _stdio(ws: TempWorkspace, policy: string, audit: string) {
   });
 }
 
-type AskLine = { kind: string; tool: string; ask: string; outcome: string; reason?: string };
+type AskLine = {
+  kind: string;
+  tool: string;
+  ask: string;
+  outcome: string;
+  reason?: string;
+  identity?: string;
+  session?: string;
+};
 
 async function _asks(audit: string): Promise<AskLine[]> {
   const text = await Deno.readTextFile(audit);
@@ -130,6 +138,9 @@ Deno.test("a sampling flood is cut at max_asks (default 20), one at a time at mo
   assert.ok(denied.some((l) => /960 more requests refused/.test(l.reason ?? "")));
   assert.ok(denied.length <= 2 * 21, `a flood does not flood the log: ${denied.length} lines`);
   assert.ok(denied.every((l) => l.tool === "AskFlood" && l.ask === "sample"));
+  // Each line names who asked: the local identity, and its one stdio session.
+  assert.ok(lines.every((l) => l.identity === "local" && l.session?.startsWith("session:")));
+  assert.equal(new Set(lines.map((l) => l.session)).size, 1);
 });
 
 Deno.test("the caps are the policy's: max_asks and max_ask_bytes of the plugin's entry", async () => {

@@ -48,8 +48,9 @@ async function _records(path: string): Promise<AuditRecord[]> {
 Deno.test("200 concurrent calls from two registries append 400 whole, parseable audit lines", async () => {
   const { ws, base } = await tempLayout();
   const audit = `${base}/audit.jsonl`;
-  const a = await _registry(ws, {}, { auditPath: audit });
-  const b = await _registry(ws, {}, { auditPath: audit });
+  // Values, not only their shape: the test reads each line's own argument back.
+  const a = await _registry(ws, { audit_args: "values" }, { auditPath: audit });
+  const b = await _registry(ws, { audit_args: "values" }, { auditPath: audit });
   try {
     const big = "z".repeat(20_000); // long lines: an interleaved write would break JSON
     const calls = [];
@@ -65,7 +66,7 @@ Deno.test("200 concurrent calls from two registries append 400 whole, parseable 
     assert.equal(seen.size, 200);
     for (const r of records) {
       assert.equal(r.tool, "Echo");
-      assert.equal(r.outcome, "ok");
+      assert.equal(r.outcome, "success");
       assert.equal(r.args_sha256, await digestArgs(r.args));
       assert.equal(typeof r.duration_ms, "number");
     }
@@ -86,14 +87,21 @@ Deno.test("audit lines hold the grant, isolation, digest and the outcome of each
     await assert.rejects(registry.call("NoSuchTool", {}), TypeError);
     const records = await _records(audit);
     assert.deepEqual(
-      records.map((r) => [r.tool, r.outcome]),
-      [["Echo", "ok"], ["Sleep", "timeout"], ["Echo", "denied"], ["NoSuchTool", "error"]],
+      records.map((r) => [r.tool, r.outcome, r.reason]),
+      [
+        ["Echo", "success", undefined],
+        ["Sleep", "error", "timeout"],
+        ["Echo", "denied", "arguments"],
+        ["NoSuchTool", "denied", "unknown_tool"],
+      ],
     );
     const first = records[0];
     assert.equal(first.toolset, "fixture");
     assert.equal(first.source, "builtin");
     assert.equal(first.isolation, "process");
-    assert.deepEqual(first.args, { value: 1 });
+    assert.deepEqual(first.args_shape, { value: "number" }, "the shape, not the value");
+    assert.equal("args" in first, false);
+    assert.equal(first.identity, "local");
     assert.equal(first.args_sha256, await digestArgs({ value: 1 }));
     assert.ok(first.grant && Array.isArray(first.grant.read));
     assert.ok(!Number.isNaN(Date.parse(first.time)));
@@ -103,7 +111,7 @@ Deno.test("audit lines hold the grant, isolation, digest and the outcome of each
   }
 });
 
-Deno.test("a refused call is audited as denied and a dead process sandbox as crashed", async () => {
+Deno.test("a refused call is audited as denied and a dead process sandbox as an error (crashed)", async () => {
   const { ws, base } = await tempLayout();
   const audit = `${base}/audit.jsonl`;
   const { registry } = await _registry(ws, { isolation: "process", memory_mb: 32 }, {
@@ -112,7 +120,8 @@ Deno.test("a refused call is audited as denied and a dead process sandbox as cra
   try {
     await registry.call("Hog", {}); // runs out of its 32 MB: the child process dies
     const records = await _records(audit);
-    assert.equal(records.at(-1)!.outcome, "crashed", records.at(-1)!.error);
+    assert.equal(records.at(-1)!.outcome, "error", records.at(-1)!.error);
+    assert.equal(records.at(-1)!.reason, "crashed");
   } finally {
     await registry.close();
   }
@@ -145,8 +154,10 @@ Deno.test("a refused call is audited as denied and a dead process sandbox as cra
 Deno.test("secret-looking argument keys are redacted in audit lines; redact_args drops the arguments", async () => {
   const { ws, base } = await tempLayout();
   const audit = `${base}/audit.jsonl`;
-  const plain = await _registry(ws, {}, { auditPath: audit });
-  const quiet = await _registry(ws, { redact_args: true }, { auditPath: audit });
+  const plain = await _registry(ws, { audit_args: "values" }, { auditPath: audit });
+  const quiet = await _registry(ws, { redact_args: true, audit_args: "values" }, {
+    auditPath: audit,
+  });
   try {
     await plain.registry.call("Echo", { value: { api_key: "ARG-SECRET-1", note: "hi" } });
     await quiet.registry.call("Echo", { value: "ARG-SECRET-2" });
@@ -160,6 +171,7 @@ Deno.test("secret-looking argument keys are redacted in audit lines; redact_args
       "the digest is of the real arguments",
     );
     assert.equal("args" in two, false);
+    assert.equal("args_shape" in two, false, "redact_args: not even the shape");
     assert.equal(two.args_sha256, await digestArgs({ value: "ARG-SECRET-2" }));
   } finally {
     await plain.registry.close();
@@ -238,37 +250,14 @@ Deno.test("corral --audit logs a call and corral audit summarises it per tool", 
   assert.equal(bad.code, 1);
   const [first, second] = await _records(audit);
   assert.equal(first.tool, "WordCount");
-  assert.equal(first.outcome, "ok");
+  assert.equal(first.outcome, "success");
   assert.equal(second.outcome, "denied");
   const summary = await runCli(["audit", audit], { cwd: ws });
   assert.equal(summary.code, 0, summary.stderr);
   const rows = summary.stdout.trim().split("\n").map((l) => l.trim().split(/\s+/));
-  assert.deepEqual(rows[0], [
-    "tool",
-    "calls",
-    "ok",
-    "error",
-    "timeout",
-    "denied",
-    "crashed",
-    "p50_ms",
-  ]);
-  assert.deepEqual(rows.find((r) => r[0] === "ReadFile")!.slice(1, 7), [
-    "1",
-    "0",
-    "0",
-    "0",
-    "1",
-    "0",
-  ]);
-  assert.deepEqual(rows.find((r) => r[0] === "WordCount")!.slice(1, 7), [
-    "1",
-    "1",
-    "0",
-    "0",
-    "0",
-    "0",
-  ]);
+  assert.deepEqual(rows[0], ["tool", "calls", "success", "failure", "error", "denied", "p50_ms"]);
+  assert.deepEqual(rows.find((r) => r[0] === "ReadFile")!.slice(1, 6), ["1", "0", "0", "0", "1"]);
+  assert.deepEqual(rows.find((r) => r[0] === "WordCount")!.slice(1, 6), ["1", "1", "0", "0", "0"]);
   const only = await runCli(["audit", audit, "--tool", "WordCount", "--since", "1h"], { cwd: ws });
   assert.equal(only.stdout.trim().split("\n").length, 2);
   const future = await runCli(["audit", audit, "--since", "2999-01-01T00:00:00Z"], { cwd: ws });
@@ -300,5 +289,5 @@ Deno.test("the audit log can be turned on by the config's audit key", async () =
   assert.equal(lines.length, 1);
   const record = JSON.parse(lines[0]) as AuditRecord;
   assert.equal(record.tool, "WordCount");
-  assert.equal(record.outcome, "ok");
+  assert.equal(record.outcome, "success");
 });

@@ -170,7 +170,7 @@ Deno.test("server-everything through corral mcp: progress, sampling, elicitation
     JSON.parse(x)
   );
   assert.ok(
-    audit.some((r) => r.tool === "echo" && r.outcome === "ok" && r.toolset === "everything"),
+    audit.some((r) => r.tool === "echo" && r.outcome === "success" && r.toolset === "everything"),
   );
   assert.ok(audit.some((r) => r.kind === "ask"));
 });

@@ -52,7 +52,10 @@ const _sandboxSchema = z.object({
     "cgroup (default; rlimits where they bind) or rlimit (accept rlimits even as root: an opt-out)",
   ),
   redact_args: z.boolean().optional().describe(
-    "Audit lines keep only the digest of the arguments, not the arguments",
+    "Audit lines keep only the digest and size of the arguments, not even their shape",
+  ),
+  audit_args: z.enum(["values", "shape"]).optional().describe(
+    'What audit lines keep of the arguments: "shape" (default: types, keys, lengths, size) or "values"',
   ),
   ...CALL_LIMIT_KEYS,
 }).strict();
@@ -107,6 +110,8 @@ export interface SandboxPolicy extends Omit<Grant, "jail">, CallLimits {
   jail?: JailMode;
   /** Audit lines leave the arguments out (their digest stays). */
   redact_args?: boolean;
+  /** Audit lines hold the argument values (`values`) or only their shape (`shape`, absent). */
+  audit_args?: "values" | "shape";
   /** `rlimit`: accept rlimits where no cgroup is writable, even as root (an opt-out). */
   limits?: "cgroup" | "rlimit";
   /** Where the entry came from, for messages: `toolsets.files`. */
@@ -224,6 +229,9 @@ export class Policy {
       ...(this.unprotected.length || this.#raw.protect?.length ? { planted: this.planted } : {}),
       ...(entry?.jail ?? d.jail ? { jail: entry?.jail ?? d.jail } : {}),
       ...(entry?.redact_args ?? d.redact_args ? { redact_args: true } : {}),
+      ...(entry?.audit_args ?? d.audit_args
+        ? { audit_args: entry?.audit_args ?? d.audit_args }
+        : {}),
       ...(entry?.limits ?? d.limits ? { limits: entry?.limits ?? d.limits } : {}),
       ...callLimits(entry, d),
       where,
@@ -351,6 +359,11 @@ function _issue(i: z.ZodIssue, known: string[]): string {
       : [];
     return `unknown key${i.keys.length > 1 ? "s" : ""} ${i.keys.map((k) => `"${k}"`).join(", ")}` +
       (near.length ? ` (did you mean "${near[0]}"?)` : "");
+  }
+  if (i.code === "invalid_enum_value" && typeof i.received === "string") {
+    const options = i.options.map(String);
+    const near = closestNames(i.received, options, 1, Math.max(2, i.received.length / 2));
+    return i.message + (near.length ? ` (did you mean "${near[0]}"?)` : "");
   }
   return i.message;
 }

@@ -1,6 +1,6 @@
 /**
  * The audit trail: one JSON line per tool call, appended to a file and
- * flushed per call, and the summary that `corral audit` prints.
+ * flushed per call (reading and summing it up: ./audit_query.ts).
  *
  * A line is written with ONE append-mode write of the whole line (the file
  * is opened `O_APPEND`, so the kernel places each write at the end), and
@@ -9,26 +9,43 @@
  *
  * @module
  */
-import type { ToolResult } from "../tool/result.ts";
+import { faultOf, type ToolResult } from "../tool/result.ts";
 import type { Grant } from "../tool/tool.ts";
 import { boundedJson, canonicalJson } from "./audit_json.ts";
 
 export { boundedJson, type BoundedJsonLimits, canonicalJson } from "./audit_json.ts";
+export {
+  type AuditFilter,
+  type AuditSummaryRow,
+  formatAuditSummary,
+  parseSince,
+  parseTime,
+  readAudit,
+  summarizeAudit,
+} from "./audit_query.ts";
+export { argShape } from "./audit_shape.ts";
 
-/** How a call ended. */
-export type AuditOutcome = "ok" | "error" | "timeout" | "denied" | "crashed";
+/**
+ * How a call ended: `success`; `failure` (the tool answered that it
+ * failed); `error` (corral or the sandbox failed: a throw, a crash, a
+ * timeout, a sandbox that would not start); `denied` (policy,
+ * confirmation, limits, bad or oversized arguments, authentication).
+ */
+export type AuditOutcome = "success" | "failure" | "error" | "denied";
 
 /** Every outcome, in summary column order. */
-export const AUDIT_OUTCOMES: readonly AuditOutcome[] = [
-  "ok",
-  "error",
-  "timeout",
-  "denied",
-  "crashed",
-];
+export const AUDIT_OUTCOMES: readonly AuditOutcome[] = ["success", "failure", "error", "denied"];
+
+/** Who made a call: an identity (`local` on the command line and stdio) and its session. */
+export interface AuditWho {
+  /** The caller's identity (`default` for the server's own token, `local` on the command line). */
+  identity: string;
+  /** The caller's session (an MCP session's principal; `local` on the command line). */
+  session: string;
+}
 
 /** One audit line. */
-export interface AuditRecord {
+export interface AuditRecord extends AuditWho {
   /** ISO time the call started. */
   time: string;
   tool: string;
@@ -45,12 +62,18 @@ export interface AuditRecord {
   jail?: string;
   /** SHA-256 (hex) of the arguments as canonical JSON (sorted keys). */
   args_sha256: string;
-  /** The arguments (secret-looking keys redacted), unless the policy says `redact_args`. */
+  /** Size of the arguments as canonical JSON, in UTF-8 bytes. */
+  args_bytes?: number;
+  /** Their types, keys and lengths, no values (the policy's `audit_args` is `shape`, the default). */
+  args_shape?: unknown;
+  /** The arguments (secret-looking keys redacted), when the policy's `audit_args` is `values`. */
   args?: unknown;
-  /** True when `args` were cut to fit the line (deep, long or unencodable parts); the digest is of all. */
+  /** True when `args` or `args_shape` were cut to fit the line; the digest is of all. */
   args_truncated?: boolean;
   duration_ms: number;
   outcome: AuditOutcome;
+  /** What failed or refused, in a word (`timeout`, `crashed`, `threw`, `confirmation`, …). */
+  reason?: string;
   error?: string;
 }
 
@@ -58,7 +81,7 @@ export interface AuditRecord {
  * A tool's question to its client (sampling, elicitation): a line of its
  * own, answered, failed or refused (`denied`, with the reason).
  */
-export interface AuditAskRecord {
+export interface AuditAskRecord extends Partial<AuditWho> {
   time: string;
   kind: "ask";
   /** The tool whose call asked (`(no running call)` for a call that had ended). */
@@ -76,7 +99,7 @@ export interface AuditAskRecord {
  * One connection through a sandbox's egress proxy (core/guard/egress.ts),
  * allowed or refused: a line of its own in the audit log, beside the calls.
  */
-export interface AuditConnectionRecord {
+export interface AuditConnectionRecord extends Partial<AuditWho> {
   /** ISO time the connection ended (or was refused). */
   time: string;
   kind: "connection";
@@ -109,9 +132,42 @@ export async function digestArgs(value: unknown): Promise<string> {
 }
 
 /**
- * Classify a call's result: `ok`, `timeout`, `denied` (refused by policy,
- * confirmation, a missing grant, a permission error, arguments over a limit
- * or invalid), `crashed` (the sandbox died) or `error`.
+ * Classify a call's result: `success`; what corral marked on it
+ * (core/tool/result.ts `withFault`: a throw, a crash, a timeout, a refusal);
+ * `denied` for a refusal in words (a permission error, a policy, a missing
+ * grant, arguments over a limit or invalid); else the tool's own `failure`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { classifyResult } from "./audit.ts";
+ * const r = classifyResult({ success: false, error: 'Cannot run tool "X": permission denied: no' });
+ * assert.deepEqual(r, { outcome: "denied", reason: "permission" });
+ * ```
+ */
+export function classifyResult(result: ToolResult): { outcome: AuditOutcome; reason?: string } {
+  if (result.success) return { outcome: "success" };
+  const fault = faultOf(result);
+  if (fault) return { ...fault };
+  const e = result.error ?? "";
+  const reason = e.replace(/^Cannot run tool "[^"]*": /, "");
+  if (result.timed_out === true || /^timed out after/.test(reason)) {
+    return { outcome: "error", reason: "timeout" };
+  }
+  const refused = _REFUSALS.find(([re]) => re.test(reason));
+  if (refused) return { outcome: "denied", reason: refused[1] };
+  return { outcome: "failure" };
+}
+
+const _REFUSALS: Array<[RegExp, string]> = [
+  [/^permission denied/, "permission"],
+  [/^(refused|not confirmed|needs confirmation)/, "policy"],
+  [/^not loaded/, "not_loaded"],
+  [/^(arguments too (deep|large)|invalid arguments|arguments must be)/, "arguments"],
+];
+
+/**
+ * The outcome alone of {@link classifyResult}.
  *
  * @example
  * ```ts
@@ -121,24 +177,7 @@ export async function digestArgs(value: unknown): Promise<string> {
  * ```
  */
 export function outcomeOf(result: ToolResult): AuditOutcome {
-  if (result.success) return "ok";
-  if (result.timed_out === true) return "timeout";
-  const e = result.error ?? "";
-  const reason = e.replace(/^Cannot run tool "[^"]*": /, "");
-  if (/^timed out after/.test(reason)) return "timeout";
-  if (
-    /^(permission denied|refused|not confirmed|needs confirmation|not loaded|arguments too (deep|large)|invalid arguments|arguments must be)/
-      .test(reason)
-  ) {
-    return "denied";
-  }
-  if (
-    /^sandbox (crashed|exited unexpectedly|ran out of memory|.*stopped answering|failed to start)/
-      .test(reason)
-  ) {
-    return "crashed";
-  }
-  return "error";
+  return classifyResult(result).outcome;
 }
 
 /**
@@ -150,7 +189,7 @@ export function outcomeOf(result: ToolResult): AuditOutcome {
  * import { AuditLog } from "./audit.ts";
  * const path = await Deno.makeTempFile();
  * const log = new AuditLog(path);
- * await log.append({ time: new Date().toISOString(), tool: "X", toolset: "t", source: "builtin", letters: "", grant: null, isolation: "worker", args_sha256: "", duration_ms: 1, outcome: "ok" });
+ * await log.append({ time: new Date().toISOString(), tool: "X", toolset: "t", source: "builtin", letters: "", grant: null, isolation: "worker", args_sha256: "", duration_ms: 1, outcome: "success", identity: "local", session: "local" });
  * assert.ok((await Deno.readTextFile(path)).endsWith("\n"));
  * ```
  */
@@ -204,138 +243,4 @@ function _encodeLine(record: object): string {
   return `{"time":${
     JSON.stringify(new Date().toISOString())
   },"error":"unencodable audit record"}\n`;
-}
-
-/**
- * Parse `--since`: an ISO date/time, or a duration before `now` such as
- * `30m`, `1h`, `2d`, `45s`. Throws a `TypeError` for anything else.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { parseSince } from "./audit.ts";
- * const now = new Date("2026-01-01T12:00:00Z");
- * assert.ok(parseSince("1h", now).toISOString() === "2026-01-01T11:00:00.000Z");
- * ```
- */
-export function parseSince(text: string, now: Date = new Date()): Date {
-  const m = /^(\d+)\s*(s|m|h|d)$/.exec(text.trim());
-  if (m) {
-    const unit = { s: 1e3, m: 60e3, h: 3600e3, d: 86400e3 }[m[2] as "s"];
-    return new Date(now.getTime() - Number(m[1]) * unit);
-  }
-  const t = Date.parse(text);
-  if (Number.isNaN(t)) {
-    throw new TypeError(
-      `--since must be an ISO time or a duration like 30m, 1h, 2d; got "${text}"`,
-    );
-  }
-  return new Date(t);
-}
-
-/** Filters of {@link readAudit}. */
-export interface AuditFilter {
-  tool?: string;
-  since?: Date;
-}
-
-/**
- * Read an audit file; lines that are not JSON records are counted in
- * `bad`, not thrown.
- *
- * @example
- * ```ts ignore
- * import { readAudit } from "./audit.ts";
- * const { records } = await readAudit("audit.jsonl", { tool: "RunBashCode" });
- * ```
- */
-export async function readAudit(
-  path: string,
-  filter: AuditFilter = {},
-): Promise<{ records: AuditRecord[]; bad: number }> {
-  const text = await Deno.readTextFile(path);
-  const records: AuditRecord[] = [];
-  let bad = 0;
-  for (const line of text.split("\n")) {
-    if (!line.trim()) continue;
-    let r: AuditRecord;
-    try {
-      r = JSON.parse(line);
-    } catch {
-      bad++;
-      continue;
-    }
-    const kind = r && typeof r === "object" ? (r as { kind?: string }).kind : undefined;
-    // Connections, questions and hosted servers' events are lines of their own, not calls.
-    if (kind === "connection" || kind === "ask" || kind === "server") continue;
-    if (!r || typeof r !== "object" || typeof r.tool !== "string") {
-      bad++;
-      continue;
-    }
-    if (filter.tool && r.tool !== filter.tool) continue;
-    if (filter.since && !(Date.parse(r.time) >= filter.since.getTime())) continue;
-    records.push(r);
-  }
-  return { records, bad };
-}
-
-/** One row of the summary. */
-export interface AuditSummaryRow {
-  tool: string;
-  calls: number;
-  counts: Record<AuditOutcome, number>;
-  /** Median duration (ms), the lower middle value for an even count. */
-  p50_ms: number;
-}
-
-/**
- * Per tool: calls, count of each outcome, median duration. Sorted by tool.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { summarizeAudit } from "./audit.ts";
- * const rows = summarizeAudit([{ tool: "A", outcome: "ok", duration_ms: 5 } as any]);
- * assert.ok(rows[0].calls === 1 && rows[0].p50_ms === 5);
- * ```
- */
-export function summarizeAudit(records: AuditRecord[]): AuditSummaryRow[] {
-  const by = new Map<string, AuditRecord[]>();
-  for (const r of records) by.set(r.tool, [...(by.get(r.tool) ?? []), r]);
-  return [...by.keys()].sort().map((tool) => {
-    const rs = by.get(tool)!;
-    const counts = Object.fromEntries(AUDIT_OUTCOMES.map((o) => [o, 0])) as Record<
-      AuditOutcome,
-      number
-    >;
-    for (const r of rs) if (r.outcome in counts) counts[r.outcome]++;
-    const d = rs.map((r) => Number(r.duration_ms) || 0).sort((a, b) => a - b);
-    return { tool, calls: rs.length, counts, p50_ms: d[Math.floor((d.length - 1) / 2)] ?? 0 };
-  });
-}
-
-/**
- * The summary as a text table.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { formatAuditSummary } from "./audit.ts";
- * assert.ok(formatAuditSummary([]).includes("no calls"));
- * ```
- */
-export function formatAuditSummary(rows: AuditSummaryRow[]): string {
-  if (rows.length === 0) return "no calls";
-  const head = ["tool", "calls", ...AUDIT_OUTCOMES, "p50_ms"];
-  const body = rows.map((r) => [
-    r.tool,
-    String(r.calls),
-    ...AUDIT_OUTCOMES.map((o) => String(r.counts[o])),
-    String(Math.round(r.p50_ms)),
-  ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
-  const fmt = (cells: string[]) =>
-    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ")
-      .trimEnd();
-  return [fmt(head), ...body.map(fmt)].join("\n");
 }

@@ -1,25 +1,32 @@
 import assert from "node:assert/strict";
 import {
+  argShape,
   AuditLog,
   type AuditRecord,
   boundedJson,
   canonicalJson,
+  classifyResult,
   digestArgs,
   formatAuditSummary,
   outcomeOf,
   parseSince,
+  parseTime,
   readAudit,
   summarizeAudit,
 } from "./audit.ts";
+import { failure, withFault } from "../tool/result.ts";
 
 function _rec(
   tool: string,
   outcome: AuditRecord["outcome"],
   duration_ms: number,
   time = "2026-01-01T10:00:00Z",
+  identity = "local",
 ): AuditRecord {
   return {
     time,
+    identity,
+    session: `s-${identity}`,
     tool,
     toolset: "t",
     source: "builtin",
@@ -42,26 +49,71 @@ Deno.test("canonicalJson sorts keys at every level, so equal arguments share a d
   assert.match(await digestArgs({}), /^[0-9a-f]{64}$/);
 });
 
-Deno.test("outcomeOf tells ok, timeout, denied, crashed and error apart", () => {
+Deno.test("classifyResult tells success, failure, error and denied apart, with a reason", () => {
   const f = (reason: string) => ({ success: false, error: `Cannot run tool "T": ${reason}` });
-  assert.equal(outcomeOf({ success: true }), "ok");
-  assert.equal(outcomeOf({ success: false, error: "x", timed_out: true }), "timeout");
-  assert.equal(outcomeOf(f("timed out after 100 ms")), "timeout");
+  assert.deepEqual(classifyResult({ success: true }), { outcome: "success" });
+  // The tool's own answer, whatever its words: failure.
+  assert.deepEqual(classifyResult(f("the file is empty")), { outcome: "failure" });
+  assert.deepEqual(classifyResult(f("sandbox crashed: boom")), { outcome: "failure" });
+  // What corral marked: the mark decides (kept beside the object, never in its JSON).
+  assert.deepEqual(classifyResult(withFault(failure("T", "boom"), "error", "threw")), {
+    outcome: "error",
+    reason: "threw",
+  });
+  assert.deepEqual(classifyResult(withFault(failure("T", "x"), "denied", "confirmation")), {
+    outcome: "denied",
+    reason: "confirmation",
+  });
+  // Words of a refusal or a timeout that carry no mark (a hosted server's, a built-in tool's).
+  assert.deepEqual(classifyResult({ success: false, error: "x", timed_out: true }), {
+    outcome: "error",
+    reason: "timeout",
+  });
+  assert.equal(outcomeOf(f("timed out after 100 ms")), "error");
   assert.equal(outcomeOf(f('permission denied: path "x" is outside')), "denied");
   assert.equal(outcomeOf(f("refused by policy (permissions.json ...)")), "denied");
   assert.equal(outcomeOf(f("not loaded: needs x")), "denied");
   assert.equal(outcomeOf(f("needs confirmation: approve it")), "denied");
-  assert.equal(outcomeOf(f("sandbox exited unexpectedly (code 70)")), "crashed");
-  assert.equal(
-    outcomeOf(f("sandbox ran out of memory (limit 32 MB) and was restarted")),
-    "crashed",
-  );
-  assert.equal(outcomeOf(f("sandbox crashed: boom")), "crashed");
-  // Bad arguments and arguments over a limit are refusals; a tool's own failure is an error.
   assert.equal(outcomeOf(f("invalid arguments: x")), "denied");
   assert.equal(outcomeOf(f("arguments too deep: nested more than 64 levels")), "denied");
   assert.equal(outcomeOf(f("arguments too large: more than 1024 bytes")), "denied");
-  assert.equal(outcomeOf(f("the file is empty")), "error");
+  // The mark never reaches JSON.
+  assert.equal(
+    JSON.stringify(withFault(failure("T", "x"), "error", "threw")).includes("threw"),
+    false,
+  );
+});
+
+Deno.test("argShape keeps types, keys and lengths, never a value, and bounds what it keeps", () => {
+  const secret = "hunter2-SECRET";
+  const { shape, truncated } = argShape({
+    password: secret,
+    n: 42,
+    ok: true,
+    none: null,
+    list: [secret, 7, { deep: secret }],
+  });
+  assert.equal(truncated, false);
+  assert.deepEqual(shape, {
+    password: `string(${secret.length})`,
+    n: "number",
+    ok: "boolean",
+    none: "null",
+    list: {
+      type: "array",
+      length: 3,
+      items: [`string(${secret.length})`, "number", { deep: `string(${secret.length})` }],
+    },
+  });
+  assert.ok(!JSON.stringify(shape).includes(secret) && !JSON.stringify(shape).includes("42"));
+  let deep: unknown = "x";
+  for (let i = 0; i < 10_000; i++) deep = [deep];
+  const many = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${i}`, i]));
+  for (const v of [deep, many, { list: Array(100_000).fill(1) }]) {
+    const s = argShape(v);
+    assert.equal(s.truncated, true);
+    assert.ok(JSON.stringify(s.shape).length < 64 * 1024);
+  }
 });
 
 Deno.test("the audit encoder never throws: 100,000 levels, cycles, bigints, functions, a 50 MB string", async () => {
@@ -101,7 +153,9 @@ Deno.test("the audit encoder never throws: 100,000 levels, cycles, bigints, func
       args_sha256: "",
       args,
       duration_ms: 1,
-      outcome: "ok",
+      outcome: "success",
+      identity: "local",
+      session: "local",
     });
   }
   const lines = (await Deno.readTextFile(path)).trimEnd().split("\n").map((l) => JSON.parse(l));
@@ -115,6 +169,8 @@ Deno.test("parseSince reads durations and ISO times and refuses anything else", 
   assert.equal(parseSince("2d", now).toISOString(), "2025-12-30T12:00:00.000Z");
   assert.equal(parseSince("2026-01-01T00:00:00Z").toISOString(), "2026-01-01T00:00:00.000Z");
   assert.throws(() => parseSince("soon"), TypeError);
+  assert.throws(() => parseTime("5", "--until"), /--until must be an ISO time/);
+  assert.equal(parseTime("1h", "--until", now).toISOString(), "2026-01-01T11:00:00.000Z");
 });
 
 Deno.test("AuditLog writes whole lines that readAudit filters by tool and time", async () => {
@@ -122,9 +178,9 @@ Deno.test("AuditLog writes whole lines that readAudit filters by tool and time",
   try {
     const log = new AuditLog(path);
     await Promise.all([
-      log.append(_rec("A", "ok", 1, "2026-01-01T10:00:00Z")),
+      log.append(_rec("A", "success", 1, "2026-01-01T10:00:00Z", "alice")),
       log.append({ ..._rec("B", "error", 2, "2026-01-01T11:00:00Z"), error: "line\nbreak" }),
-      log.append(_rec("A", "timeout", 3, "2026-01-01T12:00:00Z")),
+      log.append(_rec("A", "failure", 3, "2026-01-01T12:00:00Z", "bob")),
     ]);
     await Deno.writeTextFile(path, "not json\n", { append: true });
     const text = await Deno.readTextFile(path);
@@ -138,11 +194,31 @@ Deno.test("AuditLog writes whole lines that readAudit filters by tool and time",
     assert.equal(all.bad, 1);
     assert.equal(all.records[1].error, "line\nbreak");
     assert.deepEqual((await readAudit(path, { tool: "A" })).records.map((r) => r.outcome), [
-      "ok",
-      "timeout",
+      "success",
+      "failure",
     ]);
     const late = await readAudit(path, { since: new Date("2026-01-01T10:30:00Z") });
     assert.deepEqual(late.records.map((r) => r.tool), ["B", "A"]);
+    const early = await readAudit(path, { until: new Date("2026-01-01T11:00:00Z") });
+    assert.deepEqual(early.records.map((r) => r.identity), ["alice"], "until is exclusive");
+    const bob = await readAudit(path, { identity: "bob", outcome: "failure" });
+    assert.deepEqual(bob.records.map((r) => r.time), ["2026-01-01T12:00:00Z"]);
+    assert.equal(
+      (await readAudit(path, { identity: "bob", outcome: "success" })).records.length,
+      0,
+    );
+    // Lines of older corrals read with today's outcomes, their detail kept as the reason.
+    await Deno.writeTextFile(
+      path,
+      ['{"time":"t","tool":"C","outcome":"timeout"}', '{"time":"t","tool":"C","outcome":"ok"}']
+        .join("\n"),
+      { append: true },
+    );
+    const old = await readAudit(path, { tool: "C" });
+    assert.deepEqual(old.records.map((r) => [r.outcome, r.reason]), [
+      ["error", "timeout"],
+      ["success", undefined],
+    ]);
   } finally {
     await Deno.remove(path);
   }
@@ -150,15 +226,15 @@ Deno.test("AuditLog writes whole lines that readAudit filters by tool and time",
 
 Deno.test("summarizeAudit counts outcomes and the median duration per tool", () => {
   const rows = summarizeAudit([
-    _rec("B", "ok", 10),
-    _rec("A", "ok", 5),
+    _rec("B", "success", 10),
+    _rec("A", "success", 5),
     _rec("A", "error", 1),
     _rec("A", "denied", 100),
-    _rec("A", "crashed", 7),
+    _rec("A", "error", 7),
   ]);
   assert.deepEqual(rows.map((r) => [r.tool, r.calls, r.p50_ms]), [["A", 4, 5], ["B", 1, 10]]);
-  assert.deepEqual(rows[0].counts, { ok: 1, error: 1, timeout: 0, denied: 1, crashed: 1 });
+  assert.deepEqual(rows[0].counts, { success: 1, failure: 0, error: 2, denied: 1 });
   const table = formatAuditSummary(rows).split("\n");
-  assert.match(table[0], /^tool\s+calls\s+ok\s+error\s+timeout\s+denied\s+crashed\s+p50_ms$/);
-  assert.match(table[1], /^A\s+4\s+1\s+1\s+0\s+1\s+1\s+5$/);
+  assert.match(table[0], /^tool\s+calls\s+success\s+failure\s+error\s+denied\s+p50_ms$/);
+  assert.match(table[1], /^A\s+4\s+1\s+0\s+2\s+1\s+5$/);
 });

@@ -15,7 +15,7 @@ import { effectiveGrant, type HostPrivileges } from "../sandbox/grant.ts";
 import { scrubDeep, scrubText } from "../guard/redact.ts";
 import type { AuditLog } from "../guard/audit.ts";
 import { type Reporter, terminalSafe } from "../tool/reporter.ts";
-import { failure, type ToolResult } from "../tool/result.ts";
+import { failure, type ToolResult, withFault } from "../tool/result.ts";
 import type { Grant } from "../tool/tool.ts";
 import {
   changedFields,
@@ -60,6 +60,8 @@ export type HostedCallContext = {
   grant: Grant;
   /** The principal (MCP session, identity) making the call: principals never share a server. */
   session?: string;
+  /** Who is calling (an HTTP identity; `local` on the command line), for the audit log. */
+  identity?: string;
 } & HostedCall;
 
 /** A session's servers idle this long are stopped (like an idle MCP session). */
@@ -150,13 +152,13 @@ export class HostedServers {
   ): Promise<ToolResult> {
     const [name, serverTool] = this.#names.get(tool) ?? [];
     const entry = name ? this.entry(name) : undefined;
-    if (!entry || !serverTool) return failure(tool, "no hosted server offers it");
+    if (!entry || !serverTool) return _error(failure(tool, "no hosted server offers it"), "gone");
     this.#sweep();
-    const server = this.#server(entry, ctx.policy, ctx.grant, ctx.session);
+    const server = this.#server(entry, ctx.policy, ctx.grant, ctx.session, ctx.identity);
     try {
       await server.ensure();
     } catch (err) {
-      return failure(tool, (err as Error).message);
+      return _error(failure(tool, (err as Error).message), "start");
     }
     for (const s of server.secrets) this.#options.secrets.add(s);
     // What runs is what was approved: the running server's definition now.
@@ -164,26 +166,30 @@ export class HostedServers {
     const approved = readApproved(entry.name)?.find((t) => t.name === serverTool);
     const changed = live ? changedFields(live, approved) : ["gone"];
     if (changed.length) {
-      return failure(
+      const refused = failure(
         tool,
         changed[0] === "gone"
           ? `server "${entry.name}" no longer lists it`
           : `its definition changed since it was approved (${changed.join(", ")}): review it ` +
             `and run corral servers approve ${entry.name}`,
       );
+      return withFault(refused, "denied", "not_approved");
     }
     try {
       const raw = await server.call(serverTool, args, ctx);
       return hostedResult(tool, raw, ctx.policy.max_output_bytes);
     } catch (err) {
       const timedOut = /timed out|timeout/i.test((err as Error).message);
-      return failure(
-        tool,
-        timedOut
-          ? `timed out after ${ctx.timeoutMs} ms; server "${entry.name}" was stopped and ` +
-            `starts again on the next call`
-          : `server "${entry.name}": ${(err as Error).message}`,
-        timedOut ? { timed_out: true } : undefined,
+      return _error(
+        failure(
+          tool,
+          timedOut
+            ? `timed out after ${ctx.timeoutMs} ms; server "${entry.name}" was stopped and ` +
+              `starts again on the next call`
+            : `server "${entry.name}": ${(err as Error).message}`,
+          timedOut ? { timed_out: true } : undefined,
+        ),
+        timedOut ? "timeout" : "server",
       );
     }
   }
@@ -237,7 +243,7 @@ export class HostedServers {
     const name = this.#uris.get(uri) ?? (clients.length === 1 ? clients[0][0] : undefined);
     const client = clients.find(([n]) => n === name)?.[1];
     if (!client) throw new TypeError(`no hosted server lists the resource "${uri}"`);
-    this.#event(name!, "resource", uri);
+    this.#event(name!, "resource", uri, { session });
     return scrubDeep(await client.readResource({ uri }), this.#options.secrets);
   }
 
@@ -265,7 +271,7 @@ export class HostedServers {
     const [name, prompt] = this.#prompts.get(offered) ?? [];
     const client = (await this.#clients("prompts", session)).find(([n]) => n === name)?.[1];
     if (!client || !prompt) throw new TypeError(`no hosted server offers the prompt "${offered}"`);
-    this.#event(name!, "prompt", prompt);
+    this.#event(name!, "prompt", prompt, { session });
     const r = await client.getPrompt({ name: prompt, ...(args ? { arguments: args } : {}) });
     return scrubDeep(r, this.#options.secrets);
   }
@@ -307,7 +313,13 @@ export class HostedServers {
    * The server instance of `entry` for `session`: two sessions (principals)
    * never share one; `corral servers approve` has one of its own.
    */
-  #server(entry: ServerEntry, policy: SandboxPolicy, grant: Grant, session = "") {
+  #server(
+    entry: ServerEntry,
+    policy: SandboxPolicy,
+    grant: Grant,
+    session = "",
+    identity?: string,
+  ) {
     const key = `${entry.name}\0${session}`;
     const approving = session === _APPROVING;
     this.#used.set(key, performance.now());
@@ -328,7 +340,7 @@ export class HostedServers {
         if (!approving) this.#listed(entry.name, tools);
       },
       onEvent: (kind, detail) => {
-        this.#event(entry.name, kind, detail);
+        this.#event(entry.name, kind, detail, { session, identity });
         if (kind === "failed") writeFailure(entry.name, scrubText(detail, o.secrets));
         if (kind === "failed" || kind === "crashed") o.onChanged(entry.name);
       },
@@ -350,11 +362,19 @@ export class HostedServers {
     }
   }
 
-  /** One audit line: `{"kind": "server", server, event, detail}`. */
-  #event(server: string, event: string, detail: string): void {
+  /** One audit line: `{"kind": "server", identity, session, server, event, detail}`. */
+  #event(
+    server: string,
+    event: string,
+    detail: string,
+    who: { session?: string; identity?: string } = {},
+  ): void {
     const record = {
       time: new Date().toISOString(),
       kind: "server",
+      // The session (principal) whose instance it is, and who started it.
+      identity: who.identity ?? "local",
+      session: !who.session ? "local" : who.session === _APPROVING ? "(approve)" : who.session,
       server,
       event,
       detail: scrubText(detail, this.#options.secrets),
@@ -379,4 +399,9 @@ export class HostedServers {
     }
     this.#options.onChanged(server);
   }
+}
+
+/** A hosted call that failed by corral or its server, not by the tool's answer. */
+function _error(result: ToolResult, reason: string): ToolResult {
+  return withFault(result, "error", reason);
 }

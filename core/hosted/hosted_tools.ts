@@ -11,7 +11,7 @@
 import type { ServerEntry } from "../config/server_config.ts";
 import type { ToolMeta } from "../sandbox/protocol.ts";
 import { contentProblems } from "../tool/content.ts";
-import { capResult, failure, type ToolResult } from "../tool/result.ts";
+import { capResult, failure, type ToolResult, withFault } from "../tool/result.ts";
 import { changedFields, type ToolDefinition } from "./approvals.ts";
 
 /** The longest tool name offered. */
@@ -120,7 +120,8 @@ export function hostedResult(
   );
   const problems = contentProblems(blocks);
   if (problems.length) {
-    return failure(tool, "the server sent invalid content", { problems });
+    const broken = failure(tool, "the server sent invalid content", { problems });
+    return withFault(broken, "error", "bad_result");
   }
   const text = blocks.filter((b) => b?.type === "text").map((b) => String(b.text)).join("\n");
   const result: ToolResult = { success: raw.isError !== true };

@@ -32,6 +32,7 @@ import { TokenStore } from "../identity/token_store.ts";
 import { type CorralMetrics, telemetry } from "../telemetry/metrics.ts";
 import { metricsResponse } from "../telemetry/metrics_endpoint.ts";
 import { traceCall } from "../telemetry/spans.ts";
+import { outcomeOf } from "../guard/audit.ts";
 import { ConfigError } from "../tool/errors.ts";
 import type { McpRegistry } from "./mcp_server.ts";
 
@@ -234,8 +235,10 @@ export function identityRegistry(
       try {
         return await traceCall(
           info,
-          () => registry.call(name, args, { ...options, onAsk }),
-          (r) => r.success ? "success" : "failure",
+          // The audit line names who called (core/registry/call_audit.ts).
+          () => registry.call(name, args, { ...options, identity: who, onAsk }),
+          // The audit's outcome: failure (the tool's answer), error or denied (core/guard/audit.ts).
+          outcomeOf,
           metrics,
         );
       } finally {

@@ -77,6 +77,8 @@ export interface McpServerOptions {
    * own, ended when the session closes, so that its sandboxes close with it.
    */
   principal?: string;
+  /** Who this session is, for the audit log (an HTTP identity; default `local`). */
+  identity?: string;
 }
 
 export { DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUE } from "./call_gate.ts";
@@ -273,6 +275,9 @@ export function createMcpServer(
         if (ended) return _errorResult(`Cannot run tool "${name}": the session has ended`);
         result = await registry.call(name, args, {
           principal,
+          // The audit line's session is the principal: one per MCP session (or stateless caller).
+          session: principal,
+          ...(options.identity ? { identity: options.identity } : {}),
           signal: extra.signal,
           onReport,
           onLog: (text) => log("debug", text),

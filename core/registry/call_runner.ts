@@ -7,8 +7,8 @@
  * @module
  */
 import type { Policy } from "../config/policy.ts";
-import { type AuditLog, boundedJson, digestArgs, outcomeOf } from "../guard/audit.ts";
-import { hideHostPaths, redact, scrubDeep, scrubText } from "../guard/redact.ts";
+import { type AuditLog, type AuditWho, classifyResult } from "../guard/audit.ts";
+import { hideHostPaths, scrubDeep, scrubText } from "../guard/redact.ts";
 import type { EgressRecord } from "../guard/egress.ts";
 import type { AskKind } from "../sandbox/protocol.ts";
 import type { SandboxEnv } from "../sandbox/protocol.ts";
@@ -24,11 +24,12 @@ import {
 } from "./sandbox_pool.ts";
 import { argLimitRefusal } from "../tool/arg_limits.ts";
 import type { Reporter } from "../tool/reporter.ts";
-import { failure, type ToolResult } from "../tool/result.ts";
+import { failure, type ToolResult, withFault } from "../tool/result.ts";
 import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
 import type { Catalog, CatalogEntry, ToolInfo, ToolsetSource } from "./catalog.ts";
 import type { HostedCallContext } from "../hosted/hosted_servers.ts";
 import { hostVars } from "./host_vars.ts";
+import { auditWho, CallAudit } from "./call_audit.ts";
 
 /** Per-call options of {@link CallRunner.call} (and `Registry.call`). */
 export interface RegistryCallOptions {
@@ -50,6 +51,10 @@ export interface RegistryCallOptions {
    * sandbox process. Default: one principal for the command line and the library.
    */
   principal?: string;
+  /** Who is calling, for the audit log (an HTTP identity; default `local`). */
+  identity?: string;
+  /** The caller's session, for the audit log (default: the principal, else `local`). */
+  session?: string;
 }
 
 /** What a {@link CallRunner} needs. */
@@ -91,11 +96,14 @@ export interface CallRunnerOptions {
 export class CallRunner {
   readonly #options: CallRunnerOptions;
   readonly #pool: SandboxPool;
+  readonly #audit: CallAudit | undefined;
   #envs = new WeakMap<Sandbox, SandboxEnv>();
 
   constructor(options: CallRunnerOptions) {
     this.#options = options;
     this.#pool = new SandboxPool(options.sandboxLimits);
+    const { audit, catalog, reporter, secrets } = options;
+    this.#audit = audit && new CallAudit({ audit, catalog, reporter, secrets });
   }
 
   /** The live call sandboxes of every principal (./sandbox_pool.ts). */
@@ -128,14 +136,27 @@ export class CallRunner {
     }
     const started = performance.now();
     const time = new Date().toISOString();
-    let result: ToolResult;
+    const who = auditWho(options);
+    let raw: ToolResult;
     try {
-      result = this.#clean(await this.#call(name, args, options), name);
+      raw = await this.#call(name, args, options);
     } catch (err) {
-      await this.#auditCall(name, args, time, started, failure(name, (err as Error).message));
+      // An unknown tool is a refused request; anything else thrown is corral's error.
+      const thrown = failure(name, (err as Error).message);
+      const [outcome, reason] = err instanceof TypeError
+        ? ["denied", "unknown_tool"] as const
+        : ["error", "internal"] as const;
+      await this.#audit!.call(who, name, args, time, started, thrown, { outcome, reason });
       throw err;
     }
-    await this.#auditCall(name, args, time, started, result);
+    // Classified before cleaning: the marks of core/tool/result.ts are on this object only...
+    const outcome = classifyResult(raw);
+    let result = this.#clean(raw, name);
+    // ...and on the cleaned copy the caller gets (telemetry reads it: core/telemetry/).
+    if (outcome.outcome === "error" || outcome.outcome === "denied") {
+      result = withFault(result, outcome.outcome, outcome.reason ?? outcome.outcome);
+    }
+    await this.#audit!.call(who, name, args, time, started, result, outcome);
     return result;
   }
 
@@ -174,89 +195,9 @@ export class CallRunner {
     return out;
   }
 
-  /** One line per question a tool asked its client: answered, failed or denied (why). */
-  #auditAsk(
-    tool: string,
-    toolset: string,
-    ask: AskKind,
-    outcome: string,
-    started: number,
-    reason?: string,
-  ): void {
-    const { audit, reporter, secrets } = this.#options;
-    audit?.append({
-      time: new Date().toISOString(),
-      kind: "ask",
-      tool,
-      toolset,
-      ask: ask === "elicit" ? "elicit" : "sample",
-      outcome,
-      ...(reason ? { reason: scrubText(reason, secrets) } : {}),
-      duration_ms: Math.round(performance.now() - started),
-    }).catch((err) =>
-      reporter.line(`Warning: cannot write the audit log: ${(err as Error).message}`, "yellow")
-    );
-  }
-
   /** One line per egress connection, allowed or refused (also for discovery sandboxes). */
-  auditConnection(toolset: string, r: EgressRecord): void {
-    const { audit, reporter } = this.#options;
-    if (!audit) return;
-    audit.append({
-      time: new Date().toISOString(),
-      kind: "connection",
-      toolset,
-      host: r.host,
-      port: r.port,
-      address: r.address,
-      verdict: r.verdict,
-      ...(r.reason ? { reason: r.reason } : {}),
-      bytes_out: r.bytesOut,
-      bytes_in: r.bytesIn,
-    }).catch((err) =>
-      reporter.line(`Warning: cannot write the audit log: ${(err as Error).message}`, "yellow")
-    );
-  }
-
-  async #auditCall(
-    name: string,
-    args: unknown,
-    time: string,
-    started: number,
-    result: ToolResult,
-  ): Promise<void> {
-    const { audit, catalog, reporter } = this.#options;
-    if (!audit) return;
-    const entry = catalog.anyEntry(name);
-    const info = entry?.info;
-    const secrets = this.#options.secrets;
-    const shown = boundedJson(args ?? null); // any arguments fit a line (the digest is of all)
-    try {
-      await audit.append({
-        time,
-        tool: name,
-        toolset: info?.toolset ?? "",
-        source: info?.kind ?? "",
-        letters: info?.permissions ?? "",
-        grant: info ? { ...info.grant } : null,
-        isolation: info?.isolation ?? "",
-        ...(info?.jail ? { jail: info.jail } : {}),
-        args_sha256: await digestArgs(args ?? null),
-        ...(entry?.source.policy.redact_args ? {} : {
-          args: redact(shown.value, secrets),
-          ...(shown.cut ? { args_truncated: true } : {}),
-        }),
-        duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
-        outcome: outcomeOf(result),
-        ...(result.error ? { error: scrubText(result.error, secrets) } : {}),
-      });
-    } catch (err) {
-      reporter.line(
-        `Warning: ${name} ran, but its audit line could not be written to ${audit.path}: ` +
-          (err as Error).message,
-        "yellow",
-      );
-    }
+  auditConnection(toolset: string, r: EgressRecord, who?: AuditWho): void {
+    this.#audit?.connection(toolset, r, who);
   }
 
   async #call(name: string, args: unknown, options: RegistryCallOptions): Promise<ToolResult> {
@@ -270,7 +211,7 @@ export class CallRunner {
     const { info, source, module } = entry;
     // Before anything of the call happens (confirmation, a sandbox start): bounded arguments.
     const tooBig = argLimitRefusal(args, source.policy);
-    if (tooBig) return failure(name, tooBig);
+    if (tooBig) return withFault(failure(name, tooBig), "denied", "arguments");
     const refused = await this.#confirm(entry, args, options);
     if (refused) return refused;
     const limit = source.policy.timeout_ms;
@@ -278,11 +219,12 @@ export class CallRunner {
     const secrets = this.#options.secrets;
     const onAsk = options.onAsk;
     // The call's questions to its client: capped, audited, valid only while the call runs.
+    const who = auditWho(options);
     using asks = new AskBudget(
       source.policy,
       onAsk,
       (kind, outcome, started, reason) =>
-        this.#auditAsk(name, info.toolset, kind, outcome, started, reason),
+        this.#audit?.ask(who, name, info.toolset, kind, outcome, started, reason),
     );
     const ask = { onAsk: (kind: AskKind, params: unknown) => asks.ask(kind, params) };
     if (source.kind === "server" && this.#options.hosted) {
@@ -292,6 +234,7 @@ export class CallRunner {
         timeoutMs,
         // Principals never share a hosted server either (core/hosted/hosted_servers.ts).
         session: options.principal,
+        identity: auditWho(options).identity,
         signal: options.signal,
         onProgress: (progress, total, message) =>
           options.onReport?.("progress", scrubText(message ?? "", secrets), {
@@ -306,8 +249,8 @@ export class CallRunner {
         ...ask,
       });
     }
-    const held = await this.#sandbox(source, info, options.principal ?? LOCAL_PRINCIPAL);
-    if (typeof held === "string") return failure(name, held);
+    const held = await this.#sandbox(source, info, options.principal ?? LOCAL_PRINCIPAL, who);
+    if (typeof held === "string") return withFault(failure(name, held), "denied", "limits");
     const { sandbox } = held;
     const env = this.#env(sandbox, source, info);
     const result = await sandbox.call(module, name, args, env, {
@@ -357,17 +300,16 @@ export class CallRunner {
     const name = info.name;
     const rule = this.#options.policy.confirm(name);
     if (rule === "never") {
-      return failure(name, `refused by policy (permissions.json tools.${name}.confirm is "never")`);
+      const why = `refused by policy (permissions.json tools.${name}.confirm is "never")`;
+      return withFault(failure(name, why), "denied", "policy");
     }
     if (rule === "ask") {
       const yes = options.confirm ? await options.confirm(info, args) : false;
       if (!yes) {
-        return failure(
-          name,
-          options.confirm
-            ? "not confirmed"
-            : `needs confirmation: approve it (corral call --yes) or set tools.${name}.confirm to "always" in permissions.json`,
-        );
+        const why = options.confirm
+          ? "not confirmed"
+          : `needs confirmation: approve it (corral call --yes) or set tools.${name}.confirm to "always" in permissions.json`;
+        return withFault(failure(name, why), "denied", "confirmation");
       }
     }
     return undefined;
@@ -378,11 +320,12 @@ export class CallRunner {
     source: ToolsetSource,
     info: ToolInfo,
     principal: string,
+    who?: AuditWho,
   ): Promise<HeldSandbox | string> {
     const held = this.#pool.acquire(
       principal,
       sandboxKey(source, info),
-      () => this.#newSandbox(source, info),
+      () => this.#newSandbox(source, info, who),
     );
     if (typeof held === "string") return held;
     try {
@@ -394,7 +337,8 @@ export class CallRunner {
     return held;
   }
 
-  #newSandbox(source: ToolsetSource, info: ToolInfo): Sandbox {
+  /** A sandbox of one principal: its connections and late questions are audited as its caller's. */
+  #newSandbox(source: ToolsetSource, info: ToolInfo, who?: AuditWho): Sandbox {
     const { reporter, secrets } = this.#options;
     return new Sandbox({
       label: `${source.id}[${info.permissions || "-"}]`,
@@ -406,9 +350,17 @@ export class CallRunner {
       onLog: (text) => reporter.line(`[${source.id}] ${scrubText(text, secrets)}`, "dim"),
       namespace: this.#options.namespace?.(source, info.grant),
       pins: source.pins,
-      onConnection: (r) => this.auditConnection(source.id, r),
+      onConnection: (r) => this.auditConnection(source.id, r, who),
       onAskRefused: (kind, why) =>
-        this.#auditAsk("(no running call)", source.id, kind, "denied", performance.now(), why),
+        this.#audit?.ask(
+          who ?? {},
+          "(no running call)",
+          source.id,
+          kind,
+          "denied",
+          performance.now(),
+          why,
+        ),
     });
   }
 }

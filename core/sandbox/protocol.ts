@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { ToolResult } from "../tool/result.ts";
+import type { CallFault, ToolResult } from "../tool/result.ts";
 import type { Grant, LoadDecision, ReportKind, ReportOptions } from "../tool/tool.ts";
 
 /** What the host tells the sandbox about the environment of a request. */
@@ -96,7 +96,13 @@ export type SandboxMessage =
     held?: Record<string, string>;
   }
   | { type: "loaded"; id: number; modules: ModuleMeta[] }
-  | { type: "result"; id: number; result: ToolResult }
+  | {
+    type: "result";
+    id: number;
+    result: ToolResult;
+    /** Why the call failed when it was not the tool's own answer (core/tool/result.ts CallFault). */
+    fault?: CallFault;
+  }
   | { type: "report"; id: number; kind: ReportKind; message: string; options?: ReportOptions }
   | { type: "log"; id?: number; text: string }
   | { type: "pong"; id: number }

@@ -12,7 +12,8 @@ import { pinsRefusal, prepareSandboxFiles } from "./sandbox_files.ts";
 import { insideLoad, insidePath, outsideMetas, outsideText } from "./pinned_code.ts";
 import { type PinnedCode, pinnedGone } from "./pinned_code.ts";
 import { ToolTimeoutError } from "../tool/errors.ts";
-import { capResult, failure, type ToolResult } from "../tool/result.ts";
+import { capResult, failure, faultOf, parseFault } from "../tool/result.ts";
+import { type ToolResult, withFault } from "../tool/result.ts";
 import { startProcess } from "./process_transport.ts";
 import { answerAsk, refuseAsk } from "./ask.ts";
 import { acceptMetas } from "./module_meta.ts";
@@ -120,7 +121,7 @@ export class Sandbox {
     options: CallOptions = {},
   ): Promise<ToolResult> {
     const refused = await this.#verify();
-    if (refused) return failure(tool, refused);
+    if (refused) return withFault(failure(tool, refused), "error", "sandbox_refused");
     const msg = await this.#request(
       (id) => {
         // The environment is sent once per running sandbox and again only
@@ -138,16 +139,19 @@ export class Sandbox {
     );
     const r = msg.type === "result" ? msg.result : undefined;
     // Whatever the sandbox sends, the caller gets a ToolResult.
+    const bad = r === undefined ? "no result" : "malformed result";
     const result = r && typeof r === "object" && !Array.isArray(r) && typeof r.success === "boolean"
       ? r
-      : failure(tool, r === undefined ? "no result from sandbox" : "malformed result from sandbox");
+      : _fault(failure(tool, `${bad} from sandbox`));
+    const fault = faultOf(result) ?? (msg.type === "result" ? parseFault(msg.fault) : undefined);
     if (typeof result.error === "string") result.error = outsideText(this.#pinned, result.error);
     if (result.timed_out === true && this.options.policy.isolation === "process") {
       // Something the tool started ran out of time: the whole sandbox goes,
       // with every process it still holds (a fresh one serves the next call).
       this.#recycle(`was reset: a process of ${tool} timed out`);
     }
-    return capResult(result, this.options.policy.max_output_bytes);
+    const capped = capResult(result, this.options.policy.max_output_bytes);
+    return fault && !capped.success ? withFault(capped, fault.outcome, fault.reason) : capped;
   }
 
   /** The environment as the sandbox needs it: the limits, and HOME and the proxy inside. */
@@ -186,7 +190,7 @@ export class Sandbox {
     batch?: HostMessage[],
   ): Promise<SandboxMessage> {
     if (this.#closed) {
-      return Promise.resolve(this.#fail(tool, "the sandbox is closed"));
+      return Promise.resolve(this.#fail(tool, "the sandbox is closed", "closed"));
     }
     const id = this.#nextId++;
     const timeoutMs = Math.max(1, options.timeoutMs ?? this.options.policy.timeout_ms);
@@ -222,6 +226,7 @@ export class Sandbox {
               error: new ToolTimeoutError(tool, timeoutMs).message,
               timed_out: true,
             },
+            fault: { outcome: "error", reason: "timeout" },
           });
           const why = `a call to ${tool} timed out after ${timeoutMs} ms`;
           // A process sandbox is killed whole: every process it started, its CPU.
@@ -235,7 +240,7 @@ export class Sandbox {
         if (batch) batch.push(make(id));
         else transport.send(make(id));
       } catch (err) {
-        finish(this.#fail(tool, `sandbox failed to start: ${(err as Error).message}`));
+        finish(this.#fail(tool, `sandbox failed to start: ${(err as Error).message}`, "start"));
       }
     });
   }
@@ -283,8 +288,8 @@ export class Sandbox {
     return this.#refused ?? await pinsRefusal(this.options.pins);
   }
 
-  #fail(tool: string, reason: string): SandboxMessage {
-    return { type: "result", id: 0, result: failure(tool, reason) };
+  #fail(tool: string, reason: string, why = "cancelled"): SandboxMessage {
+    return { type: "result", id: 0, result: _fault(failure(tool, reason), why) };
   }
 
   /** A call was given up: tell the sandbox, and recycle it if it no longer answers. */
@@ -322,7 +327,7 @@ export class Sandbox {
     const pending = [...this.#pending.values()];
     this.#pending.clear();
     for (const p of pending) {
-      p.resolve({ type: "result", id: 0, result: failure(p.tool, `sandbox ${reason}`) });
+      p.resolve({ type: "result", id: 0, result: _fault(failure(p.tool, `sandbox ${reason}`)) });
     }
   }
 
@@ -437,4 +442,9 @@ export class Sandbox {
     this.#refused = files.refused;
     this.#prepared = files.read;
   }
+}
+
+/** A failure of the sandbox, not the tool's own answer: corral's `error` (core/tool/result.ts). */
+function _fault(result: ToolResult, reason = "crashed"): ToolResult {
+  return withFault(result, "error", reason);
 }

@@ -15,7 +15,7 @@
  */
 import { invokeTool } from "../tool/invoke.ts";
 import type { AskKind, HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
-import { capResult, failure } from "../tool/result.ts";
+import { capResult, failure, faultOf } from "../tool/result.ts";
 import { configureNetGuard } from "../guard/net_guard.ts";
 import { configureSubprocesses } from "../guard/subprocess.ts";
 import { collectTools, type ToolDefinition, VALID_EXPORT_EXAMPLE } from "../tool/tool.ts";
@@ -242,12 +242,14 @@ async function _call(msg: Extract<HostMessage, { type: "call" }>): Promise<void>
     const def = loaded.tools.get(msg.tool);
     if (!def) {
       const why = loaded.meta.error ?? `module does not export it`;
-      _post({ type: "result", id: msg.id, result: failure(msg.tool, why) });
+      const fault = { outcome: "error", reason: "load" } as const;
+      _post({ type: "result", id: msg.id, result: failure(msg.tool, why), fault });
       return;
     }
     const meta = loaded.meta.tools.find((t) => t.name === msg.tool)!;
     if (!meta.load.load) {
-      _post({ type: "result", id: msg.id, result: failure(msg.tool, meta.load.reason) });
+      const fault = { outcome: "denied", reason: "not_loaded" } as const;
+      _post({ type: "result", id: msg.id, result: failure(msg.tool, meta.load.reason), fault });
       return;
     }
     const result = await _asCall(msg.id, () =>
@@ -267,9 +269,20 @@ async function _call(msg: Extract<HostMessage, { type: "call" }>): Promise<void>
         sample: (params) => _ask(msg.id, "sample", params),
         elicit: (params) => _ask(msg.id, "elicit", params),
       }));
-    _post({ type: "result", id: msg.id, result: capResult(result, env.maxOutputBytes ?? 1e6) });
+    const fault = faultOf(result);
+    _post({
+      type: "result",
+      id: msg.id,
+      result: capResult(result, env.maxOutputBytes ?? 1e6),
+      ...(fault ? { fault } : {}),
+    });
   } catch (err) {
-    _post({ type: "result", id: msg.id, result: failure(msg.tool, _message(err)) });
+    _post({
+      type: "result",
+      id: msg.id,
+      result: failure(msg.tool, _message(err)),
+      fault: { outcome: "error", reason: "internal" },
+    });
   } finally {
     _running.delete(msg.id);
   }

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { failure, normalizeResult, type ToolResult } from "./result.ts";
+import { failure, normalizeResult, type ToolResult, withFault } from "./result.ts";
 import type { ToolCallContext, ToolDefinition } from "./tool.ts";
 import { validateArgs } from "./validate.ts";
 
@@ -30,13 +30,16 @@ export async function invokeTool(
   context: ToolCallContext,
 ): Promise<ToolResult> {
   if (args === null || typeof args !== "object" || Array.isArray(args)) {
-    if (args !== undefined) return failure(def.name, "arguments must be a JSON object");
+    if (args !== undefined) {
+      return withFault(failure(def.name, "arguments must be a JSON object"), "denied", "arguments");
+    }
   }
   const valid = validateArgs(def.input, args);
   if (!valid.ok) {
-    return failure(def.name, `invalid arguments: ${valid.problems.join("; ")}`, {
+    const refused = failure(def.name, `invalid arguments: ${valid.problems.join("; ")}`, {
       problems: valid.problems,
     });
+    return withFault(refused, "denied", "arguments");
   }
   try {
     return normalizeResult(def.name, await def.invoke(valid.value, context));
@@ -46,7 +49,10 @@ export async function invokeTool(
     const reason = name === "NotCapable" || name === "PermissionDeniedError"
       ? `permission denied: ${msg}`
       : msg;
-    return failure(def.name, reason);
+    // A throw is no answer of the tool's: corral's audit calls it an error (a refused permission: denied).
+    return reason === msg
+      ? withFault(failure(def.name, reason), "error", "threw")
+      : withFault(failure(def.name, reason), "denied", "permission");
   }
 }
 

@@ -13,6 +13,61 @@ export interface ToolResult {
   [key: string]: unknown;
 }
 
+/**
+ * Why a failed call is not the tool's own failure: corral or its sandbox
+ * failed (`error`: a throw, a crash, a timeout, a sandbox that would not
+ * start), or something refused the call (`denied`: policy, confirmation,
+ * limits, bad arguments, a permission). `reason` is a short word
+ * (`threw`, `timeout`, `crashed`, `confirmation`, …) kept in the audit line.
+ */
+export interface CallFault {
+  outcome: "error" | "denied";
+  reason: string;
+}
+
+const _FAULTS = new WeakMap<object, CallFault>();
+
+/**
+ * Mark `result` with why it failed (see {@link CallFault}) and return it.
+ * The mark is kept beside the object (a WeakMap), not in it: JSON, clients,
+ * schemas and deep equality never see it; it stays with this object only
+ * (across a process boundary it travels in the protocol message,
+ * core/sandbox/protocol.ts).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { failure, faultOf, withFault } from "./result.ts";
+ * const r = withFault(failure("X", "boom"), "error", "threw");
+ * assert.deepEqual(faultOf(r), { outcome: "error", reason: "threw" });
+ * assert.deepEqual(Reflect.ownKeys(r), ["success", "error"]);
+ * ```
+ */
+export function withFault(
+  result: ToolResult,
+  outcome: CallFault["outcome"],
+  reason: string,
+): ToolResult {
+  _FAULTS.set(result, { outcome, reason });
+  return result;
+}
+
+/** The mark {@link withFault} left on `result`, if any. */
+export function faultOf(result: ToolResult): CallFault | undefined {
+  return _FAULTS.get(result);
+}
+
+/**
+ * A fault as it arrived from a sandbox (untrusted): only the known shapes,
+ * else undefined.
+ */
+export function parseFault(value: unknown): CallFault | undefined {
+  if (!value || typeof value !== "object") return undefined;
+  const { outcome, reason } = value as Record<string, unknown>;
+  if ((outcome !== "error" && outcome !== "denied") || typeof reason !== "string") return undefined;
+  return { outcome, reason: reason.slice(0, 40) };
+}
+
 /** Build a failure result with the standard message form. */
 export function failure(tool: string, reason: string, extra?: Record<string, unknown>): ToolResult {
   return { success: false, error: `Cannot run tool "${tool}": ${reason}`, ...extra };
@@ -37,17 +92,17 @@ export function normalizeResult(tool: string, value: unknown): ToolResult {
   if (typeof value === "string") return { success: true, output: value };
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     const what = value === null ? "null" : Array.isArray(value) ? "an array" : typeof value;
-    return failure(tool, `it returned ${what}, not an object or a string`);
+    return _broken(failure(tool, `it returned ${what}, not an object or a string`));
   }
   const walk: _Walk = { seen: new Set() };
   const problem = _problem(value, walk);
   if (problem) {
-    return failure(tool, `its result is not JSON: result${problem.path} ${problem.what}`);
+    return _broken(failure(tool, `its result is not JSON: result${problem.path} ${problem.what}`));
   }
   // A copy that shares nothing with the tool's value, exactly what JSON carries.
   const out = JSON.parse(JSON.stringify(value)) as Record<string, unknown>;
   if (typeof out.success !== "boolean") {
-    if ("success" in out) return failure(tool, "its result has a non-boolean `success`");
+    if ("success" in out) return _broken(failure(tool, "its result has a non-boolean `success`"));
     out.success = true;
   }
   if (out.success === false && typeof out.error !== "string") {
@@ -55,9 +110,16 @@ export function normalizeResult(tool: string, value: unknown): ToolResult {
   }
   if ("content_blocks" in out) {
     const problems = contentProblems(out.content_blocks);
-    if (problems.length) return failure(tool, `invalid content blocks: ${problems.join("; ")}`);
+    if (problems.length) {
+      return _broken(failure(tool, `invalid content blocks: ${problems.join("; ")}`));
+    }
   }
   return out as ToolResult;
+}
+
+/** A result that breaks the return contract is corral's error, not the tool's answer. */
+function _broken(result: ToolResult): ToolResult {
+  return withFault(result, "error", "bad_result");
 }
 
 interface _Walk {

@@ -1,0 +1,174 @@
+/**
+ * What the call runner (./call_runner.ts) writes to the audit log: one
+ * line per call (who, the tool, its grant, the arguments' digest and, as
+ * the policy says, their shape or values, the outcome, the duration), per
+ * question a tool asks its client, and per egress connection.
+ *
+ * @module
+ */
+import type { SandboxPolicy } from "../config/policy.ts";
+import {
+  argShape,
+  type AuditLog,
+  type AuditWho,
+  boundedJson,
+  canonicalJson,
+  classifyResult,
+} from "../guard/audit.ts";
+import type { EgressRecord } from "../guard/egress.ts";
+import { redact, scrubText } from "../guard/redact.ts";
+import type { AskKind } from "../sandbox/protocol.ts";
+import type { Reporter } from "../tool/reporter.ts";
+import type { ToolResult } from "../tool/result.ts";
+import type { Catalog } from "./catalog.ts";
+
+/** The identity of calls that name none: the command line, stdio, the library. */
+export const LOCAL_IDENTITY = "local";
+
+/** What a {@link CallAudit} needs. */
+export interface CallAuditOptions {
+  audit: AuditLog;
+  catalog: Catalog;
+  reporter: Reporter;
+  /** Secret values, scrubbed from what the lines hold. */
+  secrets: Set<string>;
+}
+
+/**
+ * Who made a call, for its audit line: `identity` (default `local`) and
+ * `session` (default its principal, else `local`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { auditWho } from "./call_audit.ts";
+ * assert.deepEqual(auditWho({ principal: "session:1" }), { identity: "local", session: "session:1" });
+ * ```
+ */
+export function auditWho(
+  o: { identity?: string; session?: string; principal?: string },
+): AuditWho {
+  return {
+    identity: o.identity ?? LOCAL_IDENTITY,
+    session: o.session ?? o.principal ?? LOCAL_IDENTITY,
+  };
+}
+
+/** The audit lines of one call runner. */
+export class CallAudit {
+  readonly #o: CallAuditOptions;
+
+  constructor(options: CallAuditOptions) {
+    this.#o = options;
+  }
+
+  /** One line per question a tool asked its client: answered, failed or denied (why). */
+  ask(
+    who: Partial<AuditWho>,
+    tool: string,
+    toolset: string,
+    ask: AskKind,
+    outcome: string,
+    started: number,
+    reason?: string,
+  ): void {
+    this.#o.audit.append({
+      time: new Date().toISOString(),
+      kind: "ask",
+      ...who,
+      tool,
+      toolset,
+      ask: ask === "elicit" ? "elicit" : "sample",
+      outcome,
+      ...(reason ? { reason: scrubText(reason, this.#o.secrets) } : {}),
+      duration_ms: Math.round(performance.now() - started),
+    }).catch((err) => this.#warn(err));
+  }
+
+  /** One line per egress connection, allowed or refused (`who`: the sandbox's first caller). */
+  connection(toolset: string, r: EgressRecord, who?: Partial<AuditWho>): void {
+    this.#o.audit.append({
+      time: new Date().toISOString(),
+      kind: "connection",
+      ...who,
+      toolset,
+      host: r.host,
+      port: r.port,
+      address: r.address,
+      verdict: r.verdict,
+      ...(r.reason ? { reason: r.reason } : {}),
+      bytes_out: r.bytesOut,
+      bytes_in: r.bytesIn,
+    }).catch((err) => this.#warn(err));
+  }
+
+  /** The line of one call; a line that cannot be written is a warning (the call ran). */
+  async call(
+    who: AuditWho,
+    name: string,
+    args: unknown,
+    time: string,
+    started: number,
+    result: ToolResult,
+    outcome = classifyResult(result),
+  ): Promise<void> {
+    const { audit, catalog, reporter, secrets } = this.#o;
+    const entry = catalog.anyEntry(name);
+    const info = entry?.info;
+    const canonical = new TextEncoder().encode(canonicalJson(args ?? null));
+    const digest = await crypto.subtle.digest("SHA-256", canonical);
+    try {
+      await audit.append({
+        time,
+        ...who,
+        tool: name,
+        toolset: info?.toolset ?? "",
+        source: info?.kind ?? "",
+        letters: info?.permissions ?? "",
+        grant: info ? { ...info.grant } : null,
+        isolation: info?.isolation ?? "",
+        ...(info?.jail ? { jail: info.jail } : {}),
+        args_sha256: Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0"))
+          .join(""),
+        args_bytes: canonical.length,
+        ..._shownArgs(args, entry?.source.policy, secrets),
+        duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
+        outcome: outcome.outcome,
+        ...(outcome.reason ? { reason: outcome.reason } : {}),
+        ...(result.error ? { error: scrubText(result.error, secrets) } : {}),
+      });
+    } catch (err) {
+      reporter.line(
+        `Warning: ${name} ran, but its audit line could not be written to ${audit.path}: ` +
+          (err as Error).message,
+        "yellow",
+      );
+    }
+  }
+
+  #warn(err: unknown): void {
+    this.#o.reporter.line(
+      `Warning: cannot write the audit log: ${(err as Error).message}`,
+      "yellow",
+    );
+  }
+}
+
+/**
+ * What a line holds of the arguments: nothing more (`redact_args`), their
+ * values with secret-looking keys redacted (`audit_args: "values"`), or
+ * their shape (the default). Any arguments fit a line: the digest is of all.
+ */
+function _shownArgs(
+  args: unknown,
+  policy: SandboxPolicy | undefined,
+  secrets: Set<string>,
+): Record<string, unknown> {
+  if (policy?.redact_args) return {};
+  if (policy?.audit_args === "values") {
+    const shown = boundedJson(args ?? null);
+    return { args: redact(shown.value, secrets), ...(shown.cut ? { args_truncated: true } : {}) };
+  }
+  const { shape, truncated } = argShape(args ?? null);
+  return { args_shape: shape, ...(truncated ? { args_truncated: true } : {}) };
+}
