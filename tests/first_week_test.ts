@@ -213,6 +213,44 @@ Deno.test("item 9: refusals name the rule and what the operator would change", a
   const netError = JSON.parse(net.stdout).error as string;
   assert.match(netError, /no network access to example\.org/);
   assert.match(netError, /"net" list of permissions\.json toolsets\.net; the operator would add/);
+  // A command the policy does not grant, and a confirmation that is missing: the rule, and the
+  // operator's change.
+  await Deno.writeTextFile(`${ws}/gone.txt`, "x");
+  await Deno.writeTextFile(
+    `${base}/pol2.json`,
+    JSON.stringify({
+      toolsets: {
+        files: { read: ["."], write: ["."] },
+        system: { run: ["bash"], read: ["."], write: ["."] },
+      },
+    }),
+  );
+  const cmd = await runCli([
+    "-rwx",
+    "--permissions",
+    `${base}/pol2.json`,
+    "call",
+    "RunPythonCode",
+    "--args",
+    '{"code":"print(1)"}',
+  ], { cwd: ws });
+  assert.equal(cmd.code, 1, cmd.stderr);
+  assert.match(
+    JSON.parse(cmd.stdout).error,
+    /needs x \(run\) for python3: permissions\.json toolsets\.system\.run does not list it/,
+  );
+  const del = await runCli([
+    "-rw",
+    "--permissions",
+    `${base}/pol2.json`,
+    "call",
+    "DeleteFile",
+    "--args",
+    '{"filepath":"gone.txt"}',
+  ], { cwd: ws });
+  assert.equal(del.code, 1);
+  assert.match(JSON.parse(del.stdout).error, /needs confirmation: .*tools\.DeleteFile\.confirm/);
+  assert.ok(await _exists(`${ws}/gone.txt`));
   // item 6: over https, the proxy's own reason reaches the caller.
   const https = await runCli([
     "-n",

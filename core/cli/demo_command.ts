@@ -60,7 +60,8 @@ export async function demoCommand(registry: Registry, color: boolean): Promise<n
   }
   out(
     colour(
-      "\nNext: `deno task corral list`, `deno task corral call NAME --args '{...}'`",
+      "\nNext: `corral list`, `corral call NAME --args '{...}'` (README, Quick start: the " +
+        "corral command); the example plugins above load only here or where you name their folder",
       "cyan",
       color,
     ),
