@@ -10,6 +10,13 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { AuditRecord } from "../core/guard/audit.ts";
 import { parsePolicy } from "../core/config/policy.ts";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import type { ResolvedIdentity } from "../core/identity/identity_policy.ts";
+import { ToolAccess } from "../core/identity/tool_access.ts";
+import { identityRegistry } from "../core/mcp/http_identity.ts";
+import { createMcpServer, type McpRegistry } from "../core/mcp/mcp_server.ts";
+import { Registry } from "../core/registry/registry.ts";
+import { Reporter } from "../core/tool/reporter.ts";
 import { FIXTURES, runCli, tempLayout } from "./_helpers.ts";
 import { startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
 
@@ -177,6 +184,8 @@ Deno.test("corral mcp over HTTP: two sessions, each line names its session; ever
         assert.match(String(err), /invalid|argument/i);
       });
     }
+    // A tool that does not exist is refused before the registry: still a line, denied.
+    await assert.rejects(a.callTool({ name: "NoSuchTool", arguments: {} }), /Unknown tool/);
     const mine = await b.callTool({ name: "AuditFail", arguments: {} });
     assert.equal(mine.isError, true);
   } finally {
@@ -187,17 +196,17 @@ Deno.test("corral mcp over HTTP: two sessions, each line names its session; ever
   const calls = lines.filter((l) => !(l as { kind?: string }).kind);
   assert.deepEqual(
     calls.map((l) => [l.tool, l.outcome, l.reason]),
-    [...CASES.map(([tool, , outcome, reason]) => [tool, outcome, reason]), [
-      "AuditFail",
-      "failure",
-      undefined,
-    ]],
+    [
+      ...CASES.map(([tool, , outcome, reason]) => [tool, outcome, reason]),
+      ["NoSuchTool", "denied", "unknown_tool"],
+      ["AuditFail", "failure", undefined],
+    ],
   );
   const sessionA = calls[0].session;
   const sessionB = calls.at(-1)!.session;
   assert.ok(sessionA && sessionB && sessionA !== sessionB, `${sessionA} vs ${sessionB}`);
   assert.ok(sessionA !== "local" && sessionB !== "local");
-  assert.ok(calls.slice(0, CASES.length).every((l) => l.session === sessionA));
+  assert.ok(calls.slice(0, CASES.length + 1).every((l) => l.session === sessionA));
   for (const l of calls) {
     assert.equal(typeof l.identity, "string");
     assert.ok(l.identity.length > 0);
@@ -207,4 +216,71 @@ Deno.test("corral mcp over HTTP: two sessions, each line names its session; ever
   const r = await runCli(["audit", audit, "--json", "--outcome", "failure"], { cwd: ws.dir });
   const found = r.stdout.trim().split("\n").map((l) => JSON.parse(l));
   assert.deepEqual(found.map((l) => l.session), [sessionA, sessionB]);
+});
+
+Deno.test("two identities through the MCP server: lines name each one; refusals before the registry (limits, a tool it may not use) are denied lines too", async () => {
+  const { ws, base } = await tempLayout();
+  const audit = join(base, "audit.jsonl");
+  const policy = parsePolicy(
+    JSON.stringify({ toolsets: { fixture: { timeout_ms: 5000 } } }),
+    "test.json",
+    ws,
+  );
+  const registry = await Registry.create({
+    workspace: ws,
+    policy,
+    noBuiltins: true,
+    cacheDir: null,
+    auditPath: audit,
+    reporter: new Reporter({ sink: () => {}, color: false }),
+    sources: [{
+      id: "fixture",
+      kind: "builtin",
+      modules: [`${TOOLS}/audit_tools.ts`],
+      policy: policy.toolset("fixture"),
+    }],
+  });
+  const identity = (name: string, deny: string[], concurrent?: number): ResolvedIdentity => ({
+    name,
+    access: new ToolAccess({ tools: { deny }, toolsets: { deny: [] } }),
+    workspace: ws,
+    limits: { concurrent },
+  });
+  const connect = async (view: McpRegistry) => {
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await createMcpServer(view).connect(serverSide);
+    const client = new Client({ name: "audit-identity", version: "1" });
+    await client.connect(clientSide);
+    return client;
+  };
+  const alice = await connect(identityRegistry(registry, identity("alice", [], 1)));
+  const bob = await connect(identityRegistry(registry, identity("bob", ["AuditEcho"])));
+  try {
+    // Alice: one call running, a second at once is over her limit.
+    const slow = alice.callTool({ name: "AuditSleep", arguments: { ms: 3000 } });
+    await new Promise((r) => setTimeout(r, 200));
+    const over = await alice.callTool({ name: "AuditFail", arguments: {} });
+    assert.match(JSON.stringify(over), /already has 1 calls running/);
+    assert.equal((await slow).isError, false);
+    // Bob may not use AuditEcho: for him it does not exist.
+    await assert.rejects(bob.callTool({ name: "AuditEcho", arguments: { value: 1 } }));
+    assert.equal((await bob.callTool({ name: "AuditFail", arguments: {} })).isError, true);
+  } finally {
+    await alice.close();
+    await bob.close();
+    await registry.close();
+  }
+  const calls = (await _lines(audit)).filter((l) => !(l as { kind?: string }).kind);
+  const rows = calls.map((l) => [l.identity, l.tool, l.outcome, l.reason ?? null]);
+  assert.deepEqual(rows.sort(), [
+    ["alice", "AuditFail", "denied", "limits"],
+    ["alice", "AuditSleep", "success", null],
+    ["bob", "AuditEcho", "denied", "unknown_tool"],
+    ["bob", "AuditFail", "failure", null],
+  ]);
+  const sessions = (who: string) =>
+    new Set(calls.filter((l) => l.identity === who).map((l) => l.session));
+  assert.equal(sessions("alice").size, 1);
+  assert.equal(sessions("bob").size, 1);
+  assert.notDeepEqual([...sessions("alice")], [...sessions("bob")]);
 });

@@ -198,6 +198,10 @@ export function identityRegistry(
     list: () => access.filter(registry.list()),
     // A session that ends closes its sandboxes through the view too.
     endPrincipal: (principal) => registry.endPrincipal?.(principal) ?? Promise.resolve(),
+    // A refusal names who was refused, whatever the session said.
+    auditRefusal: (name, args, options, reason, message) =>
+      registry.auditRefusal?.(name, args, { ...options, identity: who }, reason, message) ??
+        Promise.resolve(),
     unknownToolMessage: (name) => {
       const near = closestNames(name, own(), 3, Math.max(2, Math.floor(name.length / 3)));
       return `Unknown tool "${name}"` + (near.length ? ` (did you mean: ${near.join(", ")}?)` : "");
@@ -210,14 +214,13 @@ export function identityRegistry(
       const info = { tool: name, toolset: tool.toolset, identity: who };
       const release = limits.concurrent ? running.tryAcquire(who, limits.concurrent) : () => {};
       if (!release) {
+        const message = `"${who}" already has ${limits.concurrent} calls running ` +
+          `(identities.${who}.limits.concurrent); try again when one ends`;
+        await registry.auditRefusal?.(name, args, { ...options, identity: who }, "limits", message)
+          .catch(() => {});
         return await traceCall(
           info,
-          () =>
-            Promise.resolve({
-              success: false,
-              error: `Cannot run tool "${name}": "${who}" already has ${limits.concurrent} calls ` +
-                `running (identities.${who}.limits.concurrent); try again when one ends`,
-            }),
+          () => Promise.resolve({ success: false, error: `Cannot run tool "${name}": ${message}` }),
           () => "denied",
           metrics,
         );

@@ -49,6 +49,14 @@ export interface McpRegistry {
   unknownToolMessage(name: string): string;
   /** A principal ended: close its sandboxes and kill all they started (Registry.endPrincipal). */
   endPrincipal?(principal: string): Promise<void>;
+  /** Audit a call refused before `call` (Registry.auditRefusal): one `denied` line. */
+  auditRefusal?(
+    name: string,
+    args: unknown,
+    options: RegistryCallOptions,
+    reason: string,
+    message: string,
+  ): Promise<void>;
   /** Hosted MCP servers: their resources and prompts are served too (core/hosted/). */
   hosted?: HostedServers;
 }
@@ -176,15 +184,19 @@ export function createMcpServer(
     async (request, extra): Promise<CallToolResult> => {
       const { name } = request.params;
       const args = request.params.arguments ?? {};
+      // Refused before the registry runs it: audited here, as `denied`.
+      const who = { principal, session: principal, identity: options.identity };
       if (!registry.list().some((t) => t.name === name)) {
-        throw new McpError(ErrorCode.InvalidParams, registry.unknownToolMessage(name));
+        const message = registry.unknownToolMessage(name);
+        await registry.auditRefusal?.(name, args, who, "unknown_tool", message).catch(() => {});
+        throw new McpError(ErrorCode.InvalidParams, message);
       }
       const release = await gate.acquire(extra.signal);
       if (!release) {
-        return _errorResult(
-          `Cannot run tool "${name}": too busy: ${gate.running} calls running and ${gate.waiting} ` +
-            `waiting (--max-concurrent ${gate.slots}, --max-queue ${gate.queue}); try again shortly`,
-        );
+        const message = `too busy: ${gate.running} calls running and ${gate.waiting} waiting ` +
+          `(--max-concurrent ${gate.slots}, --max-queue ${gate.queue}); try again shortly`;
+        await registry.auditRefusal?.(name, args, who, "limits", message).catch(() => {});
+        return _errorResult(`Cannot run tool "${name}": ${message}`);
       }
       const token = extra._meta?.progressToken;
       let sent = Promise.resolve();

@@ -161,6 +161,30 @@ export class CallRunner {
   }
 
   /**
+   * Audit a call refused before it reached the runner (a caller's limits,
+   * a busy server, a tool the caller may not use): one `denied` line with
+   * `reason`. Nothing without an audit log.
+   */
+  async auditRefusal(
+    name: string,
+    args: unknown,
+    options: RegistryCallOptions,
+    reason: string,
+    message: string,
+  ): Promise<void> {
+    const refused = failure(name, message);
+    await this.#audit?.call(
+      auditWho(options),
+      name,
+      args,
+      new Date().toISOString(),
+      performance.now(),
+      refused,
+      { outcome: "denied", reason },
+    );
+  }
+
+  /**
    * The sandbox a principal's calls of a tool run in (shared by tools of a
    * toolset with equal letters), started when there is none.
    */

@@ -339,6 +339,17 @@ export class Registry {
     return this.#runner.call(name, args, options);
   }
 
+  /** Audit a call refused before it reached the registry: one `denied` line (./call_runner.ts). */
+  auditRefusal(
+    name: string,
+    args: unknown,
+    options: RegistryCallOptions,
+    reason: string,
+    message: string,
+  ): Promise<void> {
+    return this.#runner.auditRefusal(name, args, options, reason, message);
+  }
+
   /** The sandbox a principal's calls of a tool run in (shared by tools of a toolset with equal letters). */
   sandboxFor(name: string, principal?: string): Promise<Sandbox> {
     return this.#runner.sandboxFor(name, principal);
