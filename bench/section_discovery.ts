@@ -106,8 +106,9 @@ export async function sectionDiscovery(sizes: Sizes, base: string): Promise<stri
     "`corral list --json` as a whole process, with `CORRAL_TOOL_DIRS` naming a directory of N " +
     "generated plugin files (one zod tool each; plugins use the shipped policy: process " +
     "isolation) and `CORRAL_CACHE_DIR` a discovery cache: **cold** = an empty cache (every " +
-    "plugin imported in its sandbox), **warm** = the cache filled by the cold run. corral's own " +
-    "`plugins/` examples load in every run. Per plugin (cold) = (cold(N) − cold(0)) / N: " +
+    "plugin imported in its sandbox), **warm** = the cache filled by the cold run. corral's " +
+    "example plugins do not load (only `corral demo` loads them). Per plugin (cold) = " +
+    "(cold(N) − cold(0)) / N: " +
     `goal 4b holds it under ${fmtMs(PER_PLUGIN_LIMIT_MS)} at the largest N (an absolute limit), ` +
     "goal 4c keeps it flat from the second-largest N to the largest. Spread: fastest and " +
     "slowest run.",
