@@ -346,3 +346,52 @@ Deno.test("a session that expires (--session-idle) or a stdio client that goes t
   await client.close();
   assert.ok(await _gone(stdio), "a stdio client's process outlived it");
 });
+
+Deno.test("no descriptor corral inherited reaches a sandbox: a tool cannot write or read through it", async () => {
+  await using ws = await tempWorkspace();
+  const outside = await Deno.makeTempDir({ dir: "/var/tmp", prefix: "corral-fds-" });
+  const canary = join(outside, "canary.txt");
+  const secret = join(outside, "secret.txt");
+  const hidden = `SECRET-${crypto.randomUUID()}`;
+  await Deno.writeTextFile(canary, "CANARY\n");
+  await Deno.writeTextFile(secret, hidden);
+  // Every descriptor but stdin, stdout and stderr: write to it, read from it.
+  const code = 'for f in /proc/self/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] || continue; ' +
+    'echo pwned >&$n 2>/dev/null && echo "wrote $n"; head -c 100 <&$n 2>/dev/null; done; echo done';
+  try {
+    const shell = [
+      `exec 7>>'${canary}' 8<'${secret}' 251>>'${canary}'`,
+      'exec "$@"',
+    ].join("; ");
+    const out = await new Deno.Command("/bin/bash", {
+      args: [
+        "-c",
+        shell,
+        "corral",
+        Deno.execPath(),
+        ...CORRAL_ARGS,
+        "call",
+        "RunBashCode",
+        "--workspace",
+        ws.dir,
+        "--args",
+        JSON.stringify({ code }),
+      ],
+      env: childEnv(ws.cache),
+      cwd: ROOT,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder().decode(out.stdout);
+    assert.equal(out.code, 0, text + new TextDecoder().decode(out.stderr));
+    assert.match(text, /done/);
+    assert.equal(
+      await Deno.readTextFile(canary),
+      "CANARY\n",
+      "a tool wrote through an inherited fd",
+    );
+    assert.ok(!text.includes(hidden), "a tool read through an inherited fd");
+  } finally {
+    await Deno.remove(outside, { recursive: true });
+  }
+});
