@@ -27,6 +27,8 @@ export interface Sizes {
   httpClients: number;
   httpPerClient: number;
   httpReps: number;
+  /** Section 10: MCP sessions opened besides the first (each its own sandbox). */
+  sessions: number;
 }
 
 /** The full run: `deno task bench`. */
@@ -46,6 +48,7 @@ export const FULL: Sizes = {
   httpClients: 50,
   httpPerClient: 40,
   httpReps: 3,
+  sessions: 10,
 };
 
 /** The smoke run: tiny counts, seconds (`--smoke`). */
@@ -65,6 +68,7 @@ export const SMOKE: Sizes = {
   httpClients: 4,
   httpPerClient: 3,
   httpReps: 1,
+  sessions: 2,
 };
 
 /** Section headings; the smoke run checks that the report has every one. */
@@ -80,6 +84,7 @@ export const SECTIONS = [
   "## 8. MCP over HTTP: calls per second",
   "## Analysis",
   "## 9. Hosted MCP servers: direct, srt, corral",
+  "## 10. A sandbox per principal: what each session costs",
 ] as const;
 
 /** One row of the goals table. */

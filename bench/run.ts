@@ -29,6 +29,7 @@ import { sectionMcp } from "./section_mcp.ts";
 import { sectionNamespace } from "./section_namespace.ts";
 import { sectionHttp } from "./section_http.ts";
 import { sectionHosted } from "./section_hosted.ts";
+import { sectionSessions } from "./section_sessions.ts";
 
 export { SECTIONS } from "./report.ts";
 
@@ -86,6 +87,7 @@ async function main(): Promise<number> {
     await attempt("7", SECTIONS[7], () => sectionNamespace(sizes));
     await attempt("8", SECTIONS[8], () => sectionHttp(sizes));
     await attempt("9", SECTIONS[10], () => sectionHosted(sizes));
+    await attempt("10", SECTIONS[11], () => sectionSessions(sizes));
   } finally {
     await Deno.remove(base, { recursive: true }).catch(() => {});
   }
