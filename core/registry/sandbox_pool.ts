@@ -94,11 +94,6 @@ export class SandboxPool {
     return this.#entries.size;
   }
 
-  /** The sandbox of `principal` and `key` if it is live. */
-  peek(principal: string, key: string): Sandbox | undefined {
-    return this.#entries.get(_id(principal, key))?.sandbox;
-  }
-
   /**
    * The sandbox of `principal` and `key` (made by `make` when there is
    * none), held until `release()`. When the pool is full, the least
