@@ -75,7 +75,7 @@ export class CallAudit {
     this.#o.audit.append({
       time: new Date().toISOString(),
       kind: "ask",
-      ...who,
+      ...auditWho(who),
       tool,
       toolset,
       ask: ask === "elicit" ? "elicit" : "sample",
@@ -85,12 +85,17 @@ export class CallAudit {
     }).catch((err) => this.#warn(err));
   }
 
-  /** One line per egress connection, allowed or refused (`who`: the sandbox's first caller). */
+  /**
+   * One line per egress connection, allowed or refused. `who`: the caller
+   * whose sandbox it is; none for a discovery sandbox (corral loading a
+   * toolset: identity `local`, session `(discovery)`).
+   */
   connection(toolset: string, r: EgressRecord, who?: Partial<AuditWho>): void {
     this.#o.audit.append({
       time: new Date().toISOString(),
       kind: "connection",
-      ...who,
+      identity: who?.identity ?? LOCAL_IDENTITY,
+      session: who?.session ?? "(discovery)",
       toolset,
       host: r.host,
       port: r.port,
