@@ -5,10 +5,7 @@
  *
  * @module
  */
-import type { AuditOutcome, AuditRecord } from "./audit.ts";
-
-/** Every outcome, in summary column order (the same as ./audit.ts AUDIT_OUTCOMES). */
-const _OUTCOMES: readonly AuditOutcome[] = ["success", "failure", "error", "denied"];
+import { AUDIT_OUTCOMES, type AuditOutcome, type AuditRecord } from "./audit.ts";
 
 /** Outcomes of lines written before corral knew `success` and `failure`. */
 const _LEGACY: Record<string, { outcome: AuditOutcome; reason?: string }> = {
@@ -150,7 +147,7 @@ export function summarizeAudit(records: AuditRecord[]): AuditSummaryRow[] {
   for (const r of records) by.set(r.tool, [...(by.get(r.tool) ?? []), r]);
   return [...by.keys()].sort().map((tool) => {
     const rs = by.get(tool)!;
-    const counts = Object.fromEntries(_OUTCOMES.map((o) => [o, 0])) as Record<
+    const counts = Object.fromEntries(AUDIT_OUTCOMES.map((o) => [o, 0])) as Record<
       AuditOutcome,
       number
     >;
@@ -172,11 +169,11 @@ export function summarizeAudit(records: AuditRecord[]): AuditSummaryRow[] {
  */
 export function formatAuditSummary(rows: AuditSummaryRow[]): string {
   if (rows.length === 0) return "no calls";
-  const head = ["tool", "calls", ..._OUTCOMES, "p50_ms"];
+  const head = ["tool", "calls", ...AUDIT_OUTCOMES, "p50_ms"];
   const body = rows.map((r) => [
     r.tool,
     String(r.calls),
-    ..._OUTCOMES.map((o) => String(r.counts[o])),
+    ...AUDIT_OUTCOMES.map((o) => String(r.counts[o])),
     String(Math.round(r.p50_ms)),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
