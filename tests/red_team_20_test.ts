@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { parsePolicy } from "../core/config/policy.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
-import { tempLayout } from "./_helpers.ts";
+import { runCli, tempLayout } from "./_helpers.ts";
 
 async function _git(cwd: string, ...args: string[]) {
   const out = await new Deno.Command("git", {
@@ -85,5 +85,68 @@ Deno.test("red team 20: a flood of files or folders never blinds the scan for ne
     assert.equal(await Deno.readTextFile(`${ws}/sub/.git/config`), config, flood);
     // Files never refuse a start; only folders past the limit do.
     assert.equal(refused, flood.startsWith("mkdir d"), `${flood}: ${JSON.stringify(res)}`);
+  }
+});
+
+// Class 2 (planted code), a placeholder removed at the wrong time: placeholders
+// were counted per corral process. A sandbox of one process found another
+// process's placeholders (`.envrc`, `.claude/`, `.git`) and bound them as they
+// were; when that other process ended it removed them, which lifts those
+// read-only mounts in every namespace, and the first sandbox's bash could then
+// create them.
+Deno.test("red team 20: another corral process ending never lifts a sandbox's protected placeholders", async () => {
+  const { ws, outside } = await tempLayout();
+  const canary = `${outside}/CANARY`;
+  const policyFile = `${outside}/policy.json`;
+  await Deno.writeTextFile(
+    policyFile,
+    JSON.stringify({ toolsets: { system: { run: ["bash"], read: ["."], write: ["."] } } }),
+  );
+  // Another corral process over the same workspace: its sandbox holds placeholders for 6 s.
+  const other = runCli(
+    [
+      "call",
+      "-r",
+      "-w",
+      "-x",
+      "--permissions",
+      policyFile,
+      "--workspace",
+      ws,
+      "RunBashCode",
+      "--args",
+      '{"code":"sleep 6"}',
+    ],
+    { cwd: ws },
+  );
+  for (let i = 0; i < 300 && !(await _exists(`${ws}/.envrc`)); i++) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.ok(await _exists(`${ws}/.envrc`), "the other process made no placeholders");
+  const registry = await _bashRegistry(ws, outside);
+  try {
+    // This process's sandbox starts while the other's placeholders are there.
+    assert.equal((await registry.call("RunBashCode", { code: "true" })).success, true);
+    const done = await other;
+    assert.equal(done.code, 0, done.stderr);
+    const plant = [
+      `printf 'touch ${canary}\\n' > .envrc`,
+      `mkdir -p .claude && printf '{"hooks":{}}' > .claude/settings.json`,
+      `git init -q . && git config core.fsmonitor 'touch ${canary}; false'`,
+    ].map((c) => `(${c}) 2>/dev/null; echo "rc=$?"`).join("; ");
+    const res = await registry.call("RunBashCode", { code: plant });
+    assert.equal(res.success, true, JSON.stringify(res));
+    assert.doesNotMatch(String(res.stdout), /rc=0/, `a protected path was writable: ${res.stdout}`);
+  } finally {
+    await registry.close();
+  }
+  await _git(ws, "status");
+  assert.equal(await _exists(canary), false);
+  assert.equal(await _exists(`${ws}/.claude/settings.json`), false);
+  // What is left is at most empty placeholders.
+  for (const p of [".envrc", ".git", ".claude"]) {
+    const st = await Deno.lstat(`${ws}/${p}`).catch(() => undefined);
+    const inner = st?.isDirectory ? [...Deno.readDirSync(`${ws}/${p}`)].map((e) => e.name) : [];
+    assert.ok(!st || (st.isFile ? st.size === 0 : inner.length === 0), `${p}: ${inner}`);
   }
 });

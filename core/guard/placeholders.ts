@@ -8,11 +8,16 @@
  * workspace share a placeholder, and it is removed when the last of them
  * ends, and only when it is still what corral made (an empty folder, a file
  * holding the placeholder text). Removing it earlier would lift the mount in
- * the other sandbox too. Another corral process does not see this count.
+ * the other sandbox too: the kernel detaches a mount whose mount point is
+ * removed, in every namespace. Across corral processes, every process that
+ * binds a protected path holds a shared lock for it ({@link useProtected});
+ * a placeholder is removed only when its maker gets the lock exclusively, so
+ * a sandbox of another process that bound it keeps it.
  *
  * @module
  */
-import { dirname } from "node:path";
+import { createHash } from "node:crypto";
+import { dirname, join } from "node:path";
 
 interface _Held {
   count: number;
@@ -102,10 +107,105 @@ function _release(paths: string[]): void {
     if (!held || --held.count > 0) continue;
     _held.delete(p);
     if (!_isPlaceholder(p, held)) continue; // someone put something there: keep it
+    // Another corral process binds it: removing it would lift its mount. It stays.
+    const lock = _exclusive(p);
+    if (!lock) continue;
     try {
       Deno.removeSync(p);
-    } catch { /* gone already, or not empty any more */ }
+    } catch {
+      /* gone already, or not empty any more */
+    } finally {
+      lock.close();
+    }
   }
+}
+
+const _used = new Map<string, { count: number; lock: Deno.FsFile }>();
+let _lockDir: string | undefined;
+
+/**
+ * Hold a shared lock, seen by every corral process of this user, for each
+ * protected path a sandbox binds (placeholders made here or by another
+ * process, and existing entries alike); returns the function that gives
+ * them back. While any process holds a path's lock, no corral removes a
+ * placeholder there. Throws an `Error` naming the folder when the locks
+ * cannot be had (the sandbox must not start unprotected).
+ *
+ * @example
+ * ```ts
+ * import { useProtected } from "./placeholders.ts";
+ * const release = useProtected(["/ws/.envrc"]);
+ * release();
+ * ```
+ */
+export function useProtected(paths: string[]): () => void {
+  const mine: string[] = [];
+  try {
+    for (const p of new Set(paths)) {
+      const used = _used.get(p);
+      if (used) used.count++;
+      else {
+        const lock = Deno.openSync(_lockFile(p), { read: true, write: true, create: true });
+        lock.lockSync(false);
+        _used.set(p, { count: 1, lock });
+      }
+      mine.push(p);
+    }
+  } catch (err) {
+    _unuse(mine);
+    throw new Error(
+      `cannot lock the protected paths of a sandbox in "${_lockDir ?? "/tmp"}": ` +
+        (err as Error).message,
+    );
+  }
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    _unuse(mine);
+  };
+}
+
+function _unuse(paths: string[]): void {
+  for (const p of paths) {
+    const used = _used.get(p);
+    if (!used || --used.count > 0) continue;
+    _used.delete(p);
+    used.lock.close();
+  }
+}
+
+/** The lock of `p` held exclusively (no other process binds it), or undefined. */
+function _exclusive(p: string): Deno.FsFile | undefined {
+  if (_used.has(p)) return undefined; // a sandbox of this process still binds it
+  let lock: Deno.FsFile | undefined;
+  try {
+    lock = Deno.openSync(_lockFile(p), { read: true, write: true, create: true });
+    if (lock.tryLockSync(true)) return lock;
+  } catch { /* cannot tell: keep the placeholder */ }
+  lock?.close();
+  return undefined;
+}
+
+/**
+ * The lock file of `p`, in a folder of this user's that no sandbox sees (the
+ * host's temporary folder: every namespace has a /tmp of its own).
+ */
+function _lockFile(p: string): string {
+  if (!_lockDir) {
+    const dir = join("/tmp", `corral-${Deno.uid() ?? "u"}-protected`);
+    try {
+      Deno.mkdirSync(dir, { mode: 0o700 });
+    } catch (err) {
+      if (!(err instanceof Deno.errors.AlreadyExists)) throw err;
+    }
+    const st = Deno.lstatSync(dir);
+    if (!st.isDirectory || st.uid !== Deno.uid() || ((st.mode ?? 0) & 0o077) !== 0) {
+      throw new Error(`"${dir}" is not a private folder of this user`);
+    }
+    _lockDir = dir;
+  }
+  return join(_lockDir, createHash("sha256").update(p).digest("hex"));
 }
 
 function _isPlaceholder(p: string, held: _Held): boolean {

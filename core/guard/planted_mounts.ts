@@ -8,7 +8,12 @@
  */
 import { dirname, extname } from "node:path";
 import { isWithin } from "./namespace.ts";
-import { holdPlaceholders, placeholderCount, type PlaceholderSpec } from "./placeholders.ts";
+import {
+  holdPlaceholders,
+  placeholderCount,
+  type PlaceholderSpec,
+  useProtected,
+} from "./placeholders.ts";
 import { plantedPaths } from "./planted_scan.ts";
 
 /** The outcome of {@link plantedMounts}. */
@@ -66,7 +71,21 @@ export function plantedMounts(o: {
   };
   const protect = [...o.protect.map(hold), ...planted.map((p) => p.path)];
   const hide = o.hide.map(hold);
-  const release = holdPlaceholders(specs);
+  // Locked first: from here on no other corral process removes what this sandbox binds.
+  const inside = [...protect, ...hide].filter((p) => o.write.some((w) => isWithin(p, w)));
+  const unuse = useProtected(inside);
+  let give: () => void;
+  try {
+    give = holdPlaceholders(specs);
+  } catch (err) {
+    unuse();
+    throw err;
+  }
+  // This process's locks go first, so that the last sandbox here can remove its placeholders.
+  const release = () => {
+    unuse();
+    give();
+  };
   return { protect: [...new Set(protect)], hide: [...new Set(hide)], release };
 }
 

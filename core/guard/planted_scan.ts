@@ -116,7 +116,9 @@ function _rooted(root: string, e: string, add: (p: PlantedPath) => void, onlyExi
       return;
     }
     // A file where a folder is on the way (`.git` as a gitfile): that file is what git obeys.
-    if (last || !st.isDirectory) {
+    // An empty folder on the way (another corral process's placeholder, say) is kept whole,
+    // as a missing one would be: nothing can be made in it, no repository either.
+    if (last || !st.isDirectory || _empty(p)) {
       add({ path: p, exists: true, dir: st.isDirectory });
       return;
     }
@@ -173,6 +175,14 @@ function _tooMany(root: string, limit: number, depth: number): Error {
       `it read-only. Grant a narrower folder, or remove folders (node_modules, .venv and the ` +
       `like are not counted)`,
   );
+}
+
+function _empty(dir: string): boolean {
+  try {
+    return Deno.readDirSync(dir)[Symbol.iterator]().next().done === true;
+  } catch {
+    return false;
+  }
 }
 
 /** A folder at its own real path: a root swapped for a symlink is left to the launcher, which refuses it. */

@@ -57,6 +57,7 @@ Deno.test("repositories: .git/commondir holds '.', a gitfile is protected whole,
   const ws = await _ws();
   await Deno.mkdir(`${ws}/.git/hooks`, { recursive: true });
   await Deno.mkdir(`${ws}/a/b/.git`, { recursive: true });
+  await Deno.writeTextFile(`${ws}/a/b/.git/HEAD`, "ref: refs/heads/main\n"); // (an empty one is kept whole)
   await Deno.mkdir(`${ws}/wt`);
   await Deno.writeTextFile(`${ws}/wt/.git`, "gitdir: /elsewhere\n");
   const found = plantedPaths([ws], ws);
