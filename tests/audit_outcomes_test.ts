@@ -13,7 +13,9 @@ import { parsePolicy } from "../core/config/policy.ts";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { ResolvedIdentity } from "../core/identity/identity_policy.ts";
 import { ToolAccess } from "../core/identity/tool_access.ts";
-import { identityRegistry } from "../core/mcp/http_identity.ts";
+import { httpIdentityFromConfig, identityRegistry } from "../core/mcp/http_identity.ts";
+import { resolveTeamConfig } from "../core/config/team_config.ts";
+import { addToken } from "../core/identity/token_store.ts";
 import { createMcpServer, type McpRegistry } from "../core/mcp/mcp_server.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
@@ -283,4 +285,75 @@ Deno.test("two identities through the MCP server: lines name each one; refusals 
   assert.equal(sessions("alice").size, 1);
   assert.equal(sessions("bob").size, 1);
   assert.notDeepEqual([...sessions("alice")], [...sessions("bob")]);
+});
+
+Deno.test("a call refused by an identity's calls per minute (429) is a denied line naming the identity, the tool and the session", async () => {
+  const { ws, base } = await tempLayout();
+  const audit = join(base, "audit.jsonl");
+  const policy = parsePolicy(JSON.stringify({ toolsets: { fixture: {} } }), "test.json", ws);
+  const registry = await Registry.create({
+    workspace: ws,
+    policy,
+    noBuiltins: true,
+    cacheDir: null,
+    auditPath: audit,
+    reporter: new Reporter({ sink: () => {}, color: false }),
+    sources: [{
+      id: "fixture",
+      kind: "builtin",
+      modules: [`${TOOLS}/audit_tools.ts`],
+      policy: policy.toolset("fixture"),
+    }],
+  });
+  try {
+    const team = resolveTeamConfig(
+      { alice: { limits: { per_minute: 1 } } },
+      { tokens_file: "tokens.json" },
+      base,
+      `${base}/corral.json`,
+    );
+    team.identities.alice.workspace = ws;
+    const token = await addToken("alice", `${base}/tokens.json`);
+    const id = await httpIdentityFromConfig(team, {
+      defaultToken: "d".repeat(64),
+      serverWorkspace: ws,
+      onRefused: (r) => {
+        for (const c of r.calls) {
+          registry.auditRefusal(c.name, c.args, r, r.reason, r.message);
+        }
+      },
+    });
+    const call = (n: number) =>
+      new Request("http://127.0.0.1:9/mcp", {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "mcp-session-id": "sess-1" },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: n,
+          method: "tools/call",
+          params: { name: "AuditEcho", arguments: { value: SECRET } },
+        }),
+      });
+    assert.ok(!((await id.admit(call(1), "/mcp", 1 << 20)) instanceof Response));
+    const refused = await id.admit(call(2), "/mcp", 1 << 20);
+    assert.ok(refused instanceof Response && refused.status === 429);
+  } finally {
+    await registry.close();
+  }
+  // The hook does not wait for its line: wait for it here (bounded).
+  let line: AuditRecord | undefined;
+  for (let i = 0; i < 100 && !line; i++) {
+    line = await _lines(audit).then((ls) => ls.find((l) => l.tool === "AuditEcho")).catch(() =>
+      undefined
+    );
+    if (!line) await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.ok(line, "the refused call has its line");
+  assert.equal(line.identity, "alice");
+  assert.equal(line.session, "sess-1");
+  assert.equal(line.tool, "AuditEcho");
+  assert.equal(line.outcome, "denied");
+  assert.equal(line.reason, "rate_limit");
+  assert.match(line.error!, /may make 1 calls per minute/);
+  assert.deepEqual(line.args_shape, { value: `string(${SECRET.length})` });
 });

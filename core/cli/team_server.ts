@@ -60,6 +60,14 @@ export async function teamServer(
       policy,
       registries: registries as Map<string, McpRegistry>,
       metricsToken,
+      // A rate-limited request's calls are denied lines of the identity's audit.
+      onRefused: (r) => {
+        const registry = registries.get(r.workspace) ?? session.registry;
+        for (const c of r.calls) {
+          const who = { identity: r.identity, session: r.session };
+          registry.auditRefusal(c.name, c.args, who, r.reason, r.message).catch(() => {});
+        }
+      },
     });
     return { identity, metricsTokenFile, close };
   } catch (err) {

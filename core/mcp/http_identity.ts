@@ -57,6 +57,24 @@ export interface HttpIdentityOptions {
    * {@link IdentityPolicy.workspaces}); an identity whose workspace has none is refused.
    */
   registries?: Map<string, McpRegistry>;
+  /** Told of the calls of a request refused after authentication (429): for the audit log. */
+  onRefused?: (refused: RefusedCalls) => void;
+}
+
+/** The calls of one request refused before any session saw them (see {@link HttpIdentityOptions.onRefused}). */
+export interface RefusedCalls {
+  /** Who sent them. */
+  identity: string;
+  /** The identity's workspace (its registry writes the lines). */
+  workspace: string;
+  /** The request's `Mcp-Session-Id`, or `(none)`. */
+  session: string;
+  /** Each `tools/call` of the request: the tool's name and its arguments. */
+  calls: Array<{ name: string; args: unknown }>;
+  /** A word for the audit's `reason` (`rate_limit`). */
+  reason: string;
+  /** The refusal as the client got it. */
+  message: string;
 }
 
 /** A request that may go on: who sent it and the registry its session sees. */
@@ -136,10 +154,10 @@ export class HttpIdentity {
       );
     }
     const perMinute = identity.limits.perMinute;
-    if (
-      perMinute && req.method === "POST" && new URL(req.url).pathname === mcpPath &&
-      await _callsIn(req, maxBody) > 0
-    ) {
+    const calls = perMinute && req.method === "POST" && new URL(req.url).pathname === mcpPath
+      ? await _callsIn(req, maxBody)
+      : [];
+    if (perMinute && calls.length > 0) {
       const d = this.#rates.take(identity.name, perMinute);
       if (!d.ok) {
         (this.#o.metrics ?? telemetry).recordCall({
@@ -149,12 +167,18 @@ export class HttpIdentity {
           outcome: "denied",
           durationMs: 0,
         });
-        return _jsonRpcError(
-          429,
-          `Too many requests: "${identity.name}" may make ${perMinute} calls per minute ` +
-            `(identities.${identity.name}.limits.per_minute); retry in ${d.retryAfterSeconds} s`,
-          { "Retry-After": String(d.retryAfterSeconds) },
-        );
+        const message = `Too many requests: "${identity.name}" may make ${perMinute} calls ` +
+          `per minute (identities.${identity.name}.limits.per_minute); retry in ` +
+          `${d.retryAfterSeconds} s`;
+        this.#o.onRefused?.({
+          identity: identity.name,
+          workspace: identity.workspace,
+          session: req.headers.get("mcp-session-id") ?? "(none)",
+          calls,
+          reason: "rate_limit",
+          message,
+        });
+        return _jsonRpcError(429, message, { "Retry-After": String(d.retryAfterSeconds) });
       }
     }
     return { identity };
@@ -266,6 +290,7 @@ export async function httpIdentityFromConfig(
     metricsToken?: string;
     onScrape?: () => void;
     registries?: Map<string, McpRegistry>;
+    onRefused?: (refused: RefusedCalls) => void;
   },
 ): Promise<HttpIdentity> {
   const team = Object.keys(config.identities).length > 0 || config.auth.jwks !== null;
@@ -290,6 +315,7 @@ export async function httpIdentityFromConfig(
     resource: config.auth.resource,
     authorizationServers: config.auth.authorizationServers,
     onScrape: options.onScrape,
+    onRefused: options.onRefused,
   });
 }
 
@@ -305,12 +331,15 @@ export function teamPolicy(
 }
 
 /**
- * How many `tools/call` requests a JSON-RPC body holds. A copy of the body
- * is read, at most `maxBytes` of it: a larger one counts as none (the
- * transport refuses it whole).
+ * The `tools/call` requests a JSON-RPC body holds. A copy of the body is
+ * read, at most `maxBytes` of it: a larger one holds none (the transport
+ * refuses it whole).
  */
-async function _callsIn(req: Request, maxBytes: number): Promise<number> {
-  if (!req.body) return 0;
+async function _callsIn(
+  req: Request,
+  maxBytes: number,
+): Promise<Array<{ name: string; args: unknown }>> {
+  if (!req.body) return [];
   const reader = req.clone().body!.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -321,7 +350,7 @@ async function _callsIn(req: Request, maxBytes: number): Promise<number> {
     if (size > maxBytes) {
       // Not awaited: a tee branch's cancel settles only once the other branch is done too.
       reader.cancel().catch(() => {});
-      return 0;
+      return [];
     }
     chunks.push(value);
   }
@@ -329,10 +358,15 @@ async function _callsIn(req: Request, maxBytes: number): Promise<number> {
   try {
     body = JSON.parse(new TextDecoder().decode(_concat(chunks, size)));
   } catch {
-    return 0; // the transport answers a parse error
+    return []; // the transport answers a parse error
   }
-  const list = Array.isArray(body) ? body : [body];
-  return list.filter((m) => (m as { method?: unknown })?.method === "tools/call").length;
+  const list = (Array.isArray(body) ? body : [body]) as Array<
+    { method?: unknown; params?: { name?: unknown; arguments?: unknown } } | null
+  >;
+  return list.filter((m) => m?.method === "tools/call").map((m) => ({
+    name: String(m?.params?.name ?? ""),
+    args: m?.params?.arguments ?? {},
+  }));
 }
 
 function _concat(chunks: Uint8Array[], size: number): Uint8Array {
