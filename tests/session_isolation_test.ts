@@ -251,7 +251,8 @@ Deno.test("two MCP sessions over HTTP: a spy left by one never sees or forges th
     });
     assert.ok(!JSON.stringify(peek).includes(secret));
     // A's session is deleted: the spy dies with it; B is still served.
-    assert.equal(_procsWith(`spy.sh\0${marker}`).length, 1, "the spy is not running");
+    // (Its subshells carry the same command line: one or more processes.)
+    assert.ok(_procsWith(`spy.sh\0${marker}`).length >= 1, "the spy is not running");
     await ta.terminateSession();
     assert.ok(await _gone(`spy.sh\0${marker}`), "the spy outlived its session");
     const still = await b.callTool({ name: "RunBashCode", arguments: { code: "echo ok" } });
