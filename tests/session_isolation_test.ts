@@ -60,6 +60,11 @@ function _procsWith(marker: string): number[] {
   return found;
 }
 
+/** How many `sleep MARKER` processes run (not the shell that started one). */
+function _sleeps(marker: string): number {
+  return _procsWith(`sleep\0${marker}`).length;
+}
+
 /** Wait until no process holds `marker` (false after `ms`). */
 async function _gone(marker: string, ms = 15_000): Promise<boolean> {
   const until = Date.now() + ms;
@@ -105,10 +110,10 @@ Deno.test("a principal reuses its own sandbox; another principal gets another; e
     assert.equal(cli.stdout, "no\nno\n");
     assert.equal(registry.sandboxes.size, 3);
     // Alice's session ends: her sandbox and her background process are gone, bob's are not.
-    assert.equal(_procsWith(a).length, 1);
+    assert.equal(_sleeps(a), 1);
     await registry.endPrincipal("alice");
     assert.ok(await _gone(a), "alice's background process outlived her principal");
-    assert.equal(_procsWith(b).length, 1, "bob's process was killed with alice's");
+    assert.equal(_sleeps(b), 1, "bob's process was killed with alice's");
     const again = await registry.call("RunBashCode", { code: look(b) }, { principal: "bob" });
     assert.equal(again.stdout, "yes\n");
   } finally {
@@ -131,7 +136,7 @@ Deno.test("live sandboxes are bounded (the least recently used idle one goes) an
     }
     // p0's sandbox made room for p2's: everything it started is gone.
     assert.ok(await _gone(marks[0]), "the evicted sandbox's process is still running");
-    assert.equal(_procsWith(marks[1]).length + _procsWith(marks[2]).length, 2);
+    assert.equal(_sleeps(marks[1]) + _sleeps(marks[2]), 2);
     // Unused for the idle time: reaped, with their processes.
     assert.ok(await _gone(marks[1]) && await _gone(marks[2]), "idle sandboxes were not reaped");
     assert.equal(registry.sandboxes.size, 0);
@@ -298,7 +303,7 @@ Deno.test("a stateless caller is its bearer token: its requests share one sandbo
     // Another token is no caller at all (401), and never reaches that sandbox.
     const other = await call("echo hi", "Bearer not-the-token");
     assert.equal(other.status, 401);
-    assert.equal(_procsWith(marker).length, 1);
+    assert.equal(_sleeps(marker), 1);
   }
   // corral stopped (SIGTERM): its sandboxes and all they started are gone.
   assert.ok(await _gone(marker), "a stateless caller's process outlived corral");
@@ -327,7 +332,7 @@ Deno.test("a session that expires (--session-idle) or a stdio client that goes t
       await new Promise((r) => setTimeout(r, 300));
     }
     assert.equal(_procsWith(idle).length, 0, "an expired session's process is still running");
-    assert.equal(_procsWith(other).length, 1, "a live session's process was killed");
+    assert.equal(_sleeps(other), 1, "a live session's process was killed");
     await quiet.close().catch(() => {});
     await busy.close();
   }
@@ -343,7 +348,7 @@ Deno.test("a session that expires (--session-idle) or a stdio client that goes t
   await client.connect(transport);
   const r = await client.callTool({ name: "RunBashCode", arguments: { code: _leave(stdio) } });
   assert.equal(_result(r).success, true, JSON.stringify(r));
-  assert.equal(_procsWith(stdio).length, 1);
+  assert.equal(_sleeps(stdio), 1);
   await client.close();
   assert.ok(await _gone(stdio), "a stdio client's process outlived it");
 });
