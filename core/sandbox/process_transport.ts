@@ -298,8 +298,9 @@ function _withPath(msg: HostMessage, inside: (path: string) => string): HostMess
 }
 
 // Close every descriptor but stdin, stdout and stderr, then exec the launcher.
+// (No redirection around the loop: bash would park stderr on a descriptor the loop closes.)
 const _CLOSE_INHERITED =
-  'for f in /proc/self/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] && eval "exec $n>&-"; done 2>/dev/null; exec "$@"';
+  'for f in /proc/self/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] && eval "exec $n>&-"; done; exec "$@"';
 
 function _lastLine(text: string): string {
   // deno-lint-ignore no-control-regex
