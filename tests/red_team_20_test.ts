@@ -4,6 +4,7 @@
 // checks that it did not happen.
 import assert from "node:assert/strict";
 import { parsePolicy } from "../core/config/policy.ts";
+import { plantedMounts } from "../core/guard/planted_mounts.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
 import { runCli, tempLayout } from "./_helpers.ts";
@@ -125,10 +126,11 @@ Deno.test("red team 20: another corral process ending never lifts a sandbox's pr
   assert.ok(await _exists(`${ws}/.envrc`), "the other process made no placeholders");
   const registry = await _bashRegistry(ws, outside);
   try {
+    assert.equal(registry.get("RunBashCode")?.status, "loaded", JSON.stringify(registry.problems));
     // This process's sandbox starts while the other's placeholders are there.
     assert.equal((await registry.call("RunBashCode", { code: "true" })).success, true);
     const done = await other;
-    assert.equal(done.code, 0, done.stderr);
+    assert.equal(done.code, 0, done.stderr + done.stdout);
     const plant = [
       `printf 'touch ${canary}\\n' > .envrc`,
       `mkdir -p .claude && printf '{"hooks":{}}' > .claude/settings.json`,
@@ -149,4 +151,58 @@ Deno.test("red team 20: another corral process ending never lifts a sandbox's pr
     const inner = st?.isDirectory ? [...Deno.readDirSync(`${ws}/${p}`)].map((e) => e.name) : [];
     assert.ok(!st || (st.isFile ? st.size === 0 : inner.length === 0), `${p}: ${inner}`);
   }
+});
+
+// Class 1 (a grant is what was opened), a placeholder's folder swapped: corral
+// makes and removes placeholders on the host, by name, before the launcher
+// opens anything. A nested repository's folder (`sub`, not pinned in a sandbox
+// that started before it existed) swapped for a symlink to a folder outside in
+// a tight loop sent those creations (and removals) through the symlink: empty
+// `.git`, `.envrc`, … appeared outside the grant, and a removal could delete a
+// file of that name there.
+Deno.test("red team 20: placeholders are never made or removed outside through a folder swapped in a loop", async () => {
+  const { ws, outside } = await tempLayout();
+  const names = [".npmrc", ".bashrc", ".profile", ".gitconfig", ".zshrc"];
+  for (const n of names) await Deno.writeTextFile(`${outside}/${n}`, "precious\n");
+  const policy = parsePolicy(
+    JSON.stringify({
+      toolsets: { system: { run: ["bash", "python3"], read: ["."], write: ["."] } },
+    }),
+    `${outside}/policy.json`,
+    ws,
+  );
+  const registry = await Registry.create({
+    workspace: ws,
+    policy,
+    privileges: "rwx",
+    cacheDir: null,
+    reporter: new Reporter({ sink: () => {}, color: false }),
+  });
+  try {
+    // Jailed bash makes a nested repository and swaps it with a symlink to outside, atomically.
+    const swap = `git init -q sub && ln -s ${outside} lnk && (python3 - <<'PY'
+import ctypes, time
+libc = ctypes.CDLL(None, use_errno=True)
+end = time.time() + 12
+while time.time() < end:
+    libc.renameat2(-100, b"sub", -100, b"lnk", 2)
+PY
+) > /dev/null 2>&1 & sleep 0.2; echo swapping`;
+    const res = await registry.call("RunBashCode", { code: swap });
+    assert.match(String(res.stdout), /swapping/, JSON.stringify(res));
+    // What every sandbox start over the workspace does on the host, many times.
+    let starts = 0;
+    for (const t0 = Date.now(); Date.now() - t0 < 8000;) {
+      try {
+        plantedMounts({ write: [ws], workspace: ws, protect: [], hide: [] }).release();
+        starts++;
+      } catch { /* refused: a folder was swapped */ }
+    }
+    assert.ok(starts > 100, `only ${starts} starts`);
+  } finally {
+    await registry.close();
+  }
+  const left = [...Deno.readDirSync(outside)].map((e) => e.name).sort();
+  assert.deepEqual(left, [...names].sort(), "something was made or removed outside");
+  for (const n of names) assert.equal(await Deno.readTextFile(`${outside}/${n}`), "precious\n", n);
 });

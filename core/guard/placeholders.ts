@@ -17,7 +17,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 
 interface _Held {
   count: number;
@@ -25,6 +25,8 @@ interface _Held {
   text: string;
   /** The real path of its folder when it was made: a folder swapped since is never touched. */
   parent: string;
+  /** Made (and so removed) by the shell, in the folder it entered. */
+  shell?: boolean;
 }
 
 const _held = new Map<string, _Held>();
@@ -53,9 +55,10 @@ export interface PlaceholderSpec {
  * assert.throws(() => Deno.statSync(`${ws}/.envrc`));
  * ```
  */
-export function holdPlaceholders(specs: PlaceholderSpec[]): () => void {
+export function holdPlaceholders(specs: PlaceholderSpec[], roots: string[] = []): () => void {
   const mine: string[] = [];
   try {
+    const make: PlaceholderSpec[] = [];
     for (const s of specs) {
       const held = _held.get(s.path);
       if (held && _isPlaceholder(s.path, held)) {
@@ -66,19 +69,30 @@ export function holdPlaceholders(specs: PlaceholderSpec[]): () => void {
       // (A held name that is no placeholder now was written to, or its folder swapped: its
       // owner's release decides; here it is bound as it is, or refused below.)
       if (_lstat(s.path)) continue; // there now: it is bound as it is
-      const text = s.text ?? "";
-      const parent = dirname(s.path);
       // Made only where the name's folder is its real path (no symlink swapped in on the way).
-      if (_real(parent) !== parent) throw new Error(`its folder is not at its real path any more`);
-      if (s.dir) Deno.mkdirSync(s.path, { mode: 0o755 });
-      else Deno.writeTextFileSync(s.path, text, { createNew: true, mode: 0o644 });
-      const made = { count: 1, dir: s.dir, text, parent };
-      if (_real(parent) !== parent) {
-        Deno.removeSync(s.path);
-        throw new Error(`its folder was swapped while it was made`);
+      if (_real(dirname(s.path)) !== dirname(s.path)) {
+        throw new Error(`its folder is not at its real path any more`);
       }
-      _held.set(s.path, made);
+      make.push(s);
+    }
+    // In a write root itself (a mount point in every sandbox, which no tool can swap) they
+    // are made here; deeper ones by the shell, in the folder it entered and checked.
+    const direct = make.filter((s) => roots.includes(dirname(s.path)));
+    for (const s of direct) {
+      if (!_makeHere(s)) continue;
+      _held.set(s.path, { count: 1, dir: s.dir, text: s.text ?? "", parent: dirname(s.path) });
       mine.push(s.path);
+    }
+    const deeper = make.filter((s) => !direct.includes(s));
+    if (deeper.length > 0) {
+      const made = _inFolders("make", deeper);
+      for (const s of deeper) {
+        if (!made.made.includes(s.path)) continue;
+        const parent = dirname(s.path);
+        _held.set(s.path, { count: 1, dir: s.dir, text: s.text ?? "", parent, shell: true });
+        mine.push(s.path);
+      }
+      if (!made.ok) throw new Error(`its folder was swapped for a symlink meanwhile`);
     }
   } catch (err) {
     _release(mine);
@@ -96,12 +110,76 @@ export function holdPlaceholders(specs: PlaceholderSpec[]): () => void {
   };
 }
 
+// Placeholders are made and removed by one shell that enters each folder and
+// checks that it is exactly the folder named (`@ FOLDER`, then kind, name and
+// text of each placeholder in it): each name is then taken in that open
+// folder, so a folder on the way swapped for a symlink meanwhile never sends a
+// creation or a removal elsewhere on the host.
+const _IN = `o=$1; shift; umask 022; skip=0
+while [ $# -gt 0 ]; do
+  if [ "$1" = @ ]; then
+    p=$2; shift 2; skip=0
+    if ! { cd -P -- "$p" 2>/dev/null && [ "$(pwd -P)" = "$p" ]; }; then
+      [ "$o" = make ] && exit 3; skip=1
+    fi
+    continue
+  fi
+  k=$1; n=$2; t=$3; shift 3
+  [ "$skip" = 1 ] && continue
+  if [ "$o" = make ]; then
+    # A name taken meanwhile (another corral made it too) is bound as it is, like any other.
+    if [ "$k" = d ]; then mkdir -- "$n" 2>/dev/null && echo "$p/$n" && continue
+    else (set -C; printf '%s' "$t" > "$n") 2>/dev/null && echo "$p/$n" && continue; fi
+    [ -e "$n" ] || [ -L "$n" ] || exit 4
+  elif [ "$k" = d ]; then rmdir -- "$n" 2>/dev/null
+  elif [ -f "$n" ] && [ ! -L "$n" ] && [ "$(cat -- "$n"; echo .)" = "$t." ]; then rm -f -- "$n"
+  fi
+done`;
+
+/** Make `s` by its path (its folder cannot be swapped); false when the name was taken meanwhile. */
+function _makeHere(s: PlaceholderSpec): boolean {
+  try {
+    if (s.dir) Deno.mkdirSync(s.path, { mode: 0o755 });
+    else Deno.writeTextFileSync(s.path, s.text ?? "", { createNew: true, mode: 0o644 });
+    return true;
+  } catch (err) {
+    if (err instanceof Deno.errors.AlreadyExists) return false; // bound as it is
+    throw err;
+  }
+}
+
+/** Make (`make`: the paths made) or remove (those still placeholders) `list`, by folder. */
+function _inFolders(
+  op: "make" | "remove",
+  list: PlaceholderSpec[],
+): { ok: boolean; made: string[] } {
+  const args = ["-c", _IN, "corral-placeholders", op];
+  const by = new Map<string, PlaceholderSpec[]>();
+  for (const s of list) by.set(dirname(s.path), [...(by.get(dirname(s.path)) ?? []), s]);
+  for (const [parent, specs] of by) {
+    args.push("@", parent);
+    for (const s of specs) args.push(s.dir ? "d" : "f", basename(s.path), s.text ?? "");
+  }
+  const out = new Deno.Command("/bin/sh", {
+    args,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "null",
+    clearEnv: true,
+    env: { PATH: "/usr/bin:/bin" },
+  }).outputSync();
+  const made = new TextDecoder().decode(out.stdout).split("\n").filter((n) => n !== "");
+  return { ok: out.success, made };
+}
+
 /** How many sandboxes of this process hold the placeholder at `path` (0: none). */
 export function placeholderCount(path: string): number {
   return _held.get(path)?.count ?? 0;
 }
 
 function _release(paths: string[]): void {
+  const gone: PlaceholderSpec[] = [];
+  const locks: Deno.FsFile[] = [];
   for (const p of paths) {
     const held = _held.get(p);
     if (!held || --held.count > 0) continue;
@@ -110,13 +188,22 @@ function _release(paths: string[]): void {
     // Another corral process binds it: removing it would lift its mount. It stays.
     const lock = _exclusive(p);
     if (!lock) continue;
-    try {
-      Deno.removeSync(p);
-    } catch {
-      /* gone already, or not empty any more */
-    } finally {
+    if (!held.shell) {
+      try {
+        Deno.removeSync(p);
+      } catch { /* gone already, or not empty any more */ }
       lock.close();
+      continue;
     }
+    locks.push(lock);
+    gone.push({ path: p, dir: held.dir, text: held.text });
+  }
+  try {
+    if (gone.length > 0) _inFolders("remove", gone);
+  } catch {
+    /* cannot tell: they stay */
+  } finally {
+    for (const lock of locks) lock.close();
   }
 }
 

@@ -51,6 +51,17 @@ export function plantedMounts(o: {
   entries?: readonly string[];
   home?: string;
 }): PlantedMounts {
+  // Another corral process may remove its placeholder between the scan and the lock: once
+  // locked, everything seen is checked again, and the scan redone when something went.
+  for (let attempt = 1;; attempt++) {
+    const found = _attempt(o, attempt >= 3);
+    if (found) return found;
+  }
+}
+
+type _Options = Parameters<typeof plantedMounts>[0];
+
+function _attempt(o: _Options, last: boolean): PlantedMounts | undefined {
   const planted = o.write.length
     ? plantedPaths(o.write, o.workspace, {
       ...(o.entries ? { entries: o.entries } : {}),
@@ -58,10 +69,15 @@ export function plantedMounts(o: {
     })
     : [];
   const specs: PlaceholderSpec[] = planted.filter((p) => !p.exists);
+  const seen = planted.filter((p) => p.exists).map((p) => p.path);
   // A missing trust path inside a write grant: its first missing folder holds its place.
   const hold = (p: string) => {
     const w = o.write.find((w) => w !== p && isWithin(p, w));
-    if (!w || _exists(p)) return p;
+    if (!w) return p;
+    if (_exists(p)) {
+      seen.push(p);
+      return p;
+    }
     let at = p;
     while (dirname(at) !== w && !_exists(dirname(at))) at = dirname(at);
     // A file's name (`permissions.json`, `audit.jsonl`) gets an empty file, anything else a folder.
@@ -74,9 +90,13 @@ export function plantedMounts(o: {
   // Locked first: from here on no other corral process removes what this sandbox binds.
   const inside = [...protect, ...hide].filter((p) => o.write.some((w) => isWithin(p, w)));
   const unuse = useProtected(inside);
+  if (!last && seen.some((p) => !_there(p))) {
+    unuse();
+    return undefined;
+  }
   let give: () => void;
   try {
-    give = holdPlaceholders(specs);
+    give = holdPlaceholders(specs, [...new Set([o.workspace, ...o.write])]);
   } catch (err) {
     unuse();
     throw err;
@@ -87,6 +107,15 @@ export function plantedMounts(o: {
     give();
   };
   return { protect: [...new Set(protect)], hide: [...new Set(hide)], release };
+}
+
+function _there(p: string): boolean {
+  try {
+    Deno.lstatSync(p);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function _exists(p: string): boolean {
