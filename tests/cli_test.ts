@@ -76,6 +76,44 @@ Deno.test("a host started with only --allow-read loads only r tools (Deno's own 
   assert.match(String(bash.reason), /needs w \(write\): start corral with --allow-write/);
 });
 
+Deno.test("a host that cannot write the code store refuses a plugin it cannot pin, built-ins load", async () => {
+  // A plugin runs only from its pinned copy: without write access to the code
+  // store there is no copy, and the plugin must never run from its own path.
+  const { ws, base } = await tempLayout();
+  await Deno.mkdir(`${base}/pl`);
+  await Deno.copyFile(`${ROOT}plugins/greeting.ts`, `${base}/pl/greeting.ts`);
+  await Deno.writeTextFile(`${base}/c.json`, JSON.stringify({ tool_dirs: [`${base}/pl`] }));
+  const worker = { isolation: "worker", read: ["."] };
+  await Deno.writeTextFile(
+    `${base}/p.json`,
+    JSON.stringify({ toolsets: { files: worker } }),
+  );
+  const store = `${base}/store`;
+  const { code, stdout, stderr } = await runCli(
+    [
+      "list",
+      "--json",
+      "--workspace",
+      ws,
+      "--permissions",
+      `${base}/p.json`,
+      "--config",
+      `${base}/c.json`,
+    ],
+    { flags: ["--allow-read", "--allow-env"], env: { CORRAL_CACHE_DIR: store } },
+  );
+  assert.equal(code, 0, stderr);
+  const tools = JSON.parse(stdout) as Array<Record<string, unknown>>;
+  assert.equal(tools.find((t) => t.name === "ReadFile")?.status, "loaded");
+  const plugin = tools.filter((t) => t.source === `${base}/pl/greeting.ts`);
+  assert.ok(plugin.length > 0 && plugin.every((t) => t.status === "failed"), stdout);
+  assert.match(
+    String(plugin[0].reason),
+    /not started: cannot pin ".*\/pl\/greeting\.ts": corral runs a plugin only from its pinned copy/,
+  );
+  await assert.rejects(Deno.lstat(store), Deno.errors.NotFound);
+});
+
 Deno.test("corral call prints pure JSON on stdout and progress on stderr", async () => {
   const { ws } = await tempLayout();
   await Deno.writeTextFile(`${ws}/a.txt`, "one two\nthree\n");

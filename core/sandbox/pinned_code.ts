@@ -10,7 +10,9 @@
  * `core/` (trusted, never copied: one module instance for the runtime and
  * the plugin) is pointed at corral's file by an absolute `file:` URL.
  * corral's own `core/` and `toolsets/` need no copy: they are the install
- * folder, which no tool may change.
+ * folder, which no tool may change. A host that cannot write the store
+ * (no write permission, a read-only cache) still runs corral's own code;
+ * a set that needs copies not made before is refused (fail closed).
  *
  * @module
  */
@@ -67,9 +69,12 @@ export async function pinnedCode(
   store: string,
   salt: string,
 ): Promise<PinnedCode | string> {
+  // A host without write permission (or on a read-only file system) cannot make the store:
+  // corral's own code needs no copy, a set copied before is used, anything else is refused.
+  const unwritable = await Deno.mkdir(store, { recursive: true, mode: 0o700 })
+    .then(() => undefined, (err: Error) => err.message);
   // A real path: the namespace's launcher binds it only as exactly itself.
-  await Deno.mkdir(store, { recursive: true, mode: 0o700 });
-  store = await Deno.realPath(store);
+  store = await Deno.realPath(store).catch(() => store);
   const entries = Object.entries(pins).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
   const digest = await sha256Hex(new TextEncoder().encode(JSON.stringify([1, salt, entries])));
   const dir = join(store, digest.slice(0, 32));
@@ -84,30 +89,14 @@ export async function pinnedCode(
     }
   }
   if (_exists(dir)) _touch(dir);
-  else _prune ??= _pruneStore(store).catch(() => {});
+  else if (unwritable === undefined) _prune ??= _pruneStore(store).catch(() => {});
   if (copied.size === 0 || _exists(prefix)) return { dir, paths, prefix };
-  await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+  if (unwritable !== undefined) return _unpinnable(copied, store, unwritable);
   const tmp = `${prefix}.${crypto.randomUUID()}.tmp`;
   try {
-    for (const file of copied) {
-      // Read once, hash, and write the copy from the very bytes that were hashed.
-      let bytes: Uint8Array;
-      try {
-        bytes = await Deno.readFile(file);
-      } catch {
-        return _changed(file);
-      }
-      if (await sha256Hex(bytes) !== pins[file]) return _changed(file);
-      const out = tmp + file;
-      await Deno.mkdir(dirname(out), { recursive: true, mode: 0o700 });
-      await Deno.writeFile(
-        out,
-        _TEXT.test(file) ? _pointAtCorral(bytes, file, copied, prefix) : bytes,
-        {
-          mode: 0o444,
-        },
-      );
-    }
+    await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+    const changed = await _copyPinned(copied, pins, tmp, prefix);
+    if (changed) return _changed(changed);
     try {
       await Deno.rename(tmp, prefix);
     } catch (err) {
@@ -115,9 +104,47 @@ export async function pinnedCode(
       if (!_exists(prefix)) throw err;
     }
     return { dir, paths, prefix };
+  } catch (err) {
+    return _unpinnable(copied, store, (err as Error).message);
   } finally {
     await Deno.remove(tmp, { recursive: true }).catch(() => {});
   }
+}
+
+/**
+ * Copy each of `copied` under `tmp`: read once, hashed, and written from the
+ * very bytes that were hashed. Returns the first file that no longer matches
+ * its pin, or undefined.
+ */
+async function _copyPinned(
+  copied: Set<string>,
+  pins: Pins,
+  tmp: string,
+  prefix: string,
+): Promise<string | undefined> {
+  for (const file of copied) {
+    let bytes: Uint8Array;
+    try {
+      bytes = await Deno.readFile(file);
+    } catch {
+      return file;
+    }
+    if (await sha256Hex(bytes) !== pins[file]) return file;
+    const out = tmp + file;
+    await Deno.mkdir(dirname(out), { recursive: true, mode: 0o700 });
+    const text = _TEXT.test(file) ? _pointAtCorral(bytes, file, copied, prefix) : bytes;
+    await Deno.writeFile(out, text, { mode: 0o444 });
+  }
+  return undefined;
+}
+
+/** Why a set whose copies cannot be written is refused (fail closed: never run unpinned). */
+function _unpinnable(copied: Set<string>, store: string, why: string): string {
+  const files = [...copied].slice(0, 3).map((f) => `"${f}"`).join(", ");
+  return `not started: cannot pin ${files}${copied.size > 3 ? ", …" : ""}: corral runs a ` +
+    `plugin only from its pinned copy in the code store ${store}, which this host cannot ` +
+    `write (${why}); start corral with write access to it (--allow-write, or ` +
+    `CORRAL_CACHE_DIR set to a writable folder)`;
 }
 
 /** Sets unused this long are removed (their next use makes them again). */

@@ -94,13 +94,19 @@ export async function prepareSandboxFiles(o: {
   if (!o.process || !o.namespace) return { read, code: [], pinned };
   const runtime = await runtimeFiles();
   // A compiled binary cannot run `deno info`/`deno install`: it keeps Deno's cache as it is.
-  const own = selfHosted() ? undefined : await privateDenoCache({
-    dir: pinned.dir,
-    files: code,
-    specifiers,
-    shared: runtime.denoDir,
-    imports: o.imports,
-  });
+  let own;
+  try {
+    own = selfHosted() ? undefined : await privateDenoCache({
+      dir: pinned.dir,
+      files: code,
+      specifiers,
+      shared: runtime.denoDir,
+      imports: o.imports,
+    });
+  } catch (err) {
+    // Never the host's shared cache instead: it holds every other set's compiled code.
+    return { read: [], code: [], refused: _noPrivateCache(pinned.dir, err as Error) };
+  }
   const lock = join(INSTALL_DIR, "deno.lock");
   return {
     read,
@@ -118,6 +124,13 @@ export async function prepareSandboxFiles(o: {
         : runtime,
     },
   };
+}
+
+/** Why a namespaced sandbox is refused when its module set's own Deno cache cannot be made. */
+function _noPrivateCache(dir: string, err: Error): string {
+  return `not started: cannot make the module set's own Deno cache in ${dir} (${err.message}); ` +
+    `a namespaced sandbox never uses the host's shared Deno cache: start corral with write ` +
+    `access to its code store (--allow-write, or CORRAL_CACHE_DIR set to a writable folder)`;
 }
 
 /**
