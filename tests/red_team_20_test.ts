@@ -206,3 +206,38 @@ PY
   assert.deepEqual(left, [...names].sort(), "something was made or removed outside");
   for (const n of names) assert.equal(await Deno.readTextFile(`${outside}/${n}`), "precious\n", n);
 });
+
+// Class 2 (planted code) in a home folder: `.gitconfig` was protected, but git
+// obeys `~/.config/git/config` just the same (its XDG global config), and vim
+// runs `~/.vimrc`; mise obeys a project's `.config/mise.toml` like `mise.toml`.
+Deno.test("red team 20: git's XDG config, .vimrc and mise's .config files are protected like .gitconfig", async () => {
+  const { ws, outside } = await tempLayout();
+  const canary = `${outside}/CANARY`;
+  assert.equal((await _git(ws, "init", "-q")).code, 0);
+  const res = await _bash(
+    ws,
+    outside,
+    [
+      `mkdir -p .config/git && printf '[core]\\n\\tfsmonitor = touch ${canary}; false\\n' > .config/git/config`,
+      `printf '!touch ${canary}\\n' > .vimrc`,
+      `mkdir -p .config/mise && printf '[hooks]\\nenter = "touch ${canary}"\\n' > .config/mise/config.toml`,
+      `printf '[hooks]\\nenter = "touch ${canary}"\\n' > .config/mise.toml`,
+    ].map((c) => `(${c}) 2>/dev/null; echo "rc=$?"`).join("; "),
+  );
+  assert.doesNotMatch(String(res.stdout), /rc=0/, `a protected path was writable: ${res.stdout}`);
+  // The user's own git with this folder as HOME.
+  await new Deno.Command("git", {
+    args: ["status"],
+    cwd: ws,
+    env: { HOME: ws, XDG_CONFIG_HOME: `${ws}/.config`, GIT_CONFIG_NOSYSTEM: "1" },
+    stdout: "null",
+    stderr: "null",
+  }).output();
+  assert.equal(await _exists(canary), false);
+  for (
+    const p of [".config/git/config", ".vimrc", ".config/mise.toml", ".config/mise/config.toml"]
+  ) {
+    const st = await Deno.lstat(`${ws}/${p}`).catch(() => undefined);
+    assert.ok(!st || (st.isFile && st.size === 0), `${p} was written`);
+  }
+});

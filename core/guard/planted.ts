@@ -55,6 +55,8 @@ export const PLANTED_DEFAULTS: readonly PlantedDefault[] = Object.freeze([
   { entry: ".mcp.json", why: "agents start the MCP servers it names" },
   { entry: "mise.toml", why: "mise runs its hooks and tasks" },
   { entry: ".mise.toml", why: "mise runs its hooks and tasks" },
+  { entry: ".config/mise.toml", why: "mise runs its hooks and tasks" },
+  { entry: ".config/mise/", why: "mise runs the hooks and tasks of its config there" },
   { entry: ".npmrc", why: "npm obeys it (script-shell, node-options)" },
   { entry: ".yarnrc.yml", why: "yarn runs the file its yarnPath names" },
   { entry: ".yarnrc", why: "yarn obeys it (yarn-path)" },
@@ -70,6 +72,8 @@ export const PLANTED_DEFAULTS: readonly PlantedDefault[] = Object.freeze([
   { entry: ".zprofile", why: "zsh runs it" },
   { entry: ".zlogin", why: "zsh runs it" },
   { entry: ".gitconfig", why: "git obeys it in a home folder" },
+  { entry: ".config/git/", why: "git obeys its config there in a home folder, like .gitconfig" },
+  { entry: ".vimrc", why: "vim runs it in a home folder" },
   { entry: ".ssh/", why: "ssh obeys its config and authorized_keys" },
 ]);
 
