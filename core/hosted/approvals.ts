@@ -54,6 +54,31 @@ export function readApproved(server: string): ToolDefinition[] | undefined {
   return _read(_file(server, "approved"));
 }
 
+/** The last approved record read per file: its text and what it parsed to. */
+const _approvedMemo = new Map<string, { text: string; tools: ToolDefinition[] }>();
+
+/**
+ * {@link readApproved} for every call: the file is read each time, and
+ * parsed again only when its text differs from the last read (the same
+ * bytes give the same definitions). The definitions returned are shared:
+ * do not change them.
+ */
+export function readApprovedNow(server: string): readonly ToolDefinition[] | undefined {
+  const file = _file(server, "approved");
+  let text: string;
+  try {
+    text = Deno.readTextFileSync(file);
+  } catch {
+    _approvedMemo.delete(file);
+    return undefined;
+  }
+  const memo = _approvedMemo.get(file);
+  if (memo?.text === text) return memo.tools;
+  const tools = _parse(file, text);
+  _approvedMemo.set(file, { text, tools });
+  return tools;
+}
+
 /** What the server's last start listed, when it differed from the approved (else undefined). */
 export function readSeen(server: string): ToolDefinition[] | undefined {
   return _read(_file(server, "seen"));
@@ -125,6 +150,10 @@ function _read(file: string): ToolDefinition[] | undefined {
   } catch {
     return undefined;
   }
+  return _parse(file, text);
+}
+
+function _parse(file: string, text: string): ToolDefinition[] {
   const record = JSON.parse(text) as ServerRecord;
   if (!Array.isArray(record.approved)) throw new Error(`${file}: no "approved" list`);
   return record.approved.map(pinned);

@@ -20,6 +20,7 @@ import type { Grant } from "../tool/tool.ts";
 import {
   changedFields,
   readApproved,
+  readApprovedNow,
   readFailure,
   readSeen,
   type ToolDefinition,
@@ -88,6 +89,8 @@ export class HostedServers {
   /** Resource URI and offered prompt name → server. */
   #uris = new Map<string, string>();
   #prompts = new Map<string, [string, string]>();
+  /** live definition → approved definition → the fields that differ (./approvals.ts). */
+  #compared = new WeakMap<ToolDefinition, WeakMap<ToolDefinition, string[]>>();
 
   constructor(entries: ServerEntry[], options: HostedServersOptions) {
     this.entries = entries;
@@ -163,8 +166,8 @@ export class HostedServers {
     for (const s of server.secrets) this.#options.secrets.add(s);
     // What runs is what was approved: the running server's definition now.
     const live = server.tools.find((t) => t.name === serverTool);
-    const approved = readApproved(entry.name)?.find((t) => t.name === serverTool);
-    const changed = live ? changedFields(live, approved) : ["gone"];
+    const approved = readApprovedNow(entry.name)?.find((t) => t.name === serverTool);
+    const changed = live ? this.#changed(live, approved) : ["gone"];
     if (changed.length) {
       const refused = failure(
         tool,
@@ -349,6 +352,20 @@ export class HostedServers {
     });
     this.#servers.set(key, s);
     return s;
+  }
+
+  /**
+   * {@link changedFields} of a live definition against an approved one,
+   * compared once per pair: both are kept unchanged (a new list or a changed
+   * record brings new objects), so the answer for the same two holds.
+   */
+  #changed(live: ToolDefinition, approved: ToolDefinition | undefined): string[] {
+    if (!approved) return changedFields(live, approved);
+    let byApproved = this.#compared.get(live);
+    if (!byApproved) this.#compared.set(live, byApproved = new WeakMap());
+    let fields = byApproved.get(approved);
+    if (!fields) byApproved.set(approved, fields = changedFields(live, approved));
+    return fields;
   }
 
   /** Stop the servers of sessions idle for {@link SESSION_IDLE_MS}: they die with their session. */

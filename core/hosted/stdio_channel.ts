@@ -26,6 +26,8 @@ export const FLOOD_BURST = 500;
 /** ... and then per second. */
 export const FLOOD_PER_SECOND = 200;
 
+const _ENCODER = new TextEncoder();
+
 /** What a server did that was refused. */
 export type ChannelEventKind = "oversized" | "garbage" | "forged" | "flood";
 
@@ -85,7 +87,7 @@ export class StdioChannel implements Transport {
     if (this.#closed) throw new Error("the server's connection is closed");
     const m = message as { id?: string | number; method?: string };
     if (m.method !== undefined && m.id !== undefined) this.#pending.add(m.id);
-    await this.#writer.write(new TextEncoder().encode(JSON.stringify(message) + "\n"));
+    await this.#writer.write(_ENCODER.encode(JSON.stringify(message) + "\n"));
   }
 
   close(): Promise<void> {

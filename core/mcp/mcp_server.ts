@@ -304,7 +304,7 @@ export function createMcpServer(
       }
       await sent;
       return {
-        content: mcpContent(result, _resultText(result)) as CallToolResult["content"],
+        content: mcpContent(result, () => _resultText(result)) as CallToolResult["content"],
         structuredContent: _structured(result),
         isError: !result.success,
       };

@@ -64,7 +64,9 @@ export class AskBudget {
   #open = 0;
   #bytes = 0;
   #refused = 0;
-  #ended = new AbortController();
+  #done = false;
+  /** Aborted at the end; made when a question is first sent (only a sent one holds it). */
+  #ended?: AbortController;
 
   constructor(limits: AskLimits, send: AskSender | undefined, audit: AskAudit = () => {}) {
     this.#limits = {
@@ -79,7 +81,7 @@ export class AskBudget {
 
   /** Whether the call has ended (every later question is refused). */
   get ended(): boolean {
-    return this.#ended.signal.aborted;
+    return this.#done;
   }
 
   /** Ask the call's client, within the limits; an {@link AskRefusedError} when they forbid it. */
@@ -91,6 +93,7 @@ export class AskBudget {
       this.#asked++;
       this.#open++;
       counted = true;
+      this.#ended ??= new AbortController();
       const answer = await this.#send!(kind, params, this.#ended.signal);
       if (this.ended) {
         throw new AskRefusedError(`the call has ended; its ${kind} answer is dropped`);
@@ -111,8 +114,10 @@ export class AskBudget {
 
   /** The call returned: no more questions; open ones are withdrawn; a flood's count audited. */
   end(): void {
-    if (this.ended) return;
-    this.#ended.abort(new AskRefusedError("the call has ended"));
+    if (this.#done) return;
+    this.#done = true;
+    // Questions still open are withdrawn (a call that asked none has nothing to abort).
+    this.#ended?.abort(new AskRefusedError("the call has ended"));
     const more = this.#refused - AUDITED_REFUSALS;
     if (more > 0) {
       this.#audit("sample", "denied", performance.now(), `${more} more requests refused`);

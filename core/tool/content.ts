@@ -92,7 +92,7 @@ export function contentProblems(blocks: unknown): string[] {
 
 /**
  * The MCP `content` of a result: its blocks, or (without any) the result
- * as JSON text.
+ * as JSON text (`text`, or a function that makes it, called only then).
  *
  * @example
  * ```ts
@@ -103,12 +103,16 @@ export function contentProblems(blocks: unknown): string[] {
  * assert.deepEqual(mcpContent({ success: true }, "{}"), [{ type: "text", text: "{}" }]);
  * ```
  */
-export function mcpContent(result: Record<string, unknown>, text: string): ContentBlock[] {
+export function mcpContent(
+  result: Record<string, unknown>,
+  text: string | (() => string),
+): ContentBlock[] {
   const blocks = result.content_blocks;
   if (Array.isArray(blocks) && blocks.length && contentProblems(blocks).length === 0) {
     return blocks as ContentBlock[];
   }
-  return [{ type: "text", text }];
+  // `text` may be a function: the JSON is only made when there are no blocks to send.
+  return [{ type: "text", text: typeof text === "function" ? text() : text }];
 }
 
 /**
