@@ -56,6 +56,10 @@ Deno.test("deno compile embeds the sandbox entry points and every built-in tool 
       }
     }
     assert.ok(expected.filter((f) => f.startsWith("toolsets/")).length >= 10);
+    // /metrics needs prom-client and its dependencies, bintrees' code without its test data.
+    for (const p of ["prom-client", "tdigest", "bintrees"]) {
+      assert.match(text, new RegExp(` ${p}/[0-9.]+/\\* \\(`), `npm package ${p} is not embedded`);
+    }
     for (const f of expected) assert.ok(embedded.has(f), `${f} is not embedded`);
     assert.deepEqual(
       (await compileIncludes()).map((f) => relative(ROOT, f)).filter((f) => !embedded.has(f)),

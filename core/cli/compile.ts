@@ -49,6 +49,49 @@ export async function compileIncludes(): Promise<string[]> {
 }
 
 /**
+ * Folders of npm packages that `deno compile` cannot embed, by package
+ * name: none is code. bintrees (prom-client → tdigest → bintrees) ships
+ * `test/perf/100k`, 2 MB of numbers one per line, on which Deno 2.9.6's
+ * compile overflows its stack ("thread 'tokio-runtime-worker' has
+ * overflowed its stack", exit 134), whatever `RUST_MIN_STACK` says.
+ */
+const _UNEMBEDDABLE: Record<string, string[]> = { bintrees: ["test"] };
+
+/**
+ * The paths `deno compile` must leave out (absolute, in Deno's npm cache):
+ * the {@link _UNEMBEDDABLE} folders of the packages in corral's lock.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { compileExcludes } from "./compile.ts";
+ * assert.ok((await compileExcludes()).some((f) => f.endsWith("/bintrees/1.0.2/test")));
+ * ```
+ */
+export async function compileExcludes(): Promise<string[]> {
+  // Deno's npm snapshot lists every package of the lock with its folder, whatever the root.
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "info",
+      "--json",
+      `--config=${join(INSTALL_DIR, "deno.json")}`,
+      join(INSTALL_DIR, "core", "telemetry", "metrics.ts"),
+    ],
+    cwd: INSTALL_DIR,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  let info: { npmPackages?: Record<string, { name?: string; localPath?: string }> } = {};
+  try {
+    info = JSON.parse(new TextDecoder().decode(out.stdout));
+  } catch { /* nothing to leave out: compile reports what it cannot embed */ }
+  return Object.values(info.npmPackages ?? {}).flatMap((p) =>
+    p.localPath ? (_UNEMBEDDABLE[p.name ?? ""] ?? []).map((d) => join(p.localPath!, d)) : []
+  ).sort();
+}
+
+/**
  * The arguments of `deno compile` for corral, writing `output`.
  *
  * @example
@@ -66,6 +109,7 @@ export async function compileArgs(output: string): Promise<string[]> {
     "--unstable-worker-options",
     ...COMPILE_PERMISSIONS,
     ...(await compileIncludes()).flatMap((f) => ["--include", f]),
+    ...(await compileExcludes()).flatMap((f) => ["--exclude", f]),
     "--output",
     output,
     join(INSTALL_DIR, "main.ts"),
