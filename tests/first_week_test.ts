@@ -20,10 +20,14 @@ async function _sh(
   args: string[],
   options: { cwd: string; env?: Record<string, string> },
 ): Promise<{ code: number; stdout: string; stderr: string }> {
+  // A user's shell has no INIT_CWD: the one `deno task test` set (corral's folder) stays out,
+  // or a child `deno task` would keep it (Deno keeps an INIT_CWD that is already set).
+  const { INIT_CWD: _, ...inherited } = Deno.env.toObject();
   const out = await new Deno.Command(cmd, {
     args,
     cwd: options.cwd,
-    env: { NO_COLOR: "1", CORRAL_CACHE_DIR: "", ...options.env },
+    clearEnv: true,
+    env: { ...inherited, NO_COLOR: "1", CORRAL_CACHE_DIR: "", ...options.env },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",

@@ -16,6 +16,14 @@ export const OWN_DIR: string = _real(INSTALL_DIR);
  * the folder of corral's deno.json, and `INIT_CWD` holds where the user
  * stood; otherwise the current directory (an inherited `INIT_CWD` is not
  * ours then).
+ *
+ * An `INIT_CWD` that names corral's own folder is kept: Deno keeps an
+ * `INIT_CWD` that is already set (a `deno task` inside another one run from
+ * corral's folder), but under `deno task` nothing else says where the user
+ * stood (`Deno.cwd()` and `PWD` are corral's folder too, checked with Deno
+ * 2.9.6), so distrusting it would resolve against the very same folder, and
+ * would only break a user who does stand there. What it can cost is bounded:
+ * corral's own folder is never a workspace (a scratch one stands in).
  */
 export function userCwd(): string {
   const cwd = Deno.cwd();
