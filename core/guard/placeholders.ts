@@ -280,14 +280,15 @@ function _exclusive(p: string): Deno.FsFile | undefined {
  */
 function _lockFile(p: string): string {
   if (!_lockDir) {
-    const dir = join("/tmp", `corral-${Deno.uid() ?? "u"}-protected`);
+    const uid = _uid();
+    const dir = join("/tmp", `corral-${uid ?? "u"}-protected`);
     try {
       Deno.mkdirSync(dir, { mode: 0o700 });
     } catch (err) {
       if (!(err instanceof Deno.errors.AlreadyExists)) throw err;
     }
     const st = Deno.lstatSync(dir);
-    if (!st.isDirectory || st.uid !== Deno.uid() || ((st.mode ?? 0) & 0o077) !== 0) {
+    if (!st.isDirectory || (uid !== null && st.uid !== uid) || ((st.mode ?? 0) & 0o077) !== 0) {
       throw new Error(`"${dir}" is not a private folder of this user`);
     }
     _lockDir = dir;
@@ -320,5 +321,14 @@ function _lstat(p: string): Deno.FileInfo | undefined {
     return Deno.lstatSync(p);
   } catch {
     return undefined;
+  }
+}
+
+/** This user's id (null where Deno may not tell it: no `--allow-sys`). */
+function _uid(): number | null {
+  try {
+    return Deno.uid();
+  } catch {
+    return null;
   }
 }
