@@ -17,7 +17,11 @@
 // @ts-types="@modelcontextprotocol/sdk/shared/transport"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 // @ts-types="@modelcontextprotocol/sdk/types"
-import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  type JSONRPCMessage,
+  JSONRPCMessageSchema,
+  JSONRPCResponseSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 
 /** The largest message accepted from a server (16 MiB). */
 export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -102,7 +106,7 @@ export class StdioChannel implements Transport {
     if (!line.trim()) return;
     let msg: JSONRPCMessage;
     try {
-      msg = JSONRPCMessageSchema.parse(JSON.parse(line));
+      msg = _jsonRpc(JSON.parse(line));
     } catch {
       this.#event("garbage", `not a JSON-RPC message: ${JSON.stringify(line.slice(0, 80))}`);
       return;
@@ -144,6 +148,18 @@ export class StdioChannel implements Transport {
     c.last = now;
     this.#options.onEvent(kind, detail, c.n);
   }
+}
+
+/**
+ * `JSONRPCMessageSchema.parse`, the same answer for every value, cheaper
+ * for a response: that union tries a request, a notification, a result and
+ * an error in turn; the first two require a string `method`, so without one
+ * only the last two (`JSONRPCResponseSchema`, in the same order) can match.
+ */
+function _jsonRpc(value: unknown): JSONRPCMessage {
+  const noMethod = typeof value === "object" && value !== null && !Array.isArray(value) &&
+    (value as { method?: unknown }).method === undefined;
+  return (noMethod ? JSONRPCResponseSchema : JSONRPCMessageSchema).parse(value) as JSONRPCMessage;
 }
 
 /**

@@ -9,7 +9,7 @@
  */
 import { Buffer } from "node:buffer";
 import process from "node:process";
-import { PassThrough } from "node:stream";
+import { EventEmitter } from "node:events";
 
 /**
  * A stream of the complete lines of `input` that are at most `maxBytes`
@@ -36,11 +36,12 @@ export function limitLines(
   input: NodeJS.ReadableStream,
   maxBytes: number,
   onOversized: (id: string | null, bytes: number) => void,
-): PassThrough {
-  const out = new PassThrough();
+): LineStream {
+  const out = new LineStream();
+  // The start of a line that goes on in a later chunk (never more than maxBytes in all).
   let parts: Buffer[] = [];
   let size = 0;
-  let head = "";
+  let head = ""; // the first KiB of an oversized line (for its id)
   let dropping = false;
   const feed = (chunk: Buffer) => {
     let at = 0;
@@ -48,21 +49,22 @@ export function limitLines(
       const nl = chunk.indexOf(10, at);
       const end = nl < 0 ? chunk.length : nl;
       const piece = chunk.subarray(at, end);
-      if (head.length < 1024) head += piece.subarray(0, 1024 - head.length).toString("utf8");
       size += piece.length;
-      if (!dropping) {
-        if (size > maxBytes) {
-          dropping = true;
-          parts = [];
-        } else parts.push(piece);
-      }
+      if (!dropping && size > maxBytes) {
+        dropping = true;
+        head = Buffer.concat([...parts, piece.subarray(0, 1024)]).subarray(0, 1024).toString();
+        parts = [];
+      } else if (!dropping && nl < 0) parts.push(piece);
       if (nl < 0) break;
       if (dropping) {
         const id = /"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)/.exec(head)?.[1] ?? null;
         onOversized(id, size);
+      } else if (parts.length === 0) {
+        // The whole line is in this chunk: passed on as it is, newline included, not copied.
+        out.push(chunk.subarray(at, nl + 1));
       } else {
-        parts.push(Buffer.from("\n"));
-        out.write(Buffer.concat(parts));
+        parts.push(chunk.subarray(at, nl + 1));
+        out.push(Buffer.concat(parts));
       }
       parts = [];
       size = 0;
@@ -72,13 +74,49 @@ export function limitLines(
     }
   };
   input.on("data", (c: Buffer | string) => feed(typeof c === "string" ? Buffer.from(c) : c));
-  input.on("end", () => out.end());
+  input.on("end", () => out.emit("end"));
   input.on("error", (e) => out.emit("error", e));
   return out;
 }
 
+/**
+ * Complete lines, each a `data` event, then `end`: what the SDK's stdio
+ * transport reads (it listens for `data` and `error`, and pauses its input
+ * when it closes: here there is nothing to pause, the lines just stop).
+ */
+export class LineStream extends EventEmitter {
+  /** Lines that came before anyone listened (copies), handed to the first listener. */
+  #early: Buffer[] = [];
+
+  constructor() {
+    super();
+    this.on("newListener", (event: string) => {
+      if (event === "data" && this.#early.length) queueMicrotask(() => this.#flush());
+    });
+  }
+
+  /** One complete line (a view, read at once by the listener; kept as a copy when none). */
+  push(line: Buffer): void {
+    if (this.#early.length || this.listenerCount("data") === 0) {
+      this.#early.push(Buffer.from(line));
+      this.#flush();
+    } else this.emit("data", line);
+  }
+
+  /** Nothing waits here to be read: pausing has nothing to hold back. */
+  pause(): this {
+    return this;
+  }
+
+  #flush(): void {
+    while (this.#early.length && this.listenerCount("data") > 0) {
+      this.emit("data", this.#early.shift()!);
+    }
+  }
+}
+
 /** `process.stdin`, limited; oversized requests get their error on stdout. */
-export function limitedStdin(maxBytes: number): PassThrough {
+export function limitedStdin(maxBytes: number): LineStream {
   return limitLines(process.stdin, maxBytes, (id, bytes) => {
     process.stdout.write(
       JSON.stringify({
