@@ -54,28 +54,41 @@ export function readApproved(server: string): ToolDefinition[] | undefined {
   return _read(_file(server, "approved"));
 }
 
-/** The last approved record read per file: its text and what it parsed to. */
-const _approvedMemo = new Map<string, { text: string; tools: ToolDefinition[] }>();
+/** The last approved record read per file: its stamp, its text and what it parsed to. */
+const _approvedMemo = new Map<
+  string,
+  { stamp: string; settled: boolean; text: string; tools: ToolDefinition[] }
+>();
+/** A record modified this recently is read again at every call (mtime is in ms). */
+const _RACY_MS = 3000;
 
 /**
- * {@link readApproved} for every call: the file is read each time, and
- * parsed again only when its text differs from the last read (the same
- * bytes give the same definitions). The definitions returned are shared:
- * do not change them.
+ * {@link readApproved} for every call, without re-reading an unchanged
+ * file: the record is read again unless its inode, size and mtime are those
+ * of the last read and that mtime was over 3 s old then (so a later write
+ * cannot share it: the token store and the discovery cache use the same
+ * rule); it is parsed again only when its text changed. The definitions
+ * returned are shared: do not change them.
  */
 export function readApprovedNow(server: string): readonly ToolDefinition[] | undefined {
   const file = _file(server, "approved");
+  const memo = _approvedMemo.get(file);
+  let stamp: string;
+  let settled: boolean;
   let text: string;
   try {
+    const st = Deno.statSync(file);
+    const mtime = st.mtime?.getTime() ?? 0;
+    stamp = `${st.ino}:${st.size}:${mtime}`;
+    if (memo?.settled && memo.stamp === stamp) return memo.tools;
+    settled = mtime > 0 && Date.now() - mtime > _RACY_MS;
     text = Deno.readTextFileSync(file);
   } catch {
     _approvedMemo.delete(file);
     return undefined;
   }
-  const memo = _approvedMemo.get(file);
-  if (memo?.text === text) return memo.tools;
-  const tools = _parse(file, text);
-  _approvedMemo.set(file, { text, tools });
+  const tools = memo?.text === text ? memo.tools : _parse(file, text);
+  _approvedMemo.set(file, { stamp, settled, text, tools });
   return tools;
 }
 
