@@ -224,7 +224,9 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
   const limit = p.max_output_bytes + 1_048_576;
   let stderrTail = "";
   _readLines(child.stdout, limit, (line) => {
-    const at = line.lastIndexOf(mark);
+    // The last mark on the line; a frame alone on its line (the usual case) found without
+    // scanning it backwards.
+    const at = line.startsWith(mark) && line.indexOf(mark, 1) < 0 ? 0 : line.lastIndexOf(mark);
     if (at < 0) {
       hooks.onLog(line);
       return;
