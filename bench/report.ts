@@ -23,6 +23,9 @@ export interface Sizes {
   /** Section 7: cold runs and warm calls per variant. */
   nsRuns: number;
   nsWarmCalls: number;
+  /** Section 7: launches alone per way (fd binding, by name), and cold `corral call`s per tool. */
+  nsLaunches: number;
+  nsCliRuns: number;
   /** Section 8: concurrent HTTP clients, calls per client, repetitions per server. */
   httpClients: number;
   httpPerClient: number;
@@ -45,6 +48,8 @@ export const FULL: Sizes = {
   idleProcesses: 7,
   nsRuns: 15,
   nsWarmCalls: 200,
+  nsLaunches: 40,
+  nsCliRuns: 15,
   httpClients: 50,
   httpPerClient: 40,
   httpReps: 3,
@@ -65,6 +70,8 @@ export const SMOKE: Sizes = {
   idleProcesses: 2,
   nsRuns: 2,
   nsWarmCalls: 10,
+  nsLaunches: 2,
+  nsCliRuns: 1,
   httpClients: 4,
   httpPerClient: 3,
   httpReps: 1,

@@ -12,7 +12,8 @@
  *
  * Sections: 1 warm call latency, 2 throughput, 3 cold start, 4 discovery,
  * 5 memory, 6 MCP against the official filesystem server, 7 the namespace's
- * cost, 8 MCP over HTTP against a bare SDK server (calls per second), 9 a hosted MCP
+ * cost (fd binding against by-name binds; a cold call against the report
+ * before), 8 MCP over HTTP against a bare SDK server (calls per second), 9 a hosted MCP
  * server (the official filesystem server run by node, wrapped by srt, hosted by corral).
  *
  * @module
@@ -84,7 +85,7 @@ async function main(): Promise<number> {
     await attempt("4", SECTIONS[4], () => sectionDiscovery(sizes, base));
     await attempt("5", SECTIONS[5], () => sectionMemory(sizes));
     await attempt("6", SECTIONS[6], () => sectionMcp(sizes));
-    await attempt("7", SECTIONS[7], () => sectionNamespace(sizes));
+    await attempt("7", SECTIONS[7], () => sectionNamespace(sizes, base));
     await attempt("8", SECTIONS[8], () => sectionHttp(sizes));
     await attempt("9", SECTIONS[10], () => sectionHosted(sizes));
     await attempt("10", SECTIONS[11], () => sectionSessions(sizes));

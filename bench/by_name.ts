@@ -1,0 +1,111 @@
+/**
+ * The namespace launch as it was before fd binding (section 7's baseline):
+ * takes the command a process sandbox starts today (core/sandbox/
+ * process_transport.ts: `/bin/bash` closing inherited descriptors, then
+ * core/guard/limits.ts's bash launcher that opens and checks every bound
+ * path and hands bwrap descriptors and an `--args` pipe, then the
+ * execute-only runtime run by an execute-only `/bin/sh` as pid 1) and
+ * rewrites it into the same bwrap namespace bound by name: `/bin/sh` joins
+ * the same cgroup and execs bwrap with `--bind`/`--ro-bind` of the same
+ * paths, with no checks, no pipe, no sealed runtime. For the bench only:
+ * nothing in corral starts a sandbox this way.
+ *
+ * @module
+ */
+import { limitedCommand, limitKind, type SandboxLimits, VERIFY_ARG } from "../core/guard/limits.ts";
+import { sealedNamespace } from "../core/sandbox/sealed_runtime.ts";
+
+/** A sandbox's start command today, taken apart. */
+export interface Launch {
+  /** Everything up to and including the launcher's `$0` (`corral-sandbox`). */
+  pre: string[];
+  /** The launcher's head: pids, then (cgroups) bytes, the groups and `--`. */
+  head: string[];
+  bwrap: string;
+  /** bwrap's options, with `--bind-fd PATH DEST` as the launcher takes them. */
+  options: string[];
+  /** After bwrap's `--`: the sealed pid 1, the runtime and its arguments. */
+  inner: string[];
+}
+
+/**
+ * Take today's start command apart (`/bin/bash -c CLOSE corral-fds /bin/bash
+ * -c LAUNCH corral-sandbox HEAD… bwrap OPTIONS… -- INNER…`); throws when it
+ * has another shape, so that the bench never measures something else.
+ */
+export function parseLaunch(command: string, args: string[]): Launch {
+  const shape = command === "/bin/bash" && args[0] === "-c" && args[2] === "corral-fds" &&
+    args[3] === "/bin/bash" && args[4] === "-c" && args[6] === "corral-sandbox";
+  if (!shape) throw new Error(`bench: not a namespaced sandbox start: ${command} ${args[2]}`);
+  const headEnd = limitKind() === "rlimit" ? 8 : args.indexOf("--", 7) + 1;
+  if (headEnd <= 7) throw new Error("bench: the launcher's head has no end");
+  const sep = args.indexOf("--", headEnd + 1);
+  if (sep < 0) throw new Error("bench: bwrap's arguments have no `--`");
+  return {
+    pre: args.slice(0, 7),
+    head: args.slice(7, headEnd),
+    bwrap: args[headEnd],
+    options: args.slice(headEnd + 1, sep),
+    inner: args.slice(sep + 1),
+  };
+}
+
+/** Today's command again, from its parts. */
+export function todayCommand(l: Launch): { command: string; args: string[] } {
+  return {
+    command: "/bin/bash",
+    args: [...l.pre, ...l.head, l.bwrap, ...l.options, "--", ...l.inner],
+  };
+}
+
+/**
+ * The launch without the sealed runtime: bwrap's `--as-pid-1` and the
+ * execute-only copies left out, the runtime run directly (as before).
+ */
+export function unseal(l: Launch): Launch {
+  if (l.inner[3] !== "corral-init") return l;
+  const sealed = sealedNamespace(l.inner[4]);
+  const at = l.options.indexOf(sealed.bwrap[0]);
+  if (at < 0 || sealed.bwrap.some((a, i) => l.options[at + i] !== a)) {
+    throw new Error("bench: the sealed runtime's bwrap arguments are not where expected");
+  }
+  return {
+    ...l,
+    options: [...l.options.slice(0, at), ...l.options.slice(at + sealed.bwrap.length)],
+    inner: l.inner.slice(sealed.command.length),
+  };
+}
+
+/** The same namespace bound by name, launched by `/bin/sh` as before fd binding. */
+export function byNameCommand(launch: Launch): { command: string; args: string[] } {
+  const l = unseal(launch);
+  const options = l.options;
+  const out: string[] = [];
+  for (let i = 0; i < options.length; i++) {
+    const o = options[i];
+    if (o === "--bind-fd") out.push("--bind");
+    else if (o === "--ro-bind-fd") out.push("--ro-bind");
+    else if (o === VERIFY_ARG) i++; // a check only: nothing to bind
+    else out.push(o);
+  }
+  const [pids, bytes, ...rest] = l.head;
+  const limits: SandboxLimits = {
+    kind: limitKind(),
+    groups: rest.filter((g) => g !== "--"),
+    spec: { pids: Number(pids), memoryMb: Number(bytes ?? 0) / 1024 / 1024 },
+    release: () => Promise.resolve({ hitProcessLimit: false }),
+  };
+  return limitedCommand(limits, l.bwrap, [...out, "--", ...l.inner], false);
+}
+
+/**
+ * The launch with fresh limit groups in place of the ones it named (the
+ * launch-only rounds start it again and again) and `inner`'s runtime
+ * arguments replaced by `runtimeArgs`.
+ */
+export function relaunch(l: Launch, groups: string[], runtimeArgs: string[]): Launch {
+  const head = l.head.length > 1 ? [l.head[0], l.head[1], ...groups, "--"] : l.head;
+  const sealedLen = l.inner[3] === "corral-init" ? 4 : 0;
+  const inner = [...l.inner.slice(0, sealedLen + 1), ...runtimeArgs];
+  return { ...l, head, inner };
+}
