@@ -27,6 +27,9 @@ Deno.test({
       assert.match(report, /\| 1a \|.*\*\*(PASS|MISS)\*\*/);
       assert.match(report, /\| 6a \|.*\*\*(PASS|MISS)\*\*/);
       assert.match(report, /\| 8a \|.*\*\*(PASS|MISS)\*\*/);
+      // Section 7: fd binding against the same namespace bound by name, and a cold call now.
+      assert.match(report, /\| by name \(before\) \| [\d.]+ [µm]?s \|/);
+      assert.match(report, /\| `corral call ListFiles` \| [\d.]+ [µm]?s \|/);
       assert.doesNotMatch(report, /Failed in this run/);
     } finally {
       await Deno.remove(dir, { recursive: true });
