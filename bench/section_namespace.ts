@@ -31,7 +31,6 @@ const _BEFORE = {
   cliWordCount: { median: 338, min: 279, max: 354 },
   /** Section 7: cold call with the namespace and without, 15 runs each. */
   nsCold: 139,
-  nsStart: 138,
   offCold: 114,
 };
 
@@ -55,8 +54,6 @@ export async function sectionNamespace(sizes: Sizes, base: string): Promise<stri
     x(r.withNs[k] / r.byName[k]),
     x(r.withNs[k] / r.without[k]),
   ];
-  const byName = median(r.launch.byName);
-  const b = _BEFORE;
   return [
     SECTIONS[7],
     "",
@@ -83,23 +80,38 @@ export async function sectionNamespace(sizes: Sizes, base: string): Promise<stri
       ],
     ),
     "",
-    `Spread of the cold calls (fastest – slowest): today ${
-      spread(r.withNs.cold, fmtMs)
-    }, by name ` +
-    `${spread(r.byName.cold, fmtMs)}, without ${spread(r.without.cold, fmtMs)}.`,
+    "Spread of the cold calls (fastest – slowest): " +
+    `today ${spread(r.withNs.cold, fmtMs)}, by name ${spread(r.byName.cold, fmtMs)}, ` +
+    `without ${spread(r.without.cold, fmtMs)}.`,
     "",
+    _launchTable(r.launch),
+    "",
+    _beforeTable(r, cli),
+  ].join("\n");
+}
+
+/** The launch alone, three ways. */
+function _launchTable(launch: _Result["launch"]): string {
+  const byName = median(launch.byName);
+  return [
     "The launch alone: the start command of a real sandbox of the run above, with the runtime's " +
     "arguments replaced by `--version` (a fresh cgroup each time), started three ways, alternating, " +
-    `${r.launch.fd.length} times each: today's; today's launcher (closing inherited descriptors, ` +
+    `${launch.fd.length} times each: today's; today's launcher (closing inherited descriptors, ` +
     "opening and checking every bound path, `--bind-fd`, `--args`) without the execute-only " +
     "runtime and pid 1; and by name. Wall time from spawn to exit.",
     "",
     table(["launch", "median", "spread", "runs", "vs by name"], [
-      _launchRow("today (fd binding, checks, `--args`, sealed runtime)", r.launch.fd, byName),
-      _launchRow("today's launcher, no sealed runtime", r.launch.unsealed, byName),
-      _launchRow("by name (before)", r.launch.byName, byName),
+      _launchRow("today (fd binding, checks, `--args`, sealed runtime)", launch.fd, byName),
+      _launchRow("today's launcher, no sealed runtime", launch.unsealed, byName),
+      _launchRow("by name (before)", launch.byName, byName),
     ]),
-    "",
+  ].join("\n");
+}
+
+/** A cold call now against the report before fd binding. */
+function _beforeTable(r: _Result, cli: Record<string, number[]>): string {
+  const b = _BEFORE;
+  return [
     "A whole cold `corral call` (warm discovery cache; the flags of `deno task corral`, as in " +
     "section 3; the two commands alternate run by run) now, against the last report before fd " +
     `binding and per-session sandboxes (BENCHMARKS.md at ${b.commit}, run ${b.date}; it has no ` +
