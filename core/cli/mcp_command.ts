@@ -12,6 +12,7 @@ import { pluginSources } from "../plugins/plugins.ts";
 import { ConfigError } from "../tool/errors.ts";
 import type { CliSession } from "./open_registry.ts";
 import type { CliValues } from "./options.ts";
+import type { TeamServer } from "./team_server.ts";
 
 /** Run `corral mcp` with the command line's flags; returns the exit code. */
 export async function mcpCommand(values: CliValues, session: CliSession): Promise<number> {
@@ -33,6 +34,7 @@ export async function mcpCommand(values: CliValues, session: CliSession): Promis
       session.registry.onToolsChanged = () => void handle.notifyToolsChanged();
       return values.watch ? _watch(session, handle) : undefined;
     },
+    team: async (token) => (await import("./team_server.ts")).teamServer(values, session, token),
   });
 }
 
@@ -82,6 +84,8 @@ export interface McpCommandOptions {
   maxClientConns?: string;
   /** Called once the server is serving (e.g. to start `--watch`). */
   onServe?: (handle: McpHandle) => void | Promise<void>;
+  /** HTTP: identities, per-identity registries and /metrics (core/cli/team_server.ts). */
+  team?: (defaultToken: string | undefined) => Promise<TeamServer>;
 }
 
 /**
@@ -109,6 +113,7 @@ export async function runMcpCommand(
   const headTimeout = number(flags.headTimeout, "--head-timeout");
   const maxConnsPerClient = number(flags.maxClientConns, "--max-client-conns");
   let handle: McpHandle;
+  let team: TeamServer | undefined;
   if (flags.http === undefined) {
     for (
       const [set, flag] of [
@@ -158,7 +163,12 @@ export async function runMcpCommand(
           `(send "Authorization: Bearer <token>"; --token or CORRAL_MCP_TOKEN to choose one)`,
       );
     }
+    team = await flags.team?.(token);
+    if (team?.metricsTokenFile) {
+      log(`corral: /metrics needs "Authorization: Bearer <the token in ${team.metricsTokenFile}>"`);
+    }
     const http = serveHttp(registry, {
+      team: team?.identity,
       hostname,
       port,
       token,
@@ -187,6 +197,7 @@ export async function runMcpCommand(
     await handle.finished;
   } finally {
     for (const s of signals) Deno.removeSignalListener(s, stop);
+    await team?.close();
   }
   return 0;
 }

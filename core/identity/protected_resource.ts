@@ -27,12 +27,21 @@ export function isProtectedResourcePath(pathname: string, mcpPath: string): bool
 }
 
 /**
- * The resource's URL: the configured one (`auth.resource`), else the
- * endpoint on the origin the request came to.
+ * The resource's URL: the configured one (`auth.resource`, say behind a
+ * TLS proxy), else the endpoint at the request's `Host` over http (the
+ * request's URL may be a unix socket's when a front relays it).
  */
 export function resourceUrl(req: Request, mcpPath: string, configured: string | null): string {
   if (configured) return configured;
-  return new URL(mcpPath, new URL(req.url).origin).href;
+  const host = req.headers.get("host");
+  try {
+    if (host) return new URL(mcpPath, `http://${host}`).href;
+  } catch { /* a malformed Host: the request's own URL */ }
+  try {
+    return new URL(mcpPath, new URL(req.url).origin).href;
+  } catch {
+    return `http://localhost${mcpPath}`;
+  }
 }
 
 /** The metadata URL for `resource` (RFC 9728 section 3: the path goes after the well-known part). */

@@ -10,6 +10,7 @@
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { ConfigError } from "../tool/errors.ts";
 import { type HttpFront, listenFront } from "./http_front.ts";
+import type { Admitted, HttpIdentity } from "./http_identity.ts";
 import { CallGate, DEFAULT_MAX_QUEUE } from "./call_gate.ts";
 import {
   type CorralMcpServer,
@@ -47,6 +48,12 @@ export interface McpHttpOptions extends McpServerOptions {
   headTimeoutMs?: number;
   /** Connections at once from one client address (default 256); beyond it 429, closed. */
   maxConnsPerClient?: number;
+  /**
+   * Identities (./http_identity.ts): every request's token names one, which
+   * decides its tools, workspace and limits; it replaces the `token` check,
+   * and serves the protected-resource metadata and `/metrics`.
+   */
+  team?: HttpIdentity;
 }
 
 /** Default of {@link McpHttpOptions.maxSessions}. */
@@ -88,6 +95,8 @@ interface _Session {
   transport: WebStandardStreamableHTTPServerTransport;
   /** `performance.now()` of its last request. */
   seen: number;
+  /** The identity that opened it (with identities). */
+  identity?: string;
 }
 
 /**
@@ -123,6 +132,10 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
   const sessions = new Map<string, _Session>();
   const stateless = options.stateless === true;
   const serverOptions: McpServerOptions = { ...options, gate };
+  const team = options.team;
+  team?.observeGate(gate);
+  // The registry a caller's session sees: only its identity's tools, in its workspace.
+  const registryOf = (who?: Admitted) => who ? team!.registryFor(registry, who.identity) : registry;
   let opening = 0;
   const closeSession = (sid: string) => {
     const s = sessions.get(sid);
@@ -169,7 +182,12 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
     if (origin !== null && !originAllowed(origin)) {
       return refuse(403, `Forbidden: Origin "${origin}" is not allowed`);
     }
-    if (
+    let who: Admitted | undefined;
+    if (team) {
+      const answered = await team.route(req, path) ?? await team.admit(req, path, maxBody);
+      if (answered instanceof Response) return answered;
+      who = answered;
+    } else if (
       expected &&
       !_sameBytes(new TextEncoder().encode(req.headers.get("authorization") ?? ""), expected)
     ) {
@@ -199,8 +217,16 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
         });
       }
       // A stateless caller is its bearer token: its requests share sandboxes, no one else's do.
-      const principal = await _callerKey(req.headers.get("authorization"));
-      const mcp = createMcpServer(registry, { ...serverOptions, elicitation: false, principal });
+      // With identities, a stateless caller is its identity (a JWT may be renewed).
+      const principal = who
+        ? `identity:${who.identity.name}`
+        : await _callerKey(req.headers.get("authorization"));
+      const mcp = createMcpServer(registryOf(who), {
+        ...serverOptions,
+        elicitation: false,
+        principal,
+        ...(who ? { identity: who.identity.name } : {}),
+      });
       const transport = new WebStandardStreamableHTTPServerTransport({
         ...transportOptions,
         sessionIdGenerator: undefined,
@@ -213,7 +239,9 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
     }
     const id = req.headers.get("mcp-session-id");
     if (id !== null) {
-      const session = sessions.get(id);
+      let session = sessions.get(id);
+      // A session belongs to the identity that opened it: another one does not find it.
+      if (session && who && session.identity !== who.identity.name) session = undefined;
       if (session) session.seen = performance.now();
       if (!session) {
         return Response.json(
@@ -233,13 +261,21 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
         "Retry-After": "5",
       });
     }
-    const mcp = createMcpServer(registry, serverOptions);
+    const mcp = createMcpServer(
+      registryOf(who),
+      who ? { ...serverOptions, identity: who.identity.name } : serverOptions,
+    );
     const transport: WebStandardStreamableHTTPServerTransport =
       new WebStandardStreamableHTTPServerTransport({
         ...transportOptions,
         sessionIdGenerator: () => crypto.randomUUID(),
         onsessioninitialized: (sid) =>
-          void sessions.set(sid, { mcp, transport, seen: performance.now() }),
+          void sessions.set(sid, {
+            mcp,
+            transport,
+            seen: performance.now(),
+            identity: who?.identity.name,
+          }),
         // DELETE ends the session: its sandboxes close, with everything they started.
         onsessionclosed: (sid) => closeSession(sid),
       });
