@@ -118,6 +118,11 @@ Deno.test("corral mcp --http: Prometheus scrapes /metrics (calls by identity), O
     }
     const failed = await client.callTool({ name: "ReadFile", arguments: { filepath: "nope.txt" } });
     assert.equal(failed.isError, true);
+    // While the session lives, its sandbox is counted.
+    const live = await (await fetch(url.replace(/\/mcp$/, "/metrics"), {
+      headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+    })).text();
+    assert.ok(Number(/^corral_sandboxes_live (\d+)$/m.exec(live)?.[1]) >= 1, live);
     await client.close();
 
     const target = new URL(url).host;

@@ -30,6 +30,7 @@ import type { Catalog, CatalogEntry, ToolInfo, ToolsetSource } from "./catalog.t
 import type { HostedCallContext } from "../hosted/hosted_servers.ts";
 import { hostVars } from "./host_vars.ts";
 import { auditWho, CallAudit } from "./call_audit.ts";
+import { telemetry } from "../telemetry/metrics.ts";
 
 /** Per-call options of {@link CallRunner.call} (and `Registry.call`). */
 export interface RegistryCallOptions {
@@ -221,6 +222,7 @@ export class CallRunner {
 
   /** One line per egress connection, allowed or refused (also for discovery sandboxes). */
   auditConnection(toolset: string, r: EgressRecord, who?: AuditWho): void {
+    telemetry.egress(r.verdict); // corral_egress_connections_total, audit log or not
     this.#audit?.connection(toolset, r, who);
   }
 

@@ -17,6 +17,7 @@
  * @module
  */
 import type { Sandbox } from "../sandbox/sandbox.ts";
+import { telemetry } from "../telemetry/metrics.ts";
 import type { Catalog, ToolInfo, ToolsetSource } from "./catalog.ts";
 
 /** The principal of calls that name none: the command line, the library. */
@@ -110,6 +111,7 @@ export class SandboxPool {
       }
       entry = { principal, key, sandbox: make(), busy: 0, used: performance.now() };
       this.#entries.set(id, entry);
+      telemetry.sandboxes(1); // corral_sandboxes_live
       this.#startReaper();
     }
     entry.busy++;
@@ -151,6 +153,7 @@ export class SandboxPool {
     for (const [id, e] of this.#entries) {
       if (!test(e)) continue;
       this.#entries.delete(id);
+      telemetry.sandboxes(-1);
       closing.push(e.sandbox.close());
     }
     if (this.#entries.size === 0) this.#stopReaper();
@@ -165,6 +168,7 @@ export class SandboxPool {
     }
     if (!oldest) return false;
     this.#entries.delete(oldest[0]);
+    telemetry.sandboxes(-1);
     void oldest[1].sandbox.close();
     return true;
   }
