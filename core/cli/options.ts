@@ -62,6 +62,9 @@ Options:
   --token TOKEN         mcp --http: require "Authorization: Bearer TOKEN" (default
                         CORRAL_MCP_TOKEN; without either, corral makes one and keeps it in
                         ~/.config/corral/mcp-token, readable by you only)
+                        Other callers: corral.json "identities" and "auth" (static tokens from
+                        corral tokens add, JWTs against a JWKS); /metrics takes the token in
+                        CORRAL_METRICS_TOKEN, else ~/.config/corral/metrics-token
   --no-token            mcp --http: serve without a token (loopback only; warns)
   --stateless           mcp --http: no sessions, for several instances behind a load balancer
   --max-body BYTES      mcp: largest request (default 1048576); larger: HTTP 413, or on
