@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { createHash } from "node:crypto";
 import { dirname } from "node:path";
 import { ConfigError } from "../tool/errors.ts";
 import { DEFAULT_IDENTITY, IDENTITY_NAME } from "../config/team_config.ts";
@@ -25,10 +26,9 @@ export interface TokenEntry {
 
 const _PREFIX = "corral_";
 
-/** SHA-256 of `text`, hex. */
-export async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+/** SHA-256 of `text`, hex (synchronous: about 1 µs, against 20 µs for crypto.subtle's hop). */
+export function sha256Hex(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
 }
 
 /**
@@ -85,7 +85,7 @@ export async function addToken(name: string, file: string): Promise<string> {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
   const token = _PREFIX + btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-")
     .replace(/\//g, "_").replace(/=+$/, "");
-  entries.push({ name, sha256: await sha256Hex(token), created: new Date().toISOString() });
+  entries.push({ name, sha256: sha256Hex(token), created: new Date().toISOString() });
   await _write(file, entries);
   return token;
 }
@@ -125,7 +125,7 @@ export class TokenStore {
   async identityOf(token: string): Promise<string | null> {
     await this.#refresh();
     if (!token.startsWith(_PREFIX)) return null;
-    const hash = new TextEncoder().encode(await sha256Hex(token));
+    const hash = new TextEncoder().encode(sha256Hex(token));
     let found: string | null = null;
     for (const e of this.#entries) {
       if (constantTimeEqual(hash, new TextEncoder().encode(e.sha256))) found ??= e.name;
@@ -136,7 +136,8 @@ export class TokenStore {
   async #refresh(): Promise<void> {
     let stamp = "none";
     try {
-      const st = await Deno.stat(this.#file);
+      // Synchronous: about 1 µs, where an async stat waits for a thread (about 40 µs).
+      const st = Deno.statSync(this.#file);
       stamp = `${st.ino}:${st.size}:${st.mtime?.getTime()}:${st.mode}`;
     } catch (err) {
       if (!(err instanceof Deno.errors.NotFound)) throw err;
