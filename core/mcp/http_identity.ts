@@ -296,8 +296,9 @@ export async function httpIdentityFromConfig(
   const team = Object.keys(config.identities).length > 0 || config.auth.jwks !== null;
   if (!options.defaultToken && team) {
     throw new ConfigError(
-      "--no-token cannot go with identities or auth.jwks in corral.json: every caller would be " +
-        '"default"; serve with a token',
+      "identities and auth.jwks in corral.json need the server's own token too (--token, " +
+        "CORRAL_MCP_TOKEN, or on loopback the one corral makes): without it (--no-token) every " +
+        'caller would be "default"',
     );
   }
   const authenticator = options.defaultToken

@@ -96,3 +96,19 @@ Deno.test("admit: a body over the limit is not read whole (a stream that never e
   assert.ok(!(r instanceof Response), "left to the transport's own limit");
   assert.ok(pulled < 16, `read ${pulled} chunks`);
 });
+
+Deno.test("identities without the server's own token are a config error (no one would be checked)", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "corral_http_identity_" });
+  const team = resolveTeamConfig({ alice: { workspace: "." } }, {}, dir, `${dir}/corral.json`);
+  await assert.rejects(
+    httpIdentityFromConfig(team, { serverWorkspace: dir }),
+    (err: Error) => err.name === "ConfigError" && /need the server's own token/.test(err.message),
+  );
+  // Without identities, --no-token keeps serving everyone as "default".
+  const open = await httpIdentityFromConfig(
+    resolveTeamConfig(undefined, undefined, dir, `${dir}/corral.json`),
+    { serverWorkspace: dir },
+  );
+  const r = await open.admit(req(null, "{}"), "/mcp", 1024);
+  assert.ok(!(r instanceof Response) && r.identity.name === "default");
+});
