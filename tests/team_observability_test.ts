@@ -168,6 +168,11 @@ Deno.test("corral mcp --http: Prometheus scrapes /metrics (calls by identity), O
     assert.ok(calls.every((a) => a["corral.identity"] === "alice"));
     assert.equal(calls.filter((a) => a["corral.outcome"] === "success").length, 3);
     assert.ok(calls.some((a) => a["corral.outcome"] !== "success"));
+    // The first call started its sandbox; the others reused it.
+    assert.deepEqual(
+      calls.map((a) => a["corral.sandbox"]).sort(),
+      ["reuse", "reuse", "reuse", "start"],
+    );
   } finally {
     await corral.stop();
     await prom?.stop();

@@ -18,6 +18,7 @@
  */
 import type { Sandbox } from "../sandbox/sandbox.ts";
 import { telemetry } from "../telemetry/metrics.ts";
+import { markSandbox } from "../telemetry/spans.ts";
 import type { Catalog, ToolInfo, ToolsetSource } from "./catalog.ts";
 
 /** The principal of calls that name none: the command line, the library. */
@@ -113,7 +114,8 @@ export class SandboxPool {
       this.#entries.set(id, entry);
       telemetry.sandboxes(1); // corral_sandboxes_live
       this.#startReaper();
-    }
+      markSandbox("start"); // on the call's span, when traced
+    } else markSandbox("reuse");
     entry.busy++;
     const held = entry;
     let released = false;
