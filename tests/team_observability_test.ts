@@ -166,6 +166,8 @@ Deno.test("corral mcp --http: Prometheus scrapes /metrics (calls by identity), O
       return Promise.resolve(found.length >= 4 ? found : undefined);
     }, corral.log);
     assert.ok(calls.every((a) => a["corral.identity"] === "alice"));
+    assert.ok(calls.every((a) => typeof a["corral.session"] === "string" && a["corral.session"]));
+    assert.equal(new Set(calls.map((a) => a["corral.session"])).size, 1, "one session");
     assert.equal(calls.filter((a) => a["corral.outcome"] === "success").length, 3);
     assert.ok(calls.some((a) => a["corral.outcome"] !== "success"));
     // The first call started its sandbox; the others reused it.

@@ -235,7 +235,8 @@ export function identityRegistry(
       if (!tool || !access.allows(tool)) {
         throw new TypeError(`Unknown tool "${name}"`);
       }
-      const info = { tool: name, toolset: tool.toolset, identity: who };
+      const session = options.session ?? options.principal;
+      const info = { tool: name, toolset: tool.toolset, identity: who, session };
       const release = limits.concurrent ? running.tryAcquire(who, limits.concurrent) : () => {};
       if (!release) {
         const message = `"${who}" already has ${limits.concurrent} calls running ` +
