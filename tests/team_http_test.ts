@@ -54,6 +54,7 @@ async function setup() {
         alice: { tools: { allow: ["Steps"] }, limits: { per_minute: 3 } },
         bob: { tools: { deny: ["Steps"] } },
         carol: {},
+        erin: { limits: { concurrent: 1 } },
       },
       auth: {
         tokens_file: "tokens.json",
@@ -68,6 +69,7 @@ async function setup() {
     alice: await addToken("alice", tokensFile),
     bob: await addToken("bob", tokensFile),
     mallory: await addToken("mallory", tokensFile),
+    erin: await addToken("erin", tokensFile),
   };
   // Each identity's workspace has a registry (and so sandboxes) of its own.
   const policy = teamPolicy(config, dir);
@@ -273,4 +275,20 @@ Deno.test("/metrics needs its own token and counts calls by identity and outcome
     /corral_calls_total\{tool="Sleep",toolset="fixture",identity="bob",outcome="success"\} [1-9]/,
   );
   await bob.close();
+});
+
+Deno.test("calls at once per identity: beyond limits.concurrent a tool error, and the slot frees", async () => {
+  await using t = await setup();
+  const erin = await connect(t.server.url, t.tokens.erin);
+  const long = erin.callTool({ name: "Sleep", arguments: { ms: 1500 } });
+  await new Promise((r) => setTimeout(r, 300));
+  const refused = await erin.callTool({ name: "Sleep", arguments: { ms: 1 } });
+  assert.equal(refused.isError, true);
+  assert.match(JSON.stringify(refused.content), /already has 1 calls running/);
+  // Another identity is not held back by erin's limit.
+  const bob = await connect(t.server.url, t.tokens.bob);
+  assert.equal((await bob.callTool({ name: "Sleep", arguments: { ms: 1 } })).isError, false);
+  assert.equal((await long).isError, false);
+  assert.equal((await erin.callTool({ name: "Sleep", arguments: { ms: 1 } })).isError, false);
+  await Promise.all([erin.close(), bob.close()]);
 });
