@@ -12,10 +12,12 @@ import { pluginSources } from "../plugins/plugins.ts";
 import { ConfigError } from "../tool/errors.ts";
 import type { CliSession } from "./open_registry.ts";
 import type { CliValues } from "./options.ts";
+import { sandboxLimitsOf } from "./sandbox_limits.ts";
 import type { TeamServer } from "./team_server.ts";
 
 /** Run `corral mcp` with the command line's flags; returns the exit code. */
 export async function mcpCommand(values: CliValues, session: CliSession): Promise<number> {
+  session.registry.sandboxes.setLimits(sandboxLimitsOf(values));
   return await runMcpCommand(session.registry, {
     http: values.http,
     token: values.token,

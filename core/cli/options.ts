@@ -73,7 +73,9 @@ Options:
   --max-queue N         mcp: calls waiting for a slot (default 256); beyond it: HTTP 429 with
                         Retry-After (stateless) or a tool error
   --max-sessions N      mcp --http: sessions at once (default 256); beyond it: 503
-  --session-idle SECS   mcp --http: close a session idle this long (default 900)
+  --session-idle SECS   mcp --http: close a session (and a sandbox) idle this long (default 900)
+  --max-sandboxes N     mcp: call sandboxes alive at once (default 64); when all run calls,
+                        a call that needs another gets a tool error
   --head-timeout SECS   mcp --http: a request head must arrive whole this soon after the
                         connection opens (default 5); else 408 and the connection closes
   --max-client-conns N  mcp --http: connections at once from one client address (default
@@ -126,6 +128,7 @@ export const CLI_OPTIONS = {
   "max-queue": { type: "string" },
   "max-sessions": { type: "string" },
   "session-idle": { type: "string" },
+  "max-sandboxes": { type: "string" },
   "head-timeout": { type: "string" },
   "max-client-conns": { type: "string" },
   stateless: { type: "boolean" },

@@ -15,6 +15,7 @@ import { serverToken } from "../mcp/server_token.ts";
 import type { Registry } from "../registry/registry.ts";
 import { type CliSession, openRegistry } from "./open_registry.ts";
 import type { CliValues } from "./options.ts";
+import { sandboxLimitsOf } from "./sandbox_limits.ts";
 
 /** The team side of one HTTP server, and how to close what it opened. */
 export interface TeamServer {
@@ -45,6 +46,7 @@ export async function teamServer(
     for (const ws of policy.workspaces()) {
       await Deno.mkdir(ws, { recursive: true, mode: 0o700 });
       const opened = await openRegistry({ ...values, workspace: ws }, session.reporter);
+      opened.registry.sandboxes.setLimits(sandboxLimitsOf(values));
       registries.set(ws, opened.registry);
     }
     let metricsToken = envVar("CORRAL_METRICS_TOKEN");

@@ -49,6 +49,8 @@ export const identitySchema = z.object({
     .describe("Its workspace (default: auth.workspaces_dir/<name>)"),
   shared_workspace: z.boolean().optional()
     .describe("Agree to share the workspace with other identities that name it too"),
+  share_sandboxes: z.boolean().optional()
+    .describe("Its sessions share sandboxes (default: one per session)"),
   limits: _limits.optional(),
 }).strict();
 
@@ -92,6 +94,11 @@ export interface IdentityConfig {
   workspace: string | null;
   /** Whether it agreed to share its workspace. */
   sharedWorkspace: boolean;
+  /**
+   * Whether its sessions share sandboxes (one principal, `identity:<name>`):
+   * less memory, but what one session leaves running reaches its others.
+   */
+  shareSandboxes: boolean;
   /** Its limits; an absent one is not limited per identity. */
   limits: {
     concurrent?: number;
@@ -156,6 +163,7 @@ export function resolveTeamConfig(
       toolsets: { allow: d.toolsets?.allow, deny: d.toolsets?.deny ?? [] },
       workspace: d.workspace ? path(d.workspace) : null,
       sharedWorkspace: d.shared_workspace ?? false,
+      shareSandboxes: d.share_sandboxes ?? false,
       limits: {
         concurrent: d.limits?.concurrent,
         perMinute: d.limits?.per_minute,

@@ -25,6 +25,8 @@ export interface ResolvedIdentity {
   workspace: string;
   /** Its limits (absent: not limited per identity). */
   limits: IdentityConfig["limits"];
+  /** Its sessions share one principal's sandboxes (`identities.<name>.share_sandboxes`). */
+  shareSandboxes?: boolean;
 }
 
 /** The per-identity policy of one server. */
@@ -111,6 +113,7 @@ export class IdentityPolicy {
       access: new ToolAccess(entry ?? { tools: { deny: [] }, toolsets: { deny: [] } }),
       workspace,
       limits: entry?.limits ?? {},
+      shareSandboxes: entry?.shareSandboxes ?? false,
     };
     if (entry || this.#cache.size < 10_000) this.#cache.set(name, resolved);
     return resolved;

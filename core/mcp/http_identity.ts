@@ -217,11 +217,20 @@ export function identityRegistry(
 ): McpRegistry {
   const { access, limits, name: who } = identity;
   const own = (): string[] => access.filter(registry.list()).map((t) => t.name);
+  // identities.<name>.share_sandboxes: every session of it is one principal, whose
+  // sandboxes close when the last session that called ends (or when idle).
+  const shared = identity.shareSandboxes ? sharedPrincipal(who) : undefined;
+  const calling = new Set<string>();
   return {
     loaded: () => access.filter(registry.loaded()),
     list: () => access.filter(registry.list()),
     // A session that ends closes its sandboxes through the view too.
-    endPrincipal: (principal) => registry.endPrincipal?.(principal) ?? Promise.resolve(),
+    endPrincipal: (principal) => {
+      if (shared === undefined) return registry.endPrincipal?.(principal) ?? Promise.resolve();
+      calling.delete(principal);
+      if (calling.size > 0) return Promise.resolve();
+      return registry.endPrincipal?.(shared) ?? Promise.resolve();
+    },
     // A refusal names who was refused, whatever the session said.
     auditRefusal: (name, args, options, reason, message) =>
       registry.auditRefusal?.(name, args, { ...options, identity: who }, reason, message) ??
@@ -236,6 +245,12 @@ export function identityRegistry(
         throw new TypeError(`Unknown tool "${name}"`);
       }
       const session = options.session ?? options.principal;
+      if (shared !== undefined) {
+        if (options.principal !== undefined && options.principal !== shared) {
+          calling.add(options.principal);
+        }
+        options = { ...options, principal: shared, session };
+      }
       const info = { tool: name, toolset: tool.toolset, identity: who, session };
       const release = limits.concurrent ? running.tryAcquire(who, limits.concurrent) : () => {};
       if (!release) {
@@ -274,6 +289,11 @@ export function identityRegistry(
       }
     },
   };
+}
+
+/** The principal of an identity's sessions when they share sandboxes (and of its stateless calls). */
+export function sharedPrincipal(identity: string): string {
+  return `identity:${identity}`;
 }
 
 /**
