@@ -37,8 +37,9 @@ Usage:
                                             corral list says a definition changed)
   corral mcp                                serve the tools over MCP on stdio (stdout: protocol only)
   corral mcp --http [HOST:]PORT             serve over Streamable HTTP at /mcp (default host 127.0.0.1)
-  corral tokens add NAME                    make a bearer token for the identity NAME (printed once;
-                                            only its hash is kept, in auth.tokens_file)
+  corral tokens add NAME [--expires 30d]    make a bearer token for the identity NAME (printed once;
+                                            only its hash is kept, in auth.tokens_file); --expires:
+                                            refused after that duration (s, m, h, d) or ISO time
   corral tokens revoke NAME | list [--json] revoke NAME's token (refused from the next request) |
                                             the identities that have one
   corral help [COMMAND]                     this help, or one command's
@@ -121,6 +122,7 @@ export const CLI_OPTIONS = {
   until: { type: "string" },
   identity: { type: "string" },
   outcome: { type: "string" },
+  expires: { type: "string" },
   quiet: { type: "boolean" },
   http: { type: "string" },
   token: { type: "string" },

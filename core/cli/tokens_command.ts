@@ -1,8 +1,9 @@
 /**
- * `corral tokens add NAME | revoke NAME | list [--json]`: the static bearer
- * tokens of an HTTP server, each naming an identity. Only hashes are kept
- * (in `auth.tokens_file`, default `tokens.json` in corral's config
- * directory, mode 0600); `add` prints the token once.
+ * `corral tokens add NAME [--expires 30d] | revoke NAME | list [--json]`:
+ * the static bearer tokens of an HTTP server, each naming an identity. Only
+ * hashes are kept (in `auth.tokens_file`, default `tokens.json` in corral's
+ * config directory, mode 0600); `add` prints the token once. A token with
+ * an expiry is refused from that moment on.
  *
  * @module
  */
@@ -17,17 +18,25 @@ export async function tokensCommand(values: CliValues, rest: string[]): Promise<
   const [sub, name, ...extra] = rest;
   if (extra.length) throw new UsageError(`tokens ${sub} takes one name, got ${rest.length - 1}`);
   const file = (await loadConfig({ file: values.config })).auth.tokensFile;
+  if (values.expires !== undefined && sub !== "add") {
+    throw new UsageError(`--expires goes with tokens add, not tokens ${sub}`);
+  }
   if (sub === "add" || sub === "revoke") {
     if (!name) throw new UsageError(`tokens ${sub} needs a NAME (the identity)`);
     if (sub === "add") {
-      const token = await addToken(name, file).catch((err) => {
+      const expires = values.expires === undefined ? undefined : parseExpiry(values.expires);
+      const token = await addToken(name, file, { expires }).catch((err) => {
         throw err instanceof TypeError
           ? new UsageError(err.message.replace(/^Cannot /, "cannot "))
           : err;
       });
       out(token);
       console.error(
-        terminalSafe(`corral: token for "${name}" added to ${file}; it is shown only this once`),
+        terminalSafe(
+          `corral: token for "${name}" added to ${file}` +
+            (expires ? ` (expires ${expires.toISOString()})` : "") +
+            "; it is shown only this once",
+        ),
       );
       return 0;
     }
@@ -41,10 +50,42 @@ export async function tokensCommand(values: CliValues, rest: string[]): Promise<
   if (name) throw new UsageError(`tokens list takes no arguments, got "${name}"`);
   const entries = await readTokens(file);
   if (values.json) {
-    out(JSON.stringify({ file, tokens: entries.map(({ name, created }) => ({ name, created })) }));
+    const tokens = entries.map(({ name, created, expires }) => ({ name, created, expires }));
+    out(JSON.stringify({ file, tokens }));
     return 0;
   }
   if (!entries.length) out(terminalSafe(`no tokens in ${file} (corral tokens add NAME)`));
-  for (const e of entries) out(terminalSafe(`${e.name}  created ${e.created}`));
+  for (const e of entries) {
+    const until = e.expires === undefined
+      ? ""
+      : Date.parse(e.expires) > Date.now()
+      ? `  expires ${e.expires}`
+      : `  EXPIRED ${e.expires}`;
+    out(terminalSafe(`${e.name}  created ${e.created}${until}`));
+  }
   return 0;
+}
+
+/**
+ * `--expires`: a duration from now (`90m`, `12h`, `30d`) or an ISO time.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { parseExpiry } from "./tokens_command.ts";
+ * const now = new Date("2026-01-01T00:00:00Z");
+ * assert.equal(parseExpiry("30d", now).toISOString(), "2026-01-31T00:00:00.000Z");
+ * assert.throws(() => parseExpiry("soon", now), /--expires/);
+ * ```
+ */
+export function parseExpiry(text: string, now: Date = new Date()): Date {
+  const m = /^(\d+)\s*(s|m|h|d)$/.exec(text.trim());
+  const unit = m && { s: 1e3, m: 60e3, h: 3600e3, d: 86400e3 }[m[2] as "s"];
+  const at = m ? now.getTime() + Number(m[1]) * unit! : /^\d+$/.test(text) ? NaN : Date.parse(text);
+  if (Number.isNaN(at) || at <= now.getTime()) {
+    throw new UsageError(
+      `--expires must be a duration like 12h or 30d, or an ISO time in the future; got "${text}"`,
+    );
+  }
+  return new Date(at);
 }

@@ -3,8 +3,8 @@
  * `tokens.json` in corral's config directory) holds only SHA-256 hashes of
  * the tokens, is written atomically with mode 0600, and is refused when
  * others may read or write it. A token is shown once, when it is made;
- * revoking removes its hash, and a running server sees the change at its
- * next request (the file is read again when its size, mtime or inode
+ * a token may carry an expiry (refused from then on); revoking removes its
+ * hash, and a running server sees the change at its next request (the file is read again when its size, mtime or inode
  * changes).
  *
  * @module
@@ -22,6 +22,14 @@ export interface TokenEntry {
   sha256: string;
   /** When it was made (ISO 8601). */
   created: string;
+  /** When it stops being accepted (ISO 8601); absent: never. */
+  expires?: string;
+}
+
+/** Options of {@link addToken}. */
+export interface AddTokenOptions {
+  /** Refuse the token from this moment on (absent: it never expires). */
+  expires?: Date;
 }
 
 const _PREFIX = "corral_";
@@ -63,7 +71,11 @@ export async function readTokens(file: string): Promise<TokenEntry[]> {
  * assert.equal((await Deno.stat(file)).mode! & 0o777, 0o600);
  * ```
  */
-export async function addToken(name: string, file: string): Promise<string> {
+export async function addToken(
+  name: string,
+  file: string,
+  options: AddTokenOptions = {},
+): Promise<string> {
   if (!IDENTITY_NAME.test(name)) {
     throw new TypeError(
       `Cannot add a token for "${name}": a name starts with a letter or digit and holds only ` +
@@ -85,7 +97,14 @@ export async function addToken(name: string, file: string): Promise<string> {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
   const token = _PREFIX + btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-")
     .replace(/\//g, "_").replace(/=+$/, "");
-  entries.push({ name, sha256: sha256Hex(token), created: new Date().toISOString() });
+  const entry: TokenEntry = { name, sha256: sha256Hex(token), created: new Date().toISOString() };
+  if (options.expires) {
+    if (!(options.expires.getTime() > Date.now())) {
+      throw new TypeError(`Cannot add a token for "${name}": its expiry is not in the future`);
+    }
+    entry.expires = options.expires.toISOString();
+  }
+  entries.push(entry);
   await _write(file, entries);
   return token;
 }
@@ -119,18 +138,20 @@ export class TokenStore {
   }
 
   /**
-   * The identity whose token `token` is, or null. Every stored hash is
-   * compared in full (constant time per entry, no early exit).
+   * The identity whose token `token` is, or null (unknown, revoked, or past
+   * its `expires`). Every stored hash is compared in full (constant time
+   * per entry, no early exit).
    */
   async identityOf(token: string): Promise<string | null> {
     await this.#refresh();
     if (!token.startsWith(_PREFIX)) return null;
     const hash = new TextEncoder().encode(sha256Hex(token));
-    let found: string | null = null;
+    let found: TokenEntry | null = null;
     for (const e of this.#entries) {
-      if (constantTimeEqual(hash, new TextEncoder().encode(e.sha256))) found ??= e.name;
+      if (constantTimeEqual(hash, new TextEncoder().encode(e.sha256))) found ??= e;
     }
-    return found;
+    if (found?.expires !== undefined && !(Date.parse(found.expires) > Date.now())) return null;
+    return found?.name ?? null;
   }
 
   async #refresh(): Promise<void> {
@@ -189,7 +210,14 @@ function _parse(text: string, file: string): TokenEntry[] {
     ) {
       throw new ConfigError(`tokens file "${file}": tokens[${i}] needs a name and a sha256`);
     }
-    return { name: e.name, sha256: e.sha256, created: String(e.created ?? "") };
+    if (
+      e.expires !== undefined && (typeof e.expires !== "string" || isNaN(Date.parse(e.expires)))
+    ) {
+      throw new ConfigError(`tokens file "${file}": tokens[${i}].expires is not a date`);
+    }
+    const entry: TokenEntry = { name: e.name, sha256: e.sha256, created: String(e.created ?? "") };
+    if (e.expires !== undefined) entry.expires = e.expires;
+    return entry;
   });
 }
 
