@@ -3,8 +3,8 @@
  * at most 5%): the same tool called over the real HTTP server, interleaved
  * run by run, with the plain bearer token and with identities (a static
  * token looked up in the tokens file, the identity's registry view, the
- * span and the metrics). Prints the medians and their ratio; not part of
- * `deno task bench` yet.
+ * span and the metrics). Prints the medians and their ratio as JSON
+ * (section 11 of `deno task bench`, bench/section_team.ts).
  *
  *     deno run -A bench/identity_overhead.ts [CALLS]
  *
@@ -80,11 +80,15 @@ for (let i = 0; i < CALLS; i++) {
 const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
 const p = median(times.plain);
 const q = median(times.identities);
-console.log(
-  `warm HTTP call, median of ${CALLS}: plain token ${p.toFixed(3)} ms, identities ${
-    q.toFixed(3)
-  } ms, ratio ${(q / p).toFixed(3)} (goal <= 1.05)`,
-);
+/** What bench/identity_overhead.ts prints: medians in ms and their ratio (goal <= 1.05). */
+export interface IdentityOverheadResult {
+  calls: number;
+  plain: number;
+  identities: number;
+  ratio: number;
+}
+const result: IdentityOverheadResult = { calls: CALLS, plain: p, identities: q, ratio: q / p };
+console.log(JSON.stringify(result));
 await Promise.all([a.close(), b.close()]);
 await Promise.all([plain.close(), withIds.close()]);
 await registry.close();

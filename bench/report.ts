@@ -32,6 +32,13 @@ export interface Sizes {
   httpReps: number;
   /** Section 10: MCP sessions opened besides the first (each its own sandbox). */
   sessions: number;
+  /** Section 11: seconds of load, identities, sessions per identity, session idle seconds. */
+  teamSeconds: number;
+  teamIdentities: number;
+  teamPerIdentity: number;
+  teamIdle: number;
+  /** Section 11: warm calls per variant for the identity overhead. */
+  overheadCalls: number;
 }
 
 /** The full run: `deno task bench`. */
@@ -54,6 +61,11 @@ export const FULL: Sizes = {
   httpPerClient: 40,
   httpReps: 3,
   sessions: 10,
+  teamSeconds: 20,
+  teamIdentities: 10,
+  teamPerIdentity: 10,
+  teamIdle: 5,
+  overheadCalls: 400,
 };
 
 /** The smoke run: tiny counts, seconds (`--smoke`). */
@@ -76,6 +88,11 @@ export const SMOKE: Sizes = {
   httpPerClient: 3,
   httpReps: 1,
   sessions: 2,
+  teamSeconds: 2,
+  teamIdentities: 2,
+  teamPerIdentity: 2,
+  teamIdle: 2,
+  overheadCalls: 20,
 };
 
 /** Section headings; the smoke run checks that the report has every one. */
@@ -92,6 +109,7 @@ export const SECTIONS = [
   "## Analysis",
   "## 9. Hosted MCP servers: direct, srt, corral",
   "## 10. A sandbox per principal: what each session costs",
+  "## 11. A team: many sessions from many identities",
 ] as const;
 
 /** One row of the goals table. */

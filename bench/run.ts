@@ -14,7 +14,8 @@
  * 5 memory, 6 MCP against the official filesystem server, 7 the namespace's
  * cost (fd binding against by-name binds; a cold call against the report
  * before), 8 MCP over HTTP against a bare SDK server (calls per second), 9 a hosted MCP
- * server (the official filesystem server run by node, wrapped by srt, hosted by corral).
+ * server (the official filesystem server run by node, wrapped by srt, hosted by corral), 10 a
+ * sandbox per principal, 11 a team (many sessions from many identities; identity overhead).
  *
  * @module
  */
@@ -31,6 +32,7 @@ import { sectionNamespace } from "./section_namespace.ts";
 import { sectionHttp } from "./section_http.ts";
 import { sectionHosted } from "./section_hosted.ts";
 import { sectionSessions } from "./section_sessions.ts";
+import { sectionTeam } from "./section_team.ts";
 
 export { SECTIONS } from "./report.ts";
 
@@ -89,6 +91,7 @@ async function main(): Promise<number> {
     await attempt("8", SECTIONS[8], () => sectionHttp(sizes));
     await attempt("9", SECTIONS[10], () => sectionHosted(sizes));
     await attempt("10", SECTIONS[11], () => sectionSessions(sizes));
+    await attempt("11", SECTIONS[12], () => sectionTeam(sizes));
   } finally {
     await Deno.remove(base, { recursive: true }).catch(() => {});
   }
