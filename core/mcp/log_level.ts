@@ -1,0 +1,42 @@
+/**
+ * How much a session logs to its client: `logging/setLevel` sets the least
+ * level of the `notifications/message` its calls send.
+ *
+ * @module
+ */
+// @ts-types="@modelcontextprotocol/sdk/server/index"
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+// @ts-types="@modelcontextprotocol/sdk/types"
+import { type LoggingLevel, SetLevelRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+
+const _LEVELS: LoggingLevel[] = [
+  "debug",
+  "info",
+  "notice",
+  "warning",
+  "error",
+  "critical",
+  "alert",
+  "emergency",
+];
+
+/** The least level a session sends; the client changes it with `logging/setLevel`. */
+export class LogLevel {
+  // Until a client asks for more with logging/setLevel, only warnings and
+  // errors are sent: each call then costs one message, not one per report.
+  #min: LoggingLevel = "warning";
+
+  /** Answer `logging/setLevel` on `server` (before it connects). */
+  serve(server: Server): this {
+    server.setRequestHandler(SetLevelRequestSchema, (request) => {
+      this.#min = request.params.level;
+      return {};
+    });
+    return this;
+  }
+
+  /** True when a message at `level` is to be sent. */
+  allows(level: LoggingLevel): boolean {
+    return _LEVELS.indexOf(level) >= _LEVELS.indexOf(this.#min);
+  }
+}

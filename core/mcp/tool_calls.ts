@@ -1,0 +1,116 @@
+/**
+ * `tools/call`: an unknown name is refused (audited `denied`), the call
+ * waits for a slot of the instance's gate (beyond its queue a tool error,
+ * audited), then runs in the registry with the call's notifications and
+ * asks; its result is mapped to MCP.
+ *
+ * @module
+ */
+// @ts-types="@modelcontextprotocol/sdk/server/index"
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+// @ts-types="@modelcontextprotocol/sdk/types"
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ErrorCode,
+  McpError,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { ToolResult } from "../tool/result.ts";
+import type { CallGate } from "./call_gate.ts";
+import type { CallExtra } from "./call_extra.ts";
+import { CallNotifications } from "./call_notifications.ts";
+import { callToolResult, errorResult } from "./call_result.ts";
+import { clientAsks } from "./client_asks.ts";
+import type { LogLevel } from "./log_level.ts";
+import type { McpRegistry } from "./mcp_registry.ts";
+import type { SessionPrincipal } from "./session_principal.ts";
+
+/** What the calls of one session run with. */
+export interface ToolCallContext {
+  registry: McpRegistry;
+  /** The instance's gate. */
+  gate: CallGate;
+  /** The session's principal. */
+  principal: SessionPrincipal;
+  /** Who the session is, for the audit log. */
+  identity?: string;
+  /** False: never ask the client through elicitation. */
+  elicitation?: boolean;
+  /** The session's log level. */
+  logLevel: LogLevel;
+}
+
+/** Answer `tools/call` on `server` (before it connects). */
+export function serveToolCalls(server: Server, context: ToolCallContext): void {
+  server.setRequestHandler(
+    CallToolRequestSchema,
+    (request, extra) =>
+      _call(server, context, request.params.name, request.params.arguments ?? {}, extra),
+  );
+}
+
+async function _call(
+  server: Server,
+  context: ToolCallContext,
+  name: string,
+  args: Record<string, unknown>,
+  extra: CallExtra,
+): Promise<CallToolResult> {
+  const release = await _admit(context, name, args, extra.signal);
+  if (typeof release !== "function") return release;
+  const { registry, principal, identity } = context;
+  const notes = new CallNotifications(extra, name, context.logLevel);
+  const { confirm, onAsk } = clientAsks(server, extra, context.elicitation);
+  let result: ToolResult;
+  try {
+    // A call that arrives as its session closes starts nothing that would outlive it.
+    if (principal.ended) return errorResult(`Cannot run tool "${name}": the session has ended`);
+    result = await registry.call(name, args, {
+      principal: principal.name,
+      // The audit line's session is the principal: one per MCP session (or stateless caller).
+      session: principal.name,
+      ...(identity ? { identity } : {}),
+      signal: extra.signal,
+      onReport: notes.onReport,
+      onLog: (text) => notes.log("debug", text),
+      confirm,
+      onAsk,
+    });
+  } catch (err) {
+    if (err instanceof TypeError) throw new McpError(ErrorCode.InvalidParams, err.message);
+    throw err;
+  } finally {
+    release();
+  }
+  await notes.sent;
+  return callToolResult(result);
+}
+
+/**
+ * Refused before the registry runs it, audited here as `denied`: an unknown
+ * name (an MCP error), no slot (a tool error). Else the slot's release.
+ */
+async function _admit(
+  context: ToolCallContext,
+  name: string,
+  args: unknown,
+  signal: AbortSignal,
+): Promise<(() => void) | CallToolResult> {
+  const { registry, gate } = context;
+  const who = {
+    principal: context.principal.name,
+    session: context.principal.name,
+    identity: context.identity,
+  };
+  if (!registry.list().some((t) => t.name === name)) {
+    const message = registry.unknownToolMessage(name);
+    await registry.auditRefusal?.(name, args, who, "unknown_tool", message).catch(() => {});
+    throw new McpError(ErrorCode.InvalidParams, message);
+  }
+  const release = await gate.acquire(signal);
+  if (release) return release;
+  const message = `too busy: ${gate.running} calls running and ${gate.waiting} waiting ` +
+    `(--max-concurrent ${gate.slots}, --max-queue ${gate.queue}); try again shortly`;
+  await registry.auditRefusal?.(name, args, who, "limits", message).catch(() => {});
+  return errorResult(`Cannot run tool "${name}": ${message}`);
+}
