@@ -9,7 +9,12 @@
  * @module
  */
 import { DEFAULT_IDENTITY } from "../config/team_config.ts";
-import { JwtRefusedError, type JwtVerifier, looksLikeJwt } from "./jwt_verifier.ts";
+import {
+  JwksUnavailableError,
+  JwtRefusedError,
+  type JwtVerifier,
+  looksLikeJwt,
+} from "./jwt_verifier.ts";
 import { constantTimeEqual, type TokenStore } from "./token_store.ts";
 
 /** How the identity was established. */
@@ -60,8 +65,8 @@ export class Authenticator {
 
   /**
    * The identity of a request's `Authorization` header. A tokens file that
-   * cannot be read (or is readable by others) refuses every static token
-   * with status 500 (fail closed).
+   * cannot be read (or is readable by others) refuses every static token,
+   * and a JWKS file that went bad every JWT, with status 500 (fail closed).
    */
   async authenticate(authorization: string | null): Promise<AuthResult> {
     if (!this.required) return { ok: true, identity: DEFAULT_IDENTITY, method: "none" };
@@ -82,6 +87,7 @@ export class Authenticator {
       try {
         return { ok: true, identity: await this.#jwt.verify(token), method: "jwt" };
       } catch (err) {
+        if (err instanceof JwksUnavailableError) return _cannotCheck("JWTs", err.message);
         if (!(err instanceof JwtRefusedError)) throw err;
         return { ok: false, status: 401, message: `Unauthorized: ${err.message}`, tokenSent: true };
       }
@@ -91,13 +97,7 @@ export class Authenticator {
       try {
         name = await this.#tokens.identityOf(token);
       } catch (err) {
-        return {
-          ok: false,
-          status: 500,
-          message: "Internal error: the server cannot check tokens now (see its log)",
-          tokenSent: true,
-          detail: (err as Error).message,
-        };
+        return _cannotCheck("tokens", (err as Error).message);
       }
       if (name) return { ok: true, identity: name, method: "token" };
     }
@@ -108,4 +108,15 @@ export class Authenticator {
       tokenSent: true,
     };
   }
+}
+
+/** Fail closed: a 500 for the client, the reason for the operator's log. */
+function _cannotCheck(what: string, detail: string): AuthResult {
+  return {
+    ok: false,
+    status: 500,
+    message: `Internal error: the server cannot check ${what} now (see its log)`,
+    tokenSent: true,
+    detail,
+  };
 }

@@ -1,6 +1,6 @@
 /**
  * JWTs as bearer tokens: the signature checked against a JWKS (a file read
- * at start, or a URL fetched and cached by `jose`), `iss` and `aud` as
+ * at start and again when it changes, or a URL fetched and cached by `jose`), `iss` and `aud` as
  * configured, `exp` required and `exp`/`nbf` checked with a small clock
  * skew. The identity is a configured claim (default `sub`).
  *
@@ -38,10 +38,26 @@ export function looksLikeJwt(token: string): boolean {
   return /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(token);
 }
 
+/**
+ * The JWKS file cannot be used now (unreadable, invalid, holding a private
+ * key, or writable by others): every JWT is refused until it is fixed.
+ * For the operator's log; the client gets a 500.
+ */
+export class JwksUnavailableError extends Error {
+  /** Create the error. */
+  constructor(message: string) {
+    super(message);
+    this.name = "JwksUnavailableError";
+  }
+}
+
 /** Verifies JWTs against one JWKS. */
 export class JwtVerifier {
   #keys: JWTVerifyGetKey;
   #settings: JwtSettings;
+  /** The JWKS file's inode, size, mtime and mode when last read (file only). */
+  #stamp = "";
+  #fileError?: string;
 
   private constructor(keys: JWTVerifyGetKey, settings: JwtSettings) {
     this.#keys = keys;
@@ -50,30 +66,26 @@ export class JwtVerifier {
 
   /**
    * A verifier for `settings`: the JWKS file is read now (a missing or
-   * invalid one is a {@link ConfigError}); a URL is fetched on first use and
-   * cached (refetched at most every 30 s when an unknown key id shows up).
+   * invalid one is a {@link ConfigError}) and again whenever its inode,
+   * size, mtime or mode changes (checked at each verification), so that a
+   * rotated key is seen by a running server; a URL is fetched on first use
+   * and cached by `jose` (refetched every 10 minutes, and on a key id it
+   * does not know at most once every 30 s, concurrent misses sharing one
+   * fetch; `urlCooldownMs` changes the 30 s).
    */
-  static async create(settings: JwtSettings): Promise<JwtVerifier> {
+  static async create(
+    settings: JwtSettings,
+    options: { urlCooldownMs?: number } = {},
+  ): Promise<JwtVerifier> {
     if (settings.file) {
-      let jwks: JSONWebKeySet;
-      try {
-        jwks = JSON.parse(await Deno.readTextFile(settings.file));
-      } catch (err) {
-        throw new ConfigError(
-          `Cannot read the JWKS file "${settings.file}" (auth.jwks.file): ${
-            (err as Error).message
-          }`,
-        );
-      }
-      if (!Array.isArray(jwks?.keys) || jwks.keys.length === 0) {
-        throw new ConfigError(`the JWKS file "${settings.file}" holds no "keys" (auth.jwks.file)`);
-      }
-      if (jwks.keys.some((k) => "d" in k || k.kty === "oct")) {
-        throw new ConfigError(
-          `the JWKS file "${settings.file}" holds a private or symmetric key: give public keys only`,
-        );
-      }
-      return new JwtVerifier(createLocalJWKSet(jwks), settings);
+      const file = settings.file;
+      const stamp = _stampOf(file);
+      const keys = await _readJwksFile(file).catch((err) => {
+        throw new ConfigError((err as Error).message);
+      });
+      const verifier = new JwtVerifier(keys, settings);
+      verifier.#stamp = stamp;
+      return verifier;
     }
     if (!settings.url) throw new ConfigError("auth.jwks needs a file or a url");
     const url = new URL(settings.url);
@@ -84,14 +96,38 @@ export class JwtVerifier {
       );
     }
     return new JwtVerifier(
-      createRemoteJWKSet(url, { timeoutDuration: 5000, cooldownDuration: 30_000 }),
+      createRemoteJWKSet(url, {
+        timeoutDuration: 5000,
+        cooldownDuration: options.urlCooldownMs ?? 30_000,
+      }),
       settings,
     );
   }
 
-  /** The identity named by a valid `token`; else a {@link JwtRefusedError} saying why. */
+  /** Read the JWKS file again when it changed; a bad one fails closed. */
+  async #refreshFile(file: string): Promise<void> {
+    const stamp = _stampOf(file);
+    if (stamp !== this.#stamp) {
+      try {
+        this.#keys = await _readJwksFile(file);
+        this.#fileError = undefined;
+      } catch (err) {
+        this.#fileError = (err as Error).message;
+      }
+      this.#stamp = stamp;
+    }
+    if (this.#fileError) {
+      throw new JwksUnavailableError(`${this.#fileError}; every JWT is refused until it is fixed`);
+    }
+  }
+
+  /**
+   * The identity named by a valid `token`; else a {@link JwtRefusedError}
+   * saying why, or a {@link JwksUnavailableError} when the JWKS file went bad.
+   */
   async verify(token: string): Promise<string> {
     const s = this.#settings;
+    if (s.file) await this.#refreshFile(s.file);
     let payload: Record<string, unknown>;
     try {
       ({ payload } = await jwtVerify(token, this.#keys, {
@@ -112,6 +148,44 @@ export class JwtVerifier {
     }
     return id;
   }
+}
+
+/** The file's inode, size, mtime and mode ("none" when it cannot be stat'ed). */
+function _stampOf(file: string): string {
+  try {
+    // Synchronous: about 1 µs, where an async stat waits for a thread.
+    const st = Deno.statSync(file);
+    return `${st.ino}:${st.size}:${st.mtime?.getTime()}:${st.mode}`;
+  } catch {
+    return "none";
+  }
+}
+
+/** Read and check a JWKS file: public keys only, not writable by others. */
+async function _readJwksFile(file: string): Promise<JWTVerifyGetKey> {
+  let jwks: JSONWebKeySet;
+  try {
+    const st = await Deno.stat(file);
+    if ((st.mode ?? 0) & 0o022) {
+      throw new Error(
+        `others may write it (mode ${((st.mode ?? 0) & 0o777).toString(8)}): chmod go-w "${file}"`,
+      );
+    }
+    jwks = JSON.parse(await Deno.readTextFile(file));
+  } catch (err) {
+    throw new Error(
+      `Cannot read the JWKS file "${file}" (auth.jwks.file): ${(err as Error).message}`,
+    );
+  }
+  if (!Array.isArray(jwks?.keys) || jwks.keys.length === 0) {
+    throw new Error(`the JWKS file "${file}" holds no "keys" (auth.jwks.file)`);
+  }
+  if (jwks.keys.some((k) => "d" in k || k.kty === "oct")) {
+    throw new Error(
+      `the JWKS file "${file}" holds a private or symmetric key: give public keys only`,
+    );
+  }
+  return createLocalJWKSet(jwks);
 }
 
 function _reason(err: Error): string {
