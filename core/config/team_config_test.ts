@@ -64,3 +64,19 @@ Deno.test("identities and auth: paths resolve against the config's folder; defau
   assert.equal(empty.auth.jwks, null);
   assert.match(empty.auth.tokensFile, /tokens\.json$/);
 });
+
+Deno.test("identities.<name>.share_sandboxes: a boolean, false by default, typos get did-you-mean", () => {
+  assert.match(
+    problems({ identities: { alice: { share_sandbox: true } } }),
+    /identities\.alice: unknown key "share_sandbox" \(did you mean "share_sandboxes"\?\)/,
+  );
+  assert.match(
+    problems({ identities: { alice: { share_sandboxes: "yes" } } }),
+    /identities\.alice\.share_sandboxes/,
+  );
+  const json = (share?: boolean) =>
+    JSON.stringify({ identities: { alice: { workspace: ".", share_sandboxes: share } } });
+  const file = "/etc/corral/corral.json";
+  assert.equal(parseConfig(json(true), file).identities.alice.shareSandboxes, true);
+  assert.equal(parseConfig(json(), file).identities.alice.shareSandboxes, false);
+});
