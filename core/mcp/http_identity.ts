@@ -35,6 +35,7 @@ import { traceCall } from "../telemetry/spans.ts";
 import { outcomeOf } from "../guard/audit.ts";
 import { ConfigError } from "../tool/errors.ts";
 import type { McpRegistry } from "./mcp_server.ts";
+import { revocableStream } from "./revocable_stream.ts";
 
 /** What {@link HttpIdentity} needs. */
 export interface HttpIdentityOptions {
@@ -57,6 +58,8 @@ export interface HttpIdentityOptions {
    * {@link IdentityPolicy.workspaces}); an identity whose workspace has none is refused.
    */
   registries?: Map<string, McpRegistry>;
+  /** How often an open GET stream's token is checked again (default 5 s). */
+  streamRecheckMs?: number;
   /** Told of the calls of a request refused after authentication (429): for the audit log. */
   onRefused?: (refused: RefusedCalls) => void;
 }
@@ -115,6 +118,22 @@ export class HttpIdentity {
       return await metricsResponse(req, this.#o.metricsToken, this.#o.metrics);
     }
     return null;
+  }
+
+  /**
+   * `res` to a GET (a session's stream of server messages) ended at the
+   * first re-check, every `streamRecheckMs` (default 5 s), after its token
+   * no longer names `who` (revoked, expired, its JWT key rotated out).
+   * Other responses are returned as they are.
+   */
+  watchStream(req: Request, res: Response, who: Admitted): Response {
+    const auth = this.#o.authenticator;
+    if (req.method !== "GET" || !auth.required) return res;
+    const authorization = req.headers.get("authorization");
+    return revocableStream(res, async () => {
+      const r = await auth.authenticate(authorization);
+      return r.ok && r.identity === who.identity.name;
+    }, this.#o.streamRecheckMs);
   }
 
   /** Sample this call gate's queue at each scrape (`corral_call_queue_depth`). */
