@@ -32,7 +32,7 @@ function _freePort(): number {
   return port;
 }
 
-/** The HAProxy configuration the README shows, with these replicas' ports. */
+/** The README's HAProxy configuration, with these replicas' ports and shorter timeouts. */
 function _haproxyConfig(port: number, replicaPorts: number[]): string {
   return [
     "defaults",
