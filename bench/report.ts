@@ -64,8 +64,8 @@ export const FULL: Sizes = {
   teamSeconds: 20,
   teamIdentities: 10,
   teamPerIdentity: 10,
-  teamIdle: 5,
-  overheadCalls: 400,
+  teamIdle: 45,
+  overheadCalls: 1000,
 };
 
 /** The smoke run: tiny counts, seconds (`--smoke`). */

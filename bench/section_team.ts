@@ -59,8 +59,12 @@ export async function sectionTeam(sizes: Sizes): Promise<string> {
     "default, 64, would evict idle sandboxes and refuse a call when all 64 run one). Run twice: a " +
     "sandbox per session (the default) and `share_sandboxes` for every identity. Memory is summed " +
     "over the server's process tree at the end of the load (RSS counts deno's shared pages once " +
-    "per process; PSS divides them). Then the sessions stay idle past `--session-idle " +
-    `${idle}\`: they expire and their sandboxes close.`,
+    "per process; PSS divides them). Before the timed loop, a warm-up: every session's first " +
+    "call of each tool at once (each starts a sandbox, or with sharing finds its identity's). " +
+    "Then the sessions stay idle past `--session-idle " +
+    `${idle}\`: they expire and their sandboxes close. The idle time is long because a session ` +
+    "whose call runs longer than it is expired mid-call (the warm-up's calls wait for up to 200 " +
+    "sandbox starts on 2 cores).",
     "",
     table(
       [
@@ -71,6 +75,7 @@ export async function sectionTeam(sizes: Sizes): Promise<string> {
         "RunBashCode p50 / p99",
         "RSS",
         "PSS",
+        "warm-up (first calls p50 / max)",
         "sandboxes live",
         `after ${idle} s idle`,
       ],
@@ -82,6 +87,7 @@ export async function sectionTeam(sizes: Sizes): Promise<string> {
         `${fmtMs(r.p50.RunBashCode)} / ${fmtMs(r.p99.RunBashCode)}`,
         mib(r.rss),
         mib(r.pss),
+        `${fmtMs(r.warmupMs)} (${fmtMs(r.firstP50)} / ${fmtMs(r.firstMax)})`,
         String(r.sandboxesLoaded),
         String(r.sandboxesAfterIdle),
       ]),
