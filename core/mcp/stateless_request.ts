@@ -1,0 +1,62 @@
+/**
+ * A request of a stateless server (for load balancers): POST only, refused
+ * with 429 + `Retry-After` while the instance's gate is full (its body
+ * unread, so that a balancer can retry elsewhere), else served on its own
+ * with one JSON answer. Its principal is its caller: the identity, or a
+ * digest of its bearer token, so its requests share sandboxes, no one
+ * else's do.
+ *
+ * @module
+ */
+// @ts-types="@modelcontextprotocol/sdk/server/webStandardStreamableHttp"
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import type { CallGate } from "./call_gate.ts";
+import type { Admitted } from "./http_identity.ts";
+import { refuse } from "./http_refusal.ts";
+import type { CorralMcpServer, McpServerOptions } from "./mcp_server.ts";
+
+/** Serve `req` (checked) from `who` on its own; `newServer` makes its MCP server. */
+export async function serveStateless(
+  req: Request,
+  gate: CallGate,
+  who: Admitted | undefined,
+  maxBody: number,
+  newServer: (more: McpServerOptions) => CorralMcpServer,
+): Promise<Response> {
+  if (req.method !== "POST") {
+    return refuse(405, "Method not allowed: a stateless server only takes POST", {
+      Allow: "POST",
+    });
+  }
+  // Beyond the queue a request is refused here (its body unread), so that a load
+  // balancer can retry elsewhere.
+  if (gate.full) {
+    return refuse(429, "Too many requests: every slot and the queue are full; retry", {
+      "Retry-After": "1",
+    });
+  }
+  // A stateless caller is its bearer token: its requests share sandboxes, no one else's do.
+  // With identities, a stateless caller is its identity (a JWT may be renewed).
+  const principal = who
+    ? `identity:${who.identity.name}`
+    : await _callerKey(req.headers.get("authorization"));
+  const mcp = newServer({ elicitation: false, principal });
+  const transport = new WebStandardStreamableHTTPServerTransport({
+    maxRequestBodySize: maxBody,
+    sessionIdGenerator: undefined,
+    // One JSON answer per request, no event stream: a replica that dies mid-call
+    // gives the balancer and the client an error, never a stream left open.
+    enableJsonResponse: true,
+  });
+  await mcp.connect(transport);
+  return await transport.handleRequest(req);
+}
+
+/** The principal of a stateless caller: a digest of its credentials (never the token itself). */
+async function _callerKey(authorization: string | null): Promise<string> {
+  if (!authorization) return "caller:anonymous";
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(authorization));
+  return `caller:${
+    Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("")
+  }`;
+}
