@@ -105,11 +105,12 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
     allowedOrigins: options.allowedOrigins,
   });
   const newServer = _serverFactory(registry, { ...options, gate }, team);
+  const stateless = options.stateless === true;
   const handle = async (req: Request): Promise<Response> => {
     const caller = await check(req);
     if (caller instanceof Response) return caller;
     const { who } = caller;
-    if (options.stateless === true) {
+    if (stateless) {
       return await serveStateless(req, gate, who, maxBody, (more) => newServer(who, more));
     }
     return await serveInSession(req, sessions, who, maxBody, () => newServer(who, {}));
