@@ -102,10 +102,13 @@ export class HttpSessions {
     s.mcp.close().catch(() => {});
   }
 
-  /** Close every session idle longer than `idleMs`. */
+  /** Close every session idle longer than `idleMs`; one with a call in flight is not idle. */
   expire(): void {
     const now = performance.now();
-    for (const [sid, s] of this.#sessions) if (now - s.seen > this.idleMs) this.close(sid);
+    for (const [sid, s] of this.#sessions) {
+      if (s.mcp.running > 0) s.seen = now;
+      else if (now - s.seen > this.idleMs) this.close(sid);
+    }
   }
 
   /** Tell every open session's client that the tool list changed. */

@@ -72,6 +72,8 @@ export interface CorralMcpServer {
   close(): Promise<void>;
   /** Whom its calls are for: no other session's calls share their sandboxes. */
   readonly principal: string;
+  /** Its calls running now: a session with a call in flight is not idle. */
+  readonly running: number;
 }
 
 /**
@@ -132,6 +134,9 @@ function _session(server: Server, principal: SessionPrincipal): CorralMcpServer 
   return {
     server,
     principal: principal.name,
+    get running() {
+      return principal.running;
+    },
     async connect(transport) {
       await server.connect(transport);
       // However the transport closes (DELETE, idle expiry, stdin's end), the principal ends.

@@ -11,6 +11,8 @@ export class SessionPrincipal {
   /** Whom the session's calls are for. */
   readonly name: string;
   #ended = false;
+  /** Calls of this session running now (an idle sweep never ends a busy session). */
+  running = 0;
 
   /**
    * `given`: a principal from outside, kept when the session closes;

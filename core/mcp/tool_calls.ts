@@ -62,9 +62,12 @@ async function _call(
   const notes = new CallNotifications(extra, name, context.logLevel);
   const { confirm, onAsk } = clientAsks(server, extra, context.elicitation);
   let result: ToolResult;
+  let counted = false;
   try {
     // A call that arrives as its session closes starts nothing that would outlive it.
     if (principal.ended) return errorResult(`Cannot run tool "${name}": the session has ended`);
+    principal.running++;
+    counted = true;
     result = await registry.call(name, args, {
       principal: principal.name,
       // The audit line's session is the principal: one per MCP session (or stateless caller).
@@ -80,6 +83,7 @@ async function _call(
     if (err instanceof TypeError) throw new McpError(ErrorCode.InvalidParams, err.message);
     throw err;
   } finally {
+    if (counted) principal.running--;
     release();
   }
   await notes.sent;
