@@ -1,22 +1,15 @@
 /**
  * The sandbox namespace: the bubblewrap (`bwrap`) mount namespace a process
  * sandbox runs in. Its mounts ARE the grant: read paths read-only, write
- * paths read-write, plus what the runtime needs (the deno binary and its
- * libraries, Deno's cache and the module files, all read-only; for tools
- * that start processes a read-only system runtime and a minimal `/etc`),
- * and nothing else: no `/home`, `/root`, `/run`, `/sys`, no host `/tmp`.
- * A symlink or a rename race inside the sandbox can only point at what
- * exists in it. Subprocesses inherit the namespace, so an `x` tool reads
- * exactly what its `r` grant allows.
+ * paths read-write, plus what the runtime needs (read-only), and nothing
+ * else: no `/home`, `/root`, `/run`, no host `/tmp`, `/proc`, `/dev` or
+ * `/sys` even under a grant of `/`. Subprocesses inherit the namespace.
  *
  * Every path bound from the grant, the code, the trust base inside write
- * paths and the working directory is opened when the sandbox starts, checked
- * to be exactly the path the policy named (no symlink in any component),
- * and that open folder or file is what bwrap binds (`--bind-fd`, by the
- * launcher in ./limits.ts): a symlink or a rename made by another tool
- * refuses the start instead of widening it. Other sandboxes' grant paths
- * inside a write path are pinned (mount points of themselves) like the
- * trust base, so no tool here can swap them.
+ * paths and the working directory is opened at start, checked to be exactly
+ * the path the policy named, and that open file is what bwrap binds
+ * (`--bind-fd`, by ./limits.ts). Other sandboxes' grant paths inside a write
+ * path are pinned (mount points of themselves) like the trust base.
  *
  * Inside write paths, the trust base (`protect`) is bound again read-only,
  * and secrets (`hide`) are masked by an empty file or directory, wherever
@@ -126,8 +119,7 @@ let _runtime: Promise<RuntimeFiles> | undefined;
 
 /**
  * The runtime files of this process (memoized): its binary, the folders of
- * its shared libraries, and Deno's cache. Run in the host (needs env, run
- * `ldd`, read).
+ * its shared libraries, and Deno's cache (run in the host).
  *
  * @example
  * ```ts
@@ -192,9 +184,8 @@ export function isWithin(path: string, root: string): boolean {
 }
 
 /**
- * The flags every namespace starts with: all namespaces new (the network
- * kept only with `net`), tied to its parent's life, its own session, no
- * capabilities, a fresh `/proc` and `/dev`, and a private `/tmp`.
+ * The flags every namespace starts with: all namespaces new (the network only
+ * with `net`), its parent's life, no capabilities, own `/proc`, `/dev`, `/tmp`.
  *
  * @example
  * ```ts
@@ -211,14 +202,33 @@ export function namespaceBase(net: boolean): string[] {
     "--new-session",
     "--cap-drop",
     "ALL",
-    "--proc",
-    "/proc",
-    "--dev",
-    "/dev",
-    "--tmpfs",
-    "/tmp",
+    ..._OWN_MOUNTS.filter((m) => m[1] !== "/sys").flat(),
   ];
 }
+
+// The namespace's own /proc, /dev, /tmp with HOME, and an empty /sys: again
+// after any grant that covers them (`/`, `/proc`, …), never the host's.
+const _OWN_MOUNTS = [
+  ["--proc", "/proc"],
+  ["--dev", "/dev"],
+  ["--tmpfs", "/sys", "--remount-ro", "/sys"],
+  ["--tmpfs", "/tmp", "--dir", NAMESPACE_HOME],
+];
+const _OWN = ["/proc", "/dev", "/sys"];
+
+/** The own mounts inside `p`, and the runtime files bound on its /tmp. */
+function _ownAgain(p: string, rt: RuntimeFiles): string[] {
+  const own = _OWN_MOUNTS.filter((m) => isWithin(m[1], p)).flat();
+  if (!isWithin("/tmp", p)) return own;
+  for (const d of rt.libDirs) if (isWithin(d, "/tmp")) own.push("--ro-bind-try", d, d);
+  if (isWithin(rt.exec, "/tmp")) own.push("--ro-bind", rt.exec, rt.exec);
+  if (isWithin(rt.denoDir, "/tmp")) own.push("--ro-bind-try", rt.denoDir, rt.denoDir);
+  return own;
+}
+
+/** Whether a mount of `m` shows `p` (not inside an own mount that `m` covers). */
+const _reaches = (p: string, m: string) =>
+  isWithin(p, m) && ![..._OWN, "/tmp"].some((o) => isWithin(p, o) && (m === o || !isWithin(m, o)));
 
 /**
  * The bwrap arguments of a namespace (the command follows after `--`).
@@ -243,7 +253,7 @@ export function namespaceBase(net: boolean): string[] {
  * ```
  */
 export function namespaceArgs(spec: NamespaceSpec): string[] {
-  const args = [...namespaceBase(spec.net), "--dir", NAMESPACE_HOME];
+  const args = namespaceBase(spec.net);
   const rt = spec.runtime;
   if (spec.system) {
     for (const d of _SYSTEM_DIRS) _systemDir(args, d);
@@ -259,7 +269,8 @@ export function namespaceArgs(spec: NamespaceSpec): string[] {
   // The grant, shallowest first so that deeper mounts land on top.
   const wanted = new Map<string, _Kind>();
   const want = (p: string, kind: _Kind) => {
-    if (!isAbsolute(p)) return;
+    // Nothing of the host's /proc, /dev or /sys is bound.
+    if (!isAbsolute(p) || _OWN.some((o) => isWithin(p, o))) return;
     const had = wanted.get(p);
     if (had === undefined || _RANK[kind] > _RANK[had]) wanted.set(p, kind);
   };
@@ -268,9 +279,9 @@ export function namespaceArgs(spec: NamespaceSpec): string[] {
   for (const p of spec.code) want(p, "code");
   const mounted = [...spec.read, ...spec.write, ...spec.code];
   const writable = spec.write;
-  const hidden = spec.hide.filter((p) => isAbsolute(p) && mounted.some((m) => isWithin(p, m)));
+  const hidden = spec.hide.filter((p) => isAbsolute(p) && mounted.some((m) => _reaches(p, m)));
   const trusted = [...spec.protect, rt.exec, rt.denoDir, ...rt.libDirs].filter((p) =>
-    writable.some((w) => isWithin(p, w))
+    writable.some((w) => _reaches(p, w))
   );
   // Inside a hidden folder there is nothing to see, nor to mount.
   const underHidden = (p: string) => hidden.some((h) => h !== p && isWithin(p, h));
@@ -278,10 +289,8 @@ export function namespaceArgs(spec: NamespaceSpec): string[] {
   for (const p of hidden) if (!underHidden(p)) want(p, "hide");
   const grants = _grantPins(spec.pinned ?? [], writable, [...trusted, ...hidden, ...spec.code]);
   for (const p of grants) want(p, "pin");
-  // A read-only mount cannot be renamed, but its parent folder could be,
-  // taking it along, and a folder of the tool's own put in its place: every
-  // folder between a write path and a protected path becomes a mount point
-  // of itself (writable as before), which cannot be renamed either.
+  // A parent folder of a read-only mount could be renamed: every folder between
+  // a write path and a protected path becomes a mount point of itself.
   for (const p of [...trusted, ...hidden, ...grants]) {
     if (underHidden(p)) continue;
     const w = writable.filter((x) =>
@@ -294,23 +303,20 @@ export function namespaceArgs(spec: NamespaceSpec): string[] {
   const order = [...wanted.entries()].sort((a, b) => depth(a[0]) - depth(b[0]));
   for (const [p, kind] of order) {
     // A read path inside a write path is already there, writable.
-    if (kind === "ro" && writable.some((w) => w !== p && isWithin(p, w))) continue;
+    if (kind === "ro" && writable.some((w) => w !== p && _reaches(p, w))) continue;
     const st = _stat(p);
-    // What is bound is what the launcher opened: a grant path exactly as the
-    // policy resolved it, and so anything inside a write path (a tool could
-    // have swapped a folder on its way); code and the trust base elsewhere
-    // as they were when this process first bound them. Not there: nothing is
-    // bound (as --bind-try).
+    // Bound: what the launcher opened, exactly as named inside a write path,
+    // else as first bound by this process. Not there: nothing (--bind-try).
     const src = writable.some((w) => isWithin(p, w)) ? p : _firstReal(p);
     switch (kind) {
       case "ro":
-        if (st) args.push("--ro-bind-fd", p, p);
+        if (st) args.push("--ro-bind-fd", p, p, ..._ownAgain(p, rt));
         break;
       case "code":
         if (st) args.push("--ro-bind-fd", src, p);
         break;
       case "rw":
-        if (st) args.push("--bind-fd", p, p);
+        if (st) args.push("--bind-fd", p, p, ..._ownAgain(p, rt));
         break;
       case "pin":
         // Made now, on the host (inside a write path), so that it can be pinned.
@@ -340,7 +346,7 @@ export function namespaceArgs(spec: NamespaceSpec): string[] {
   }
   _ownBinds(args, rt.own ?? [], hidden);
   // A sandbox that holds no files still starts in the workspace: an empty folder.
-  if (!mounted.some((m) => isWithin(spec.cwd, m))) args.push("--dir", spec.cwd);
+  if (!mounted.some((m) => _reaches(spec.cwd, m))) args.push("--dir", spec.cwd);
   else if (_exists(spec.cwd)) args.push(VERIFY_ARG, spec.cwd);
   args.push("--chdir", spec.cwd);
   return args;
