@@ -109,7 +109,8 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
       });
     } catch (err) {
       egress?.close();
-      throw err;
+      // A protection that cannot be had (a placeholder, a folder swapped meanwhile): refused.
+      throw new Error(`"${spec.label}" not started: ${(err as Error).message}; refusing`);
     }
     // The mounts are the grant: read-only reads, writable writes, the code
     // read-only, the trust base masked, and nothing else.
