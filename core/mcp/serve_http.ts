@@ -113,7 +113,9 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
     if (stateless) {
       return await serveStateless(req, gate, who, maxBody, (more) => newServer(who, more));
     }
-    return await serveInSession(req, sessions, who, maxBody, () => newServer(who, {}));
+    const res = await serveInSession(req, sessions, who, maxBody, () => newServer(who, {}));
+    // An open GET stream ends once its token no longer names its identity (revoked, expired).
+    return team && who ? team.watchStream(req, res, who) : res;
   };
   const listener = listenHttp({ ...options, hostname }, handle);
   listener.front.start();
