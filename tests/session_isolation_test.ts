@@ -82,7 +82,10 @@ function _marker(): string {
 
 /** A background sleep that outlives the call (its own session, no pipes held). */
 function _leave(marker: string): string {
-  return `setsid nohup sleep ${marker} >/dev/null 2>&1 < /dev/null & echo started`;
+  // "started" only once the sleep has exec'd: before that its command line is bash's.
+  return `setsid nohup sleep ${marker} >/dev/null 2>&1 < /dev/null & ` +
+    `for i in $(seq 200); do pgrep -xf 'sleep ${marker}' >/dev/null && break; sleep 0.05; done; ` +
+    `echo started`;
 }
 
 Deno.test("a principal reuses its own sandbox; another principal gets another; ending one kills what its calls started", async () => {
