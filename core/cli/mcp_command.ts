@@ -9,6 +9,7 @@ import type { McpHandle, McpRegistry } from "../mcp/mcp_server.ts";
 import { serverToken } from "../mcp/server_token.ts";
 import { watchPlugins } from "../plugins/plugin_watcher.ts";
 import { pluginSources } from "../plugins/plugins.ts";
+import { envVar } from "../config/env_var.ts";
 import { ConfigError } from "../tool/errors.ts";
 import type { CliSession } from "./open_registry.ts";
 import type { CliValues } from "./options.ts";
@@ -18,6 +19,9 @@ import type { TeamServer } from "./team_server.ts";
 /** Run `corral mcp` with the command line's flags; returns the exit code. */
 export async function mcpCommand(values: CliValues, session: CliSession): Promise<number> {
   session.registry.sandboxes.setLimits(sandboxLimitsOf(values));
+  // Deno exports OpenTelemetry metrics only when asked; then the metrics are kept from the start
+  // (otherwise only the HTTP server loads them: prom-client is ~35 ms of start-up).
+  if (/^(true|1)$/i.test(envVar("OTEL_DENO") ?? "")) await import("../telemetry/metrics.ts");
   return await runMcpCommand(session.registry, {
     http: values.http,
     token: values.token,

@@ -30,7 +30,7 @@ import type { Catalog, CatalogEntry, ToolInfo, ToolsetSource } from "./catalog.t
 import type { HostedCallContext } from "../hosted/hosted_servers.ts";
 import { hostVars } from "./host_vars.ts";
 import { auditWho, CallAudit } from "./call_audit.ts";
-import { telemetry } from "../telemetry/metrics.ts";
+import { sink as telemetry } from "../telemetry/metrics_sink.ts";
 
 /** Per-call options of {@link CallRunner.call} (and `Registry.call`). */
 export interface RegistryCallOptions {

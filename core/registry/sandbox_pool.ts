@@ -17,8 +17,8 @@
  * @module
  */
 import type { Sandbox } from "../sandbox/sandbox.ts";
-import { telemetry } from "../telemetry/metrics.ts";
-import { markSandbox } from "../telemetry/spans.ts";
+import { sink as telemetry } from "../telemetry/metrics_sink.ts";
+import { markSandbox } from "../telemetry/sandbox_mark.ts";
 import type { Catalog, ToolInfo, ToolsetSource } from "./catalog.ts";
 
 /** The principal of calls that name none: the command line, the library. */

@@ -78,10 +78,4 @@ export async function traceCall<T>(
   });
 }
 
-/**
- * Mark the call running now (the active span, if any) as having started its
- * sandbox or reused one; a no-op without OpenTelemetry or outside a call.
- */
-export function markSandbox(how: "start" | "reuse"): void {
-  trace.getActiveSpan()?.setAttribute("corral.sandbox", how);
-}
+export { markSandbox } from "./sandbox_mark.ts";
