@@ -62,9 +62,9 @@ export async function sectionTeam(sizes: Sizes): Promise<string> {
     "per process; PSS divides them). Before the timed loop, a warm-up: every session's first " +
     "call of each tool at once (each starts a sandbox, or with sharing finds its identity's). " +
     "Then the sessions stay idle past `--session-idle " +
-    `${idle}\`: they expire and their sandboxes close. The idle time is long because a session ` +
-    "whose call runs longer than it is expired mid-call (the warm-up's calls wait for up to 200 " +
-    "sandbox starts on 2 cores).",
+    `${idle}\`: they expire and their sandboxes close (a session with a call in flight is never ` +
+    "idle, however long the call waits: the warm-up's calls wait for up to 200 sandbox starts " +
+    "on 2 cores).",
     "",
     table(
       [
