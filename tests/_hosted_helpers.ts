@@ -75,6 +75,8 @@ export async function hostedRegistry(
     auditPath: layout.audit,
     reporter: new Reporter({ sink: (t) => lines.push(t), color: false }),
     servers: config.servers,
+    // Explicit: test files run in parallel in one process and share its environment.
+    approvalsDir: join(layout.config, "servers"),
     ...options,
   });
   return { registry, lines };

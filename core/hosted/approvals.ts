@@ -35,8 +35,8 @@ export function approvalsDir(): string {
   return join(configDir(), "servers");
 }
 
-function _file(server: string, kind: "approved" | "seen"): string {
-  return join(approvalsDir(), `${server}.${kind}.json`);
+function _file(server: string, kind: "approved" | "seen", dir: string): string {
+  return join(dir, `${server}.${kind}.json`);
 }
 
 /** Keep only the pinned fields, in a fixed shape. */
@@ -49,9 +49,13 @@ export function pinned(t: ToolDefinition): ToolDefinition {
   };
 }
 
-/** The approved definitions of a server, or undefined when none were recorded. */
-export function readApproved(server: string): ToolDefinition[] | undefined {
-  return _read(_file(server, "approved"));
+/**
+ * The approved definitions of a server, or undefined when none were recorded.
+ * Every function here takes the records' folder `dir` (default
+ * {@link approvalsDir} now); a registry passes the one it fixed at creation.
+ */
+export function readApproved(server: string, dir = approvalsDir()): ToolDefinition[] | undefined {
+  return _read(_file(server, "approved", dir));
 }
 
 /** The last approved record read per file: its stamp, its text and what it parsed to. */
@@ -70,8 +74,11 @@ const _RACY_MS = 3000;
  * rule); it is parsed again only when its text changed. The definitions
  * returned are shared: do not change them.
  */
-export function readApprovedNow(server: string): readonly ToolDefinition[] | undefined {
-  const file = _file(server, "approved");
+export function readApprovedNow(
+  server: string,
+  dir = approvalsDir(),
+): readonly ToolDefinition[] | undefined {
+  const file = _file(server, "approved", dir);
   const memo = _approvedMemo.get(file);
   let stamp: string;
   let settled: boolean;
@@ -93,25 +100,25 @@ export function readApprovedNow(server: string): readonly ToolDefinition[] | und
 }
 
 /** What the server's last start listed, when it differed from the approved (else undefined). */
-export function readSeen(server: string): ToolDefinition[] | undefined {
-  return _read(_file(server, "seen"));
+export function readSeen(server: string, dir = approvalsDir()): ToolDefinition[] | undefined {
+  return _read(_file(server, "seen", dir));
 }
 
 /** Record `tools` as approved (and forget what was seen). */
-export function writeApproved(server: string, tools: ToolDefinition[]): void {
-  Deno.mkdirSync(approvalsDir(), { recursive: true, mode: 0o700 });
+export function writeApproved(server: string, tools: ToolDefinition[], dir = approvalsDir()): void {
+  Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const record: ServerRecord = { approved: tools.map(pinned), time: new Date().toISOString() };
-  Deno.writeTextFileSync(_file(server, "approved"), JSON.stringify(record, null, 2) + "\n");
+  Deno.writeTextFileSync(_file(server, "approved", dir), JSON.stringify(record, null, 2) + "\n");
   try {
-    Deno.removeSync(_file(server, "seen"));
+    Deno.removeSync(_file(server, "seen", dir));
   } catch { /* none */ }
 }
 
 /** Record what a start listed when it differs from the approved. */
-export function writeSeen(server: string, tools: ToolDefinition[]): void {
-  Deno.mkdirSync(approvalsDir(), { recursive: true, mode: 0o700 });
+export function writeSeen(server: string, tools: ToolDefinition[], dir = approvalsDir()): void {
+  Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const record: ServerRecord = { approved: tools.map(pinned), time: new Date().toISOString() };
-  Deno.writeTextFileSync(_file(server, "seen"), JSON.stringify(record, null, 2) + "\n");
+  Deno.writeTextFileSync(_file(server, "seen", dir), JSON.stringify(record, null, 2) + "\n");
 }
 
 /**
@@ -134,22 +141,26 @@ export function changedFields(now: ToolDefinition, approved: ToolDefinition | un
 }
 
 /** Record why the server's last start failed (`undefined`: it started). */
-export function writeFailure(server: string, reason: string | undefined): void {
-  const file = join(approvalsDir(), `${server}.failed.json`);
+export function writeFailure(
+  server: string,
+  reason: string | undefined,
+  dir = approvalsDir(),
+): void {
+  const file = join(dir, `${server}.failed.json`);
   if (reason === undefined) {
     try {
       Deno.removeSync(file);
     } catch { /* none */ }
     return;
   }
-  Deno.mkdirSync(approvalsDir(), { recursive: true, mode: 0o700 });
+  Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
   Deno.writeTextFileSync(file, JSON.stringify({ reason, time: new Date().toISOString() }) + "\n");
 }
 
 /** Why the server's last start failed, with when, or undefined. */
-export function readFailure(server: string): string | undefined {
+export function readFailure(server: string, dir = approvalsDir()): string | undefined {
   try {
-    const r = JSON.parse(Deno.readTextFileSync(join(approvalsDir(), `${server}.failed.json`)));
+    const r = JSON.parse(Deno.readTextFileSync(join(dir, `${server}.failed.json`)));
     return `${r.reason} (${r.time})`;
   } catch {
     return undefined;

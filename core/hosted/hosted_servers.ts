@@ -18,6 +18,7 @@ import { type Reporter, terminalSafe } from "../tool/reporter.ts";
 import { failure, type ToolResult, withFault } from "../tool/result.ts";
 import type { Grant } from "../tool/tool.ts";
 import {
+  approvalsDir,
   changedFields,
   readApproved,
   readApprovedNow,
@@ -53,6 +54,8 @@ export interface HostedServersOptions {
   onChanged(server: string): void;
   /** Where installs live (tests). */
   serversDir?: string;
+  /** The approval records' folder, fixed for the registry's life (default: {@link approvalsDir} at creation). */
+  approvalsDir?: string;
 }
 
 /** What a call of a hosted tool gets from the call runner. */
@@ -79,6 +82,8 @@ export function serverLetters(p: SandboxPolicy): string {
 export class HostedServers {
   readonly entries: ServerEntry[];
   readonly #options: HostedServersOptions;
+  /** The records' folder, fixed at creation: a later change of the environment never moves it. */
+  readonly #dir: string;
   /** `<server>\0<session>` → its instance. */
   #servers = new Map<string, HostedServer>();
   #used = new Map<string, number>();
@@ -95,6 +100,7 @@ export class HostedServers {
   constructor(entries: ServerEntry[], options: HostedServersOptions) {
     this.entries = entries;
     this.#options = options;
+    this.#dir = options.approvalsDir ?? approvalsDir();
   }
 
   /** The entry of a server. */
@@ -122,12 +128,12 @@ export class HostedServers {
     this.#policies.set(entry.name, missing ? undefined : policy);
     let approved: ToolDefinition[] | undefined, seen: ToolDefinition[] | undefined;
     try {
-      approved = readApproved(entry.name);
-      seen = readSeen(entry.name);
+      approved = readApproved(entry.name, this.#dir);
+      seen = readSeen(entry.name, this.#dir);
     } catch (err) {
       return [{ module, tools: [], problems: [], error: (err as Error).message }];
     }
-    const failed = readFailure(entry.name);
+    const failed = readFailure(entry.name, this.#dir);
     const problems = failed ? [`server "${entry.name}" failed: ${failed}`] : [];
     if (!approved) {
       return [{
@@ -166,7 +172,7 @@ export class HostedServers {
     for (const s of server.secrets) this.#options.secrets.add(s);
     // What runs is what was approved: the running server's definition now.
     const live = server.tools.find((t) => t.name === serverTool);
-    const approved = readApprovedNow(entry.name)?.find((t) => t.name === serverTool);
+    const approved = readApprovedNow(entry.name, this.#dir)?.find((t) => t.name === serverTool);
     const changed = live ? this.#changed(live, approved) : ["gone"];
     if (changed.length) {
       const refused = failure(
@@ -207,7 +213,7 @@ export class HostedServers {
     const server = this.#server(entry, policy, grant, _APPROVING);
     try {
       await server.ensure();
-      writeApproved(name, server.tools);
+      writeApproved(name, server.tools, this.#dir);
       return server.tools.map((t) => t.name);
     } finally {
       server.stop();
@@ -284,7 +290,7 @@ export class HostedServers {
     const out: Array<[string, Client]> = [];
     for (const entry of this.entries) {
       const policy = this.#policies.get(entry.name);
-      if (!policy || !readApproved(entry.name)) continue;
+      if (!policy || !readApproved(entry.name, this.#dir)) continue;
       const grant = effectiveGrant(serverLetters(policy), policy, this.#options.host);
       if (grant.missing) continue;
       const server = this.#server(entry, policy, grant.grant, session);
@@ -339,12 +345,12 @@ export class HostedServers {
       ...(o.serversDir ? { serversDir: o.serversDir } : {}),
     }, {
       onTools: (tools) => {
-        writeFailure(entry.name, undefined);
+        writeFailure(entry.name, undefined, this.#dir);
         if (!approving) this.#listed(entry.name, tools);
       },
       onEvent: (kind, detail) => {
         this.#event(entry.name, kind, detail, { session, identity });
-        if (kind === "failed") writeFailure(entry.name, scrubText(detail, o.secrets));
+        if (kind === "failed") writeFailure(entry.name, scrubText(detail, o.secrets), this.#dir);
         if (kind === "failed" || kind === "crashed") o.onChanged(entry.name);
       },
       onLog: (text) =>
@@ -401,16 +407,16 @@ export class HostedServers {
 
   /** A start or `tools/list_changed` listed `tools`: the first list is approved, a change is not. */
   #listed(server: string, tools: ToolDefinition[]): void {
-    const approved = readApproved(server);
+    const approved = readApproved(server, this.#dir);
     if (!approved) {
-      writeApproved(server, tools);
+      writeApproved(server, tools, this.#dir);
     } else {
       const byName = new Map(approved.map((t) => [t.name, t]));
       const same = tools.length === approved.length &&
         tools.every((t) => changedFields(t, byName.get(t.name)).length === 0);
-      if (same) writeApproved(server, approved);
+      if (same) writeApproved(server, approved, this.#dir);
       else {
-        writeSeen(server, tools);
+        writeSeen(server, tools, this.#dir);
         this.#event(server, "changed", "its tools differ from the approved ones");
       }
     }

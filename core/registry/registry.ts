@@ -115,6 +115,7 @@ export class Registry {
       ...trustBase({ policyFile: policy.file, cacheDir, auditPath, workspace }),
       ...(options.trusted ?? []),
       ...(options.servers?.length ? [{ path: serversDir(), what: "the hosted servers" }] : []),
+      ...(options.approvalsDir ? [{ path: options.approvalsDir, what: "the approvals" }] : []),
     ];
     const namespace = (source: ToolsetSource, grant: Grant) => {
       if (source.policy.isolation !== "process") return undefined;
@@ -146,6 +147,7 @@ export class Registry {
       reporter,
       onConnection: (server, r) => this.#runner.auditConnection(server, r),
       onChanged: (server) => this.#loadServer(server, bwrap),
+      ...(options.approvalsDir ? { approvalsDir: options.approvalsDir } : {}),
     });
     this.#runner = new CallRunner({
       workspace,

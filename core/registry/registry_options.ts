@@ -22,6 +22,8 @@ export interface RegistryOptions {
   privileges?: string;
   /** Override how Deno's own grants are queried (tests). */
   host?: HostPrivileges;
+  /** Where hosted servers' approval records live (default: `<config dir>/servers` at creation). */
+  approvalsDir?: string;
   /** On-demand toolsets to load besides the autoloaded ones. */
   toolsets?: string[];
   /** Load no built-in toolset at all (plugin tests). */
