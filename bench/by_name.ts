@@ -29,25 +29,30 @@ export interface Launch {
 }
 
 /**
- * Take today's start command apart (`/bin/bash -c CLOSE corral-fds /bin/bash
- * -c LAUNCH corral-sandbox HEAD… bwrap OPTIONS… -- INNER…`); throws when it
- * has another shape, so that the bench never measures something else.
+ * Take today's start command apart (`/bin/bash -c CLOSE+LAUNCH corral-sandbox
+ * HEAD… bwrap OPTIONS… -- INNER…`); throws when it has another shape, so
+ * that the bench never measures something else.
  */
 export function parseLaunch(command: string, args: string[]): Launch {
-  const shape = command === "/bin/bash" && args[0] === "-c" && args[2] === "corral-fds" &&
-    args[3] === "/bin/bash" && args[4] === "-c" && args[6] === "corral-sandbox";
-  if (!shape) throw new Error(`bench: not a namespaced sandbox start: ${command} ${args[2]}`);
-  const headEnd = limitKind() === "rlimit" ? 8 : args.indexOf("--", 7) + 1;
-  if (headEnd <= 7) throw new Error("bench: the launcher's head has no end");
+  if (!isLaunch(command, args)) {
+    throw new Error(`bench: not a namespaced sandbox start: ${command} ${args[2]}`);
+  }
+  const headEnd = limitKind() === "rlimit" ? 4 : args.indexOf("--", 3) + 1;
+  if (headEnd <= 3) throw new Error("bench: the launcher's head has no end");
   const sep = args.indexOf("--", headEnd + 1);
   if (sep < 0) throw new Error("bench: bwrap's arguments have no `--`");
   return {
-    pre: args.slice(0, 7),
-    head: args.slice(7, headEnd),
+    pre: args.slice(0, 3),
+    head: args.slice(3, headEnd),
     bwrap: args[headEnd],
     options: args.slice(headEnd + 1, sep),
     inner: args.slice(sep + 1),
   };
+}
+
+/** Whether `command` with `args` is a namespaced sandbox's start (the fd-binding launcher). */
+export function isLaunch(command: string, args: readonly string[] | undefined): boolean {
+  return command === "/bin/bash" && args?.[0] === "-c" && args[2] === "corral-sandbox";
 }
 
 /** Today's command again, from its parts. */

@@ -31,6 +31,7 @@ import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
 import {
   byNameCommand,
+  isLaunch,
   type Launch,
   parseLaunch,
   relaunch,
@@ -55,7 +56,7 @@ let captured: { launch: Launch; options: Deno.CommandOptions } | undefined;
 let rewritten = 0;
 class _Command extends Original {
   constructor(command: string | URL, options: Deno.CommandOptions = {}) {
-    if (command === "/bin/bash" && options.args?.[2] === "corral-fds") {
+    if (typeof command === "string" && options.args && isLaunch(command, options.args)) {
       const launch = parseLaunch(command, options.args);
       captured = { launch, options };
       if (mode === "byName") {

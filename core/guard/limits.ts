@@ -247,6 +247,12 @@ export const REFUSED_MARK = "corral-refused ";
 // component, nothing renamed), and bwrap binds the open descriptor. bwrap
 // reads its arguments from a pipe (`--args`): no host path in its argv,
 // which the namespace's /proc/1/cmdline would show.
+// First of all, close every descriptor but stdin, stdout and stderr: none that
+// the host inherited (one its parent left open) reaches a namespace. (No
+// redirection around the loop: bash would park stderr on a descriptor it closes.)
+const _CLOSE_INHERITED =
+  'for f in /proc/self/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] && eval "exec $n>&-"; done; ';
+
 const _LAUNCH = `launch() {
   local b=$1 x p fd i; shift
   local -a a=() fds=() want=() shut=() links=() procs=()
@@ -334,7 +340,7 @@ export function limitedCommand(
     command: openBinds ? "/bin/bash" : "/bin/sh",
     args: [
       "-c",
-      openBinds ? _LAUNCH + script : script,
+      openBinds ? _CLOSE_INHERITED + _LAUNCH + script : script,
       "corral-sandbox",
       ...head,
       command,

@@ -152,14 +152,8 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
     p.limits === "rlimit",
   );
   // In the namespace, the launcher binds what it opened and checked (./limits.ts).
-  const limited = limitedCommand(limits, command, commandArgs, ns !== undefined);
-  // No descriptor the host inherited (one its parent left open) reaches a namespace.
-  const wrapped = ns
-    ? {
-      command: "/bin/bash",
-      args: ["-c", _CLOSE_INHERITED, "corral-fds", limited.command, ...limited.args],
-    }
-    : limited;
+  // No descriptor the host inherited (one its parent left open) reaches it either.
+  const wrapped = limitedCommand(limits, command, commandArgs, ns !== undefined);
   let child: Deno.ChildProcess;
   try {
     child = new Deno.Command(wrapped.command, {
@@ -299,11 +293,6 @@ function _withPath(msg: HostMessage, inside: (path: string) => string): HostMess
   if (msg.type === "loads") return { ...msg, loads: msg.loads.map(fix) };
   return msg.type === "call" || msg.type === "load" ? fix(msg) : msg;
 }
-
-// Close every descriptor but stdin, stdout and stderr, then exec the launcher.
-// (No redirection around the loop: bash would park stderr on a descriptor the loop closes.)
-const _CLOSE_INHERITED =
-  'for f in /proc/self/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] && eval "exec $n>&-"; done; exec "$@"';
 
 function _lastLine(text: string): string {
   // deno-lint-ignore no-control-regex
