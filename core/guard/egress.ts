@@ -16,6 +16,7 @@
  *
  * @module
  */
+import { readHttpHead } from "./http_head.ts";
 import { classifyAddress, isIpAddress } from "./net_guard.ts";
 
 export { EGRESS_LISTEN, EGRESS_SOCKET_IN_NAMESPACE, EGRESS_URL, proxyVars } from "./egress_env.ts";
@@ -220,7 +221,9 @@ export class EgressProxy {
 
   async #serve(client: Deno.Conn): Promise<void> {
     const timer = setTimeout(() => _close(client), _HEAD_TIMEOUT_MS);
-    const head = await _readHead(client).finally(() => clearTimeout(timer));
+    // An oversized head is refused like one that never ends.
+    const read = await readHttpHead(client, _MAX_HEAD).finally(() => clearTimeout(timer));
+    const head = read === "too large" ? undefined : read;
     if (!head) {
       this.#options.onConnection?.({
         host: "",
@@ -321,35 +324,6 @@ export class EgressProxy {
       this.#open.delete(server);
       _close(server);
       this.#options.onConnection?.(record);
-    }
-  }
-}
-
-async function _readHead(
-  conn: Deno.Conn,
-): Promise<{ head: Uint8Array; rest: Uint8Array } | undefined> {
-  // Grows as needed: an idle connection holds 2 KiB, not 64.
-  let buf = new Uint8Array(2048);
-  let got = 0;
-  while (true) {
-    if (got === buf.length) {
-      if (buf.length >= _MAX_HEAD) return undefined;
-      const bigger = new Uint8Array(Math.min(_MAX_HEAD, buf.length * 4));
-      bigger.set(buf);
-      buf = bigger;
-    }
-    let n: number | null;
-    try {
-      n = await conn.read(buf.subarray(got));
-    } catch {
-      return undefined;
-    }
-    if (n === null) return undefined;
-    got += n;
-    for (let i = Math.max(0, got - n - 3); i + 3 < got; i++) {
-      if (buf[i] === 13 && buf[i + 1] === 10 && buf[i + 2] === 13 && buf[i + 3] === 10) {
-        return { head: buf.slice(0, i), rest: buf.slice(i + 4, got) };
-      }
     }
   }
 }

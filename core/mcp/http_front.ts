@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { readHttpHead } from "../guard/http_head.ts";
 import { join } from "node:path";
 
 /** Default of `--head-timeout`: seconds a client may take to send a request head. */
@@ -123,7 +124,7 @@ async function _relay(conn: Deno.Conn, socket: string, headMs: number): Promise<
         "(--head-timeout)",
     ).finally(() => _close(conn));
   }, headMs);
-  const head = await _readHead(conn).finally(() => clearTimeout(timer));
+  const head = await readHttpHead(conn, _MAX_HEAD).finally(() => clearTimeout(timer));
   if (late) return;
   if (head === "too large") {
     return await _answer(conn, 431, `Request header fields too large (over ${_MAX_HEAD} bytes)`);
@@ -162,34 +163,6 @@ async function _copy(from: Deno.Conn, to: Deno.Conn, halfClose: boolean): Promis
     await to.closeWrite();
   } catch { /* gone */ }
   await new Promise(() => {}); // the response decides when the relay ends
-}
-
-async function _readHead(
-  conn: Deno.Conn,
-): Promise<{ head: Uint8Array; rest: Uint8Array } | "too large" | undefined> {
-  let buf = new Uint8Array(2048);
-  let got = 0;
-  for (;;) {
-    if (got === buf.length) {
-      if (buf.length >= _MAX_HEAD) return "too large";
-      const bigger = new Uint8Array(Math.min(_MAX_HEAD, buf.length * 4));
-      bigger.set(buf);
-      buf = bigger;
-    }
-    let n: number | null;
-    try {
-      n = await conn.read(buf.subarray(got));
-    } catch {
-      return undefined;
-    }
-    if (n === null) return undefined;
-    got += n;
-    for (let i = Math.max(0, got - n - 3); i + 3 < got; i++) {
-      if (buf[i] === 13 && buf[i + 1] === 10 && buf[i + 2] === 13 && buf[i + 3] === 10) {
-        return { head: buf.slice(0, i), rest: buf.slice(i + 4, got) };
-      }
-    }
-  }
 }
 
 const _PHRASE: Record<number, string> = {
