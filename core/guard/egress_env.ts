@@ -1,7 +1,7 @@
 /**
  * Where the way out of a namespace is, for the code inside it: the bridge's
- * address, the proxy socket's path, and the proxy variables for HTTP
- * clients. No imports: the sandbox entry points load this, not the proxy
+ * address, the proxy socket's path, the proxy variables for HTTP clients,
+ * and the bridge itself (run inside the namespace). No imports: the sandbox entry points load this, not the proxy
  * (core/guard/egress.ts).
  *
  * @module
@@ -34,4 +34,38 @@ export function proxyVars(url: string): Record<string, string> {
   vars.NO_PROXY = "";
   vars.no_proxy = "";
   return vars;
+}
+
+/**
+ * Inside a namespace: relay every connection to {@link EGRESS_LISTEN} to the
+ * host's egress proxy on its unix `socket` (the only way out), both ways,
+ * each half closed when its side ends.
+ */
+export function bridgeEgress(socket: string): void {
+  const listener = Deno.listen(EGRESS_LISTEN);
+  (async () => {
+    for await (const conn of listener) {
+      (async () => {
+        let up: Deno.Conn | undefined;
+        try {
+          up = await Deno.connect({ transport: "unix", path: socket });
+          await Promise.all([_relay(conn, up), _relay(up, conn)]);
+        } catch { /* either side gone */ }
+        for (const c of [conn, up]) {
+          try {
+            c?.close();
+          } catch { /* closed */ }
+        }
+      })();
+    }
+  })().catch(() => {});
+}
+
+async function _relay(from: Deno.Conn, to: Deno.Conn): Promise<void> {
+  try {
+    await from.readable.pipeTo(to.writable, { preventClose: true });
+  } catch { /* closed */ }
+  try {
+    await (to as Deno.TcpConn).closeWrite();
+  } catch { /* closed */ }
 }

@@ -24,6 +24,7 @@ import type { Grant } from "../tool/tool.ts";
 import { installed, type InstallRecord } from "./install.ts";
 
 const _BRIDGE = new URL("./egress_bridge.ts", import.meta.url).pathname;
+const _BRIDGE_CODE = [_BRIDGE, new URL("../guard/egress_env.ts", import.meta.url).pathname];
 
 /** What starting one server needs. */
 export interface LaunchSpec {
@@ -102,7 +103,7 @@ export async function launchServer(spec: LaunchSpec): Promise<Launched> {
         bwrap: spec.namespace.bwrap,
         runtime: { ...rt, denoDir: denoDir ?? rt.denoDir },
         read: g.read,
-        code: [...code, ...(egress ? [_BRIDGE] : [])],
+        code: [...code, ...(egress ? _BRIDGE_CODE : [])],
         write: g.write,
         protect: planted!.protect,
         hide: planted!.hide,

@@ -20,7 +20,7 @@
  *
  * @module
  */
-import { EGRESS_LISTEN } from "../guard/egress_env.ts";
+import { bridgeEgress } from "../guard/egress_env.ts";
 import type { ToolResult } from "../tool/result.ts";
 import { FRAME_MARK, type HostMessage, type ModuleMeta, type SandboxMessage } from "./protocol.ts";
 
@@ -57,35 +57,6 @@ async function* _lines(read: (p: Uint8Array) => Promise<number | null>): AsyncGe
     }
   }
   if (buf) yield buf;
-}
-
-function _bridge(socket: string): void {
-  const listener = Deno.listen(EGRESS_LISTEN);
-  (async () => {
-    for await (const conn of listener) {
-      (async () => {
-        let up: Deno.Conn | undefined;
-        try {
-          up = await Deno.connect({ transport: "unix", path: socket });
-          await Promise.all([_relay(conn, up), _relay(up, conn)]);
-        } catch { /* either side gone */ }
-        for (const c of [conn, up]) {
-          try {
-            c?.close();
-          } catch { /* closed */ }
-        }
-      })();
-    }
-  })().catch(() => {});
-}
-
-async function _relay(from: Deno.Conn, to: Deno.Conn): Promise<void> {
-  try {
-    await from.readable.pipeTo(to.writable, { preventClose: true });
-  } catch { /* closed */ }
-  try {
-    await (to as Deno.TcpConn).closeWrite();
-  } catch { /* closed */ }
 }
 
 const _KINDS = ["read", "write", "run", "net", "env", "sys", "ffi", "import"] as const;
@@ -130,7 +101,7 @@ export async function runSandboxChild(options: { worker?: boolean } = {}): Promi
   const init = JSON.parse((await lines.next()).value as string) as _Init;
   // The way out of the namespace, before any tool code exists: a TCP port on
   // the namespace's own loopback, relayed to the host's egress proxy.
-  if (init.egress) _bridge(init.egress);
+  if (init.egress) bridgeEgress(init.egress);
   const held = await _drop(init);
   if (options.worker) return await _viaWorker(lines, token, init, held);
   // The tool code will share this realm: keep what writes a protocol line
