@@ -209,8 +209,13 @@ function _command(
 ): { command: string[]; code: string[]; denoDir?: string; system: boolean } {
   const args = entry.args.map((a) => a.replaceAll("${workspace}", workspace));
   if (entry.kind === "npm" && record) {
+    // `"*"` in a net list is every host (Deno takes no `*` host): the proxy still checks each.
     const flag = (name: string, l: string[]) =>
-      l.length ? [`--allow-${name}=${[...new Set(l)].join(",")}`] : [];
+      name === "net" && l.includes("*")
+        ? ["--allow-net"]
+        : l.length
+        ? [`--allow-${name}=${[...new Set(l)].join(",")}`]
+        : [];
     return {
       command: [
         Deno.execPath(),
@@ -220,7 +225,8 @@ function _command(
         "--frozen",
         "--no-config",
         `--lock=${record.lock}`,
-        ...flag("read", g.read),
+        // Its own installed packages too (mounted read-only): jsdom reads its stylesheet at start.
+        ...flag("read", [...g.read, join(record.dir, "npm")]),
         ...flag("write", g.write),
         ...flag("run", g.run),
         ...flag("net", g.net),
