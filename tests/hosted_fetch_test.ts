@@ -17,11 +17,14 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { findBwrap } from "../core/guard/jail.ts";
-import { HOSTED_FIXTURES, hostedLayout, ROOT } from "./_hosted_helpers.ts";
+import { HOSTED_FIXTURES, ROOT } from "./_hosted_helpers.ts";
 
 const BWRAP = await findBwrap();
 if (BWRAP === undefined) {
   throw new Error("hosted_fetch_test: no working bwrap (install bubblewrap)");
+}
+if (Deno.uid() !== 0) {
+  throw new Error("hosted_fetch_test: needs root (its own network: bwrap --cap-add CAP_NET_ADMIN)");
 }
 
 /** The server under test: exact version, as tests/fixtures/hosted/servers.json installs it. */
@@ -98,6 +101,8 @@ function _calls(): Array<{ tool: string; args: Record<string, unknown> }> {
       args: { url: "http://canary.corral.test:8080/", proxy: `http://${GRANTED}:8080` },
     },
     ...Object.values(ATTACKS).map((url) => ({ tool: "fetch_txt", args: { url } })),
+    // After all that, the server still answers.
+    { tool: "fetch_html", args: { url: `http://${GRANTED}:8080/` } },
   ];
 }
 
@@ -110,9 +115,18 @@ interface Outcome {
 
 /** Run the world with each grant; the server's tools are called in order. */
 async function _world(scenarios: Record<string, string[]>): Promise<Outcome> {
-  await using l = await hostedLayout();
+  // Not hostedLayout(): that sets this process's CORRAL_CONFIG_DIR, shared by parallel test files.
+  const base = await Deno.makeTempDir({ prefix: "corral_fetch_" });
+  try {
+    return await _worldIn(base, scenarios);
+  } finally {
+    await Deno.remove(base, { recursive: true });
+  }
+}
+
+async function _worldIn(base: string, scenarios: Record<string, string[]>): Promise<Outcome> {
   await Deno.writeTextFile(
-    join(l.base, "resolv.conf"),
+    join(base, "resolv.conf"),
     "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
   );
   const world = {
@@ -129,7 +143,7 @@ async function _world(scenarios: Record<string, string[]>): Promise<Outcome> {
       "--cap-add",
       "CAP_NET_ADMIN",
       "--bind",
-      join(l.base, "resolv.conf"),
+      join(base, "resolv.conf"),
       "/etc/resolv.conf",
       "--die-with-parent",
       "--",
@@ -140,6 +154,7 @@ async function _world(scenarios: Record<string, string[]>): Promise<Outcome> {
       JSON.stringify(world),
     ],
     cwd: ROOT,
+    env: { DENO_NO_UPDATE_CHECK: "1" },
     stdout: "piped",
     stderr: "piped",
   }).output();
@@ -149,7 +164,13 @@ async function _world(scenarios: Record<string, string[]>): Promise<Outcome> {
 }
 
 function _assertGrantedAndNoCanary(o: Outcome, scenario: string): void {
-  const [html, txt, proxyArgGranted, proxyArgCanary, ...attacks] = o.results[scenario];
+  const [html, txt, proxyArgGranted, proxyArgCanary, ...rest] = o.results[scenario];
+  const attacks = rest.slice(0, -1);
+  assert.equal(
+    rest.at(-1)!.result,
+    PAGE,
+    `the server still answers: ${JSON.stringify(rest.at(-1))}`,
+  );
   assert.equal(html.success, true, JSON.stringify(html));
   assert.equal(html.result, PAGE, "fetch_html returns the granted page unmodified");
   assert.equal(txt.success, true, JSON.stringify(txt));
@@ -176,10 +197,10 @@ Deno.test("mcp-fetch-server granted one host: it fetches that host's page; every
     if (id !== "granted") assert.deepEqual(paths, [], `${id} was reached: ${paths}`);
   }
   // The granted host served the pages and the redirects, nothing else.
-  assert.equal(o.hits.granted.filter((p) => p === "/").length, 3);
+  assert.equal(o.hits.granted.filter((p) => p === "/").length, 4);
   assert.equal(o.hits.granted.filter((p) => p.startsWith("/to?")).length, 5);
   // Deno's --allow-net of the grant refused the rest, with the host it was asked for.
-  const errors = o.results.one.slice(4).map((r) => String(r.error));
+  const errors = o.results.one.slice(4, -1).map((r) => String(r.error));
   const names = Object.keys(ATTACKS);
   names.forEach((name, i) => {
     const expected = SERVER_REFUSES.has(name)
@@ -189,7 +210,11 @@ Deno.test("mcp-fetch-server granted one host: it fetches that host's page; every
   });
   // Every connection went through the proxy to the granted host and was audited there.
   const conns = o.audit.filter((r) => r.kind === "connection");
-  assert.equal(conns.length, 8, JSON.stringify(conns));
+  assert.equal(conns.length, 9, JSON.stringify(conns));
+  // The proxy resolved the granted name and never even looked up another one.
+  assert.ok(o.dnsQueries.includes(`${GRANTED}/A`), o.dnsQueries.join(" "));
+  const others = o.dnsQueries.filter((q) => /\.corral\.test\//.test(q) && !q.startsWith(GRANTED));
+  assert.deepEqual(others, []);
   for (const c of conns) {
     assert.equal(c.toolset, "fetch");
     assert.equal(c.host, GRANTED);
@@ -200,7 +225,7 @@ Deno.test("mcp-fetch-server granted one host: it fetches that host's page; every
   }
   // Each call is an audit line of the server's toolset; the refused ones are failures.
   const calls = o.audit.filter((r) => r.toolset === "fetch" && typeof r.tool === "string");
-  assert.equal(calls.filter((r) => r.outcome === "success").length, 3, JSON.stringify(calls));
+  assert.equal(calls.filter((r) => r.outcome === "success").length, 4, JSON.stringify(calls));
   assert.equal(calls.filter((r) => r.outcome !== "success").length, names.length + 1);
 });
 
@@ -212,7 +237,7 @@ Deno.test('mcp-fetch-server granted "*" and one named host: the egress proxy alo
     if (id !== "granted") assert.deepEqual(paths, [], `${id} was reached: ${paths}`);
   }
   const names = Object.keys(ATTACKS);
-  const errors = o.results.wide.slice(4).map((r) => String(r.error));
+  const errors = o.results.wide.slice(4, -1).map((r) => String(r.error));
   names.forEach((name, i) => {
     const expected = SERVER_REFUSES.has(name)
       ? /Fetcher blocked request to private address/
@@ -221,7 +246,7 @@ Deno.test('mcp-fetch-server granted "*" and one named host: the egress proxy alo
   });
   const conns = o.audit.filter((r) => r.kind === "connection" && r.toolset === "fetch");
   const allowed = conns.filter((c) => c.verdict === "allowed");
-  assert.equal(allowed.length, 8, JSON.stringify(allowed));
+  assert.equal(allowed.length, 9, JSON.stringify(allowed));
   for (const c of allowed) {
     assert.equal(`${c.host}:${c.port}`, `${GRANTED}:8080`, JSON.stringify(c));
     assert.equal(c.address, GRANTED_IP);
@@ -246,4 +271,8 @@ Deno.test('mcp-fetch-server granted "*" and one named host: the egress proxy alo
     assert.equal(found.length, times, `${host}:${port}: ${JSON.stringify(conns)}`);
   }
   assert.equal(conns.length, allowed.length + 13, JSON.stringify(conns));
+  // Here the proxy did resolve the other names, to refuse them.
+  for (const name of ["canary.corral.test", "canary6.corral.test", "loopback.corral.test"]) {
+    assert.ok(o.dnsQueries.some((q) => q.startsWith(`${name}/`)), `${name}: ${o.dnsQueries}`);
+  }
 });
