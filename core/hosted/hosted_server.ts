@@ -1,9 +1,11 @@
 /**
  * One hosted server's life: started in its sandbox on the first call
  * (./launch.ts), spoken to through the MCP SDK's Client over a checked
- * stdio channel (./stdio_channel.ts), restarted with back-off after a
- * crash, killed on a timeout (the next call starts it again), and marked
- * failed with the reason when it will not start or does not speak MCP.
+ * stdio channel (./stdio_channel.ts) except for `tools/call`, which takes
+ * corral's own lane on that channel (./call_lane.ts); restarted with
+ * back-off after a crash, killed on a timeout (the next call starts it
+ * again), and marked failed with the reason when it will not start or does
+ * not speak MCP.
  * Questions (sampling, elicitation), progress and logs go to the call that
  * is running.
  *
@@ -13,7 +15,6 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/types"
 import {
-  CallToolResultSchema,
   CreateMessageRequestSchema,
   ElicitRequestSchema,
   ErrorCode,
@@ -22,6 +23,7 @@ import {
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { pinned, type ToolDefinition } from "./approvals.ts";
+import { CallLane } from "./call_lane.ts";
 import { type Launched, launchServer, type LaunchSpec } from "./launch.ts";
 import { type ChannelEventKind, StdioChannel } from "./stdio_channel.ts";
 
@@ -62,6 +64,7 @@ export class HostedServer {
   readonly #hooks: HostedServerHooks;
   #starting?: Promise<Client>;
   #client?: Client;
+  #lane?: CallLane;
   #launched?: Launched;
   #failures = 0;
   #notBefore = 0;
@@ -93,21 +96,12 @@ export class HostedServer {
 
   /** Call `name` (the server's own name for the tool). */
   async call(name: string, args: unknown, call: HostedCall): Promise<Record<string, unknown>> {
-    const client = await this.ensure();
+    await this.ensure();
+    const lane = this.#lane;
+    if (!lane) throw new Error("the server's connection is closed");
     this.#calls.add(call);
     try {
-      return await client.callTool(
-        { name, arguments: (args ?? {}) as Record<string, unknown> },
-        CallToolResultSchema,
-        {
-          timeout: call.timeoutMs,
-          maxTotalTimeout: call.timeoutMs,
-          signal: call.signal,
-          ...(call.onProgress
-            ? { onprogress: (p) => call.onProgress!(p.progress, p.total, p.message) }
-            : {}),
-        },
-      ) as Record<string, unknown>;
+      return await lane.call(name, args, call);
     } catch (err) {
       if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
         // The call is killed with the whole server; the next call starts it again.
@@ -124,6 +118,7 @@ export class HostedServer {
   stop(): void {
     const launched = this.#launched;
     this.#client = undefined;
+    this.#lane = undefined;
     this.#launched = undefined;
     if (this.state === "running") this.state = "idle";
     launched?.kill();
@@ -134,9 +129,10 @@ export class HostedServer {
     let launched: Launched | undefined;
     try {
       launched = await launchServer(this.#spec);
-      const client = await this.#connect(launched);
+      const [client, lane] = await this.#connect(launched);
       this.#launched = launched;
       this.#client = client;
+      this.#lane = lane;
       this.state = "running";
       this.reason = undefined;
       this.#failures = 0;
@@ -150,10 +146,12 @@ export class HostedServer {
     }
   }
 
-  async #connect(launched: Launched): Promise<Client> {
+  async #connect(launched: Launched): Promise<[Client, CallLane]> {
     let garbage = 0;
     let tail = "";
-    const channel = new StdioChannel(launched.child, {
+    const lane = new CallLane(this.#spec.entry.name, (line) => channel.write(line));
+    const channel: StdioChannel = new StdioChannel(launched.child, {
+      lane,
       onEvent: (kind, detail, count) => {
         if (kind === "garbage") garbage = count;
         this.#hooks.onEvent(kind, `${detail} (${count} so far)`);
@@ -179,7 +177,7 @@ export class HostedServer {
       else this.#hooks.onLog(line);
     });
     client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
-      this.tools = await _listTools(client, this.#spec.entry.startTimeoutMs).catch(() =>
+      this.tools = await _listTools(client, lane, this.#spec.entry.startTimeoutMs).catch(() =>
         this.tools
       );
       this.#hooks.onTools(this.tools);
@@ -187,7 +185,7 @@ export class HostedServer {
     const timeout = this.#spec.entry.startTimeoutMs;
     try {
       await client.connect(channel, { timeout });
-      this.tools = await _listTools(client, timeout);
+      this.tools = await _listTools(client, lane, timeout);
     } catch (err) {
       const why = garbage
         ? `it does not speak MCP on stdout (${garbage} lines that are not JSON-RPC)`
@@ -198,7 +196,7 @@ export class HostedServer {
       throw new Error(tail && !garbage ? `${why}: ${tail}` : why);
     }
     this.#hooks.onTools(this.tools);
-    return client;
+    return [client, lane];
   }
 
   /** A question of the server goes to the one call running, else it is refused. */
@@ -220,6 +218,7 @@ export class HostedServer {
   #exited(launched: Launched, why: string): void {
     if (this.#launched !== launched) return; // stopped on purpose
     this.#client = undefined;
+    this.#lane = undefined;
     this.#launched = undefined;
     this.#hooks.onEvent("crashed", why);
     this.#fail(`crashed: ${why}`);
@@ -235,14 +234,20 @@ export class HostedServer {
   }
 }
 
-async function _listTools(client: Client, timeout: number): Promise<ToolDefinition[]> {
-  const tools: ToolDefinition[] = [];
+/** Every page of the server's tools, pinned; the lane learns their output schemas. */
+async function _listTools(
+  client: Client,
+  lane: CallLane,
+  timeout: number,
+): Promise<ToolDefinition[]> {
+  const raw: Record<string, unknown>[] = [];
   let cursor: string | undefined;
   for (let page = 0; page < 100; page++) {
     const r = await client.listTools(cursor ? { cursor } : {}, { timeout });
-    for (const t of r.tools) tools.push(pinned(t as ToolDefinition));
+    raw.push(...r.tools as Record<string, unknown>[]);
     cursor = r.nextCursor;
     if (!cursor) break;
   }
-  return tools;
+  lane.setTools(raw);
+  return raw.map((t) => pinned(t as unknown as ToolDefinition));
 }

@@ -103,9 +103,10 @@ export function hostedTools(
 }
 
 /**
- * A server's `tools/call` result as a corral result: `success` is not
- * `isError`; `structuredContent` is the `result`; the content blocks are
- * checked like a sandbox's and kept; the whole is capped.
+ * A server's `tools/call` result (its shape checked by ./call_lane.ts) as a
+ * corral result: `success` is not `isError`; `structuredContent` is the
+ * `result`; the content blocks are checked like a sandbox's and kept with
+ * only the members MCP defines; the whole is capped.
  */
 export function hostedResult(
   tool: string,
@@ -115,7 +116,7 @@ export function hostedResult(
   // resource_link and other blocks corral does not check travel as text.
   const blocks = (Array.isArray(raw.content) ? raw.content : []).map((b) =>
     ["text", "image", "audio", "resource"].includes(b?.type)
-      ? b
+      ? _known(b)
       : { type: "text", text: JSON.stringify(b) }
   );
   const problems = contentProblems(blocks);
@@ -131,4 +132,44 @@ export function hostedResult(
   } else if (text && raw.isError !== true) result.result = text;
   result.content_blocks = blocks;
   return capResult(result, maxBytes);
+}
+
+const _BLOCK_KEYS: Record<string, string[]> = {
+  text: ["type", "text"],
+  image: ["type", "data", "mimeType"],
+  audio: ["type", "data", "mimeType"],
+  resource: ["type", "resource"],
+};
+
+/**
+ * A checked block with only the members MCP defines for its type (as the
+ * SDK's parse kept them): `annotations` with its three hints when well-typed,
+ * `_meta` when an object; a resource's contents likewise.
+ */
+function _known(b: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of _BLOCK_KEYS[b.type as string]) if (b[k] !== undefined) out[k] = b[k];
+  const r = b.resource;
+  if (b.type === "resource" && r && typeof r === "object" && !Array.isArray(r)) {
+    const c = r as Record<string, unknown>;
+    out.resource = Object.fromEntries(
+      ["uri", "mimeType", "text", "blob", "_meta"].filter((k) => c[k] !== undefined).map((
+        k,
+      ) => [k, c[k]]),
+    );
+  }
+  const a = b.annotations as Record<string, unknown> | undefined;
+  if (a && typeof a === "object" && !Array.isArray(a)) {
+    const kept: Record<string, unknown> = {};
+    if (Array.isArray(a.audience) && a.audience.every((x) => x === "user" || x === "assistant")) {
+      kept.audience = a.audience;
+    }
+    if (typeof a.priority === "number" && a.priority >= 0 && a.priority <= 1) {
+      kept.priority = a.priority;
+    }
+    if (typeof a.lastModified === "string") kept.lastModified = a.lastModified;
+    out.annotations = kept;
+  }
+  if (b._meta && typeof b._meta === "object" && !Array.isArray(b._meta)) out._meta = b._meta;
+  return out;
 }

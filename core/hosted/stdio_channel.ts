@@ -10,7 +10,10 @@
  *   ({@link FLOOD_BURST}, then {@link FLOOD_PER_SECOND} a second) are dropped.
  *
  * Each refusal is reported through `onEvent` (the audit log), at most once
- * a second per kind with a count.
+ * a second per kind with a count. A {@link CallLane} given in the options
+ * gets the responses and progress of its own `tools/call` requests before
+ * the SDK (and without its second parse); what it does not own goes on as
+ * above, so a response to an id neither it nor the SDK sent stays forged.
  *
  * @module
  */
@@ -22,6 +25,7 @@ import {
   JSONRPCMessageSchema,
   JSONRPCResponseSchema,
 } from "@modelcontextprotocol/sdk/types.js";
+import type { CallLane } from "./call_lane.ts";
 
 /** The largest message accepted from a server (16 MiB). */
 export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -42,6 +46,8 @@ export interface ChannelOptions {
   /** A line of the server's stderr. */
   onStderr(line: string): void;
   maxMessageBytes?: number;
+  /** The lane of corral's own `tools/call` requests, written through {@link StdioChannel.write}. */
+  lane?: CallLane;
 }
 
 /** The SDK transport over a child's stdin/stdout. */
@@ -94,10 +100,17 @@ export class StdioChannel implements Transport {
     await this.#writer.write(_ENCODER.encode(JSON.stringify(message) + "\n"));
   }
 
+  /** Write one line as it is (the lane's messages: it tracks its own ids). */
+  async write(line: string): Promise<void> {
+    if (this.#closed) throw new Error("the server's connection is closed");
+    await this.#writer.write(_ENCODER.encode(line));
+  }
+
   close(): Promise<void> {
     if (this.#closed) return Promise.resolve();
     this.#closed = true;
     this.#writer.close().catch(() => {});
+    this.#options.lane?.close();
     this.onclose?.();
     return Promise.resolve();
   }
@@ -106,7 +119,9 @@ export class StdioChannel implements Transport {
     if (!line.trim()) return;
     let msg: JSONRPCMessage;
     try {
-      msg = _jsonRpc(JSON.parse(line));
+      const value = JSON.parse(line);
+      if (this.#options.lane && this.#laneTook(this.#options.lane, value)) return;
+      msg = _jsonRpc(value);
     } catch {
       this.#event("garbage", `not a JSON-RPC message: ${JSON.stringify(line.slice(0, 80))}`);
       return;
@@ -124,6 +139,30 @@ export class StdioChannel implements Transport {
     }
     this.accepted++;
     this.onmessage?.(msg);
+  }
+
+  /**
+   * Whether the lane took `value`: a response to one of its ids, or a
+   * progress notification with one of its tokens (within the flood budget).
+   */
+  #laneTook(lane: CallLane, value: unknown): boolean {
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+    const m = value as Record<string, unknown>;
+    if (m.method === undefined) {
+      if (!lane.response(m)) return false;
+    } else if (
+      m.method !== "notifications/progress" || m.id !== undefined || m.jsonrpc !== "2.0" ||
+      !lane.owns((m.params as { progressToken?: unknown } | undefined)?.progressToken)
+    ) {
+      return false;
+    } else if (!this.#take()) {
+      this.#event("flood", `${m.method} dropped: over ${FLOOD_PER_SECOND} messages a second`);
+      return true;
+    } else {
+      lane.progress(m.params as Record<string, unknown>);
+    }
+    this.accepted++;
+    return true;
   }
 
   /** A token of the notification/request budget, if any is left. */

@@ -1,0 +1,306 @@
+/**
+ * A hosted server's `tools/call` through one JSON-RPC layer of corral's own
+ * instead of the MCP SDK's `Client` (which keeps everything else: initialize,
+ * lists, resources, prompts, the server's own requests and logs).
+ *
+ * The checked channel (./stdio_channel.ts) has already parsed each line and
+ * capped its size; it hands the lane every response and progress
+ * notification before the SDK sees them:
+ *
+ * - the lane's ids are strings (`corral:<n>`), the SDK's are numbers, so the
+ *   two never collide; a response to an id the lane did not send, or already
+ *   settled, is not the lane's: the channel refuses it as forged;
+ * - a response to a call that was cancelled (abort or timeout) is dropped;
+ * - `notifications/progress` reaches a call only with that call's own token;
+ * - the result's shape is checked (an object; `content` an array of objects
+ *   with a string `type`; `isError` a boolean; `structuredContent` and
+ *   `_meta` objects), then `structuredContent` against the tool's
+ *   `outputSchema` as the SDK does; an error response becomes the SDK's
+ *   `McpError`, a timeout `McpError(RequestTimeout)` after
+ *   `notifications/cancelled`, a closed channel `McpError(ConnectionClosed)`.
+ *
+ * @module
+ */
+// @ts-types="@modelcontextprotocol/sdk/types"
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+// @ts-types="@modelcontextprotocol/sdk/validation/ajv-provider"
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js";
+
+/** What one call through the lane brings along. */
+export interface LaneCall {
+  timeoutMs: number;
+  signal?: AbortSignal;
+  onProgress?: (progress: number, total?: number, message?: string) => void;
+}
+
+/** The prefix of the lane's ids and progress tokens. */
+export const LANE_ID_PREFIX = "corral:";
+/** How many cancelled ids are remembered, so a late answer is dropped quietly. */
+const _CANCELLED_KEPT = 256;
+
+type _Validate = (value: unknown) => { valid: boolean; errorMessage?: string };
+
+interface _Pending {
+  tool: string;
+  resolve(result: Record<string, unknown>): void;
+  reject(error: unknown): void;
+  onProgress?: LaneCall["onProgress"];
+  done(): void;
+}
+
+/** The `tools/call` lane of one hosted server's channel. */
+export class CallLane {
+  readonly #server: string;
+  readonly #write: (line: string) => Promise<void>;
+  readonly #pending = new Map<string, _Pending>();
+  readonly #cancelled = new Set<string>();
+  #next = 0;
+  #closed = false;
+  #schemas = new Map<string, unknown>();
+  #validators = new Map<string, _Validate>();
+  #taskRequired = new Set<string>();
+  #ajv?: AjvJsonSchemaValidator;
+
+  /** `write` sends one line (the channel's writer); `server` names it in errors. */
+  constructor(server: string, write: (line: string) => Promise<void>) {
+    this.#server = server;
+    this.#write = write;
+  }
+
+  /**
+   * What the server listed (its raw tools): output schemas are checked
+   * and tools that require tasks refused, as the SDK client does.
+   */
+  setTools(tools: ReadonlyArray<Record<string, unknown>>): void {
+    this.#schemas.clear();
+    this.#validators.clear();
+    this.#taskRequired.clear();
+    for (const t of tools) {
+      const name = String(t.name);
+      if (t.outputSchema) this.#schemas.set(name, t.outputSchema);
+      const execution = t.execution as { taskSupport?: unknown } | undefined;
+      if (execution?.taskSupport === "required") this.#taskRequired.add(name);
+    }
+  }
+
+  /** Call `tool` (the server's name for it); resolves to its checked result. */
+  call(tool: string, args: unknown, call: LaneCall): Promise<Record<string, unknown>> {
+    if (this.#taskRequired.has(tool)) {
+      return Promise.reject(
+        new McpError(
+          ErrorCode.InvalidRequest,
+          `Tool "${tool}" requires task-based execution, which corral does not offer`,
+        ),
+      );
+    }
+    if (this.#closed) {
+      return Promise.reject(new McpError(ErrorCode.ConnectionClosed, "Connection closed"));
+    }
+    const signal = call.signal;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const id = `${LANE_ID_PREFIX}${++this.#next}`;
+    return new Promise((resolve, reject) => {
+      const cancel = (reason: unknown) => this.#cancel(id, reason);
+      const onAbort = () => cancel(signal!.reason);
+      const timer = setTimeout(
+        () =>
+          cancel(
+            new McpError(ErrorCode.RequestTimeout, "Request timed out", {
+              timeout: call.timeoutMs,
+            }),
+          ),
+        call.timeoutMs,
+      );
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#pending.set(id, {
+        tool,
+        resolve,
+        reject,
+        onProgress: call.onProgress,
+        done: () => {
+          clearTimeout(timer);
+          signal?.removeEventListener("abort", onAbort);
+        },
+      });
+      const params = {
+        name: tool,
+        arguments: args ?? {},
+        ...(call.onProgress ? { _meta: { progressToken: id } } : {}),
+      };
+      this.#write(JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params }) + "\n")
+        .catch((err) => this.#settle(id)?.reject(err));
+    });
+  }
+
+  /**
+   * A response the channel parsed: true when it was the lane's (settled, or
+   * a late answer to a cancelled call, dropped); false leaves it to the
+   * channel, which refuses an id nobody sent.
+   */
+  response(message: Record<string, unknown>): boolean {
+    const id = message.id;
+    if (typeof id !== "string") return false;
+    const p = this.#settle(id);
+    if (!p) return this.#cancelled.delete(id);
+    const envelope = _envelopeProblem(message);
+    if (envelope) {
+      p.reject(new Error(this.#malformed(p.tool, envelope)));
+    } else if (message.error !== undefined) {
+      const e = message.error as { code: number; message: string; data?: unknown };
+      p.reject(McpError.fromError(e.code, e.message, e.data));
+    } else {
+      const result = message.result as Record<string, unknown>;
+      const problem = _resultProblem(result);
+      if (problem) p.reject(new Error(this.#malformed(p.tool, problem)));
+      else {
+        try {
+          this.#checkOutput(p.tool, result);
+          p.resolve(result);
+        } catch (err) {
+          p.reject(err);
+        }
+      }
+    }
+    return true;
+  }
+
+  /** Whether `token` is one of the lane's (a string with its prefix). */
+  owns(token: unknown): boolean {
+    return typeof token === "string" && token.startsWith(LANE_ID_PREFIX);
+  }
+
+  /**
+   * The params of a `notifications/progress` with a token of the lane's:
+   * delivered only to the open call holding that token, and only when
+   * well-formed; anything else is dropped.
+   */
+  progress(params: Record<string, unknown>): void {
+    const p = this.#pending.get(params.progressToken as string);
+    const { progress, total, message } = params;
+    if (
+      !p?.onProgress || typeof progress !== "number" ||
+      (total !== undefined && typeof total !== "number") ||
+      (message !== undefined && typeof message !== "string")
+    ) return;
+    try {
+      p.onProgress(progress, total as number | undefined, message as string | undefined);
+    } catch { /* the caller's own */ }
+  }
+
+  /** The channel closed: every open call fails as the SDK's would. */
+  close(): void {
+    this.#closed = true;
+    for (const id of [...this.#pending.keys()]) {
+      this.#settle(id)?.reject(new McpError(ErrorCode.ConnectionClosed, "Connection closed"));
+    }
+  }
+
+  /** How many calls are open (for tests). */
+  get open(): number {
+    return this.#pending.size;
+  }
+
+  #settle(id: string): _Pending | undefined {
+    const p = this.#pending.get(id);
+    if (!p) return undefined;
+    this.#pending.delete(id);
+    p.done();
+    return p;
+  }
+
+  #cancel(id: string, reason: unknown): void {
+    const p = this.#settle(id);
+    if (!p) return;
+    this.#cancelled.add(id);
+    if (this.#cancelled.size > _CANCELLED_KEPT) {
+      this.#cancelled.delete(this.#cancelled.values().next().value!);
+    }
+    const note = { requestId: id, reason: String(reason) };
+    this.#write(
+      JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: note }) + "\n",
+    ).catch(() => {});
+    p.reject(
+      reason instanceof McpError ? reason : new McpError(ErrorCode.RequestTimeout, String(reason)),
+    );
+  }
+
+  /** `structuredContent` against the tool's `outputSchema`, as the SDK client checks it. */
+  #checkOutput(tool: string, result: Record<string, unknown>): void {
+    const schema = this.#schemas.get(tool);
+    if (schema === undefined) return;
+    if (!result.structuredContent && !result.isError) {
+      throw new McpError(
+        ErrorCode.InvalidRequest,
+        `Tool ${tool} has an output schema but did not return structured content`,
+      );
+    }
+    if (!result.structuredContent) return;
+    let check: { valid: boolean; errorMessage?: string };
+    try {
+      let validate = this.#validators.get(tool);
+      if (!validate) {
+        this.#ajv ??= new AjvJsonSchemaValidator();
+        validate = this.#ajv.getValidator(schema as never) as _Validate;
+        this.#validators.set(tool, validate);
+      }
+      check = validate(result.structuredContent);
+    } catch (err) {
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `Failed to validate structured content: ${err instanceof Error ? err.message : err}`,
+      );
+    }
+    if (!check.valid) {
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `Structured content does not match the tool's output schema: ${check.errorMessage}`,
+      );
+    }
+  }
+
+  #malformed(tool: string, problem: string): string {
+    return `server "${this.#server}" answered tools/call "${tool}" with a malformed result: ${problem}`;
+  }
+}
+
+function _isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** What is wrong with a response's JSON-RPC envelope (strict, as the SDK's schemas are). */
+function _envelopeProblem(m: Record<string, unknown>): string | undefined {
+  if (m.jsonrpc !== "2.0") return `jsonrpc is not "2.0"`;
+  for (const k in m) {
+    if (k !== "jsonrpc" && k !== "id" && k !== "result" && k !== "error") {
+      return `unknown member "${k}"`;
+    }
+  }
+  if ((m.result === undefined) === (m.error === undefined)) {
+    return "it needs either result or error";
+  }
+  if (m.error === undefined) return undefined;
+  const e = m.error;
+  if (!_isObject(e) || !Number.isInteger(e.code) || typeof e.message !== "string") {
+    return "error needs an integer code and a string message";
+  }
+  return undefined;
+}
+
+/** What is wrong with a `tools/call` result's shape, if anything. */
+function _resultProblem(r: unknown): string | undefined {
+  if (!_isObject(r)) return "it is not an object";
+  if (r._meta !== undefined && !_isObject(r._meta)) return "_meta is not an object";
+  if (r.isError !== undefined && typeof r.isError !== "boolean") return "isError is not a boolean";
+  if (r.structuredContent !== undefined && !_isObject(r.structuredContent)) {
+    return "structuredContent is not an object";
+  }
+  const content = r.content;
+  if (content === undefined) return undefined;
+  if (!Array.isArray(content)) return "content is not an array";
+  for (let i = 0; i < content.length; i++) {
+    const b = content[i];
+    if (!_isObject(b)) return `content[${i}] is not an object`;
+    if (typeof b.type !== "string") return `content[${i}].type is not a string`;
+  }
+  return undefined;
+}
