@@ -57,10 +57,10 @@ export async function hostedRegistry(
   servers: Record<string, unknown>,
   permissions: Record<string, unknown>,
   extra: Record<string, unknown> = {},
-  options: { bwrap?: null } = {},
+  options: { bwrap?: null; serversDir?: string } = {},
 ): Promise<{ registry: Registry; lines: string[] }> {
   const config = parseConfig(JSON.stringify({ servers }), join(layout.base, "corral.json"));
-  for (const e of config.servers) await installServer(e);
+  for (const e of config.servers) await installServer(e, options.serversDir);
   const policy = parsePolicy(
     JSON.stringify({ servers: permissions, ...extra }),
     join(layout.base, "permissions.json"),

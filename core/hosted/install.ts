@@ -5,9 +5,10 @@
  * - npm: `deno cache` of `npm:<name>@<version>` into a private `DENO_DIR`
  *   with a lock file of its own (npm integrity of every package); the
  *   server later runs `--cached-only --frozen` against that lock.
- * - PyPI: `python3 -m venv` in corral's cache, then `pip install
- *   <name>==<version>` (`--require-hashes` when the entry gives `sha256`);
- *   the installed files are hashed into the record.
+ * - PyPI: a private venv in corral's cache; the named distribution's file
+ *   is checked against `sha256` before it and its dependencies are
+ *   installed; every distribution and a manifest of the venv are recorded
+ *   and checked before each start (core/hosted/pypi_install.ts).
  * - command: nothing to install.
  *
  * @module
@@ -15,6 +16,18 @@
 import { join } from "node:path";
 import { envVar } from "../config/env_var.ts";
 import type { ServerEntry } from "../config/server_config.ts";
+import { installStep, packageSpec } from "./install_step.ts";
+import { installPypi } from "./pypi_install.ts";
+import { checkVenv } from "./venv_integrity.ts";
+
+/** One distribution installed in a PyPI server's venv. */
+export interface PypiDistribution {
+  name: string;
+  /** The exact version installed. */
+  version: string;
+  /** `sha256:<hex>` of its dist-info `RECORD` (which holds each of its files' hashes). */
+  record: string;
+}
 
 /** What an install left, read again before every start. */
 export interface InstallRecord {
@@ -29,6 +42,12 @@ export interface InstallRecord {
   lock?: string;
   /** pypi: the interpreter's base prefix (bound read-only in the namespace). */
   pythonHome?: string;
+  /** pypi: SHA-256 of the named distribution's file, checked against the entry's `sha256`. */
+  sha256?: string;
+  /** pypi: every distribution of the venv, dependencies included. */
+  distributions?: PypiDistribution[];
+  /** pypi: `sha256:<hex>` of the venv's manifest (core/hosted/venv_integrity.ts), checked at each start. */
+  tree?: string;
   time: string;
 }
 
@@ -52,16 +71,22 @@ export function installDir(entry: ServerEntry, root = serversDir()): string {
 /** The install record of `entry`, or why there is none (not installed). */
 export function installed(entry: ServerEntry, root = serversDir()): InstallRecord | string {
   if (entry.kind === "command") return "nothing to install";
-  const spec = _spec(entry);
+  const spec = packageSpec(entry);
   try {
     const r = JSON.parse(Deno.readTextFileSync(join(installDir(entry, root), "install.json")));
-    if (r.package === entry.package && r.version === entry.version) return r as InstallRecord;
+    // A changed sha256 pin is another install.
+    const pin = !entry.sha256 || r.sha256 === entry.sha256;
+    if (r.package === entry.package && r.version === entry.version && pin) {
+      return r as InstallRecord;
+    }
   } catch { /* not installed */ }
   return `${spec} is not installed: run \`corral servers install ${entry.name}\``;
 }
 
 /**
- * Install `entry` (npm or PyPI) unless it is already; returns the record.
+ * Install `entry` (npm or PyPI) unless it is already (a PyPI venv that changed
+ * since its install, or whose `sha256` pin changed, is installed again);
+ * returns the record.
  * Throws an Error naming the server and what failed (no registry, no
  * such version, a hash mismatch).
  */
@@ -71,25 +96,30 @@ export async function installServer(
 ): Promise<InstallRecord | undefined> {
   if (entry.kind === "command") return undefined;
   const have = installed(entry, root);
-  if (typeof have !== "string") return have;
   const dir = installDir(entry, root);
+  if (typeof have !== "string" && (have.kind !== "pypi" || await _venvIntact(have))) return have;
+  // A venv is always made afresh: never over one that changed since its install or another pin.
+  if (entry.kind === "pypi") await Deno.remove(dir, { recursive: true }).catch(() => {});
   await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
-  const record = entry.kind === "npm" ? await _npm(entry, dir) : await _pypi(entry, dir);
+  const record = entry.kind === "npm" ? await _npm(entry, dir) : await installPypi(entry, dir);
   await Deno.writeTextFile(join(dir, "install.json"), JSON.stringify(record, null, 2) + "\n");
   return record;
 }
 
-function _spec(entry: ServerEntry): string {
-  return entry.kind === "npm"
-    ? `npm:${entry.package}@${entry.version}`
-    : `${entry.package}==${entry.version}`;
+async function _venvIntact(record: InstallRecord): Promise<boolean> {
+  try {
+    await checkVenv(record.dir, record.tree, "");
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 async function _npm(entry: ServerEntry, dir: string): Promise<InstallRecord> {
   const denoDir = join(dir, "deno");
   const lock = join(dir, "deno.lock");
-  const spec = _spec(entry);
-  await _run(entry, Deno.execPath(), ["cache", "--no-config", `--lock=${lock}`, spec], {
+  const spec = packageSpec(entry);
+  await installStep(entry, Deno.execPath(), ["cache", "--no-config", `--lock=${lock}`, spec], {
     DENO_DIR: denoDir,
   });
   const lockText = JSON.parse(await Deno.readTextFile(lock));
@@ -108,70 +138,4 @@ async function _npm(entry: ServerEntry, dir: string): Promise<InstallRecord> {
     lock,
     time: new Date().toISOString(),
   };
-}
-
-async function _pypi(entry: ServerEntry, dir: string): Promise<InstallRecord> {
-  const venv = join(dir, "venv");
-  await _run(entry, "python3", ["-m", "venv", venv], {});
-  const pip = join(venv, "bin", "pip");
-  const req = join(dir, "requirements.txt");
-  const line = `${entry.package}==${entry.version}` +
-    (entry.sha256 ? ` --hash=sha256:${entry.sha256}` : "");
-  await Deno.writeTextFile(req, line + "\n");
-  await _run(entry, pip, [
-    "install",
-    "--disable-pip-version-check",
-    "--no-input",
-    "--retries",
-    "2",
-    "--timeout",
-    "20",
-    ...(entry.sha256 ? ["--require-hashes"] : []),
-    "-r",
-    req,
-  ], {});
-  const py = join(venv, "bin", "python3");
-  const home = (await _run(entry, py, ["-c", "import sys; print(sys.base_prefix)"], {})).trim();
-  const record = await _run(entry, py, [
-    "-c",
-    "import sys,hashlib,importlib.metadata as m; d=m.distribution(sys.argv[1]); " +
-    "print(hashlib.sha256((d.read_text('RECORD') or '').encode()).hexdigest())",
-    entry.package,
-  ], {});
-  return {
-    kind: "pypi",
-    package: entry.package,
-    version: entry.version,
-    integrity: `sha256-record:${record.trim()}`,
-    dir: venv,
-    pythonHome: home,
-    time: new Date().toISOString(),
-  };
-}
-
-async function _run(
-  entry: ServerEntry,
-  command: string,
-  args: string[],
-  env: Record<string, string>,
-): Promise<string> {
-  const out = await new Deno.Command(command, {
-    args,
-    env: { ...env, PIP_NO_INPUT: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  if (!out.success) {
-    const err = new TextDecoder().decode(out.stderr).trim().split("\n").slice(-3).join(" ");
-    const unreachable =
-      /No matching distribution|Could not find a version|NewConnectionError|ProxyError|network/i
-        .test(err);
-    throw new Error(
-      `Cannot install server "${entry.name}" (${_spec(entry)}): ${
-        unreachable ? "the package index could not be reached or has no such version: " : ""
-      }${command} ${args[0]} failed: ${err.slice(0, 600)}`,
-    );
-  }
-  return new TextDecoder().decode(out.stdout);
 }

@@ -22,6 +22,7 @@ import { NAMESPACE_HOME, namespaceArgs, runtimeFiles } from "../guard/namespace.
 import { plantedMounts } from "../guard/planted_mounts.ts";
 import type { Grant } from "../tool/tool.ts";
 import { installed, type InstallRecord } from "./install.ts";
+import { checkVenv } from "./venv_integrity.ts";
 
 const _BRIDGE = new URL("./egress_bridge.ts", import.meta.url).pathname;
 const _BRIDGE_CODE = [_BRIDGE, new URL("../guard/egress_env.ts", import.meta.url).pathname];
@@ -63,6 +64,14 @@ export async function launchServer(spec: LaunchSpec): Promise<Launched> {
   }
   const record = entry.kind === "command" ? undefined : installed(entry, spec.serversDir);
   if (typeof record === "string") throw new Error(record);
+  // What runs is what was installed: every file of the venv, dependencies included.
+  if (record?.kind === "pypi") {
+    await checkVenv(
+      record.dir,
+      record.tree,
+      `run \`corral servers install ${entry.name}\` to install it again`,
+    );
+  }
   const { env, secrets } = serverEnv(entry, spec.workspace);
   const rt = await runtimeFiles();
   const { command, code, denoDir, system } = _command(entry, record, g, p, spec.workspace);
@@ -245,9 +254,11 @@ function _command(
     const program = isAbsolute(entry.command[0])
       ? entry.command[0]
       : join(record.dir, "bin", entry.command[0]);
+    // A program outside the venv (a script the operator names) is bound read-only too.
+    const own = program.startsWith(record.dir + "/") || !_exists(program) ? [] : [program];
     return {
       command: [join(record.dir, "bin", "python3"), program, ...entry.command.slice(1), ...args],
-      code: [record.dir, ...(record.pythonHome ? [record.pythonHome] : [])],
+      code: [record.dir, ...(record.pythonHome ? [record.pythonHome] : []), ...own],
       system: true,
     };
   }

@@ -111,10 +111,11 @@ export class Registry {
     this.problems = this.#catalog.problems;
     this.warnings = this.#catalog.warnings;
     const auditPath = options.auditPath ? resolve(options.auditPath) : undefined;
+    const installs = options.serversDir ?? serversDir();
     this.trusted = [
       ...trustBase({ policyFile: policy.file, cacheDir, auditPath, workspace }),
       ...(options.trusted ?? []),
-      ...(options.servers?.length ? [{ path: serversDir(), what: "the hosted servers" }] : []),
+      ...(options.servers?.length ? [{ path: installs, what: "the hosted servers" }] : []),
       ...(options.approvalsDir ? [{ path: options.approvalsDir, what: "the approvals" }] : []),
     ];
     const namespace = (source: ToolsetSource, grant: Grant) => {
@@ -148,6 +149,7 @@ export class Registry {
       onConnection: (server, r) => this.#runner.auditConnection(server, r),
       onChanged: (server) => this.#loadServer(server, bwrap),
       ...(options.approvalsDir ? { approvalsDir: options.approvalsDir } : {}),
+      serversDir: installs,
     });
     this.#runner = new CallRunner({
       workspace,

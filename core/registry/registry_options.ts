@@ -24,6 +24,8 @@ export interface RegistryOptions {
   host?: HostPrivileges;
   /** Where hosted servers' approval records live (default: `<config dir>/servers` at creation). */
   approvalsDir?: string;
+  /** Where hosted servers are installed (default: `serversDir()` of core/hosted/install.ts, at creation). */
+  serversDir?: string;
   /** On-demand toolsets to load besides the autoloaded ones. */
   toolsets?: string[];
   /** Load no built-in toolset at all (plugin tests). */
