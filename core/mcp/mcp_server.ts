@@ -25,7 +25,7 @@ import { serveHostedResources } from "./hosted_resources.ts";
 import { LogLevel } from "./log_level.ts";
 import type { McpRegistry } from "./mcp_registry.ts";
 import { SessionPrincipal } from "./session_principal.ts";
-import { serveToolCalls } from "./tool_calls.ts";
+import { serveToolCalls, type ToolCallHandler } from "./tool_calls.ts";
 import { serveToolList } from "./tool_list.ts";
 
 export type { McpRegistry } from "./mcp_registry.ts";
@@ -74,6 +74,8 @@ export interface CorralMcpServer {
   readonly principal: string;
   /** Its calls running now: a session with a call in flight is not idle. */
   readonly running: number;
+  /** Its `tools/call` handler, the one the SDK runs (for the stdio lane, ./fast_call.ts). */
+  readonly callTool: ToolCallHandler;
 }
 
 /**
@@ -107,7 +109,7 @@ export function createMcpServer(
   }
   const logLevel = new LogLevel().serve(server);
   serveToolList(server, registry);
-  serveToolCalls(server, {
+  const callTool = serveToolCalls(server, {
     registry,
     gate,
     principal,
@@ -115,7 +117,7 @@ export function createMcpServer(
     elicitation: options.elicitation,
     logLevel,
   });
-  return _session(server, principal);
+  return _session(server, principal, callTool);
 }
 
 function _sdkServer(options: McpServerOptions): Server {
@@ -129,10 +131,15 @@ function _sdkServer(options: McpServerOptions): Server {
   );
 }
 
-function _session(server: Server, principal: SessionPrincipal): CorralMcpServer {
+function _session(
+  server: Server,
+  principal: SessionPrincipal,
+  callTool: ToolCallHandler,
+): CorralMcpServer {
   let connected = false;
   return {
     server,
+    callTool,
     principal: principal.name,
     get running() {
       return principal.running;

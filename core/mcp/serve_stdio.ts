@@ -1,13 +1,13 @@
 /**
  * MCP over stdio: protocol messages only on stdout, corral's own output on
- * stderr.
+ * stderr. `tools/call` takes the session's fast lane (./stdio_lane.ts,
+ * ./fast_call.ts); everything else the SDK's stdio transport.
  *
  * @module
  */
 import process from "node:process";
-// @ts-types="@modelcontextprotocol/sdk/server/stdio"
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { limitedStdin } from "./stdio_limit.ts";
+import { connectStdio } from "./stdio_lane.ts";
 import {
   createMcpServer,
   type McpHandle,
@@ -30,7 +30,6 @@ export async function serveStdio(
   const mcp = createMcpServer(registry, options);
   // A message over the limit gets a JSON-RPC error; the server keeps serving.
   const input = limitedStdin(options.maxMessageBytes ?? DEFAULT_MAX_BODY_BYTES);
-  const transport = new StdioServerTransport(input as unknown as typeof process.stdin);
   const saved = { log: console.log, info: console.info, debug: console.debug };
   console.log = console.info = console.debug = (...data: unknown[]) => console.error(...data);
   let done!: () => void;
@@ -48,6 +47,6 @@ export async function serveStdio(
   const onEnd = () => void close();
   mcp.server.onclose = () => void close();
   input.on("end", onEnd);
-  await mcp.connect(transport);
+  await connectStdio(mcp, input, process.stdout);
   return { finished, notifyToolsChanged: () => mcp.notifyToolsChanged(), close };
 }

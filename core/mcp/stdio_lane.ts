@@ -1,0 +1,61 @@
+/**
+ * The stdio connection of one MCP session: each complete line (from
+ * ./stdio_limit.ts) that may be a `tools/call` or its cancellation is
+ * parsed once and offered to the session's fast lane (./fast_call.ts);
+ * every other line, and every one the lane does not take, goes to the SDK's
+ * stdio transport exactly as it arrived, in the same order.
+ *
+ * @module
+ */
+import { Buffer } from "node:buffer";
+// @ts-types="@modelcontextprotocol/sdk/server/stdio"
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { FastCalls } from "./fast_call.ts";
+import type { CorralMcpServer } from "./mcp_server.ts";
+import { LineStream } from "./stdio_limit.ts";
+
+const _CALL = Buffer.from('"tools/call"');
+const _CANCEL = Buffer.from('"notifications/cancelled"');
+
+/**
+ * Connect `mcp` to `lines` (complete lines) and `stdout`, with the fast
+ * lane in front of the SDK transport. Returns the lane (closed with the
+ * transport).
+ */
+export async function connectStdio(
+  mcp: CorralMcpServer,
+  lines: LineStream,
+  stdout: NodeJS.WritableStream,
+): Promise<FastCalls> {
+  const sdkInput = new LineStream();
+  const transport = new StdioServerTransport(
+    sdkInput as unknown as NodeJS.ReadableStream & { pause(): void } as never,
+    stdout as never,
+  );
+  await mcp.connect(transport);
+  const lane = new FastCalls(mcp.server, mcp.callTool, transport);
+  const closed = transport.onclose;
+  transport.onclose = () => {
+    closed?.();
+    lane.close();
+  };
+  lines.on("data", (line: Buffer) => {
+    const message = laneCandidate(line);
+    if (message === undefined || !lane.offer(message)) sdkInput.push(line);
+  });
+  lines.on("error", (e) => sdkInput.emit("error", e));
+  return lane;
+}
+
+/**
+ * The parsed message of a line that may be for the lane (it names
+ * `tools/call` or `notifications/cancelled`), else undefined.
+ */
+export function laneCandidate(line: Buffer): unknown {
+  if (line.indexOf(_CALL) < 0 && line.indexOf(_CANCEL) < 0) return undefined;
+  try {
+    return JSON.parse(line.toString("utf8"));
+  } catch {
+    return undefined;
+  }
+}
