@@ -31,8 +31,10 @@ Usage:
                                             pin it in the lock file and add it to corral.json
   corral servers [list] [--json]            the hosted MCP servers of corral.json ("servers"): kind,
                                             package, install (integrity), approved tools, changes
-  corral servers install [NAME]             install npm/PyPI servers at their exact versions, then
-                                            start each once and record its tools as approved
+  corral servers install [NAME]             install npm/PyPI servers at their exact versions (PyPI:
+                                            "sha256" checked first; a venv changed since its install
+                                            is made afresh), then start each once and record its
+                                            tools as approved
   corral servers approve NAME               start NAME and approve the tools it lists now (after
                                             corral list says a definition changed)
   corral mcp                                serve the tools over MCP on stdio (stdout: protocol only)
