@@ -177,6 +177,8 @@ Deno.test("pypi server: a wrong sha256 refuses the install, naming the server an
     assert.match(err.message, new RegExp(`has sha256 ${MCP_SHA256}`));
     assert.match(err.message, new RegExp(`expects ${wrong}`));
     assert.match(String(installed(entry, root)), /not installed/);
+    // Another pin is another install: the shared one (the right pin) does not count for it.
+    assert.match(String(installed(entry, SERVERS_DIR)), /mcp==2\.3\.0 is not installed/);
     // Nothing half-installed is left behind.
     await assert.rejects(Deno.stat(installDir(entry, root)), Deno.errors.NotFound);
   } finally {
