@@ -15,6 +15,7 @@ import { CALL_LIMIT_KEYS, type CallLimits, callLimits } from "./call_limits.ts";
 import { closestNames } from "./closest.ts";
 import { expandHome } from "./env_var.ts";
 import { protectedPaths } from "./protected_paths.ts";
+import { serverSysSchema } from "./server_sys.ts";
 import { configDir, INSTALL_DIR } from "./install_dir.ts";
 
 /** How a toolset is isolated. */
@@ -60,6 +61,11 @@ const _sandboxSchema = z.object({
   ...CALL_LIMIT_KEYS,
 }).strict();
 
+// A hosted server's entry: a sandbox's, plus the Deno `--allow-sys` names of an npm server.
+const _serverSchema = _sandboxSchema.extend({
+  sys: serverSysSchema,
+}).strict();
+
 const _toolSchema = z.object({
   confirm: z.enum(["ask", "always", "never"]).optional(),
 }).strict();
@@ -78,7 +84,7 @@ const _fileSchema = z.object({
     .strict().optional(),
   toolsets: z.record(z.string(), _sandboxSchema).optional(),
   plugins: z.record(z.string(), _sandboxSchema).optional(),
-  servers: z.record(z.string(), _sandboxSchema).optional(),
+  servers: z.record(z.string(), _serverSchema).optional(),
   tools: z.record(z.string(), _toolSchema).optional(),
   protect: z.array(z.string()).optional().describe(
     "More paths kept read-only inside every write grant (README.md, Protected files)",
@@ -90,7 +96,7 @@ const _fileSchema = z.object({
 
 /** The raw shape of `permissions.json`. */
 export type PolicyFile = z.infer<typeof _fileSchema>;
-type _RawSandbox = z.infer<typeof _sandboxSchema>;
+type _RawSandbox = z.infer<typeof _sandboxSchema> & { sys?: string[] };
 
 /** The resolved policy of one sandbox: absolute paths, limits filled in. */
 export interface SandboxPolicy extends Omit<Grant, "jail">, CallLimits {
@@ -106,6 +112,8 @@ export interface SandboxPolicy extends Omit<Grant, "jail">, CallLimits {
   max_processes: number;
   allow_override: boolean;
   env: string[];
+  /** A hosted npm server's Deno `--allow-sys` names (`servers.<name>.sys`); absent: none. */
+  sys?: string[];
   /** The sandbox namespace: `off` opts out (absent: required). */
   jail?: JailMode;
   /** Audit lines leave the arguments out (their digest stays). */
@@ -225,6 +233,7 @@ export class Policy {
       max_read_bytes: entry?.max_read_bytes ?? d.max_read_bytes ?? DEFAULT_LIMITS.max_read_bytes,
       max_processes: entry?.max_processes ?? d.max_processes ?? DEFAULT_LIMITS.max_processes,
       allow_override: entry?.allow_override ?? false,
+      ...(entry?.sys?.length ? { sys: [...entry.sys] } : {}),
       // Absent: the defaults (core/guard/planted.ts); set only when the operator changed them.
       ...(this.unprotected.length || this.#raw.protect?.length ? { planted: this.planted } : {}),
       ...(entry?.jail ?? d.jail ? { jail: entry?.jail ?? d.jail } : {}),
@@ -252,7 +261,7 @@ export class Policy {
 
 /** Shared between plugins, so nobody may change it. */
 function _frozen(p: SandboxPolicy): SandboxPolicy {
-  for (const list of [p.read, p.write, p.run, p.net, p.env]) Object.freeze(list);
+  for (const list of [p.read, p.write, p.run, p.net, p.env, p.sys ?? []]) Object.freeze(list);
   return Object.freeze(p);
 }
 

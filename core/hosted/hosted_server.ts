@@ -106,7 +106,7 @@ export class HostedServer {
       if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
         // The call is killed with the whole server; the next call starts it again.
         this.#hooks.onEvent("timeout", `${name} timed out after ${call.timeoutMs} ms`);
-        this.stop();
+        void this.stop();
       }
       throw err;
     } finally {
@@ -114,14 +114,18 @@ export class HostedServer {
     }
   }
 
-  /** Stop the server and everything it started. */
-  stop(): void {
+  /**
+   * Stop the server and everything it started; resolves once it has exited
+   * and given back what its sandbox held (limits, protected placeholders).
+   */
+  stop(): Promise<void> {
     const launched = this.#launched;
     this.#client = undefined;
     this.#lane = undefined;
     this.#launched = undefined;
     if (this.state === "running") this.state = "idle";
     launched?.kill();
+    return launched ? launched.exited.then(() => {}) : Promise.resolve();
   }
 
   async #start(): Promise<Client> {

@@ -216,8 +216,8 @@ export class HostedServers {
       writeApproved(name, server.tools, this.#dir);
       return server.tools.map((t) => t.name);
     } finally {
-      server.stop();
       this.#servers.delete(`${name}\0${_APPROVING}`);
+      await server.stop();
     }
   }
 
@@ -303,19 +303,28 @@ export class HostedServers {
     return out;
   }
 
-  /** A session (principal) ended: its servers stop, with all they started. */
-  closeSession(session: string): void {
+  /**
+   * A session (principal) ended: its servers stop, with all they started;
+   * resolves once they have exited and released their sandboxes.
+   */
+  async closeSession(session: string): Promise<void> {
+    const stopping: Promise<void>[] = [];
     for (const [key, s] of this.#servers) {
       if (!key.endsWith(`\0${session}`)) continue;
-      s.stop();
+      stopping.push(s.stop());
       this.#servers.delete(key);
     }
+    await Promise.all(stopping);
   }
 
-  /** Stop every server. */
-  close(): void {
-    for (const s of this.#servers.values()) s.stop();
+  /**
+   * Stop every server; resolves once each has exited and released its
+   * sandbox (its placeholders in the workspace are gone by then).
+   */
+  async close(): Promise<void> {
+    const stopping = [...this.#servers.values()].map((s) => s.stop());
     this.#servers.clear();
+    await Promise.all(stopping);
   }
 
   /**
@@ -379,7 +388,7 @@ export class HostedServers {
     const now = performance.now();
     for (const [key, s] of this.#servers) {
       if (key.endsWith("\0") || now - (this.#used.get(key) ?? now) < SESSION_IDLE_MS) continue;
-      s.stop();
+      void s.stop();
       this.#servers.delete(key);
       this.#used.delete(key);
     }

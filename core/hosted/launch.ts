@@ -239,6 +239,8 @@ function _command(
         ...flag("write", g.write),
         ...flag("run", g.run),
         ...flag("net", g.net),
+        // What it may learn of the machine: only the names permissions.json lists.
+        ...flag("sys", p.sys ?? []),
         // The environment is already only what the entry names.
         "--allow-env",
         `--v8-flags=--max-old-space-size=${p.memory_mb}`,
@@ -249,6 +251,11 @@ function _command(
       denoDir: record.dir,
       system: g.run.length > 0,
     };
+  }
+  if (p.sys?.length) {
+    throw new Error(
+      `"sys" in permissions.json ${p.where} applies only to npm servers (Deno's --allow-sys)`,
+    );
   }
   if (entry.kind === "pypi" && record) {
     const program = isAbsolute(entry.command[0])

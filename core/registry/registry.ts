@@ -365,15 +365,16 @@ export class Registry {
   }
 
   /** A principal ended (its MCP session closed): its sandboxes close, with all they started. */
-  endPrincipal(principal: string): Promise<void> {
-    this.hosted.closeSession(principal);
-    return this.#runner.closePrincipal(principal);
+  async endPrincipal(principal: string): Promise<void> {
+    await Promise.all([
+      this.hosted.closeSession(principal),
+      this.#runner.closePrincipal(principal),
+    ]);
   }
 
-  /** Stop every sandbox and hosted server. */
-  close(): Promise<void> {
-    this.hosted.close();
-    return this.#runner.close();
+  /** Stop every sandbox and hosted server; resolves once they have ended and released all. */
+  async close(): Promise<void> {
+    await Promise.all([this.hosted.close(), this.#runner.close()]);
   }
 
   /**
