@@ -16,7 +16,14 @@
 // user's own git runs outside corral.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { approve, type HostedLayout, hostedLayout, hostedRegistry } from "./_hosted_helpers.ts";
+import { runCli } from "./_helpers.ts";
+import {
+  approve,
+  type HostedLayout,
+  hostedLayout,
+  hostedRegistry,
+  SERVERS_DIR,
+} from "./_hosted_helpers.ts";
 import type { Registry } from "../core/registry/registry.ts";
 
 const GIT = "@cyanheads/git-mcp-server@2.15.3";
@@ -312,4 +319,28 @@ Deno.test("git-mcp-server: a repository it makes deeper is protected from the ne
   await _ok(sub, "commit", "-q", "-m", "user in the nested repository");
   await _ok(l.ws, "status");
   assert.match(await _ok(sub, "log", "--format=%s"), /^user in the nested repository\n$/);
+});
+
+Deno.test("corral servers install and corral call leave nothing in the user's repository", async () => {
+  // Until the fix, both returned (and the CLI exited) before the server's sandbox was released:
+  // its placeholders (.bashrc, .envrc, corral.json, ...) stayed in the workspace for good.
+  await using l = await hostedLayout();
+  await _repos(l);
+  await Deno.writeTextFile(join(l.config, "corral.json"), JSON.stringify({ servers: SERVERS }));
+  await Deno.writeTextFile(
+    join(l.config, "permissions.json"),
+    JSON.stringify({ servers: PERMS }),
+  );
+  const env = { CORRAL_CONFIG_DIR: l.config, CORRAL_SERVERS_DIR: SERVERS_DIR };
+  const install = await runCli(["servers", "install", "git"], { cwd: l.ws, env });
+  assert.equal(install.code, 0, install.stderr);
+  assert.equal(await _ok(l.ws, "status", "--porcelain"), "");
+  await Deno.writeTextFile(join(l.ws, "new.txt"), "x\n");
+  const call = await runCli(
+    ["call", "git_status", "--args", JSON.stringify({ path: l.ws, includeUntracked: true })],
+    { cwd: l.ws, env },
+  );
+  assert.equal(call.code, 0, call.stderr);
+  assert.match(call.stdout, /new\.txt/);
+  assert.equal(await _ok(l.ws, "status", "--porcelain"), "?? new.txt\n");
 });
