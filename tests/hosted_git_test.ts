@@ -344,3 +344,19 @@ Deno.test("corral servers install and corral call leave nothing in the user's re
   assert.match(call.stdout, /new\.txt/);
   assert.equal(await _ok(l.ws, "status", "--porcelain"), "?? new.txt\n");
 });
+
+Deno.test("git-mcp-server: without its sys names it does not start, and says what it asked", async () => {
+  await using l = await hostedLayout();
+  const { sys: _, ...noSys } = PERMS.git;
+  const { registry, lines } = await hostedRegistry(l, SERVERS, { git: noSys });
+  try {
+    await assert.rejects(
+      approve(registry, "git"),
+      /server "git" will not start: exited \(code 1\)/,
+    );
+    // Its own words, on stderr: Deno refused the first of them.
+    assert.match(lines.join("\n"), /NotCapable: Requires sys access to "hostname"/);
+  } finally {
+    await registry.close();
+  }
+});
