@@ -34,16 +34,21 @@ export async function connectStdio(
   );
   await mcp.connect(transport);
   const lane = new FastCalls(mcp.server, mcp.callTool, transport);
+  const onLine = (line: Buffer) => {
+    const message = laneCandidate(line);
+    if (message === undefined || !lane.offer(message)) sdkInput.push(line);
+  };
+  const onError = (e: unknown) => sdkInput.emit("error", e);
   const closed = transport.onclose;
   transport.onclose = () => {
     closed?.();
     lane.close();
+    // As before the lane: once closed, nothing reads the lines.
+    lines.off("data", onLine);
+    lines.off("error", onError);
   };
-  lines.on("data", (line: Buffer) => {
-    const message = laneCandidate(line);
-    if (message === undefined || !lane.offer(message)) sdkInput.push(line);
-  });
-  lines.on("error", (e) => sdkInput.emit("error", e));
+  lines.on("data", onLine);
+  lines.on("error", onError);
   return lane;
 }
 
