@@ -5,7 +5,6 @@
  *
  * @module
  */
-import process from "node:process";
 import { limitedStdin } from "./stdio_limit.ts";
 import { connectStdio } from "./stdio_lane.ts";
 import {
@@ -47,6 +46,25 @@ export async function serveStdio(
   const onEnd = () => void close();
   mcp.server.onclose = () => void close();
   input.on("end", onEnd);
-  await connectStdio(mcp, input, process.stdout);
+  await connectStdio(mcp, input, _stdout());
   return { finished, notifyToolsChanged: () => mcp.notifyToolsChanged(), close };
+}
+
+/**
+ * stdout for the SDK transport: each message written at once with
+ * `Deno.stdout.writeSync` (what `process.stdout.write` does too, behind
+ * ≈ 8 µs of stream machinery), so messages keep their order with any other
+ * write to stdout; never backed up, so `drain` is never waited for.
+ */
+function _stdout(): NodeJS.WritableStream {
+  const encoder = new TextEncoder();
+  const out = {
+    write(text: string): boolean {
+      let bytes = encoder.encode(text);
+      while (bytes.length > 0) bytes = bytes.subarray(Deno.stdout.writeSync(bytes));
+      return true;
+    },
+    once: () => out,
+  };
+  return out as unknown as NodeJS.WritableStream;
 }

@@ -3,7 +3,9 @@
  * itself (and so the server) on a message over 10 MiB; corral reads stdin
  * itself, passes complete lines under the limit through, and answers an
  * oversized one with a JSON-RPC error (`-32600`, naming its size and the
- * limit), then keeps serving.
+ * limit), then keeps serving. It reads `Deno.stdin` directly: node's
+ * `process.stdin` stream cost ≈ 25 µs more per message (bench/analysis.md,
+ * Goal 9b).
  *
  * @module
  */
@@ -115,9 +117,9 @@ export class LineStream extends EventEmitter {
   }
 }
 
-/** `process.stdin`, limited; oversized requests get their error on stdout. */
+/** stdin, limited; oversized requests get their error on stdout. */
 export function limitedStdin(maxBytes: number): LineStream {
-  return limitLines(process.stdin, maxBytes, (id, bytes) => {
+  return limitLines(_stdin(), maxBytes, (id, bytes) => {
     process.stdout.write(
       JSON.stringify({
         jsonrpc: "2.0",
@@ -129,4 +131,24 @@ export function limitedStdin(maxBytes: number): LineStream {
       }) + "\n",
     );
   });
+}
+
+/**
+ * `Deno.stdin` as the events {@link limitLines} reads: `data` (a copy of
+ * each read), then `end` (also after a read error, reported first as `error`).
+ */
+function _stdin(): NodeJS.ReadableStream {
+  const events = new EventEmitter();
+  const buf = new Uint8Array(64 * 1024);
+  (async () => {
+    try {
+      for (let n = await Deno.stdin.read(buf); n !== null; n = await Deno.stdin.read(buf)) {
+        events.emit("data", Buffer.from(buf.subarray(0, n)));
+      }
+    } catch (err) {
+      events.emit("error", err);
+    }
+    events.emit("end");
+  })();
+  return events as unknown as NodeJS.ReadableStream;
 }
