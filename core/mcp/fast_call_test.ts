@@ -13,7 +13,7 @@ import { parsePolicy } from "../config/policy.ts";
 import { Registry } from "../registry/registry.ts";
 import type { RegistryCallOptions } from "../registry/registry.ts";
 import type { FastCalls } from "./fast_call.ts";
-import { createMcpServer, type McpRegistry } from "./mcp_server.ts";
+import { createMcpServer, type McpRegistry, type McpServerOptions } from "./mcp_server.ts";
 import { limitLines } from "./stdio_limit.ts";
 import { connectStdio } from "./stdio_lane.ts";
 
@@ -48,7 +48,7 @@ async function _registry(): Promise<{ registry: Registry; dir: string }> {
 }
 
 /** A server on stdio-like streams: the SDK's transport alone, or with the lane in front. */
-async function _stack(withLane: boolean): Promise<Stack> {
+async function _stack(withLane: boolean, options: McpServerOptions = {}): Promise<Stack> {
   const { registry, dir } = await _registry();
   const calls: RegistryCallOptions[] = [];
   const spy: McpRegistry = {
@@ -63,7 +63,7 @@ async function _stack(withLane: boolean): Promise<Stack> {
   const input = new PassThrough();
   const output = new PassThrough();
   const lines = limitLines(input as unknown as NodeJS.ReadableStream, 1 << 20, () => {});
-  const mcp = createMcpServer(spy);
+  const mcp = createMcpServer(spy, options);
   let lane: FastCalls | undefined;
   if (withLane) lane = await connectStdio(mcp, lines, output);
   else await mcp.connect(new StdioServerTransport(lines as never, output as never));
@@ -167,6 +167,9 @@ const _SDK_LINES: Array<Msg | string> = [
 async function _script(s: Stack, answered?: Set<unknown>): Promise<Set<unknown>> {
   s.send(_call("early", "Sleep", { ms: 0 }));
   await s.answer("early");
+  // Before initialize the client cannot be asked: confirmation refuses, on both routes.
+  s.send(_call("early-guarded", "Guarded"));
+  await s.answer("early-guarded");
   s.send(_INIT);
   await s.answer(1);
   s.send({ jsonrpc: "2.0", method: "notifications/initialized" });
@@ -209,7 +212,7 @@ Deno.test("the lane answers every call as the SDK's route does, and leaves odd o
   assert.deepEqual(_noPings(fast.out), _noPings(sdk.out));
   assert.equal(fast.out.length, sdk.out.length);
   // The lane took the well-formed calls, the early one included, and nothing else.
-  assert.equal(fast.lane!.taken, _LANE_CALLS.length + 1);
+  assert.equal(fast.lane!.taken, _LANE_CALLS.length + 2);
   const byId = (id: unknown) => sdk.out.find((m) => m.id === id && !("method" in m))!;
   const result = (id: unknown) => byId(id).result as Msg;
   assert.deepEqual(result(10).structuredContent, { success: true, steps: 3 });
@@ -218,6 +221,8 @@ Deno.test("the lane answers every call as the SDK's route does, and leaves odd o
   assert.match(JSON.stringify(byId(12).error), /-32602.*Nope/);
   assert.deepEqual(result(13).structuredContent, { success: true, ran: true });
   assert.ok(sdk.out.some((m) => m.method === "elicitation/create"), "confirmation was asked");
+  assert.equal(result("early-guarded").isError, true);
+  assert.match(JSON.stringify(result("early-guarded")), /needs confirmation/);
   const progress = sdk.out.filter((m) => m.method === "notifications/progress");
   assert.deepEqual(progress.map((m) => (m.params as Msg).progressToken), ["p1", "p1", "p1", 7]);
   assert.match(JSON.stringify(byId(20).error), /Invalid|invalid|expected/);
@@ -277,4 +282,31 @@ Deno.test("closing the connection aborts the lane's running calls and it takes n
   await s[Symbol.asyncDispose]();
   assert.equal(s.calls[0].signal!.aborted, true);
   assert.equal(s.lane!.offer(_call("late", "Sleep", { ms: 0 })), false);
+});
+
+Deno.test("a call in the same chunk as initialize sees the client's capabilities, as on the SDK route", async () => {
+  for (const withLane of [false, true]) {
+    await using s = await _stack(withLane);
+    // One write: initialize (elicitation declared), then a call that needs confirmation.
+    s.send(`${JSON.stringify(_INIT)}\n${JSON.stringify(_call("g", "Guarded"))}`);
+    const answer = await s.answer("g");
+    assert.deepEqual((answer.result as Msg).structuredContent, { success: true, ran: true });
+    assert.ok(s.out.some((m) => m.method === "elicitation/create"), `asked (lane: ${withLane})`);
+    assert.equal(s.lane?.taken ?? 0, withLane ? 1 : 0);
+  }
+});
+
+Deno.test("the lane's calls wait at the instance's gate: beyond its queue a tool error says so", async () => {
+  await using s = await _stack(true, { maxConcurrent: 1, maxQueue: 0 });
+  s.send(_INIT);
+  await s.answer(1);
+  s.send(_call("long", "Sleep", { ms: 500 }));
+  while (s.calls.length === 0) await new Promise((r) => setTimeout(r, 5));
+  s.send(_call("busy", "Sleep", { ms: 0 }));
+  const busy = (await s.answer("busy")).result as Msg;
+  assert.equal(busy.isError, true);
+  assert.match(JSON.stringify(busy), /too busy: 1 calls running and 0 waiting/);
+  assert.equal(s.calls.length, 1, "the refused call never reached the registry");
+  assert.equal(((await s.answer("long")).result as Msg).isError, false);
+  assert.equal(s.lane!.taken, 2);
 });
