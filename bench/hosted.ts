@@ -20,7 +20,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { parseConfig } from "../core/config/corral_config.ts";
 import { installServer } from "../core/hosted/install.ts";
-import { CORRAL_FLAGS, quantile, ROOT } from "./lib.ts";
+import { CORRAL_FLAGS, quantile, ROOT, warmUp, WARMUP_CALLS } from "./lib.ts";
 import type { ServerResult } from "./mcp.ts";
 
 /** The three ways, in table order. */
@@ -176,7 +176,9 @@ async function main(): Promise<void> {
       results[w].error = (err as Error).message;
     }
   }
-  for (const s of live.values()) for (let i = 0; i < Math.min(50, calls); i++) await s.call();
+  // Warm-up, the same for each way (its p50 kept): the measured calls are the steady state.
+  const warm = new Map<_Way, number>();
+  for (const [w, s] of live) warm.set(w, await warmUp(s.call, Math.min(WARMUP_CALLS, calls)));
   const block = Math.max(1, Math.min(100, Math.ceil(calls / 10)));
   for (let done = 0, k = 0; done < calls; done += block, k++) {
     const n = Math.min(block, calls - done);
@@ -200,6 +202,7 @@ async function main(): Promise<void> {
     r.mean = s.samples.reduce((a, b) => a + b, 0) / s.samples.length;
     r.blockMedians = s.blocks;
     r.n = s.samples.length;
+    r.warmupP50 = warm.get(w);
     r.startMs = [];
     await s.client.close().catch(() => {});
   }

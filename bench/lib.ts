@@ -22,6 +22,25 @@ export function quantile(values: number[], q: number): number {
   return sorted[rank];
 }
 
+/**
+ * Calls made on each server before the measured calls of sections 6 and 9,
+ * the same number for every way: the measured p50 is the steady state, and
+ * the warm-up's own p50 is reported beside it (JIT tiering of a Deno or node
+ * process takes a few hundred calls on this machine; start-up is timed apart).
+ */
+export const WARMUP_CALLS = 500;
+
+/** Make `n` calls of `call`, timed: the warm-up's p50 (NaN for none). */
+export async function warmUp(call: () => Promise<unknown>, n: number): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await call();
+    times.push(performance.now() - t0);
+  }
+  return quantile(times, 0.5);
+}
+
 /** The median of `values`. */
 export function median(values: number[]): number {
   if (values.length === 0) return NaN;

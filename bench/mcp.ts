@@ -16,7 +16,7 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { BENCH, CORRAL_FLAGS, quantile, ROOT } from "./lib.ts";
+import { BENCH, CORRAL_FLAGS, quantile, ROOT, warmUp, WARMUP_CALLS } from "./lib.ts";
 
 /** One server's result. */
 export interface ServerResult {
@@ -32,6 +32,8 @@ export interface ServerResult {
   mean?: number;
   blockMedians?: number[];
   n?: number;
+  /** The p50 of the warm-up calls before the measured ones (bench/lib.ts WARMUP_CALLS). */
+  warmupP50?: number;
 }
 
 /** What this script prints. */
@@ -134,8 +136,9 @@ async function main(): Promise<void> {
   const corral = await _connect("corral", corralArgs, file, workspace, corralEnv);
   const servers = [fs.server, corral.server].filter((s): s is _Server => s !== undefined);
 
-  // Warm-up, then alternate blocks of calls.
-  for (const s of servers) for (let i = 0; i < Math.min(50, calls); i++) await s.call();
+  // Warm-up (the same for each, its p50 kept), then alternate blocks of calls.
+  const warm = new Map<_Server, number>();
+  for (const s of servers) warm.set(s, await warmUp(s.call, Math.min(WARMUP_CALLS, calls)));
   const block = Math.max(1, Math.min(100, Math.ceil(calls / 10)));
   for (let done = 0; done < calls; done += block) {
     const n = Math.min(block, calls - done);
@@ -158,6 +161,7 @@ async function main(): Promise<void> {
     r.mean = s.samples.reduce((a, b) => a + b, 0) / s.samples.length;
     r.blockMedians = s.blocks;
     r.n = s.samples.length;
+    r.warmupP50 = warm.get(s);
     await s.client.close().catch(() => {});
   }
 

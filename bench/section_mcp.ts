@@ -6,7 +6,7 @@
  * @module
  */
 import type { McpResult, ServerResult } from "./mcp.ts";
-import { fmtMs, median, runChild } from "./lib.ts";
+import { fmtMs, median, runChild, WARMUP_CALLS } from "./lib.ts";
 import { goal, log, SECTIONS, type Sizes, spread, table } from "./report.ts";
 
 /** Run section 6; returns its Markdown. */
@@ -20,9 +20,10 @@ export async function sectionMcp(sizes: Sizes): Promise<string> {
   const cr = r.servers.corral;
   const start = (s: ServerResult) => median(s.startMs ?? []);
   const row = (label: string, s: ServerResult) =>
-    s.error ? [label, `error: ${s.error.replaceAll("|", "\\|")}`, "", "", "", "", "", ""] : [
+    s.error ? [label, `error: ${s.error.replaceAll("|", "\\|")}`, "", "", "", "", "", "", ""] : [
       label,
       `\`${s.tool}\``,
+      fmtMs(s.warmupP50!),
       fmtMs(s.p50!),
       fmtMs(s.p99!),
       fmtMs(s.mean!),
@@ -59,7 +60,10 @@ export async function sectionMcp(sizes: Sizes): Promise<string> {
     "deno.json, run with `deno run -A`) and `corral mcp` (the flags of `deno task corral`, an " +
     "empty config directory, a discovery cache of its own), each driven by the same SDK client " +
     "(`@modelcontextprotocol/sdk` `Client` + `StdioClientTransport`) reading the same " +
-    `${r.fileBytes}-byte file ${r.calls} times sequentially, after a warm-up; blocks of calls ` +
+    `${r.fileBytes}-byte file ${r.calls} times sequentially, after a warm-up of ` +
+    `${
+      Math.min(WARMUP_CALLS, r.calls)
+    } calls each (its p50 is shown: JIT tiering); blocks of calls ` +
     "alternate between the servers. Spread: lowest and highest median of the blocks. " +
     "Start-up: spawn to the first answer (initialize, list the tools, the first read); the " +
     "first start of each server fills the caches and is not counted, then each is started " +
@@ -67,7 +71,17 @@ export async function sectionMcp(sizes: Sizes): Promise<string> {
     "slowest) of those.",
     "",
     table(
-      ["server", "tool", "p50", "p99", "mean", "p50 spread (blocks)", "start-up", "start spread"],
+      [
+        "server",
+        "tool",
+        "warm-up p50",
+        "p50",
+        "p99",
+        "mean",
+        "p50 spread (blocks)",
+        "start-up",
+        "start spread",
+      ],
       [row("official filesystem server (baseline)", fs), row("**corral mcp**", cr)],
     ),
   ].join("\n");
