@@ -11,6 +11,14 @@
  *   two never collide; a response to an id the lane did not send, or already
  *   settled, is not the lane's: the channel refuses it as forged;
  * - a response to a call that was cancelled (abort or timeout) is dropped;
+ * - a call the caller cancels (its signal aborted) fails alone with
+ *   {@link CallCancelled} after `notifications/cancelled`; the server keeps
+ *   running unless it shows it ignores the cancellation, reported through
+ *   `onIgnored` (its owner kills it): it does not answer a `ping` sent with
+ *   the cancel within {@link CANCEL_GRACE_MS} (stuck), or it still reports
+ *   progress on the cancelled call after that grace and has not answered it
+ *   when the call's own timeout passes (the cancelled work is held to the
+ *   timeout the call had); a server that works on silently is not seen;
  * - `notifications/progress` reaches a call only with that call's own token;
  * - the result's shape is checked (an object; `content` an array of objects
  *   with a string `type`; `isError` a boolean; `structuredContent` and
@@ -37,11 +45,36 @@ export interface LaneCall {
 export const LANE_ID_PREFIX = "corral:";
 /** How many cancelled ids are remembered, so a late answer is dropped quietly. */
 const _CANCELLED_KEPT = 256;
+/**
+ * How long a server has, after a call is cancelled, to answer a `ping` and
+ * to stop reporting progress on that call before it counts as ignoring the
+ * cancellation.
+ */
+export const CANCEL_GRACE_MS = 2000;
+
+/** A call its caller cancelled; the server was sent `notifications/cancelled`. */
+export class CallCancelled extends Error {
+  constructor(tool: string) {
+    super(`the call to ${tool} was cancelled`);
+    this.name = "CallCancelled";
+  }
+}
 
 type _Validate = (value: unknown) => { valid: boolean; errorMessage?: string };
 
+/** A call its caller cancelled, watched until its own timeout would have passed. */
+interface _Cancelled {
+  tool: string;
+  at: number;
+  /** Progress on it came after the grace: the server works on. */
+  working: boolean;
+  timer: ReturnType<typeof setTimeout>;
+}
+
 interface _Pending {
   tool: string;
+  /** When the call's own timeout passes (performance.now()). */
+  deadline: number;
   resolve(result: Record<string, unknown>): void;
   reject(error: unknown): void;
   onProgress?: LaneCall["onProgress"];
@@ -53,7 +86,11 @@ export class CallLane {
   readonly #server: string;
   readonly #write: (line: string) => Promise<void>;
   readonly #pending = new Map<string, _Pending>();
-  readonly #cancelled = new Set<string>();
+  /** Cancelled ids: a caller's cancellation watched until the call's deadline, or null (a timeout). */
+  readonly #cancelled = new Map<string, _Cancelled | null>();
+  /** Pings sent with a cancellation: the timers that report the server ignoring it. */
+  readonly #pings = new Map<string, ReturnType<typeof setTimeout>>();
+  readonly #onIgnored: (why: string) => void;
   #next = 0;
   #closed = false;
   #schemas = new Map<string, unknown>();
@@ -61,10 +98,19 @@ export class CallLane {
   #taskRequired = new Set<string>();
   #ajv?: AjvJsonSchemaValidator;
 
-  /** `write` sends one line (the channel's writer); `server` names it in errors. */
-  constructor(server: string, write: (line: string) => Promise<void>) {
+  /**
+   * `write` sends one line (the channel's writer); `server` names it in
+   * errors; `onIgnored` hears that the server ignores a cancellation (its
+   * owner then kills it).
+   */
+  constructor(
+    server: string,
+    write: (line: string) => Promise<void>,
+    onIgnored: (why: string) => void = () => {},
+  ) {
     this.#server = server;
     this.#write = write;
+    this.#onIgnored = onIgnored;
   }
 
   /**
@@ -97,14 +143,14 @@ export class CallLane {
       return Promise.reject(new McpError(ErrorCode.ConnectionClosed, "Connection closed"));
     }
     const signal = call.signal;
-    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (signal?.aborted) return Promise.reject(new CallCancelled(tool));
     const id = `${LANE_ID_PREFIX}${++this.#next}`;
     return new Promise((resolve, reject) => {
-      const cancel = (reason: unknown) => this.#cancel(id, reason);
-      const onAbort = () => cancel(signal!.reason);
+      const onAbort = () => this.#cancel(id, new CallCancelled(tool));
       const timer = setTimeout(
         () =>
-          cancel(
+          this.#cancel(
+            id,
             new McpError(ErrorCode.RequestTimeout, "Request timed out", {
               timeout: call.timeoutMs,
             }),
@@ -114,6 +160,7 @@ export class CallLane {
       signal?.addEventListener("abort", onAbort, { once: true });
       this.#pending.set(id, {
         tool,
+        deadline: performance.now() + call.timeoutMs,
         resolve,
         reject,
         onProgress: call.onProgress,
@@ -140,8 +187,13 @@ export class CallLane {
   response(message: Record<string, unknown>): boolean {
     const id = message.id;
     if (typeof id !== "string") return false;
+    const ping = this.#pings.get(id);
+    if (ping !== undefined) {
+      clearTimeout(ping);
+      return this.#pings.delete(id);
+    }
     const p = this.#settle(id);
-    if (!p) return this.#cancelled.delete(id);
+    if (!p) return this.#forget(id);
     const envelope = _envelopeProblem(message);
     if (envelope) {
       p.reject(new Error(this.#malformed(p.tool, envelope)));
@@ -176,6 +228,8 @@ export class CallLane {
    */
   progress(params: Record<string, unknown>): void {
     const p = this.#pending.get(params.progressToken as string);
+    const c = p ? undefined : this.#cancelled.get(params.progressToken as string);
+    if (c && performance.now() - c.at > CANCEL_GRACE_MS) c.working = true;
     const { progress, total, message } = params;
     if (
       !p?.onProgress || typeof progress !== "number" ||
@@ -190,6 +244,9 @@ export class CallLane {
   /** The channel closed: every open call fails as the SDK's would. */
   close(): void {
     this.#closed = true;
+    for (const timer of this.#pings.values()) clearTimeout(timer);
+    this.#pings.clear();
+    for (const id of [...this.#cancelled.keys()]) this.#forget(id);
     for (const id of [...this.#pending.keys()]) {
       this.#settle(id)?.reject(new McpError(ErrorCode.ConnectionClosed, "Connection closed"));
     }
@@ -208,20 +265,65 @@ export class CallLane {
     return p;
   }
 
-  #cancel(id: string, reason: unknown): void {
+  /**
+   * Give up call `id` (a timeout, or its caller's cancellation): the server
+   * is told, and after a cancellation asked for a `ping` it must answer
+   * within the grace, else it counts as ignoring the cancellation.
+   */
+  #cancel(id: string, reason: McpError | CallCancelled): void {
     const p = this.#settle(id);
     if (!p) return;
-    this.#cancelled.add(id);
-    if (this.#cancelled.size > _CANCELLED_KEPT) {
-      this.#cancelled.delete(this.#cancelled.values().next().value!);
-    }
-    const note = { requestId: id, reason: String(reason) };
-    this.#write(
-      JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: note }) + "\n",
-    ).catch(() => {});
-    p.reject(
-      reason instanceof McpError ? reason : new McpError(ErrorCode.RequestTimeout, String(reason)),
+    const byCaller = reason instanceof CallCancelled;
+    this.#cancelled.set(id, byCaller ? this.#watch(id, p) : null);
+    if (this.#cancelled.size > _CANCELLED_KEPT) this.#forget(this.#cancelled.keys().next().value!);
+    const note = { requestId: id, reason: reason.message };
+    this.#send({ jsonrpc: "2.0", method: "notifications/cancelled", params: note });
+    p.reject(reason);
+    if (!byCaller || this.#closed) return;
+    const ping = `${LANE_ID_PREFIX}${++this.#next}`;
+    this.#pings.set(
+      ping,
+      setTimeout(() => {
+        this.#pings.delete(ping);
+        if (!this.#closed) {
+          this.#onIgnored(
+            `a call to ${p.tool} was cancelled and the server did not answer a ping within ` +
+              `${CANCEL_GRACE_MS} ms`,
+          );
+        }
+      }, CANCEL_GRACE_MS),
     );
+    this.#send({ jsonrpc: "2.0", id: ping, method: "ping" });
+  }
+
+  /** At the cancelled call's own deadline, a server still working on it counts as ignoring it. */
+  #watch(id: string, p: _Pending): _Cancelled {
+    const c: _Cancelled = {
+      tool: p.tool,
+      at: performance.now(),
+      working: false,
+      timer: setTimeout(() => {
+        if (this.#cancelled.get(id) !== c) return;
+        this.#cancelled.set(id, null); // still known: a late answer is dropped quietly
+        if (c.working && !this.#closed) {
+          this.#onIgnored(
+            `it still worked on a cancelled call to ${c.tool} when the call's timeout passed`,
+          );
+        }
+      }, Math.max(0, p.deadline - performance.now())),
+    };
+    return c;
+  }
+
+  /** Forget cancelled call `id`; true when it was one. */
+  #forget(id: string): boolean {
+    const c = this.#cancelled.get(id);
+    if (c) clearTimeout(c.timer);
+    return this.#cancelled.delete(id);
+  }
+
+  #send(message: Record<string, unknown>): void {
+    this.#write(JSON.stringify(message) + "\n").catch(() => {});
   }
 
   /** `structuredContent` against the tool's `outputSchema`, as the SDK client checks it. */

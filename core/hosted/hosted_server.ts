@@ -4,7 +4,8 @@
  * stdio channel (./stdio_channel.ts) except for `tools/call`, which takes
  * corral's own lane on that channel (./call_lane.ts); restarted with
  * back-off after a crash, killed on a timeout (the next call starts it
- * again), and marked failed with the reason when it will not start or does
+ * again) or when it ignores a call's cancellation (./call_lane.ts; a
+ * cancelled call alone fails, its other calls go on), and marked failed with the reason when it will not start or does
  * not speak MCP.
  * Questions (sampling, elicitation), progress and logs go to the call that
  * is running.
@@ -41,7 +42,10 @@ export interface HostedServerHooks {
   /** The tools a start (or a `tools/list_changed`) listed. */
   onTools(tools: ToolDefinition[]): void;
   /** A refusal or a lifecycle event, for the audit log. */
-  onEvent(kind: ChannelEventKind | "crashed" | "failed" | "timeout", detail: string): void;
+  onEvent(
+    kind: ChannelEventKind | "crashed" | "failed" | "timeout" | "cancel_ignored",
+    detail: string,
+  ): void;
   /** A log line of the server (stderr, or a log notification outside a call). */
   onLog(text: string): void;
 }
@@ -153,7 +157,12 @@ export class HostedServer {
   async #connect(launched: Launched): Promise<[Client, CallLane]> {
     let garbage = 0;
     let tail = "";
-    const lane = new CallLane(this.#spec.entry.name, (line) => channel.write(line));
+    const lane = new CallLane(this.#spec.entry.name, (line) => channel.write(line), (why) => {
+      if (this.#lane !== lane) return;
+      // It ignores a cancellation: killed with its other calls; the next call starts it again.
+      this.#hooks.onEvent("cancel_ignored", why);
+      void this.stop();
+    });
     const channel: StdioChannel = new StdioChannel(launched.child, {
       lane,
       onEvent: (kind, detail, count) => {

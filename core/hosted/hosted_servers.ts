@@ -29,6 +29,7 @@ import {
   writeFailure,
   writeSeen,
 } from "./approvals.ts";
+import { CallCancelled } from "./call_lane.ts";
 import { type HostedCall, HostedServer } from "./hosted_server.ts";
 import { hostedResult, hostedTools, offeredName } from "./hosted_tools.ts";
 // @ts-types="@modelcontextprotocol/sdk/client/index"
@@ -188,6 +189,8 @@ export class HostedServers {
       const raw = await server.call(serverTool, args, ctx);
       return hostedResult(tool, raw, ctx.policy.max_output_bytes);
     } catch (err) {
+      // As corral's own tools report it (core/sandbox/sandbox.ts); the server keeps running.
+      if (err instanceof CallCancelled) return _error(failure(tool, "cancelled"), "cancelled");
       const timedOut = /timed out|timeout/i.test((err as Error).message);
       return _error(
         failure(
