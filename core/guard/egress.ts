@@ -40,6 +40,11 @@ export interface EgressRecord {
 export interface EgressOptions {
   /** The grant's `net` list (`host`, `host:port`, or `*`). */
   allowed: string[];
+  /**
+   * Where that list is set, when it is a hosted server's own
+   * (`servers.<name>`): a refusal names the operator's change.
+   */
+  listedIn?: string;
   /** Resolve a name to its addresses (default: `node:dns` lookup, every address). */
   resolve?: (hostname: string) => Promise<string[]>;
   /** Called once per connection when it ends (or is refused). */
@@ -94,7 +99,13 @@ export async function decideEgress(
       entry === `[${name}]:${port}` || entry === `[${name}]`;
   });
   if (!listed && !options.allowed.includes("*")) {
-    return { address: "", refused: `${host}:${port} is not on this tool's net list` };
+    return {
+      address: "",
+      refused: options.listedIn
+        ? `${host}:${port} is not on the net list of ${options.listedIn}: to allow it, add the ` +
+          `host to ${options.listedIn}.net in permissions.json`
+        : `${host}:${port} is not on this tool's net list`,
+    };
   }
   let addresses: string[];
   try {

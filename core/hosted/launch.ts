@@ -77,7 +77,7 @@ export async function launchServer(spec: LaunchSpec): Promise<Launched> {
   const { command, code, denoDir, system } = _command(entry, record, g, p, spec.workspace);
   if (denoDir) env.DENO_DIR = denoDir;
   let cmd = command;
-  const egress = g.net.length ? _startEgress(g.net, spec.onConnection) : undefined;
+  const egress = g.net.length ? _startEgress(g.net, p.where, spec.onConnection) : undefined;
   if (egress) {
     cmd = [
       rt.exec,
@@ -300,12 +300,13 @@ function _exists(p: string): boolean {
 /** The host side of the server's egress: a proxy on a socket in a private folder. */
 function _startEgress(
   allowed: string[],
+  listedIn: string,
   onConnection?: (r: EgressRecord) => void,
 ): { dir: string; close(): void } {
   const base = join(configDir(), "run");
   Deno.mkdirSync(base, { recursive: true, mode: 0o700 });
   const dir = Deno.makeTempDirSync({ dir: base, prefix: "egress-" });
-  const proxy = new EgressProxy({ allowed, onConnection });
+  const proxy = new EgressProxy({ allowed, listedIn, onConnection });
   proxy.listen(join(dir, "egress.sock"));
   let closed = false;
   return {

@@ -406,8 +406,14 @@ function _policyHint(error: string, catalog: Catalog, name: string): string {
   return error.replace(
     /Requires (read|write|run|net) access to "([^"]+)", run again with the --allow-\w+ flag/,
     (_m, kind: keyof typeof _LETTER, what: string) => {
-      const where = catalog.anyEntry(name)?.source.policy;
+      const source = catalog.anyEntry(name)?.source;
+      const where = source?.policy;
       const entry = where?.own ?? where?.where ?? "its toolset's entry";
+      // A hosted server holds a letter by its list alone: the list is the operator's change.
+      if (source?.kind === "server") {
+        return `server "${source.id}" may not ${kind} "${what}": to allow it, add it to ` +
+          `${entry}.${kind} in permissions.json`;
+      }
       return `this tool may not ${kind} "${what}": to allow it, give the tool the letter ` +
         `${_LETTER[kind]} and add it to "${kind}" of permissions.json ${entry}`;
     },
