@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { envVar } from "../config/env_var.ts";
 import type { ServerEntry } from "../config/server_config.ts";
 import { installStep, packageSpec } from "./install_step.ts";
@@ -53,19 +53,21 @@ export interface InstallRecord {
 
 /**
  * Where hosted servers are installed: `CORRAL_SERVERS_DIR`, else
- * `$XDG_CACHE_HOME/corral/servers`, else `~/.cache/corral/servers`.
+ * `$XDG_CACHE_HOME/corral/servers`, else `~/.cache/corral/servers`; always
+ * absolute (a relative value is taken from the current folder now, so the
+ * install records hold paths that work from any folder later).
  */
 export function serversDir(): string {
   const explicit = envVar("CORRAL_SERVERS_DIR");
-  if (explicit) return explicit;
+  if (explicit) return resolve(explicit);
   const xdg = envVar("XDG_CACHE_HOME");
-  return join(xdg || join(envVar("HOME") || "/root", ".cache"), "corral", "servers");
+  return resolve(xdg || join(envVar("HOME") || "/root", ".cache"), "corral", "servers");
 }
 
-/** The folder of one package at one version. */
+/** The folder of one package at one version (absolute: a relative `root` is resolved). */
 export function installDir(entry: ServerEntry, root = serversDir()): string {
   const name = entry.package.replace(/[^A-Za-z0-9._-]+/g, "+");
-  return join(root, `${entry.kind}-${name}@${entry.version}`);
+  return resolve(root, `${entry.kind}-${name}@${entry.version}`);
 }
 
 /** The install record of `entry`, or why there is none (not installed). */

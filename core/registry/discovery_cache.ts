@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { localModuleGraph } from "../sandbox/module_graph.ts";
 import type { ModuleMeta } from "../sandbox/protocol.ts";
 import type { Reporter } from "../tool/reporter.ts";
@@ -33,10 +33,11 @@ interface _StatEntry {
 export function defaultCacheDir(): string | null {
   try {
     const explicit = Deno.env.get("CORRAL_CACHE_DIR");
-    if (explicit !== undefined) return explicit === "" ? null : explicit;
+    // Absolute: a relative value means the current folder, now (as CORRAL_CONFIG_DIR).
+    if (explicit !== undefined) return explicit === "" ? null : resolve(explicit);
     const xdg = Deno.env.get("XDG_CACHE_HOME");
     const home = Deno.env.get("HOME");
-    if (xdg) return join(xdg, "corral");
+    if (xdg) return resolve(xdg, "corral");
     if (home) return join(home, ".cache", "corral");
   } catch { /* no env permission */ }
   return null;

@@ -111,12 +111,14 @@ export class Registry {
     this.problems = this.#catalog.problems;
     this.warnings = this.#catalog.warnings;
     const auditPath = options.auditPath ? resolve(options.auditPath) : undefined;
-    const installs = options.serversDir ?? serversDir();
+    // Absolute, as the other folders: a relative option means the current folder, now.
+    const installs = resolve(options.serversDir ?? serversDir());
+    const approvals = options.approvalsDir ? resolve(options.approvalsDir) : undefined;
     this.trusted = [
       ...trustBase({ policyFile: policy.file, cacheDir, auditPath, workspace }),
       ...(options.trusted ?? []),
       ...(options.servers?.length ? [{ path: installs, what: "the hosted servers" }] : []),
-      ...(options.approvalsDir ? [{ path: options.approvalsDir, what: "the approvals" }] : []),
+      ...(approvals ? [{ path: approvals, what: "the approvals" }] : []),
     ];
     const namespace = (source: ToolsetSource, grant: Grant) => {
       if (source.policy.isolation !== "process") return undefined;
@@ -148,7 +150,7 @@ export class Registry {
       reporter,
       onConnection: (server, r) => this.#runner.auditConnection(server, r),
       onChanged: (server) => this.#loadServer(server, bwrap),
-      ...(options.approvalsDir ? { approvalsDir: options.approvalsDir } : {}),
+      ...(approvals ? { approvalsDir: approvals } : {}),
       serversDir: installs,
     });
     this.#runner = new CallRunner({

@@ -1,0 +1,125 @@
+// A relative CORRAL_SERVERS_DIR (or XDG_CACHE_HOME, CORRAL_CACHE_DIR, or a
+// relative serversDir / approvalsDir option) means the folder it was given
+// in, at that moment: corral resolves it to an absolute path where it is
+// read, so an install records paths that still work from another folder,
+// and the folders hidden from tools are absolute.
+import assert from "node:assert/strict";
+import { isAbsolute, join, resolve } from "node:path";
+import { parseConfig } from "../core/config/corral_config.ts";
+import { installDir, installed, serversDir } from "../core/hosted/install.ts";
+import { defaultCacheDir } from "../core/registry/discovery_cache.ts";
+import { hostedLayout, hostedRegistry, ROOT } from "./_hosted_helpers.ts";
+
+const MEMORY = "@modelcontextprotocol/server-memory@2026.8.31";
+
+/** Run `fn` with `vars` set (undefined: unset), then put the environment back. */
+function _withEnv<T>(vars: Record<string, string | undefined>, fn: () => T): T {
+  const before = Object.fromEntries(Object.keys(vars).map((k) => [k, Deno.env.get(k)]));
+  const set = (v: Record<string, string | undefined>) => {
+    for (const [k, x] of Object.entries(v)) {
+      x === undefined ? Deno.env.delete(k) : Deno.env.set(k, x);
+    }
+  };
+  set(vars);
+  try {
+    return fn();
+  } finally {
+    set(before);
+  }
+}
+
+Deno.test("relative servers and cache folders resolve against the current folder to absolute paths", () => {
+  const cwd = Deno.cwd();
+  _withEnv({ CORRAL_SERVERS_DIR: "rel/servers" }, () => {
+    assert.equal(serversDir(), resolve(cwd, "rel/servers"));
+  });
+  _withEnv({ CORRAL_SERVERS_DIR: undefined, XDG_CACHE_HOME: "relcache" }, () => {
+    assert.equal(serversDir(), resolve(cwd, "relcache/corral/servers"));
+  });
+  _withEnv({ CORRAL_CACHE_DIR: "rel/cache" }, () => {
+    assert.equal(defaultCacheDir(), resolve(cwd, "rel/cache"));
+  });
+  _withEnv({ CORRAL_CACHE_DIR: undefined, XDG_CACHE_HOME: "relcache" }, () => {
+    assert.equal(defaultCacheDir(), resolve(cwd, "relcache/corral"));
+  });
+  const [e] = parseConfig(
+    JSON.stringify({ servers: { memory: { npm: MEMORY } } }),
+    "/nowhere/corral.json",
+  ).servers;
+  const dir = installDir(e, "rel");
+  assert.ok(isAbsolute(dir), dir);
+  assert.equal(dir, resolve(cwd, "rel", "npm-+modelcontextprotocol+server-memory@2026.8.31"));
+});
+
+Deno.test("an install under a relative CORRAL_SERVERS_DIR records absolute paths that work from another folder", async () => {
+  await using l = await hostedLayout();
+  const [from, other] = [join(l.base, "from"), join(l.base, "other")];
+  await Deno.mkdir(from);
+  await Deno.mkdir(other);
+  // `corral servers install` as a user runs it: in one folder, with a relative value.
+  const script = `
+    import { parseConfig } from "${ROOT}core/config/corral_config.ts";
+    import { installServer } from "${ROOT}core/hosted/install.ts";
+    const [e] = parseConfig(JSON.stringify({ servers: { memory: { npm: "${MEMORY}" } } }),
+      "/nowhere/corral.json").servers;
+    console.log(JSON.stringify(await installServer(e)));`;
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--config", join(ROOT, "deno.json"), script],
+    cwd: from,
+    env: { CORRAL_SERVERS_DIR: "rel" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  const record = JSON.parse(new TextDecoder().decode(out.stdout));
+  for (const p of [record.dir, record.lock]) {
+    assert.ok(isAbsolute(p), `a relative path was recorded: ${p}`);
+    assert.ok(p.startsWith(join(from, "rel") + "/"), p);
+  }
+  // Read back from another folder: the record and the paths it holds are found.
+  const back = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "eval",
+      "--config",
+      join(ROOT, "deno.json"),
+      `import { installServer } from "${ROOT}core/hosted/install.ts";
+       import { parseConfig } from "${ROOT}core/config/corral_config.ts";
+       const [e] = parseConfig(JSON.stringify({ servers: { memory: { npm: "${MEMORY}" } } }),
+         "/nowhere/corral.json").servers;
+       const r = await installServer(e, "${join(from, "rel")}");
+       await Deno.stat(r.dir); await Deno.stat(r.lock);
+       console.log(r.time);`,
+    ],
+    cwd: other,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.ok(back.success, new TextDecoder().decode(back.stderr));
+  // The same install (not made again): its time is the first one's.
+  assert.equal(new TextDecoder().decode(back.stdout).trim(), record.time);
+  const [e] = parseConfig(
+    JSON.stringify({ servers: { memory: { npm: MEMORY } } }),
+    "/nowhere/corral.json",
+  ).servers;
+  assert.equal(typeof installed(e, join(from, "rel")), "object");
+});
+
+Deno.test("a registry given relative servers and approvals folders hides them from tools by absolute path", async () => {
+  await using l = await hostedLayout();
+  const cwd = Deno.cwd();
+  const { registry } = await hostedRegistry(
+    l,
+    { hostile: { command: [Deno.execPath(), "--version"] } },
+    {},
+    {},
+    { serversDir: "relservers", approvalsDir: "relapprovals" } as { serversDir: string },
+  );
+  try {
+    const paths = registry.trusted.map((t) => t.path);
+    assert.ok(paths.includes(resolve(cwd, "relservers")), paths.join(" "));
+    assert.ok(paths.includes(resolve(cwd, "relapprovals")), paths.join(" "));
+    for (const p of paths) assert.ok(isAbsolute(p), `a relative trusted path: ${p}`);
+  } finally {
+    await registry.close();
+  }
+});
