@@ -3,12 +3,16 @@
  * flushed per call (reading and summing it up: ./audit_query.ts).
  *
  * A line is written with ONE append-mode write of the whole line (the file
- * is opened `O_APPEND`, so the kernel places each write at the end), and
- * writes of one process are queued, so concurrent calls never interleave a
- * line.
+ * is opened `O_APPEND` by its path for each line, so the kernel places each
+ * write at the end, and a log rotated, removed or replaced is followed at
+ * once), and the writes of one process are synchronous, one after another,
+ * so concurrent calls never interleave a line. The price of synchronous
+ * writes: a log on a file system that hangs holds up the whole process, not
+ * only the calls waiting for their lines (a local file takes ≈ 3 µs).
  *
  * @module
  */
+import { createHash } from "node:crypto";
 import { faultOf, type ToolResult } from "../tool/result.ts";
 import type { Grant } from "../tool/tool.ts";
 import { boundedJson, canonicalJson } from "./audit_json.ts";
@@ -126,9 +130,25 @@ export interface AuditConnectionRecord extends Partial<AuditWho> {
  * ```
  */
 export async function digestArgs(value: unknown): Promise<string> {
+  // WebCrypto here, node:crypto in sha256Hex: the tests compare the two.
   const bytes = new TextEncoder().encode(canonicalJson(value));
   const digest = await crypto.subtle.digest("SHA-256", bytes);
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * SHA-256 (hex) of `bytes`, synchronously: what every audit line uses
+ * (`crypto.subtle.digest` is an async op, ≈ 25 µs a call against ≈ 1 µs).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { sha256Hex } from "./audit.ts";
+ * assert.ok(sha256Hex(new Uint8Array()).startsWith("e3b0c442"));
+ * ```
+ */
+export function sha256Hex(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
 }
 
 /**
@@ -195,7 +215,6 @@ export function outcomeOf(result: ToolResult): AuditOutcome {
  */
 export class AuditLog {
   readonly path: string;
-  #queue: Promise<void> = Promise.resolve();
 
   constructor(path: string) {
     this.path = path;
@@ -204,26 +223,34 @@ export class AuditLog {
   /**
    * Throw when a line could not be written now (the file cannot be opened
    * for appending): the caller refuses the call instead of running it
-   * unaudited.
+   * unaudited. Synchronous open and close (≈ 2 µs; the async ones cost
+   * ≈ 16 µs and an event-loop turn at every call).
    */
-  async check(): Promise<void> {
-    const f = await Deno.open(this.path, { append: true, create: true });
-    f.close();
+  check(): Promise<void> {
+    try {
+      Deno.openSync(this.path, { append: true, create: true }).close();
+      return Promise.resolve();
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
   /**
-   * Append one record as one line (one write, append mode). Encoding never
-   * throws: a record JSON cannot hold is written with its `args` replaced
-   * by a marker (or, failing that, its plain fields only); only a failed
-   * write rejects.
+   * Append one record as one line (one write, append mode: the file is
+   * opened `O_APPEND` for it, by its path, as {@link check} did). Encoding
+   * never throws: a record JSON cannot hold is written with its `args`
+   * replaced by a marker (or, failing that, its plain fields only); only a
+   * failed write rejects. The write is synchronous (open, one write, close:
+   * ≈ 3 µs against ≈ 35 µs for the async one), so the lines of one process
+   * are written one after another in call order, never interleaved.
    */
   append(record: AuditRecord | AuditConnectionRecord | AuditAskRecord): Promise<void> {
-    const line = _encodeLine(record);
-    const next = this.#queue.then(() =>
-      Deno.writeTextFile(this.path, line, { append: true, create: true })
-    );
-    this.#queue = next.catch(() => {});
-    return next;
+    try {
+      Deno.writeTextFileSync(this.path, _encodeLine(record), { append: true, create: true });
+      return Promise.resolve();
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 }
 

@@ -12,6 +12,7 @@ import {
   parseSince,
   parseTime,
   readAudit,
+  sha256Hex,
   summarizeAudit,
 } from "./audit.ts";
 import { failure, withFault } from "../tool/result.ts";
@@ -237,4 +238,54 @@ Deno.test("summarizeAudit counts outcomes and the median duration per tool", () 
   const table = formatAuditSummary(rows).split("\n");
   assert.match(table[0], /^tool\s+calls\s+success\s+failure\s+error\s+denied\s+p50_ms$/);
   assert.match(table[1], /^A\s+4\s+1\s+0\s+2\s+1\s+5$/);
+});
+
+Deno.test("sha256Hex (node:crypto, synchronous) equals WebCrypto's SHA-256 on any bytes", async () => {
+  let seed = 11;
+  for (let n = 0; n < 300; n++) {
+    const bytes = new Uint8Array(n * 7).map(() =>
+      (seed = (seed * 1103515245 + 12345) % 2 ** 31) & 255
+    );
+    const web = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+    const hex = Array.from(web, (b) => b.toString(16).padStart(2, "0")).join("");
+    assert.equal(sha256Hex(bytes), hex, `${bytes.length} bytes`);
+  }
+});
+
+Deno.test("AuditLog follows its path: a log rotated or removed gets the next line in a new file, a path turned folder refuses", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/audit.jsonl`;
+  try {
+    const log = new AuditLog(path);
+    await log.check();
+    await log.append(_rec("A", "success", 1));
+    await Deno.rename(path, `${path}.1`); // rotated
+    await log.check();
+    await log.append(_rec("B", "success", 1));
+    await Deno.remove(path); // removed
+    await log.append(_rec("C", "success", 1));
+    assert.deepEqual((await readAudit(`${path}.1`)).records.map((r) => r.tool), ["A"]);
+    assert.deepEqual((await readAudit(path)).records.map((r) => r.tool), ["C"]);
+    await Deno.remove(path);
+    await Deno.mkdir(path); // no line can be appended: check and append both reject
+    await assert.rejects(() => log.check());
+    await assert.rejects(() => log.append(_rec("D", "success", 1)));
+    await Deno.remove(path);
+    // 1000 lines appended at once from two logs on one file: each whole, none lost.
+    const other = new AuditLog(path);
+    await Promise.all(
+      Array.from(
+        { length: 1000 },
+        (_, i) => (i % 2 ? log : other).append(_rec(`T${i}`, "success", i)),
+      ),
+    );
+    const lines = (await Deno.readTextFile(path)).split("\n").filter(Boolean);
+    assert.equal(lines.length, 1000);
+    assert.deepEqual(
+      lines.map((l) => JSON.parse(l).tool),
+      Array.from({ length: 1000 }, (_, i) => `T${i}`),
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

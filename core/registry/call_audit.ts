@@ -14,6 +14,7 @@ import {
   boundedJson,
   canonicalJson,
   classifyResult,
+  sha256Hex,
 } from "../guard/audit.ts";
 import type { EgressRecord } from "../guard/egress.ts";
 import { redact, scrubText } from "../guard/redact.ts";
@@ -21,6 +22,8 @@ import type { AskKind } from "../sandbox/protocol.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import type { ToolResult } from "../tool/result.ts";
 import type { Catalog } from "./catalog.ts";
+
+const _ENCODER = new TextEncoder();
 
 /** The identity of calls that name none: the command line, stdio, the library. */
 export const LOCAL_IDENTITY = "local";
@@ -120,8 +123,7 @@ export class CallAudit {
     const { audit, catalog, reporter, secrets } = this.#o;
     const entry = catalog.anyEntry(name);
     const info = entry?.info;
-    const canonical = new TextEncoder().encode(canonicalJson(args ?? null));
-    const digest = await crypto.subtle.digest("SHA-256", canonical);
+    const canonical = _ENCODER.encode(canonicalJson(args ?? null));
     try {
       await audit.append({
         time,
@@ -133,8 +135,7 @@ export class CallAudit {
         grant: info ? { ...info.grant } : null,
         isolation: info?.isolation ?? "",
         ...(info?.jail ? { jail: info.jail } : {}),
-        args_sha256: Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0"))
-          .join(""),
+        args_sha256: sha256Hex(canonical),
         args_bytes: canonical.length,
         ..._shownArgs(args, entry?.source.policy, secrets),
         duration_ms: Math.round((performance.now() - started) * 1000) / 1000,

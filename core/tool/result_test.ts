@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { capResult, failure, normalizeResult, type ToolResult } from "./result.ts";
+import { capResult, failure, jsonBytesBound, normalizeResult, type ToolResult } from "./result.ts";
 
 function _size(value: unknown): number {
   return new TextEncoder().encode(JSON.stringify(value)).length;
@@ -216,4 +216,76 @@ Deno.test("capResult does not split a multi-byte character into a replacement ch
   const capped = capResult({ success: true, output: "é😀".repeat(5000) }, 2048);
   assert.ok(!(capped.output as string).includes("\uFFFD"), "output has U+FFFD");
   assert.ok(_size(capped) <= 2048, `capped result is ${_size(capped)} bytes`);
+});
+
+Deno.test("jsonBytesBound is never below the real JSON size: escapes, surrogates, emoji, numbers, nesting", () => {
+  const units = [
+    "\u0000",
+    "\u001f",
+    '"',
+    "\\",
+    "\n",
+    "é",
+    "€",
+    "😀",
+    "\ud800",
+    "\udfff",
+    "a",
+    "\u2028",
+  ];
+  let seed = 7;
+  const rnd = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+  const str = () => Array.from({ length: rnd(40) }, () => units[rnd(units.length)]).join("");
+  const value = (depth: number): unknown => {
+    const k = rnd(depth > 5 ? 4 : 7);
+    if (k === 0) return str();
+    if (k === 1) return [-1.7976931348623157e308, 5e-324, -2.2250738585072014e-308, NaN][rnd(4)];
+    if (k === 2) return [true, false, null, undefined][rnd(4)];
+    if (k === 3) return rnd(2) ? str() : -0;
+    if (k === 4) return Array.from({ length: rnd(6) }, () => value(depth + 1));
+    const o: Record<string, unknown> = rnd(2) ? {} : Object.create(null);
+    for (let i = rnd(6); i > 0; i--) o[str()] = value(depth + 1);
+    return o;
+  };
+  for (let i = 0; i < 3000; i++) {
+    const v = { success: true, result: value(0) };
+    const bytes = new TextEncoder().encode(JSON.stringify(v)).length;
+    const bound = jsonBytesBound(v, 1e9);
+    assert.ok(bound >= bytes, `bound ${bound} < ${bytes} for ${JSON.stringify(v).slice(0, 200)}`);
+  }
+});
+
+Deno.test("capResult still encodes what the bound cannot vouch for: toJSON, bigints, cycles, throwing getters, class instances", () => {
+  // A toJSON that inflates the result: the bound refuses to guess, so the cap still applies.
+  const inflating = { success: true, output: { toJSON: () => "x".repeat(100_000) } } as ToolResult;
+  const capped = capResult(inflating, 4096);
+  assert.equal(capped.truncated, true);
+  assert.ok(_size(capped) <= 4096);
+  assert.equal(jsonBytesBound(inflating, 1e9), Infinity);
+  // What JSON.stringify throws on still throws (the callers' behaviour is unchanged).
+  assert.throws(() => capResult({ success: true, n: 1n } as unknown as ToolResult, 1e6), TypeError);
+  const cycle: Record<string, unknown> = { success: true };
+  cycle.self = cycle;
+  assert.throws(() => capResult(cycle as ToolResult, 1e6), TypeError);
+  const getter = Object.defineProperty({ success: true }, "boom", {
+    enumerable: true,
+    get() {
+      throw new Error("getter");
+    },
+  });
+  assert.throws(() => capResult(getter as ToolResult, 1e6), /getter/);
+  class Big {
+    get text() {
+      return "y".repeat(100_000);
+    }
+    toJSON() {
+      return { text: this.text };
+    }
+  }
+  assert.equal(capResult({ success: true, v: new Big() } as ToolResult, 4096).truncated, true);
+  assert.equal(jsonBytesBound({ at: new Map() }, 1e9), Infinity);
+  // Over the limit the bound gives up early (Infinity), and the real size decides.
+  const near = { success: true, output: "a".repeat(1000) };
+  assert.equal(jsonBytesBound(near, 2000), Infinity);
+  assert.equal(capResult(near, 2000), near);
 });
