@@ -4,7 +4,7 @@
 // read, so an install records paths that still work from another folder,
 // and the folders hidden from tools are absolute.
 import assert from "node:assert/strict";
-import { isAbsolute, join, resolve } from "node:path";
+import { isAbsolute, join, relative, resolve } from "node:path";
 import { parseConfig } from "../core/config/corral_config.ts";
 import { installDir, installed, serversDir } from "../core/hosted/install.ts";
 import { defaultCacheDir } from "../core/registry/discovery_cache.ts";
@@ -104,20 +104,26 @@ Deno.test("an install under a relative CORRAL_SERVERS_DIR records absolute paths
   assert.equal(typeof installed(e, join(from, "rel")), "object");
 });
 
-Deno.test("a registry given relative servers and approvals folders hides them from tools by absolute path", async () => {
+Deno.test("a registry given relative servers, approvals and cache folders hides them from tools by absolute path", async () => {
   await using l = await hostedLayout();
   const cwd = Deno.cwd();
+  // Relative to the current folder, pointing into the layout (the cache gets a file).
+  const [servers, approvals, cache] = ["servers", "approvals", "cache"].map((d) =>
+    relative(cwd, join(l.base, d))
+  );
+  assert.ok(!isAbsolute(cache), cache);
   const { registry } = await hostedRegistry(
     l,
     { hostile: { command: [Deno.execPath(), "--version"] } },
     {},
     {},
-    { serversDir: "relservers", approvalsDir: "relapprovals" } as { serversDir: string },
+    { serversDir: servers, approvalsDir: approvals, cacheDir: cache } as { serversDir: string },
   );
   try {
     const paths = registry.trusted.map((t) => t.path);
-    assert.ok(paths.includes(resolve(cwd, "relservers")), paths.join(" "));
-    assert.ok(paths.includes(resolve(cwd, "relapprovals")), paths.join(" "));
+    for (const d of ["servers", "approvals", "cache"]) {
+      assert.ok(paths.includes(join(l.base, d)), `${d}: ${paths.join(" ")}`);
+    }
     for (const p of paths) assert.ok(isAbsolute(p), `a relative trusted path: ${p}`);
   } finally {
     await registry.close();

@@ -201,7 +201,9 @@ export class Registry {
     const policy = options.policy ??
       await loadPolicy({ file: options.policyFile, workspace });
     const host = options.host ?? hostPrivileges(options.privileges ?? "rwxn");
-    const cacheDir = options.cacheDir === undefined ? defaultCacheDir() : options.cacheDir;
+    const cacheDir = options.cacheDir === undefined
+      ? defaultCacheDir()
+      : options.cacheDir && resolve(options.cacheDir);
     const bwrap = options.bwrap === undefined
       ? await findBwrap({ cacheFile: cacheDir ? join(cacheDir, "bwrap.json") : undefined })
       : options.bwrap ?? undefined;
