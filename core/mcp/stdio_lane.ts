@@ -14,9 +14,6 @@ import { FastCalls } from "./fast_call.ts";
 import type { CorralMcpServer } from "./mcp_server.ts";
 import { LineStream } from "./stdio_limit.ts";
 
-const _CALL = Buffer.from('"tools/call"');
-const _CANCEL = Buffer.from('"notifications/cancelled"');
-
 /**
  * Connect `mcp` to `lines` (complete lines) and `stdout`, with the fast
  * lane in front of the SDK transport. Returns the lane (closed with the
@@ -57,9 +54,14 @@ export async function connectStdio(
  * `tools/call` or `notifications/cancelled`), else undefined.
  */
 export function laneCandidate(line: Buffer): unknown {
-  if (line.indexOf(_CALL) < 0 && line.indexOf(_CANCEL) < 0) return undefined;
+  // Decoded first and searched as text (two Buffer searches cost more than the decoding): the
+  // names are ASCII, and UTF-8 decoding keeps every ASCII byte and makes no ASCII of others.
+  const text = line.toString("utf8");
+  if (!text.includes('"tools/call"') && !text.includes('"notifications/cancelled"')) {
+    return undefined;
+  }
   try {
-    return JSON.parse(line.toString("utf8"));
+    return JSON.parse(text);
   } catch {
     return undefined;
   }

@@ -13,6 +13,8 @@ import { Buffer } from "node:buffer";
 import process from "node:process";
 import { EventEmitter } from "node:events";
 
+const _indexOf = Uint8Array.prototype.indexOf;
+
 /**
  * A stream of the complete lines of `input` that are at most `maxBytes`
  * long; for every longer one, `onOversized(idText, bytes)` is called with
@@ -48,7 +50,8 @@ export function limitLines(
   const feed = (chunk: Buffer) => {
     let at = 0;
     while (at < chunk.length) {
-      const nl = chunk.indexOf(10, at);
+      // The typed array's own search: Buffer's indexOf goes through node's layer (≈ 2 µs a call).
+      const nl = _indexOf.call(chunk, 10, at);
       const end = nl < 0 ? chunk.length : nl;
       const piece = chunk.subarray(at, end);
       size += piece.length;
@@ -143,7 +146,9 @@ function _stdin(): NodeJS.ReadableStream {
   (async () => {
     try {
       for (let n = await Deno.stdin.read(buf); n !== null; n = await Deno.stdin.read(buf)) {
-        events.emit("data", Buffer.from(buf.subarray(0, n)));
+        // A native copy, then a Buffer view of it: Buffer.from(a Uint8Array) copies in node's layer.
+        const copy = buf.slice(0, n);
+        events.emit("data", Buffer.from(copy.buffer, 0, n));
       }
     } catch (err) {
       events.emit("error", err);
