@@ -75,6 +75,7 @@ interface _Pending {
   tool: string;
   /** When the call's own timeout passes (performance.now()). */
   deadline: number;
+  timeoutMs: number;
   resolve(result: Record<string, unknown>): void;
   reject(error: unknown): void;
   onProgress?: LaneCall["onProgress"];
@@ -93,6 +94,13 @@ export class CallLane {
   readonly #onIgnored: (why: string) => void;
   #next = 0;
   #closed = false;
+  /**
+   * One timer for every open call's timeout, armed for the earliest
+   * deadline: a call costs no timer of its own (a setTimeout and a
+   * clearTimeout each, ≈ 10 µs a call in a profile of a busy process).
+   */
+  #timer?: ReturnType<typeof setTimeout>;
+  #timerAt = Infinity;
   #schemas = new Map<string, unknown>();
   #validators = new Map<string, _Validate>();
   #taskRequired = new Set<string>();
@@ -147,28 +155,18 @@ export class CallLane {
     const id = `${LANE_ID_PREFIX}${++this.#next}`;
     return new Promise((resolve, reject) => {
       const onAbort = () => this.#cancel(id, new CallCancelled(tool));
-      const timer = setTimeout(
-        () =>
-          this.#cancel(
-            id,
-            new McpError(ErrorCode.RequestTimeout, "Request timed out", {
-              timeout: call.timeoutMs,
-            }),
-          ),
-        call.timeoutMs,
-      );
       signal?.addEventListener("abort", onAbort, { once: true });
+      const deadline = performance.now() + call.timeoutMs;
       this.#pending.set(id, {
         tool,
-        deadline: performance.now() + call.timeoutMs,
+        deadline,
+        timeoutMs: call.timeoutMs,
         resolve,
         reject,
         onProgress: call.onProgress,
-        done: () => {
-          clearTimeout(timer);
-          signal?.removeEventListener("abort", onAbort);
-        },
+        done: () => signal?.removeEventListener("abort", onAbort),
       });
+      this.#arm(deadline);
       const params = {
         name: tool,
         arguments: args ?? {},
@@ -244,6 +242,8 @@ export class CallLane {
   /** The channel closed: every open call fails as the SDK's would. */
   close(): void {
     this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
     for (const timer of this.#pings.values()) clearTimeout(timer);
     this.#pings.clear();
     for (const id of [...this.#cancelled.keys()]) this.#forget(id);
@@ -255,6 +255,33 @@ export class CallLane {
   /** How many calls are open (for tests). */
   get open(): number {
     return this.#pending.size;
+  }
+
+  /** The lane's timer fires at `deadline` at the latest (a later one is left as it is). */
+  #arm(deadline: number): void {
+    if (this.#closed || (this.#timer !== undefined && this.#timerAt <= deadline)) return;
+    clearTimeout(this.#timer);
+    this.#timerAt = deadline;
+    this.#timer = setTimeout(() => this.#expire(), Math.max(0, deadline - performance.now()));
+  }
+
+  /**
+   * The lane's timer fired: every open call whose deadline passed times
+   * out; the timer is armed again for the earliest open deadline, if any.
+   */
+  #expire(): void {
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    for (const [id, p] of [...this.#pending]) {
+      if (p.deadline > now) next = Math.min(next, p.deadline);
+      else {
+        const data = { timeout: p.timeoutMs };
+        this.#cancel(id, new McpError(ErrorCode.RequestTimeout, "Request timed out", data));
+      }
+    }
+    if (next < Infinity) this.#arm(next);
   }
 
   #settle(id: string): _Pending | undefined {

@@ -117,6 +117,25 @@ Deno.test("call lane: a response after a timeout or an abort is dropped, and the
   );
 });
 
+Deno.test("call lane: each call times out at its own deadline, whatever the calls around it", async () => {
+  await using rig = _rig();
+  // A long deadline first, then a short one: the short call still times out (the lane's one
+  // timer is armed again for the earlier deadline), and the long one is answered.
+  const long = rig.lane.call("slow", { ms: 900 }, { timeoutMs: 20_000 });
+  const short = rig.lane.call("slow", { ms: 600 }, { timeoutMs: 100 }).catch((e) => e);
+  const err = await short;
+  assert.ok(err instanceof McpError && err.code === ErrorCode.RequestTimeout, String(err));
+  assert.deepEqual(err.data, { timeout: 100 });
+  assert.equal(_text(await long), "late");
+  // After timers fired and calls ended, again: answered calls are not timed out, late ones are.
+  for (let i = 0; i < 3; i++) {
+    assert.equal(_text(await rig.lane.call("echo", { i }, { timeoutMs: 150 })), `echo {"i":${i}}`);
+    const late = await rig.lane.call("slow", { ms: 500 }, { timeoutMs: 50 }).catch((e) => e);
+    assert.ok(late instanceof McpError && late.code === ErrorCode.RequestTimeout, String(late));
+  }
+  assert.equal(rig.lane.open, 0);
+});
+
 Deno.test("call lane: progress with a foreign token is not delivered to the call", async () => {
   await using rig = _rig();
   // Another call's token, once it is finished, is foreign too.
