@@ -3,8 +3,9 @@
  * itself (and so the server) on a message over 10 MiB; corral reads stdin
  * itself, passes complete lines under the limit through, and answers an
  * oversized one with a JSON-RPC error (`-32600`, naming its size and the
- * limit), then keeps serving. It reads `Deno.stdin` directly: node's
- * `process.stdin` stream cost ≈ 25 µs more per message (bench/analysis.md,
+ * limit), then keeps serving. It reads stdin without node's streams: a pipe
+ * or socket through node:net's handle, else `Deno.stdin` (node's
+ * `process.stdin` stream cost ≈ 25 µs more per message; bench/analysis.md,
  * Goal 9b).
  *
  * @module
@@ -12,6 +13,8 @@
 import { Buffer } from "node:buffer";
 import process from "node:process";
 import { EventEmitter } from "node:events";
+import { closeSync, fstatSync, openSync } from "node:fs";
+import { Socket } from "node:net";
 
 const _indexOf = Uint8Array.prototype.indexOf;
 
@@ -137,10 +140,55 @@ export function limitedStdin(maxBytes: number): LineStream {
 }
 
 /**
- * `Deno.stdin` as the events {@link limitLines} reads: `data` (a copy of
- * each read), then `end` (also after a read error, reported first as `error`).
+ * stdin as the events {@link limitLines} reads: `data`, then `end` (also
+ * after a read error, reported first as `error`). A pipe or a socket is read
+ * by node:net on the event loop's own poller (a read when it is readable);
+ * anything else (a file, /dev/null, a TTY) by `Deno.stdin.read`, which
+ * reads on a blocking thread: for each read a dup of fd 0, a thread woken
+ * and a close, ≈ 60 µs more per hosted call on a busy machine (bench/analysis.md, Goal 9b).
  */
 function _stdin(): NodeJS.ReadableStream {
+  return _isPipe(0) ? _pipeStdin() : _denoStdin();
+}
+
+/** Whether `fd` is a pipe or a socket (what node:net reads); false when unknown. */
+function _isPipe(fd: number): boolean {
+  try {
+    const stat = fstatSync(fd);
+    return stat.isFIFO() || stat.isSocket();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A pipe or socket on fd 0 read through node:net (non-blocking, as node
+ * reads its own stdin). node:net closes fd 0 when it is done; /dev/null is
+ * put back in its place, so fd 0 is never free for an unrelated file.
+ */
+function _pipeStdin(): NodeJS.ReadableStream {
+  const events = new EventEmitter();
+  const socket = new Socket({ fd: 0, readable: true, writable: false });
+  socket.on("data", (chunk: Buffer) => events.emit("data", chunk));
+  socket.on("error", (err: Error) => events.emit("error", err));
+  // After the end of input or a read error node:net closes the socket, and fd 0 with it.
+  socket.on("close", () => {
+    _refillStdin();
+    events.emit("end");
+  });
+  return events as unknown as NodeJS.ReadableStream;
+}
+
+/** /dev/null on fd 0 when it was closed (another fd it got is closed again). */
+function _refillStdin(): void {
+  try {
+    const fd = openSync("/dev/null", "r");
+    if (fd !== 0) closeSync(fd);
+  } catch { /* fd 0 stays closed: nothing reads it any more */ }
+}
+
+/** `Deno.stdin` read into one buffer, each read passed on as a copy. */
+function _denoStdin(): NodeJS.ReadableStream {
   const events = new EventEmitter();
   const buf = new Uint8Array(64 * 1024);
   (async () => {
