@@ -137,8 +137,8 @@ async function _runtimeFiles(): Promise<RuntimeFiles> {
   const exec = Deno.realPathSync(Deno.execPath());
   const libDirs = new Set<string>();
   try {
-    const out = await new Deno.Command("ldd", { args: [exec], stdout: "piped", stderr: "null" })
-      .output();
+    const io = { stdin: "null", stdout: "piped", stderr: "null" } as const;
+    const out = await new Deno.Command("ldd", { args: [exec], ...io }).output();
     for (const line of new TextDecoder().decode(out.stdout).split("\n")) {
       const m = line.match(/(\/\S+)\s+\(0x/);
       if (m) libDirs.add(dirname(m[1]));

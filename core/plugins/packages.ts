@@ -145,6 +145,7 @@ export async function installPlugin(
       ...importHosts(spec).map((h) => `--allow-import=${h}`),
       target,
     ],
+    stdin: "null",
     stdout: "piped",
     stderr: "piped",
   });
