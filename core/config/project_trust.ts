@@ -12,8 +12,8 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
 import { dirname, join } from "node:path";
+import { sha256Hex } from "../guard/sha256.ts";
 import { ConfigError } from "../tool/errors.ts";
 import { type CorralConfig, parseConfig } from "./corral_config.ts";
 import { configDir } from "./install_dir.ts";
@@ -30,11 +30,6 @@ export type ProjectFile =
 
 interface _Store {
   files: Record<string, { sha256: string; trusted_at: string }>;
-}
-
-/** The SHA-256 of `bytes`, hex. */
-export function sha256(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
 }
 
 /**
@@ -57,7 +52,7 @@ export async function projectFile(dir: string, name: string): Promise<ProjectFil
   }
   const known = (await _readStore()).files[real];
   if (!known) return { state: "untrusted", file: path };
-  if (known.sha256 !== sha256(bytes)) {
+  if (known.sha256 !== sha256Hex(bytes)) {
     throw new ConfigError(
       `${path} changed since it was trusted (${known.trusted_at}); review it, then run: ` +
         `corral trust ${path}`,
@@ -94,7 +89,7 @@ export async function trustFile(
   if (name === "corral.json") parseConfig(text, path);
   else parsePolicy(text, path, workspace);
   const store = await _readStore();
-  const digest = sha256(bytes);
+  const digest = sha256Hex(bytes);
   store.files[real] = { sha256: digest, trusted_at: new Date().toISOString() };
   await _writeStore(store);
   return { file: real, sha256: digest };

@@ -12,7 +12,6 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
 import { faultOf, type ToolResult } from "../tool/result.ts";
 import type { Grant } from "../tool/tool.ts";
 import { boundedJson, canonicalJson } from "./audit_json.ts";
@@ -130,25 +129,10 @@ export interface AuditConnectionRecord extends Partial<AuditWho> {
  * ```
  */
 export async function digestArgs(value: unknown): Promise<string> {
-  // WebCrypto here, node:crypto in sha256Hex: the tests compare the two.
+  // WebCrypto here, node:crypto in ./sha256.ts: the tests compare the two.
   const bytes = new TextEncoder().encode(canonicalJson(value));
   const digest = await crypto.subtle.digest("SHA-256", bytes);
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-/**
- * SHA-256 (hex) of `bytes`, synchronously: what every audit line uses
- * (`crypto.subtle.digest` is an async op, ≈ 25 µs a call against ≈ 1 µs).
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { sha256Hex } from "./audit.ts";
- * assert.ok(sha256Hex(new Uint8Array()).startsWith("e3b0c442"));
- * ```
- */
-export function sha256Hex(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
 }
 
 /**

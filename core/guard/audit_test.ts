@@ -12,9 +12,9 @@ import {
   parseSince,
   parseTime,
   readAudit,
-  sha256Hex,
   summarizeAudit,
 } from "./audit.ts";
+import { sha256Hex } from "./sha256.ts";
 import { failure, withFault } from "../tool/result.ts";
 
 function _rec(

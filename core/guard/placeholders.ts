@@ -16,8 +16,8 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
 import { basename, dirname, join } from "node:path";
+import { sha256Hex } from "./sha256.ts";
 
 interface _Held {
   count: number;
@@ -293,7 +293,7 @@ function _lockFile(p: string): string {
     }
     _lockDir = dir;
   }
-  return join(_lockDir, createHash("sha256").update(p).digest("hex"));
+  return join(_lockDir, sha256Hex(p));
 }
 
 function _isPlaceholder(p: string, held: _Held): boolean {

@@ -14,8 +14,8 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
 import { dirname, join } from "node:path";
+import { sha256Hex } from "../guard/sha256.ts";
 
 /** The manifest file of a venv: beside it, in its install folder. */
 export function manifestFile(venv: string): string {
@@ -24,7 +24,7 @@ export function manifestFile(venv: string): string {
 
 /** `sha256:<hex>` of a manifest's text. */
 export function manifestDigest(text: string): string {
-  return `sha256:${createHash("sha256").update(text).digest("hex")}`;
+  return `sha256:${sha256Hex(text)}`;
 }
 
 /**
@@ -40,9 +40,7 @@ export async function venvManifest(root: string): Promise<string> {
   for (let i = 0; i < files.length; i += 16) {
     await Promise.all(
       files.slice(i, i + 16).map(async (e) => {
-        const hex = createHash("sha256").update(await Deno.readFile(join(root, e.rel))).digest(
-          "hex",
-        );
+        const hex = sha256Hex(await Deno.readFile(join(root, e.rel)));
         e.line = `f ${JSON.stringify(e.rel)} ${hex}`;
       }),
     );

@@ -9,8 +9,8 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
 import { dirname } from "node:path";
+import { sha256Hex } from "../guard/sha256.ts";
 import { ConfigError } from "../tool/errors.ts";
 import { DEFAULT_IDENTITY, IDENTITY_NAME } from "../config/team_config.ts";
 
@@ -33,11 +33,6 @@ export interface AddTokenOptions {
 }
 
 const _PREFIX = "corral_";
-
-/** SHA-256 of `text`, hex (synchronous: about 1 µs, against 20 µs for crypto.subtle's hop). */
-export function sha256Hex(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
-}
 
 /**
  * Read the tokens file: `[]` when it does not exist. A file that others may

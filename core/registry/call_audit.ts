@@ -14,8 +14,8 @@ import {
   boundedJson,
   canonicalJson,
   classifyResult,
-  sha256Hex,
 } from "../guard/audit.ts";
+import { sha256Hex } from "../guard/sha256.ts";
 import type { EgressRecord } from "../guard/egress.ts";
 import { redact, scrubText } from "../guard/redact.ts";
 import type { AskKind } from "../sandbox/protocol.ts";
