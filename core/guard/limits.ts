@@ -348,3 +348,41 @@ export function limitedCommand(
     ],
   };
 }
+
+/** What {@link spawnLimited} started: the child and the limits it runs in. */
+export interface LimitedChild {
+  child: Deno.ChildProcess;
+  limits: SandboxLimits;
+}
+
+/**
+ * Start `command args` in new limits of `spec` (`allowRlimit` as
+ * {@link createLimits}) through {@link limitedCommand}: with a clear
+ * environment of `env`, in `cwd`, stdio piped. When the spawn itself fails
+ * the limits are released before the error is thrown on.
+ */
+export function spawnLimited(
+  spec: LimitSpec,
+  allowRlimit: boolean,
+  command: string,
+  args: string[],
+  o: { openBinds: boolean; cwd: string; env: Record<string, string> },
+): LimitedChild {
+  const limits = createLimits(spec, allowRlimit);
+  const wrapped = limitedCommand(limits, command, args, o.openBinds);
+  try {
+    const child = new Deno.Command(wrapped.command, {
+      args: wrapped.args,
+      cwd: o.cwd,
+      clearEnv: true,
+      env: o.env,
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    return { child, limits };
+  } catch (err) {
+    void limits.release();
+    throw err;
+  }
+}

@@ -17,7 +17,7 @@ import { configDir } from "../config/install_dir.ts";
 import { envVar } from "../config/env_var.ts";
 import { EGRESS_SOCKET_IN_NAMESPACE, EGRESS_URL, proxyVars } from "../guard/egress_env.ts";
 import { EgressProxy, type EgressRecord } from "../guard/egress.ts";
-import { createLimits, limitedCommand } from "../guard/limits.ts";
+import { type LimitedChild, spawnLimited } from "../guard/limits.ts";
 import { NAMESPACE_HOME, namespaceArgs, runtimeFiles } from "../guard/namespace.ts";
 import { plantedMounts } from "../guard/planted_mounts.ts";
 import type { Grant } from "../tool/tool.ts";
@@ -127,29 +127,22 @@ export async function launchServer(spec: LaunchSpec): Promise<Launched> {
     ];
     program = spec.namespace.bwrap;
   }
-  const limits = createLimits(
-    { pids: p.max_processes, memoryMb: p.memory_mb + 256 },
-    p.limits === "rlimit",
-  );
-  // In the namespace, the launcher binds what it opened and checked (core/guard/limits.ts).
-  const wrapped = limitedCommand(limits, program, args, spec.namespace !== undefined);
-  let child: Deno.ChildProcess;
+  let started: LimitedChild;
   try {
-    child = new Deno.Command(wrapped.command, {
-      args: wrapped.args,
-      cwd: spec.namespace ? "/" : spec.workspace,
-      clearEnv: true,
-      env,
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
+    // In the namespace, the launcher binds what it opened and checked (core/guard/limits.ts).
+    started = spawnLimited(
+      { pids: p.max_processes, memoryMb: p.memory_mb + 256 },
+      p.limits === "rlimit",
+      program,
+      args,
+      { openBinds: spec.namespace !== undefined, cwd: spec.namespace ? "/" : spec.workspace, env },
+    );
   } catch (err) {
-    void limits.release();
     egress?.close();
     planted?.release();
     throw err;
   }
+  const { child, limits } = started;
   let dead = false;
   const kill = () => {
     if (dead) return;

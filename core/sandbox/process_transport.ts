@@ -10,7 +10,7 @@
  */
 import { basename, join } from "node:path";
 import { configDir, INSTALL_DIR } from "../config/install_dir.ts";
-import { createLimits, limitedCommand, REFUSED_EXIT, REFUSED_MARK } from "../guard/limits.ts";
+import { type LimitedChild, REFUSED_EXIT, REFUSED_MARK, spawnLimited } from "../guard/limits.ts";
 import {
   EGRESS_LISTEN,
   EGRESS_SOCKET_IN_NAMESPACE,
@@ -147,27 +147,19 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
   if (compiled) env.DENO_V8_FLAGS = `--max-old-space-size=${p.memory_mb}`;
   // Processes and memory of the whole sandbox, subprocesses included: the
   // V8 heap limit plus room for the runtime and the processes it starts.
-  const limits = createLimits(
-    { pids: p.max_processes, memoryMb: p.memory_mb + 256 },
-    p.limits === "rlimit",
-  );
-  // In the namespace, the launcher binds what it opened and checked (./limits.ts).
-  // No descriptor the host inherited (one its parent left open) reaches it either.
-  const wrapped = limitedCommand(limits, command, commandArgs, ns !== undefined);
-  let child: Deno.ChildProcess;
+  let started: LimitedChild;
   try {
-    child = new Deno.Command(wrapped.command, {
-      args: wrapped.args,
-      // The launcher stands nowhere a tool could swap (bwrap sets the cwd inside).
-      cwd: ns ? "/" : spec.workspace,
-      clearEnv: true,
-      env,
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
+    // In the namespace, the launcher binds what it opened and checked (../guard/limits.ts).
+    // No descriptor the host inherited (one its parent left open) reaches it either. The
+    // launcher stands nowhere a tool could swap (bwrap sets the cwd inside).
+    started = spawnLimited(
+      { pids: p.max_processes, memoryMb: p.memory_mb + 256 },
+      p.limits === "rlimit",
+      command,
+      commandArgs,
+      { openBinds: ns !== undefined, cwd: ns ? "/" : spec.workspace, env },
+    );
   } catch (err) {
-    void limits.release();
     egress?.close();
     planted?.release();
     if (err instanceof Deno.errors.NotCapable) {
@@ -178,6 +170,7 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
     }
     throw err;
   }
+  const { child, limits } = started;
   const token = crypto.randomUUID().replaceAll("-", "");
   const writer = child.stdin.getWriter();
   const enc = new TextEncoder();
