@@ -16,6 +16,7 @@
  *
  * @module
  */
+import { join } from "node:path";
 import { readHttpHead } from "./http_head.ts";
 import { classifyAddress, isIpAddress } from "./net_guard.ts";
 
@@ -377,4 +378,34 @@ function _close(conn: Deno.Conn): void {
   try {
     conn.close();
   } catch { /* closed */ }
+}
+
+/** A started {@link EgressProxy}: the private folder of its socket, and how to stop it. */
+export interface StartedEgress {
+  /** The folder holding `egress.sock` (bound into the sandbox's namespace). */
+  dir: string;
+  /** Stop the proxy and remove its folder (once; later calls do nothing). */
+  close(): void;
+}
+
+/**
+ * Start one sandbox's proxy on `egress.sock` in a new private folder under
+ * `base`: corral's own run folder, hidden in every namespace, never a /tmp
+ * a grant could cover.
+ */
+export function startEgress(base: string, options: EgressOptions): StartedEgress {
+  Deno.mkdirSync(base, { recursive: true, mode: 0o700 });
+  const dir = Deno.makeTempDirSync({ dir: base, prefix: "egress-" });
+  const proxy = new EgressProxy(options);
+  proxy.listen(join(dir, "egress.sock"));
+  let closed = false;
+  return {
+    dir,
+    close: () => {
+      if (closed) return;
+      closed = true;
+      proxy.close();
+      Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+  };
 }

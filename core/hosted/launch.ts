@@ -16,13 +16,14 @@ import type { ServerEntry } from "../config/server_config.ts";
 import { configDir } from "../config/install_dir.ts";
 import { envVar } from "../config/env_var.ts";
 import { EGRESS_SOCKET_IN_NAMESPACE, EGRESS_URL, proxyVars } from "../guard/egress_env.ts";
-import { EgressProxy, type EgressRecord } from "../guard/egress.ts";
+import { type EgressRecord, startEgress } from "../guard/egress.ts";
 import { type LimitedChild, spawnLimited } from "../guard/limits.ts";
 import { NAMESPACE_HOME, namespaceArgs, runtimeFiles } from "../guard/namespace.ts";
 import { plantedMounts } from "../guard/planted_mounts.ts";
 import type { Grant } from "../tool/tool.ts";
 import { installed, type InstallRecord } from "./install.ts";
 import { checkVenv } from "./venv_integrity.ts";
+import { pathExists } from "../guard/path_exists.ts";
 
 const _BRIDGE = new URL("./egress_bridge.ts", import.meta.url).pathname;
 const _BRIDGE_CODE = [_BRIDGE, new URL("../guard/egress_env.ts", import.meta.url).pathname];
@@ -77,7 +78,13 @@ export async function launchServer(spec: LaunchSpec): Promise<Launched> {
   const { command, code, denoDir, system } = _command(entry, record, g, p, spec.workspace);
   if (denoDir) env.DENO_DIR = denoDir;
   let cmd = command;
-  const egress = g.net.length ? _startEgress(g.net, p.where, spec.onConnection) : undefined;
+  const egress = g.net.length
+    ? startEgress(join(configDir(), "run"), {
+      allowed: g.net,
+      listedIn: p.where,
+      onConnection: spec.onConnection,
+    })
+    : undefined;
   if (egress) {
     cmd = [
       rt.exec,
@@ -255,7 +262,7 @@ function _command(
       ? entry.command[0]
       : join(record.dir, "bin", entry.command[0]);
     // A program outside the venv (a script the operator names) is bound read-only too.
-    const own = program.startsWith(record.dir + "/") || !_exists(program) ? [] : [program];
+    const own = program.startsWith(record.dir + "/") || !pathExists(program) ? [] : [program];
     return {
       command: [join(record.dir, "bin", "python3"), program, ...entry.command.slice(1), ...args],
       code: [record.dir, ...(record.pythonHome ? [record.pythonHome] : []), ...own],
@@ -267,7 +274,7 @@ function _command(
   // Absolute paths of the command line that exist are its code: bound read-only.
   // (the system runtime is bound already: /usr, /bin, /lib…).
   const code = [resolved, ...rest].filter((a) =>
-    isAbsolute(a) && _exists(a) && !/^\/(usr|bin|sbin|lib\w*)\//.test(a)
+    isAbsolute(a) && pathExists(a) && !/^\/(usr|bin|sbin|lib\w*)\//.test(a)
   );
   return { command: [resolved, ...rest, ...args], code, system: true };
 }
@@ -275,40 +282,8 @@ function _command(
 function _which(program: string): string {
   if (isAbsolute(program)) return program;
   for (const d of ["/usr/local/bin", "/usr/bin", "/bin"]) {
-    if (_exists(join(d, program))) return join(d, program);
+    if (pathExists(join(d, program))) return join(d, program);
   }
   if (program === "deno") return Deno.execPath();
   throw new Error(`command "${program}" was not found in /usr/local/bin, /usr/bin or /bin`);
-}
-
-function _exists(p: string): boolean {
-  try {
-    Deno.statSync(p);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** The host side of the server's egress: a proxy on a socket in a private folder. */
-function _startEgress(
-  allowed: string[],
-  listedIn: string,
-  onConnection?: (r: EgressRecord) => void,
-): { dir: string; close(): void } {
-  const base = join(configDir(), "run");
-  Deno.mkdirSync(base, { recursive: true, mode: 0o700 });
-  const dir = Deno.makeTempDirSync({ dir: base, prefix: "egress-" });
-  const proxy = new EgressProxy({ allowed, listedIn, onConnection });
-  proxy.listen(join(dir, "egress.sock"));
-  let closed = false;
-  return {
-    dir,
-    close: () => {
-      if (closed) return;
-      closed = true;
-      proxy.close();
-      Deno.remove(dir, { recursive: true }).catch(() => {});
-    },
-  };
 }

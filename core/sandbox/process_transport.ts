@@ -15,8 +15,8 @@ import {
   EGRESS_LISTEN,
   EGRESS_SOCKET_IN_NAMESPACE,
   EGRESS_URL,
-  EgressProxy,
   proxyVars,
+  startEgress,
 } from "../guard/egress.ts";
 import { NAMESPACE_HOME, namespaceArgs, namespacePath } from "../guard/namespace.ts";
 import { plantedMounts } from "../guard/planted_mounts.ts";
@@ -65,7 +65,12 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
     : { bwrap: [], command: [] };
   // A namespaced sandbox that holds `n` reaches the network only through the
   // host's egress proxy, bridged into the namespace by the child.
-  const egress = spec.namespace && g.net.length ? _startEgress(spec) : undefined;
+  const egress = spec.namespace && g.net.length
+    ? startEgress(join(configDir(), "run"), {
+      allowed: g.net,
+      onConnection: spec.onConnection,
+    })
+    : undefined;
   const sock = egress ? [EGRESS_SOCKET_IN_NAMESPACE] : [];
   const bridge = egress
     ? [`${EGRESS_LISTEN.hostname}:${EGRESS_LISTEN.port}`, `unix:${EGRESS_SOCKET_IN_NAMESPACE}`]
@@ -349,27 +354,4 @@ async function _readLines(
     }
   } catch { /* stream closed */ }
   if (buf && !skipping) onLine(buf);
-}
-
-/** The host side of a sandbox's egress: a proxy on a socket in a private folder. */
-function _startEgress(spec: TransportSpec): { dir: string; close(): void } {
-  // In corral's config directory (hidden in every namespace), never in a /tmp a grant could cover.
-  const base = join(configDir(), "run");
-  Deno.mkdirSync(base, { recursive: true, mode: 0o700 });
-  const dir = Deno.makeTempDirSync({ dir: base, prefix: "egress-" });
-  const proxy = new EgressProxy({
-    allowed: spec.grant.net,
-    onConnection: spec.onConnection,
-  });
-  proxy.listen(join(dir, "egress.sock"));
-  let closed = false;
-  return {
-    dir,
-    close: () => {
-      if (closed) return;
-      closed = true;
-      proxy.close();
-      Deno.remove(dir, { recursive: true }).catch(() => {});
-    },
-  };
 }
