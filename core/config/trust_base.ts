@@ -19,6 +19,7 @@ import { dirname, join, resolve } from "node:path";
 import { denoDir, isWithin } from "../guard/namespace.ts";
 import { ConfigError } from "../tool/errors.ts";
 import { codeStoreDir, configDir, INSTALL_DIR } from "./install_dir.ts";
+import { pathExists } from "../guard/path_exists.ts";
 
 /** One protected path and why it is protected. */
 export interface TrustedPath {
@@ -126,7 +127,7 @@ export function checkWrites(
             `"${t.path}", which no tool may change. Grant a folder outside it.`,
         );
       }
-      if (!masked && isWithin(t.path, w) && _exists(t.path)) {
+      if (!masked && isWithin(t.path, w) && pathExists(t.path)) {
         throw new ConfigError(
           `Cannot start: permissions.json ${where}.write "${w}" holds ${t.what} "${t.path}", ` +
             `and this sandbox runs without the namespace that would keep it read-only ` +
@@ -147,14 +148,5 @@ function _real(p: string): string {
     return Deno.realPathSync(p);
   } catch {
     return p;
-  }
-}
-
-function _exists(p: string): boolean {
-  try {
-    Deno.statSync(p);
-    return true;
-  } catch {
-    return false;
   }
 }

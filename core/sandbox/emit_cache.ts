@@ -32,6 +32,7 @@ import { pathToFileURL } from "node:url";
 import { INSTALL_DIR } from "../config/install_dir.ts";
 import { isWithin } from "../guard/namespace.ts";
 import { trustedCode } from "./pinned_code.ts";
+import { pathExists } from "../guard/path_exists.ts";
 
 const _CONFIG = join(INSTALL_DIR, "deno.json");
 
@@ -76,7 +77,7 @@ export async function privateDenoCache(o: {
 }): Promise<PrivateCache> {
   const final = join(o.dir, "cache");
   const made = { denoDir: join(final, "deno"), lock: join(final, "deno.lock") };
-  if (_exists(made.lock)) return made;
+  if (pathExists(made.lock)) return made;
   await Deno.mkdir(o.dir, { recursive: true, mode: 0o700 });
   const tmp = `${final}.${crypto.randomUUID()}.tmp`;
   const denoDir = join(tmp, "deno");
@@ -120,7 +121,7 @@ export async function privateDenoCache(o: {
     try {
       await Deno.rename(tmp, final);
     } catch (err) {
-      if (!_exists(made.lock)) throw err; // else: another corral made the same cache first
+      if (!pathExists(made.lock)) throw err; // else: another corral made the same cache first
     }
     return made;
   } finally {
@@ -296,14 +297,5 @@ async function _link(from: string, to: string): Promise<void> {
     await Deno.link(from, to);
   } catch {
     await Deno.copyFile(from, to).catch(() => {});
-  }
-}
-
-function _exists(p: string): boolean {
-  try {
-    Deno.statSync(p);
-    return true;
-  } catch {
-    return false;
   }
 }

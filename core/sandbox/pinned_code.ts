@@ -23,6 +23,7 @@ import { isWithin } from "../guard/namespace.ts";
 import { IMPORT_SPECIFIER, type Pins, resolveLocal, sha256Hex } from "./module_graph.ts";
 import type { HostMessage, ModuleMeta } from "./protocol.ts";
 import type { LoadRequest } from "./sandbox_options.ts";
+import { pathExists } from "../guard/path_exists.ts";
 
 const _TOOLSETS_DIR = join(INSTALL_DIR, "toolsets");
 const _TEXT = /\.[cm]?[jt]sx?$/;
@@ -88,9 +89,9 @@ export async function pinnedCode(
       copied.add(file);
     }
   }
-  if (_exists(dir)) _touch(dir);
+  if (pathExists(dir)) _touch(dir);
   else if (unwritable === undefined) _prune ??= _pruneStore(store).catch(() => {});
-  if (copied.size === 0 || _exists(prefix)) return { dir, paths, prefix };
+  if (copied.size === 0 || pathExists(prefix)) return { dir, paths, prefix };
   if (unwritable !== undefined) return _unpinnable(copied, store, unwritable);
   const tmp = `${prefix}.${crypto.randomUUID()}.tmp`;
   try {
@@ -101,7 +102,7 @@ export async function pinnedCode(
       await Deno.rename(tmp, prefix);
     } catch (err) {
       // Another corral made the same copies first: they are the same bytes.
-      if (!_exists(prefix)) throw err;
+      if (!pathExists(prefix)) throw err;
     }
     return { dir, paths, prefix };
   } catch (err) {
@@ -219,7 +220,7 @@ export function outsideText(code: PinnedCode | undefined, text: string): string 
 
 /** Whether the copies were removed since they were made (a cleared cache). */
 export function pinnedGone(code: PinnedCode | undefined): boolean {
-  return code !== undefined && !_exists(code.dir);
+  return code !== undefined && !pathExists(code.dir);
 }
 
 /** The load message of request `r` as the sandbox gets it: the copies' paths. */
@@ -254,13 +255,4 @@ export function outsideMetas(
     problems: m.problems.map((p) => outsideText(code, p)),
     ...(m.error !== undefined ? { error: outsideText(code, m.error) } : {}),
   }));
-}
-
-function _exists(p: string): boolean {
-  try {
-    Deno.statSync(p);
-    return true;
-  } catch {
-    return false;
-  }
 }
