@@ -17,6 +17,7 @@
  * @module
  */
 import { join } from "node:path";
+import { closeConn, copyConn, writeAll } from "./conn_io.ts";
 import { readHttpHead } from "./http_head.ts";
 import { classifyAddress, isIpAddress } from "./net_guard.ts";
 
@@ -185,7 +186,7 @@ export class EgressProxy {
               bytesIn: 0,
             });
           }
-          _close(conn);
+          closeConn(conn);
           continue;
         }
         this.#clients++;
@@ -195,7 +196,7 @@ export class EgressProxy {
           this.#clients--;
           _openTotal--;
           this.#open.delete(conn);
-          _close(conn);
+          closeConn(conn);
         });
       }
     })().catch(() => {});
@@ -209,7 +210,7 @@ export class EgressProxy {
     try {
       this.#listener?.close();
     } catch { /* closed */ }
-    for (const c of this.#open) _close(c);
+    for (const c of this.#open) closeConn(c);
     this.#open.clear();
   }
 
@@ -227,12 +228,12 @@ export class EgressProxy {
       (await decideEgress(host, port, this.#options)).refused;
     if (reason) return await _refuse(client, 403, reason);
     try {
-      await _writeAll(client, new TextEncoder().encode(_NOT_REFUSED));
+      await writeAll(client, new TextEncoder().encode(_NOT_REFUSED));
     } catch { /* gone */ }
   }
 
   async #serve(client: Deno.Conn): Promise<void> {
-    const timer = setTimeout(() => _close(client), _HEAD_TIMEOUT_MS);
+    const timer = setTimeout(() => closeConn(client), _HEAD_TIMEOUT_MS);
     // An oversized head is refused like one that never ends.
     const read = await readHttpHead(client, _MAX_HEAD).finally(() => clearTimeout(timer));
     const head = read === "too large" ? undefined : read;
@@ -316,16 +317,16 @@ export class EgressProxy {
     record.verdict = "allowed";
     try {
       if (forward) {
-        await _writeAll(server, forward);
+        await writeAll(server, forward);
         record.bytesOut += forward.length;
       } else {
-        await _writeAll(
+        await writeAll(
           client,
           new TextEncoder().encode("HTTP/1.1 200 Connection established\r\n\r\n"),
         );
       }
       if (head.rest.length) {
-        await _writeAll(server, head.rest);
+        await writeAll(server, head.rest);
         record.bytesOut += head.rest.length;
       }
       await Promise.all([
@@ -334,7 +335,7 @@ export class EgressProxy {
       ]);
     } finally {
       this.#open.delete(server);
-      _close(server);
+      closeConn(server);
       this.#options.onConnection?.(record);
     }
   }
@@ -349,34 +350,15 @@ async function _refuse(conn: Deno.Conn, status: number, reason: string): Promise
     `X-Corral-Refused: ${encodeURIComponent(reason)}\r\nContent-Length: ${body.length}\r\n` +
     `Connection: close\r\n\r\n`;
   try {
-    await _writeAll(conn, new TextEncoder().encode(head));
-    await _writeAll(conn, body);
+    await writeAll(conn, new TextEncoder().encode(head));
+    await writeAll(conn, body);
   } catch { /* gone */ }
 }
 
-async function _writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
-  let off = 0;
-  while (off < bytes.length) off += await conn.write(bytes.subarray(off));
-}
-
 async function _pipe(from: Deno.Conn, to: Deno.Conn, count: (n: number) => void): Promise<void> {
-  const buf = new Uint8Array(32 * 1024);
-  try {
-    while (true) {
-      const n = await from.read(buf);
-      if (n === null) break;
-      count(n);
-      await _writeAll(to, buf.subarray(0, n));
-    }
-  } catch { /* either side closed */ }
+  await copyConn(from, to, 32 * 1024, count);
   try {
     await (to as Deno.TcpConn).closeWrite();
-  } catch { /* closed */ }
-}
-
-function _close(conn: Deno.Conn): void {
-  try {
-    conn.close();
   } catch { /* closed */ }
 }
 

@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { closeConn, copyConn, writeAll } from "../guard/conn_io.ts";
 import { readHttpHead } from "../guard/http_head.ts";
 import { join } from "node:path";
 
@@ -73,7 +74,7 @@ export function listenFront(options: HttpFrontOptions): HttpFront {
         429,
         `Too many connections from ${who}: ${cap} at once (--max-client-conns); retry later`,
       );
-      return _close(conn);
+      return closeConn(conn);
     }
     perClient.set(who, n);
     open.add(conn);
@@ -84,7 +85,7 @@ export function listenFront(options: HttpFrontOptions): HttpFront {
       const left = (perClient.get(who) ?? 1) - 1;
       if (left > 0) perClient.set(who, left);
       else perClient.delete(who);
-      _close(conn);
+      closeConn(conn);
     }
   };
   return {
@@ -96,7 +97,7 @@ export function listenFront(options: HttpFrontOptions): HttpFront {
     start() {
       finished = (async () => {
         try {
-          for await (const conn of listener) serve(conn).catch(() => _close(conn));
+          for await (const conn of listener) serve(conn).catch(() => closeConn(conn));
         } catch { /* closed */ }
       })();
     },
@@ -104,7 +105,7 @@ export function listenFront(options: HttpFrontOptions): HttpFront {
       try {
         listener.close();
       } catch { /* already closed */ }
-      for (const c of open) _close(c);
+      for (const c of open) closeConn(c);
       try {
         Deno.removeSync(dir, { recursive: true });
       } catch { /* already gone */ }
@@ -122,7 +123,7 @@ async function _relay(conn: Deno.Conn, socket: string, headMs: number): Promise<
       408,
       `Request timeout: no complete request head within ${headMs / 1000} s ` +
         "(--head-timeout)",
-    ).finally(() => _close(conn));
+    ).finally(() => closeConn(conn));
   }, headMs);
   const head = await readHttpHead(conn, _MAX_HEAD).finally(() => clearTimeout(timer));
   if (late) return;
@@ -137,27 +138,20 @@ async function _relay(conn: Deno.Conn, socket: string, headMs: number): Promise<
   const kept = lines.filter((l, i) => i === 0 || !/^(connection|keep-alive)\s*:/i.test(l));
   const server = await Deno.connect({ transport: "unix", path: socket });
   try {
-    await _writeAll(
+    await writeAll(
       server,
       new TextEncoder().encode(`${kept.join("\r\n")}\r\nConnection: close\r\n\r\n`),
     );
-    if (head.rest.length) await _writeAll(server, head.rest);
+    if (head.rest.length) await writeAll(server, head.rest);
     await Promise.race([_copy(conn, server, true), _copy(server, conn, false)]);
   } finally {
-    _close(server);
+    closeConn(server);
   }
 }
 
 /** Copy until `from` ends; the client's end only half-closes the server side. */
 async function _copy(from: Deno.Conn, to: Deno.Conn, halfClose: boolean): Promise<void> {
-  const buf = new Uint8Array(64 * 1024);
-  try {
-    for (;;) {
-      const n = await from.read(buf);
-      if (n === null) break;
-      await _writeAll(to, buf.subarray(0, n));
-    }
-  } catch { /* either side gone */ }
+  await copyConn(from, to, 64 * 1024);
   if (!halfClose) return;
   try {
     await to.closeWrite();
@@ -181,18 +175,7 @@ async function _answer(conn: Deno.Conn, status: number, message: string): Promis
     `Content-Length: ${body.length}\r\n${status === 429 ? "Retry-After: 5\r\n" : ""}` +
     "Connection: close\r\n\r\n";
   try {
-    await _writeAll(conn, new TextEncoder().encode(head));
-    await _writeAll(conn, body);
+    await writeAll(conn, new TextEncoder().encode(head));
+    await writeAll(conn, body);
   } catch { /* gone */ }
-}
-
-async function _writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
-  let off = 0;
-  while (off < bytes.length) off += await conn.write(bytes.subarray(off));
-}
-
-function _close(conn: Deno.Conn): void {
-  try {
-    conn.close();
-  } catch { /* already closed */ }
 }
