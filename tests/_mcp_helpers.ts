@@ -5,6 +5,27 @@ import { HOST_PERMISSION_FLAGS } from "../core/sandbox/host_flags.ts";
 /** The project root. */
 export const ROOT = new URL("..", import.meta.url).pathname;
 
+/** A raw MCP `initialize` request (id 1), for tests that speak HTTP or stdio without the SDK. */
+export const INIT_REQUEST = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: {
+    protocolVersion: "2025-06-18",
+    capabilities: {},
+    clientInfo: { name: "t", version: "1" },
+  },
+};
+
+/** {@link INIT_REQUEST} as JSON text. */
+export const INIT_BODY = JSON.stringify(INIT_REQUEST);
+
+/** The headers of a JSON-RPC POST to a Streamable HTTP MCP server. */
+export const MCP_POST_HEADERS = {
+  "Content-Type": "application/json",
+  Accept: "application/json, text/event-stream",
+};
+
 /** `deno` arguments that run corral with the permissions of the `corral` task in deno.json. */
 export const CORRAL_ARGS = [
   "run",

@@ -10,7 +10,13 @@ import { parsePolicy } from "../core/config/policy.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
 import { FIXTURES, ROOT, runCli, tempLayout } from "./_helpers.ts";
-import { CORRAL_ARGS, startHttpCorral, type TempWorkspace, tempWorkspace } from "./_mcp_helpers.ts";
+import {
+  CORRAL_ARGS,
+  INIT_BODY,
+  startHttpCorral,
+  type TempWorkspace,
+  tempWorkspace,
+} from "./_mcp_helpers.ts";
 
 const TOOLS = `${FIXTURES}call_limits`;
 
@@ -287,16 +293,7 @@ Deno.test("through corral mcp over stdio: a 10,000-level call is refused, a 50 M
   try {
     const init = await mcp.request(
       1,
-      JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: {
-          protocolVersion: "2025-06-18",
-          capabilities: {},
-          clientInfo: { name: "t", version: "1" },
-        },
-      }),
+      INIT_BODY,
     );
     assert.ok(init.result);
     await mcp.send('{"jsonrpc":"2.0","method":"notifications/initialized"}');

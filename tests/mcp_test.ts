@@ -11,7 +11,15 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { childEnv, CORRAL_ARGS, ROOT, startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
+import {
+  childEnv,
+  CORRAL_ARGS,
+  INIT_BODY as INIT,
+  MCP_POST_HEADERS as ACCEPT,
+  ROOT,
+  startHttpCorral,
+  tempWorkspace,
+} from "./_mcp_helpers.ts";
 
 type CallResult = Awaited<ReturnType<Client["callTool"]>>;
 
@@ -124,21 +132,6 @@ Deno.test("corral mcp --http: SDK client over Streamable HTTP initializes, lists
     await client.close();
   }
 });
-
-const INIT = JSON.stringify({
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: {
-    protocolVersion: "2025-06-18",
-    capabilities: {},
-    clientInfo: { name: "raw", version: "1" },
-  },
-});
-const ACCEPT = {
-  "Content-Type": "application/json",
-  Accept: "application/json, text/event-stream",
-};
 
 Deno.test("corral mcp --http refuses a foreign Origin (403), an oversized body (413) and other paths (404)", async () => {
   await using ws = await tempWorkspace();

@@ -7,23 +7,15 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { childEnv, CORRAL_ARGS, startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
+import {
+  childEnv,
+  CORRAL_ARGS,
+  INIT_BODY as INIT,
+  MCP_POST_HEADERS as ACCEPT,
+  startHttpCorral,
+  tempWorkspace,
+} from "./_mcp_helpers.ts";
 import { runCli, tempLayout } from "./_helpers.ts";
-
-const ACCEPT = {
-  "Content-Type": "application/json",
-  Accept: "application/json, text/event-stream",
-};
-const INIT = JSON.stringify({
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: {
-    protocolVersion: "2025-06-18",
-    capabilities: {},
-    clientInfo: { name: "t", version: "1" },
-  },
-});
 
 function _pidOf(url: string): number | undefined {
   const port = new URL(url).port;

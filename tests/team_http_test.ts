@@ -19,6 +19,7 @@ import { httpIdentityFromConfig, teamPolicy } from "../core/mcp/http_identity.ts
 import { serveHttp } from "../core/mcp/serve_http.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { FIXTURES } from "./_helpers.ts";
+import { INIT_REQUEST as INIT } from "./_mcp_helpers.ts";
 
 const DEFAULT_TOKEN = "d".repeat(64);
 const METRICS_TOKEN = "m".repeat(40);
@@ -130,17 +131,6 @@ function post(url: string, token: string | undefined, body: unknown, session?: s
     body: JSON.stringify(body),
   });
 }
-
-const INIT = {
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: {
-    protocolVersion: "2025-06-18",
-    capabilities: {},
-    clientInfo: { name: "t", version: "1" },
-  },
-};
 
 Deno.test("identities: each lists and calls only its own tools; unknown identities get 403", async () => {
   await using t = await setup();

@@ -9,7 +9,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { addToken, revokeToken } from "../core/identity/token_store.ts";
-import { startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
+import { INIT_BODY, startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
 
 const HAPROXY = ["/usr/sbin/haproxy", "/usr/bin/haproxy"].find((p) => {
   try {
@@ -97,16 +97,7 @@ Deno.test("three stateless replicas behind HAProxy share identities and tokens; 
       assert.deepEqual(await toolsOf(url, bob), ["WordCount"]);
     }
     assert.equal(await revokeToken("alice", tokensFile), true);
-    const init = JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: {
-        protocolVersion: "2025-06-18",
-        capabilities: {},
-        clientInfo: { name: "t", version: "1" },
-      },
-    });
+    const init = INIT_BODY;
     for (let i = 0; i < 6; i++) {
       const r = await fetch(url, {
         method: "POST",

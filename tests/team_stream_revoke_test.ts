@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { addToken, revokeToken } from "../core/identity/token_store.ts";
-import { startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
+import { INIT_BODY, startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
 
 const HEADERS = {
   "content-type": "application/json",
@@ -18,16 +18,7 @@ async function _session(url: string, token: string): Promise<string> {
   const init = await fetch(url, {
     method: "POST",
     headers: { ...HEADERS, ...auth },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: {
-        protocolVersion: "2025-06-18",
-        capabilities: {},
-        clientInfo: { name: "t", version: "1" },
-      },
-    }),
+    body: INIT_BODY,
   });
   assert.equal(init.status, 200);
   await init.body?.cancel();

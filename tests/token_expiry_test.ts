@@ -5,18 +5,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { runCli } from "./_helpers.ts";
-import { startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
-
-const INIT = JSON.stringify({
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: {
-    protocolVersion: "2025-06-18",
-    capabilities: {},
-    clientInfo: { name: "t", version: "1" },
-  },
-});
+import { INIT_BODY as INIT, startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
 
 async function _initialize(url: string, token: string): Promise<Response> {
   const r = await fetch(url, {
