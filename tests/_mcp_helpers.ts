@@ -76,6 +76,8 @@ export function childEnv(cache: string): Record<string, string> {
 export interface HttpCorral {
   /** The endpoint, e.g. `http://127.0.0.1:41234/mcp`. */
   url: string;
+  /** Its process id on the host (its sandboxes are its children). */
+  pid: number;
   /** Everything it wrote on stderr so far. */
   stderr(): string;
   /** Kill it at once (SIGKILL), as a crash would. */
@@ -131,6 +133,7 @@ export async function startHttpCorral(
   let dead = false;
   return {
     url,
+    pid: child.pid,
     stderr: () => text,
     async kill() {
       dead = true;
@@ -138,7 +141,9 @@ export async function startHttpCorral(
       await child.status;
     },
     async [Symbol.asyncDispose]() {
+      // Once: a test may end it early and leave the rest to `await using`.
       if (!dead) child.kill("SIGTERM");
+      dead = true;
       await child.status;
       await drained;
     },

@@ -12,7 +12,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { join } from "node:path";
 import { addToken } from "../core/identity/token_store.ts";
-import { childEnv, CORRAL_ARGS, ROOT, tempWorkspace } from "./_mcp_helpers.ts";
+import { startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
 
 type CallResult = Awaited<ReturnType<Client["callTool"]>>;
 const textOf = (r: CallResult) =>
@@ -52,30 +52,9 @@ Deno.test("two identities: own tools, own workspace; RunBashCode and /proc do no
   const alice = await addToken("alice", join(configDir, "tokens.json"));
   const bob = await addToken("bob", join(configDir, "tokens.json"));
 
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [...CORRAL_ARGS, "mcp", "--http", "127.0.0.1:0", "--workspace", ws.dir, "-r", "-w", "-x"],
-    env: childEnv(ws.cache),
-    cwd: ROOT,
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
-  let log = "";
-  let url: string | undefined;
-  while (!url) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`corral mcp ended before listening:\n${log}`);
-    log += value;
-    url = /(http:\/\/\S+\/mcp)/.exec(log)?.[1];
-  }
-  const drained = (async () => {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      log += value;
-    }
-  })();
+  // Its own token stays (--keep-token): the identities' tokens are what is tested.
+  await using corral = await startHttpCorral(["--http", "127.0.0.1:0", "-x", "--keep-token"], ws);
+  const url = corral.url;
   try {
     const a = await connect(url, alice);
     const b = await connect(url, bob);
@@ -121,9 +100,7 @@ Deno.test("two identities: own tools, own workspace; RunBashCode and /proc do no
     assert.deepEqual(await names(b), ["ReadFile", "WordCount"]);
     await Promise.all([a.close(), b.close()]);
   } finally {
-    child.kill("SIGTERM");
-    await child.status;
-    await drained;
+    await corral[Symbol.asyncDispose]();
     await Deno.remove(base, { recursive: true }).catch(() => {});
   }
 });

@@ -11,7 +11,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { join } from "node:path";
 import { addToken } from "../core/identity/token_store.ts";
-import { childEnv, CORRAL_ARGS, ROOT, tempWorkspace } from "./_mcp_helpers.ts";
+import { startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
 
 type CallResult = Awaited<ReturnType<Client["callTool"]>>;
 const textOf = (r: CallResult) =>
@@ -57,36 +57,15 @@ Deno.test("share_sandboxes: one identity's sessions share a sandbox; by default 
   );
   const alice = await addToken("alice", join(configDir, "tokens.json"));
   const bob = await addToken("bob", join(configDir, "tokens.json"));
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [...CORRAL_ARGS, "mcp", "--http", "127.0.0.1:0", "--workspace", ws.dir, "-r", "-w", "-x"],
-    env: childEnv(ws.cache),
-    cwd: ROOT,
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
-  let log = "";
-  let url: string | undefined;
-  while (!url) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`corral mcp ended before listening:\n${log}`);
-    log += value;
-    url = /(http:\/\/\S+\/mcp)/.exec(log)?.[1];
-  }
-  const drained = (async () => {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      log += value;
-    }
-  })();
+  // Its own token stays (--keep-token): the identities' tokens are what is tested.
+  await using corral = await startHttpCorral(["--http", "127.0.0.1:0", "-x", "--keep-token"], ws);
+  const url = corral.url;
   // The sandboxes a call started: new children of the server on the host.
   const bash = async (c: Client) => {
-    const before = children(child.pid);
+    const before = children(corral.pid);
     const r = await c.callTool({ name: "RunBashCode", arguments: { code: "echo hi" } });
     assert.match(textOf(r), /hi/);
-    return [...children(child.pid)].filter((p) => !before.has(p));
+    return [...children(corral.pid)].filter((p) => !before.has(p));
   };
   try {
     const [a1, a2, b1, b2] = await Promise.all([
@@ -108,17 +87,15 @@ Deno.test("share_sandboxes: one identity's sessions share a sandbox; by default 
       assert.deepEqual(await bash(a1), []);
       // Bob's sessions keep theirs: nothing new, and alice's still runs.
       assert.deepEqual([...await bash(b1), ...await bash(b2)], []);
-      for (const p of [aliceBox, ...bobStarted]) assert.ok(children(child.pid).has(p));
+      for (const p of [aliceBox, ...bobStarted]) assert.ok(children(corral.pid).has(p));
     }
     // Alice's first session ends: her other one still holds the shared sandbox.
     await a1.close();
     assert.deepEqual(await bash(a2), []);
-    assert.ok(children(child.pid).has(aliceBox));
+    assert.ok(children(corral.pid).has(aliceBox));
     await Promise.all([a2.close(), b1.close(), b2.close()]);
   } finally {
-    child.kill("SIGTERM");
-    await child.status;
-    await drained;
+    await corral[Symbol.asyncDispose]();
     await Deno.remove(base, { recursive: true }).catch(() => {});
   }
 });
