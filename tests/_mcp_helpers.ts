@@ -1,5 +1,9 @@
-// Shared helpers of the MCP end-to-end tests: start `corral mcp` processes.
+// Shared helpers of the MCP end-to-end tests: start `corral mcp` processes, connect to them.
 import { join } from "node:path";
+// @ts-types="@modelcontextprotocol/sdk/client/index"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+// @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { HOST_PERMISSION_FLAGS } from "../core/sandbox/host_flags.ts";
 
 /** The project root. */
@@ -148,4 +152,23 @@ export async function startHttpCorral(
       await drained;
     },
   };
+}
+
+/** What an SDK client's `callTool` returns. */
+export type CallResult = Awaited<ReturnType<Client["callTool"]>>;
+
+/** The text blocks of a call's result, one per line. */
+export function textOf(result: CallResult): string {
+  return (result.content as Array<{ text?: string }>).map((c) => c.text ?? "").join("\n");
+}
+
+/** An SDK client connected over Streamable HTTP to `url` with a bearer `token`. */
+export async function connectWithToken(url: string, token: string, name: string): Promise<Client> {
+  const client = new Client({ name, version: "1" });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(url), {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    }),
+  );
+  return client;
 }

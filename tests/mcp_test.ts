@@ -19,13 +19,8 @@ import {
   ROOT,
   startHttpCorral,
   tempWorkspace,
+  textOf,
 } from "./_mcp_helpers.ts";
-
-type CallResult = Awaited<ReturnType<Client["callTool"]>>;
-
-function textOf(result: CallResult): string {
-  return (result.content as Array<{ text?: string }>).map((c) => c.text ?? "").join("\n");
-}
 
 /** The checks every transport must pass: initialize, ping, list, calls, errors. */
 async function exercise(client: Client): Promise<void> {

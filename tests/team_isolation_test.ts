@@ -8,25 +8,11 @@
 import assert from "node:assert/strict";
 // @ts-types="@modelcontextprotocol/sdk/client/index"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-// @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { join } from "node:path";
 import { addToken } from "../core/identity/token_store.ts";
-import { startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
+import { connectWithToken, startHttpCorral, tempWorkspace, textOf } from "./_mcp_helpers.ts";
 
-type CallResult = Awaited<ReturnType<Client["callTool"]>>;
-const textOf = (r: CallResult) =>
-  (r.content as Array<{ text?: string }>).map((c) => c.text ?? "").join("\n");
-
-async function connect(url: string, token: string): Promise<Client> {
-  const client = new Client({ name: "isolation-test", version: "1" });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(url), {
-      requestInit: { headers: { Authorization: `Bearer ${token}` } },
-    }),
-  );
-  return client;
-}
+const connect = (url: string, token: string) => connectWithToken(url, token, "isolation-test");
 
 Deno.test("two identities: own tools, own workspace; RunBashCode and /proc do not reach the other's", async () => {
   await using ws = await tempWorkspace();
