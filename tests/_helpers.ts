@@ -85,3 +85,22 @@ let _scratch: string | undefined;
 async function _scratchCwd(): Promise<string> {
   return _scratch ??= await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_cwd_" }));
 }
+
+/** A free TCP port on 127.0.0.1 (released again: the test binds it right after). */
+export function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+/** The first of `paths` that is a file (a system program the test runs), else undefined. */
+export function firstFile(paths: string[]): string | undefined {
+  return paths.find((p) => {
+    try {
+      return Deno.statSync(p).isFile;
+    } catch {
+      return false;
+    }
+  });
+}

@@ -9,6 +9,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
+import { freePort } from "./_helpers.ts";
 
 function _haproxy(): string {
   for (const p of ["/usr/sbin/haproxy", "/usr/bin/haproxy", "/usr/local/sbin/haproxy"]) {
@@ -17,13 +18,6 @@ function _haproxy(): string {
     } catch { /* next */ }
   }
   throw new Error("load_balancer_test: haproxy is not installed (apt-get install haproxy)");
-}
-
-function _freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
 }
 
 Deno.test("three stateless replicas behind HAProxy: one killed mid-run, every call answered, none hung", async () => {
@@ -52,7 +46,7 @@ Deno.test("three stateless replicas behind HAProxy: one killed mid-run, every ca
     audits[2],
   ], ws);
   const replicas = [r0, r1, r2];
-  const port = _freePort();
+  const port = freePort();
   const cfg = join(ws.cache, "haproxy.cfg");
   await Deno.writeTextFile(
     cfg,

@@ -5,21 +5,9 @@ import assert from "node:assert/strict";
 import { CorralMetrics } from "../core/telemetry/metrics.ts";
 import { metricsResponse } from "../core/telemetry/metrics_endpoint.ts";
 import { traceCall } from "../core/telemetry/spans.ts";
+import { firstFile, freePort } from "./_helpers.ts";
 
-const PROMETHEUS = ["/usr/bin/prometheus", "/usr/sbin/prometheus"].find((p) => {
-  try {
-    return Deno.statSync(p).isFile;
-  } catch {
-    return false;
-  }
-});
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
+const PROMETHEUS = firstFile(["/usr/bin/prometheus", "/usr/sbin/prometheus"]);
 
 async function query(
   port: number,

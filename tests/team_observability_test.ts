@@ -13,16 +13,10 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { join } from "node:path";
 import { addToken } from "../core/identity/token_store.ts";
 import { childEnv, CORRAL_ARGS, ROOT, tempWorkspace } from "./_mcp_helpers.ts";
+import { freePort } from "./_helpers.ts";
 
 const PROMETHEUS = "/usr/bin/prometheus";
 const METRICS_TOKEN = `metrics-${crypto.randomUUID()}`;
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
 
 /** A child process whose stderr is kept (and drained), with a way to stop it. */
 function spawn(cmd: string, args: string[], env?: Record<string, string>) {

@@ -10,21 +10,9 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { addToken, revokeToken } from "../core/identity/token_store.ts";
 import { INIT_BODY, startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
+import { firstFile, freePort } from "./_helpers.ts";
 
-const HAPROXY = ["/usr/sbin/haproxy", "/usr/bin/haproxy"].find((p) => {
-  try {
-    return Deno.statSync(p).isFile;
-  } catch {
-    return false;
-  }
-});
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
+const HAPROXY = firstFile(["/usr/sbin/haproxy", "/usr/bin/haproxy"]);
 
 async function toolsOf(url: URL, token: string): Promise<string[]> {
   const client = new Client({ name: "replicas", version: "1" });

@@ -16,21 +16,9 @@ import {
 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { addToken } from "../core/identity/token_store.ts";
 import { startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
+import { firstFile, freePort } from "./_helpers.ts";
 
-const HAPROXY = ["/usr/sbin/haproxy", "/usr/bin/haproxy"].find((p) => {
-  try {
-    return Deno.statSync(p).isFile;
-  } catch {
-    return false;
-  }
-});
-
-function _freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
+const HAPROXY = firstFile(["/usr/sbin/haproxy", "/usr/bin/haproxy"]);
 
 /** The README's HAProxy configuration, with these replicas' ports and shorter timeouts. */
 function _haproxyConfig(port: number, replicaPorts: number[]): string {
@@ -123,7 +111,7 @@ Deno.test("three replicas behind HAProxy keep sessions by Mcp-Session-Id; a kill
   await using r1 = await startHttpCorral(args, ws);
   await using r2 = await startHttpCorral(args, ws);
   const replicas = [r0, r1, r2];
-  const port = _freePort();
+  const port = freePort();
   const cfg = join(ws.cache, "haproxy.cfg");
   await Deno.writeTextFile(cfg, _haproxyConfig(port, replicas.map((r) => +new URL(r.url).port)));
   const lb = new Deno.Command(HAPROXY, {
