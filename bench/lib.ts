@@ -200,3 +200,73 @@ export function collectGarbage(): void {
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
+
+/** Each process's children, by parent pid: one snapshot of `/proc`. */
+export function processChildren(): Map<number, number[]> {
+  const kids = new Map<number, number[]>();
+  for (const e of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(e.name)) continue;
+    try {
+      const st = Deno.readTextFileSync(`/proc/${e.name}/stat`);
+      const ppid = Number(st.slice(st.lastIndexOf(")") + 2).split(" ")[1]);
+      kids.set(ppid, [...(kids.get(ppid) ?? []), Number(e.name)]);
+    } catch { /* gone */ }
+  }
+  return kids;
+}
+
+/**
+ * Memory of `root` and every process below it, in MiB: RSS (shared pages
+ * counted once per process) and PSS (shared pages divided among their
+ * users), from `smaps_rollup`; and how many processes there are.
+ */
+export function treeMemory(root: number): { rss: number; pss: number; processes: number } {
+  const kids = processChildren();
+  const pids: number[] = [];
+  const walk = (p: number) => {
+    pids.push(p);
+    for (const k of kids.get(p) ?? []) walk(k);
+  };
+  walk(root);
+  let rss = 0, pss = 0;
+  for (const p of pids) {
+    try {
+      const t = Deno.readTextFileSync(`/proc/${p}/smaps_rollup`);
+      rss += Number(/^Rss:\s+(\d+)/m.exec(t)?.[1] ?? 0);
+      pss += Number(/^Pss:\s+(\d+)/m.exec(t)?.[1] ?? 0);
+    } catch { /* gone */ }
+  }
+  return { rss: rss / 1024, pss: pss / 1024, processes: pids.length };
+}
+
+/**
+ * Start `corral mcp ARGS…` with the flags of `deno task corral`, `NO_COLOR`
+ * and `env`; resolves once it prints its Streamable HTTP URL (its stderr is
+ * drained from then on). A server that ends first is an Error with the end
+ * of what it printed.
+ */
+export async function startCorralHttp(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ child: Deno.ChildProcess; url: string }> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...CORRAL_FLAGS, `${ROOT}main.ts`, "mcp", ...args],
+    env: { NO_COLOR: "1", ...env },
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  let text = "";
+  const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+  let url: string | undefined;
+  while (!url) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`corral mcp did not listen: ${text.slice(-500)}`);
+    text += value;
+    url = /Streamable HTTP at (http:\/\/\S+\/mcp)/.exec(text)?.[1];
+  }
+  (async () => {
+    while (!(await reader.read()).done) { /* drain */ }
+  })();
+  return { child, url };
+}

@@ -15,7 +15,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CORRAL_FLAGS, median, ROOT } from "./lib.ts";
+import { median, startCorralHttp, treeMemory } from "./lib.ts";
 
 /** What bench/sessions.ts prints. */
 export interface SessionsResult {
@@ -35,38 +35,6 @@ export interface SessionsResult {
   againMs: number[];
 }
 
-function _tree(root: number): number[] {
-  const kids = new Map<number, number[]>();
-  for (const e of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(e.name)) continue;
-    try {
-      const st = Deno.readTextFileSync(`/proc/${e.name}/stat`);
-      const ppid = Number(st.slice(st.lastIndexOf(")") + 2).split(" ")[1]);
-      kids.set(ppid, [...(kids.get(ppid) ?? []), Number(e.name)]);
-    } catch { /* gone */ }
-  }
-  const out: number[] = [];
-  const walk = (p: number) => {
-    out.push(p);
-    for (const k of kids.get(p) ?? []) walk(k);
-  };
-  walk(root);
-  return out;
-}
-
-function _memory(root: number): { rss: number; pss: number; processes: number } {
-  const pids = _tree(root);
-  let rss = 0, pss = 0;
-  for (const p of pids) {
-    try {
-      const t = Deno.readTextFileSync(`/proc/${p}/smaps_rollup`);
-      rss += Number(/^Rss:\s+(\d+)/m.exec(t)?.[1] ?? 0);
-      pss += Number(/^Pss:\s+(\d+)/m.exec(t)?.[1] ?? 0);
-    } catch { /* gone */ }
-  }
-  return { rss: rss / 1024, pss: pss / 1024, processes: pids.length };
-}
-
 async function main(): Promise<void> {
   const sessions = Number(Deno.args[0] ?? 10);
   const repeats = Number(Deno.args[1] ?? 4);
@@ -74,41 +42,15 @@ async function main(): Promise<void> {
   const ws = `${tmp}/ws`;
   await Deno.mkdir(ws);
   await Deno.writeTextFile(`${ws}/notes.txt`, "one two three\n");
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      ...CORRAL_FLAGS,
-      `${ROOT}main.ts`,
-      "mcp",
-      "--http",
-      "127.0.0.1:0",
-      "--no-token",
-      "-r",
-      "--workspace",
-      ws,
-    ],
-    env: { NO_COLOR: "1", CORRAL_CACHE_DIR: `${tmp}/cache`, CORRAL_CONFIG_DIR: `${tmp}/config` },
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
+  const { child, url } = await startCorralHttp(
+    ["--http", "127.0.0.1:0", "--no-token", "-r", "--workspace", ws],
+    { CORRAL_CACHE_DIR: `${tmp}/cache`, CORRAL_CONFIG_DIR: `${tmp}/config` },
+  );
   const clients: Client[] = [];
   try {
-    let text = "";
-    const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
-    let url: string | undefined;
-    while (!url) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`corral mcp did not listen: ${text.slice(-500)}`);
-      text += value;
-      url = /Streamable HTTP at (http:\/\/\S+\/mcp)/.exec(text)?.[1];
-    }
-    (async () => {
-      while (!(await reader.read()).done) { /* drain */ }
-    })();
     const open = async () => {
       const c = new Client({ name: "bench", version: "1" });
-      await c.connect(new StreamableHTTPClientTransport(new URL(url!)));
+      await c.connect(new StreamableHTTPClientTransport(new URL(url)));
       clients.push(c);
       return c;
     };
@@ -121,14 +63,14 @@ async function main(): Promise<void> {
     // One session, warm (the module set's cache is made on the first start).
     const first = await open();
     for (let i = 0; i < 3; i++) await call(first);
-    const one = _memory(child.pid);
+    const one = treeMemory(child.pid);
     const firstMs: number[] = [], againMs: number[] = [];
     for (let i = 0; i < sessions; i++) {
       const c = await open();
       firstMs.push(await call(c));
       for (let k = 0; k < repeats; k++) againMs.push(await call(c));
     }
-    const many = _memory(child.pid);
+    const many = treeMemory(child.pid);
     const result: SessionsResult = {
       sessions,
       oneRss: one.rss,

@@ -18,7 +18,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { addToken } from "../core/identity/token_store.ts";
-import { CORRAL_FLAGS, quantile, ROOT } from "./lib.ts";
+import { processChildren, quantile, startCorralHttp, treeMemory } from "./lib.ts";
 
 /** What bench/team_load.ts prints. */
 export interface TeamLoadResult {
@@ -46,69 +46,6 @@ export interface TeamLoadResult {
   firstMax: number;
 }
 
-function _parents(): Map<number, number[]> {
-  const kids = new Map<number, number[]>();
-  for (const e of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(e.name)) continue;
-    try {
-      const st = Deno.readTextFileSync(`/proc/${e.name}/stat`);
-      const ppid = Number(st.slice(st.lastIndexOf(")") + 2).split(" ")[1]);
-      kids.set(ppid, [...(kids.get(ppid) ?? []), Number(e.name)]);
-    } catch { /* gone */ }
-  }
-  return kids;
-}
-
-function _memory(root: number): { rss: number; pss: number; processes: number } {
-  const kids = _parents();
-  const pids: number[] = [];
-  const walk = (p: number) => {
-    pids.push(p);
-    for (const k of kids.get(p) ?? []) walk(k);
-  };
-  walk(root);
-  let rss = 0, pss = 0;
-  for (const p of pids) {
-    try {
-      const t = Deno.readTextFileSync(`/proc/${p}/smaps_rollup`);
-      rss += Number(/^Rss:\s+(\d+)/m.exec(t)?.[1] ?? 0);
-      pss += Number(/^Pss:\s+(\d+)/m.exec(t)?.[1] ?? 0);
-    } catch { /* gone */ }
-  }
-  return { rss: rss / 1024, pss: pss / 1024, processes: pids.length };
-}
-
-async function _start(tmp: string, ws: string, idle: number, env: Record<string, string>) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      ...CORRAL_FLAGS,
-      `${ROOT}main.ts`,
-      "mcp",
-      ...["--http", "127.0.0.1:0", "--token", "o".repeat(48), "-r", "-w", "-x", "--workspace", ws],
-      ...["--max-sessions", "2000", "--max-concurrent", "200", "--max-queue", "4000"],
-      ...["--max-client-conns", "4000", "--max-sandboxes", "400", "--session-idle", String(idle)],
-    ],
-    env: { NO_COLOR: "1", CORRAL_CACHE_DIR: `${tmp}/cache`, ...env },
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  let text = "";
-  const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
-  let url: string | undefined;
-  while (!url) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`corral mcp did not listen: ${text.slice(-500)}`);
-    text += value;
-    url = /Streamable HTTP at (http:\/\/\S+\/mcp)/.exec(text)?.[1];
-  }
-  (async () => {
-    while (!(await reader.read()).done) { /* drain */ }
-  })();
-  return { child, url };
-}
-
 async function main(): Promise<void> {
   const [seconds, ids, per, share, idle] = Deno.args.map(Number);
   const tmp = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_bench_team_" }));
@@ -125,7 +62,11 @@ async function main(): Promise<void> {
   await Deno.writeTextFile(`${config}/corral.json`, JSON.stringify({ identities }));
   const tokens: string[] = [];
   for (const n of names) tokens.push(await addToken(n, `${config}/tokens.json`)); // one file
-  const { child, url } = await _start(tmp, ws, idle, { CORRAL_CONFIG_DIR: config });
+  const { child, url } = await startCorralHttp([
+    ...["--http", "127.0.0.1:0", "--token", "o".repeat(48), "-r", "-w", "-x", "--workspace", ws],
+    ...["--max-sessions", "2000", "--max-concurrent", "200", "--max-queue", "4000"],
+    ...["--max-client-conns", "4000", "--max-sandboxes", "400", "--session-idle", String(idle)],
+  ], { CORRAL_CACHE_DIR: `${tmp}/cache`, CORRAL_CONFIG_DIR: config });
   const clients: Client[] = [];
   try {
     for (const token of tokens) {
@@ -176,11 +117,11 @@ async function main(): Promise<void> {
         }
       }
     }));
-    const mem = _memory(child.pid);
-    const sandboxesLoaded = (_parents().get(child.pid) ?? []).length;
+    const mem = treeMemory(child.pid);
+    const sandboxesLoaded = (processChildren().get(child.pid) ?? []).length;
     // The sessions stay open but idle: past --session-idle they expire and their sandboxes close.
     await new Promise((r) => setTimeout(r, idle * 1000 + Math.max(1000, idle * 250) + 1500));
-    const sandboxesAfterIdle = (_parents().get(child.pid) ?? []).length;
+    const sandboxesAfterIdle = (processChildren().get(child.pid) ?? []).length;
     const q = (p: number) =>
       Object.fromEntries(Object.entries(times).map(([k, v]) => [k, quantile(v, p)]));
     const result: TeamLoadResult = {
