@@ -2,6 +2,7 @@
 import { HOST_PERMISSION_FLAGS } from "../core/sandbox/host_flags.ts";
 import { Reporter } from "../core/tool/reporter.ts";
 import { Registry } from "../core/registry/registry.ts";
+import type { RegistryOptions } from "../core/registry/registry_options.ts";
 import { parsePolicy } from "../core/config/policy.ts";
 
 export const ROOT = new URL("..", import.meta.url).pathname;
@@ -15,12 +16,16 @@ export async function tempLayout(): Promise<{ base: string; ws: string; outside:
   return { base, ws: `${base}/ws`, outside: `${base}/outside` };
 }
 
-/** A registry over fixture modules only, with `policy` as toolset "fixture". */
+/**
+ * A registry over fixture modules only, with `policy` as toolset "fixture";
+ * `options` adds registry options (an audit log, say).
+ */
 export async function fixtureRegistry(
   modules: string[],
   toolsetPolicy: Record<string, unknown>,
   workspace: string,
   extra: Record<string, unknown> = {},
+  options: Partial<RegistryOptions> = {},
 ): Promise<{ registry: Registry; lines: string[] }> {
   const lines: string[] = [];
   const policy = parsePolicy(
@@ -40,6 +45,7 @@ export async function fixtureRegistry(
       modules: modules.map((m) => m.startsWith("/") ? m : `${FIXTURES}${m}`),
       policy: policy.toolset("fixture"),
     }],
+    ...options,
   });
   return { registry, lines };
 }

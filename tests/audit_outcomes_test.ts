@@ -17,9 +17,7 @@ import { httpIdentityFromConfig, identityRegistry } from "../core/mcp/http_ident
 import { resolveTeamConfig } from "../core/config/team_config.ts";
 import { addToken } from "../core/identity/token_store.ts";
 import { createMcpServer, type McpRegistry } from "../core/mcp/mcp_server.ts";
-import { Registry } from "../core/registry/registry.ts";
-import { Reporter } from "../core/tool/reporter.ts";
-import { FIXTURES, runCli, tempLayout } from "./_helpers.ts";
+import { fixtureRegistry, FIXTURES, runCli, tempLayout } from "./_helpers.ts";
 import { startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
 
 const TOOLS = `${FIXTURES}audit`;
@@ -223,25 +221,13 @@ Deno.test("corral mcp over HTTP: two sessions, each line names its session; ever
 Deno.test("two identities through the MCP server: lines name each one; refusals before the registry (limits, a tool it may not use) are denied lines too", async () => {
   const { ws, base } = await tempLayout();
   const audit = join(base, "audit.jsonl");
-  const policy = parsePolicy(
-    JSON.stringify({ toolsets: { fixture: { timeout_ms: 5000 } } }),
-    "test.json",
+  const { registry } = await fixtureRegistry(
+    [`${TOOLS}/audit_tools.ts`],
+    { timeout_ms: 5000 },
     ws,
+    {},
+    { auditPath: audit },
   );
-  const registry = await Registry.create({
-    workspace: ws,
-    policy,
-    noBuiltins: true,
-    cacheDir: null,
-    auditPath: audit,
-    reporter: new Reporter({ sink: () => {}, color: false }),
-    sources: [{
-      id: "fixture",
-      kind: "builtin",
-      modules: [`${TOOLS}/audit_tools.ts`],
-      policy: policy.toolset("fixture"),
-    }],
-  });
   const identity = (name: string, deny: string[], concurrent?: number): ResolvedIdentity => ({
     name,
     access: new ToolAccess({ tools: { deny }, toolsets: { deny: [] } }),
@@ -290,20 +276,8 @@ Deno.test("two identities through the MCP server: lines name each one; refusals 
 Deno.test("a call refused by an identity's calls per minute (429) is a denied line naming the identity, the tool and the session", async () => {
   const { ws, base } = await tempLayout();
   const audit = join(base, "audit.jsonl");
-  const policy = parsePolicy(JSON.stringify({ toolsets: { fixture: {} } }), "test.json", ws);
-  const registry = await Registry.create({
-    workspace: ws,
-    policy,
-    noBuiltins: true,
-    cacheDir: null,
+  const { registry } = await fixtureRegistry([`${TOOLS}/audit_tools.ts`], {}, ws, {}, {
     auditPath: audit,
-    reporter: new Reporter({ sink: () => {}, color: false }),
-    sources: [{
-      id: "fixture",
-      kind: "builtin",
-      modules: [`${TOOLS}/audit_tools.ts`],
-      policy: policy.toolset("fixture"),
-    }],
   });
   try {
     const team = resolveTeamConfig(
