@@ -5,8 +5,8 @@
  * corral's own lane on that channel (./call_lane.ts); restarted with
  * back-off after a crash, killed on a timeout (the next call starts it
  * again) or when it ignores a call's cancellation (./call_lane.ts; a
- * cancelled call alone fails, its other calls go on), and marked failed with the reason when it will not start or does
- * not speak MCP.
+ * cancelled call alone fails, its other calls go on), and marked failed
+ * with the reason when it will not start or does not speak MCP.
  * Questions (sampling, elicitation), progress and logs go to the call that
  * is running.
  *
