@@ -60,6 +60,18 @@ export class CallCancelled extends Error {
   }
 }
 
+/**
+ * A call the lane gave up on when its own timeout passed (`notifications/cancelled`
+ * was sent): the SDK's `McpError(RequestTimeout)`, of a class of its own so that
+ * an error response a server sends with that code is never taken for it.
+ */
+export class CallTimedOut extends McpError {
+  constructor(timeoutMs: number) {
+    super(ErrorCode.RequestTimeout, "Request timed out", { timeout: timeoutMs });
+    this.name = "CallTimedOut";
+  }
+}
+
 type _Validate = (value: unknown) => { valid: boolean; errorMessage?: string };
 
 /** A call its caller cancelled, watched until its own timeout would have passed. */
@@ -277,8 +289,7 @@ export class CallLane {
     for (const [id, p] of [...this.#pending]) {
       if (p.deadline > now) next = Math.min(next, p.deadline);
       else {
-        const data = { timeout: p.timeoutMs };
-        this.#cancel(id, new McpError(ErrorCode.RequestTimeout, "Request timed out", data));
+        this.#cancel(id, new CallTimedOut(p.timeoutMs));
       }
     }
     if (next < Infinity) this.#arm(next);
@@ -297,7 +308,7 @@ export class CallLane {
    * is told, and after a cancellation asked for a `ping` it must answer
    * within the grace, else it counts as ignoring the cancellation.
    */
-  #cancel(id: string, reason: McpError | CallCancelled): void {
+  #cancel(id: string, reason: CallTimedOut | CallCancelled): void {
     const p = this.#settle(id);
     if (!p) return;
     const byCaller = reason instanceof CallCancelled;

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 // @ts-types="@modelcontextprotocol/sdk/types"
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
-import { CallCancelled, CallLane } from "./call_lane.ts";
+import { CallCancelled, CallLane, CallTimedOut } from "./call_lane.ts";
 import { type ChannelEventKind, StdioChannel } from "./stdio_channel.ts";
 
 const FIXTURE = new URL("../../tests/fixtures/hosted/lane_server.ts", import.meta.url).pathname;
@@ -91,6 +91,11 @@ Deno.test("call lane: a response after a timeout or an abort is dropped, and the
   const timedOut = await rig.lane.call("slow", { ms: 600 }, { timeoutMs: 100 }).catch((e) => e);
   assert.ok(timedOut instanceof McpError, String(timedOut));
   assert.equal(timedOut.code, ErrorCode.RequestTimeout);
+  assert.ok(timedOut instanceof CallTimedOut, String(timedOut));
+  // A server's own error with the timeout code is its answer, not the lane's timeout.
+  const told = await rig.lane.call("timeout_error", {}, _OPTS).catch((e) => e);
+  assert.ok(told instanceof McpError && told.code === -32001, String(told));
+  assert.ok(!(told instanceof CallTimedOut), "a server's error is not the lane's timeout");
   const ac = new AbortController();
   const aborted = rig.lane.call("slow", { ms: 600 }, { timeoutMs: 20_000, signal: ac.signal });
   setTimeout(() => ac.abort(new Error("the client went away")), 100);

@@ -24,7 +24,7 @@ import {
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { pinned, type ToolDefinition } from "./approvals.ts";
-import { CallLane } from "./call_lane.ts";
+import { CallLane, CallTimedOut } from "./call_lane.ts";
 import { type Launched, launchServer, type LaunchSpec } from "./launch.ts";
 import { type ChannelEventKind, StdioChannel } from "./stdio_channel.ts";
 
@@ -107,7 +107,7 @@ export class HostedServer {
     try {
       return await lane.call(name, args, call);
     } catch (err) {
-      if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
+      if (err instanceof CallTimedOut) {
         // The call is killed with the whole server; the next call starts it again.
         this.#hooks.onEvent("timeout", `${name} timed out after ${call.timeoutMs} ms`);
         void this.stop();

@@ -29,7 +29,7 @@ import {
   writeFailure,
   writeSeen,
 } from "./approvals.ts";
-import { CallCancelled } from "./call_lane.ts";
+import { CallCancelled, CallTimedOut } from "./call_lane.ts";
 import { type HostedCall, HostedServer } from "./hosted_server.ts";
 import { hostedResult, hostedTools, offeredName } from "./hosted_tools.ts";
 // @ts-types="@modelcontextprotocol/sdk/client/index"
@@ -191,7 +191,8 @@ export class HostedServers {
     } catch (err) {
       // As corral's own tools report it (core/sandbox/sandbox.ts); the server keeps running.
       if (err instanceof CallCancelled) return _error(failure(tool, "cancelled"), "cancelled");
-      const timedOut = /timed out|timeout/i.test((err as Error).message);
+      // The lane's own timeout only: a server's error that speaks of a timeout is the server's.
+      const timedOut = err instanceof CallTimedOut;
       return _error(
         failure(
           tool,
