@@ -96,7 +96,8 @@ const _fileSchema = z.object({
 
 /** The raw shape of `permissions.json`. */
 export type PolicyFile = z.infer<typeof _fileSchema>;
-type _RawSandbox = z.infer<typeof _sandboxSchema> & { sys?: string[] };
+// A server's entry is a sandbox's with `sys`; toolsets and plugins never have it.
+type _RawSandbox = z.infer<typeof _serverSchema>;
 
 /** The resolved policy of one sandbox: absolute paths, limits filled in. */
 export interface SandboxPolicy extends Omit<Grant, "jail">, CallLimits {
