@@ -8,6 +8,10 @@
  * @module
  */
 import { envVar } from "../config/env_var.ts";
+import { ConfigError } from "../tool/errors.ts";
+import type { CorralConfig } from "../config/corral_config.ts";
+import { ownedFileProblem } from "../guard/owned_file.ts";
+import { operatorNotes } from "../identity/identity_policy.ts";
 import { unknownAccessNames } from "../identity/tool_access.ts";
 import { type HttpIdentity, httpIdentityFromConfig, teamPolicy } from "../mcp/http_identity.ts";
 import type { McpRegistry } from "../mcp/mcp_server.ts";
@@ -34,8 +38,14 @@ export async function teamServer(
   token: string | undefined,
 ): Promise<TeamServer> {
   const { config, workspace } = session.plugins;
+  await _checkConfigOwner(config);
   const policy = teamPolicy(config, workspace);
-  for (const w of unknownAccessNames(config.identities, session.registry.list())) {
+  for (
+    const w of [
+      ...unknownAccessNames(config.identities, session.registry.list()),
+      ...operatorNotes(config.identities),
+    ]
+  ) {
     session.reporter.line(`Warning: corral.json ${w}`, "yellow");
   }
   const registries = new Map<string, Registry>();
@@ -76,4 +86,20 @@ export async function teamServer(
     await close();
     throw err;
   }
+}
+
+/**
+ * A config that names identities or how they authenticate decides who is
+ * the operator and who may call: like the tokens file, it must be out of
+ * other users' reach (owned by corral's user or root, not writable by
+ * others), else the server does not start.
+ */
+async function _checkConfigOwner(config: CorralConfig): Promise<void> {
+  const decides = Object.keys(config.identities).length > 0 || config.auth.jwks !== null ||
+    config.auth.operatorIdentities.length > 0;
+  if (!config.file || !decides) return;
+  const problem = ownedFileProblem(config.file, await Deno.stat(config.file), {
+    what: "the config file (it names identities)",
+  });
+  if (problem) throw new ConfigError(`Cannot serve: ${problem}`);
 }

@@ -16,12 +16,43 @@ import { configDir } from "./install_dir.ts";
 /** What an identity name may look like (a token name, a JWT claim value). */
 export const IDENTITY_NAME = /^[A-Za-z0-9][A-Za-z0-9._@:|+-]{0,127}$/;
 
-/** The identity of the single default bearer token (`--token`, `mcp-token`). */
-export const DEFAULT_IDENTITY = "default";
+/**
+ * The operator's identity: the server's own token (`--token`, `mcp-token`),
+ * or every caller of a server without one (`--no-token`). A role of its
+ * own, never a name in the claim space: {@link IDENTITY_NAME} cannot match
+ * it (it starts with `@`), so no token name or JWT claim turns into it,
+ * unless the operator lists that name in `auth.operator_identities`.
+ */
+export const OPERATOR_IDENTITY = "@operator";
 
-const _name = z.string().regex(
-  IDENTITY_NAME,
-  "must start with a letter or digit and hold only letters, digits and . _ @ : | + - (128 at most)",
+/**
+ * Names no token or JWT may claim: `local` is what the audit log calls the
+ * command line and stdio (the operator at the machine).
+ */
+export const RESERVED_IDENTITIES: readonly string[] = ["local"];
+
+/**
+ * Whether `name` may be an identity a caller claims: an identity name
+ * ({@link IDENTITY_NAME}) that is not reserved.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { claimableIdentity, OPERATOR_IDENTITY } from "./team_config.ts";
+ * assert.ok(claimableIdentity("alice") && claimableIdentity("default"));
+ * assert.ok(!claimableIdentity(OPERATOR_IDENTITY) && !claimableIdentity("local"));
+ * ```
+ */
+export function claimableIdentity(name: unknown): name is string {
+  return typeof name === "string" && IDENTITY_NAME.test(name) &&
+    !RESERVED_IDENTITIES.includes(name);
+}
+
+const _NAME_RULE =
+  "must start with a letter or digit and hold only letters, digits and . _ @ : | + - (128 at most)";
+const _name = z.string().regex(IDENTITY_NAME, _NAME_RULE).refine(
+  (n) => !RESERVED_IDENTITIES.includes(n),
+  (n) => ({ message: `"${n}" is reserved (the audit log's name for the command line)` }),
 );
 const _list = z.object({
   allow: z.array(z.string().min(1, "must not be empty")).optional()
@@ -54,8 +85,11 @@ export const identitySchema = z.object({
   limits: _limits.optional(),
 }).strict();
 
-/** `identities`: one entry per identity name. */
-export const identitiesSchema = z.record(_name, identitySchema);
+/** `identities`: one entry per identity name, and `@operator` for the server's own token. */
+export const identitiesSchema = z.record(
+  z.union([z.literal(OPERATOR_IDENTITY), _name]),
+  identitySchema,
+);
 
 /** `auth`. */
 export const authSchema = z.object({
@@ -80,6 +114,8 @@ export const authSchema = z.object({
     .describe("This server's URL as clients see it (protected-resource metadata)"),
   authorization_servers: z.array(z.string().url()).optional()
     .describe("OAuth authorization servers that issue tokens for it"),
+  operator_identities: z.array(_name).optional()
+    .describe("Identities (token names, JWT claim values) that are the operator (@operator)"),
 }).strict();
 
 /** One identity's policy, resolved. */
@@ -127,6 +163,11 @@ export interface AuthConfig {
   resource: string | null;
   /** Authorization servers named in the protected-resource metadata. */
   authorizationServers: string[];
+  /**
+   * Identities that are the operator (`auth.operator_identities`): the only
+   * way a token name or claim value becomes {@link OPERATOR_IDENTITY}.
+   */
+  operatorIdentities: string[];
 }
 
 /**
@@ -191,6 +232,7 @@ export function resolveTeamConfig(
       workspacesDir: auth?.workspaces_dir ? path(auth.workspaces_dir) : null,
       resource: auth?.resource ?? null,
       authorizationServers: auth?.authorization_servers ?? [],
+      operatorIdentities: auth?.operator_identities ?? [],
     },
   };
 }

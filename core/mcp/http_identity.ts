@@ -317,7 +317,7 @@ export function sharedPrincipal(identity: string): string {
 
 /**
  * The identity side of an HTTP server from corral.json: the default token
- * (the identity `default`), the tokens file, the JWKS, the identities.
+ * (the operator, `@operator`), the tokens file, the JWKS, the identities.
  * `--no-token` (no default token) cannot go with identities or a JWKS.
  */
 export async function httpIdentityFromConfig(
@@ -338,7 +338,7 @@ export async function httpIdentityFromConfig(
     throw new ConfigError(
       "identities and auth.jwks in corral.json need the server's own token too (--token, " +
         "CORRAL_MCP_TOKEN, or on loopback the one corral makes): without it (--no-token) every " +
-        'caller would be "default"',
+        'caller would be the operator ("@operator")',
     );
   }
   const authenticator = options.defaultToken
@@ -346,6 +346,7 @@ export async function httpIdentityFromConfig(
       defaultToken: options.defaultToken,
       tokens: new TokenStore(config.auth.tokensFile),
       jwt: config.auth.jwks ? await JwtVerifier.create(config.auth.jwks) : undefined,
+      operatorIdentities: config.auth.operatorIdentities,
     })
     : new Authenticator({});
   return new HttpIdentity({

@@ -12,7 +12,7 @@ const DEFAULT = "d".repeat(64);
 async function setup() {
   const dir = await Deno.makeTempDir({ prefix: "corral_http_identity_" });
   const team = resolveTeamConfig(
-    { alice: { limits: { per_minute: 2 } }, default: {} },
+    { alice: { limits: { per_minute: 2 } }, "@operator": {} },
     { tokens_file: "tokens.json" },
     dir,
     `${dir}/corral.json`,
@@ -65,7 +65,7 @@ Deno.test("admit: 401 with WWW-Authenticate, 403 for an identity without an entr
   const s = await id.admit(req(stranger, call), "/mcp", 1 << 20);
   assert.ok(s instanceof Response && s.status === 403);
   const d = await id.admit(req(DEFAULT, call), "/mcp", 1 << 20);
-  assert.ok(!(d instanceof Response) && d.identity.name === "default");
+  assert.ok(!(d instanceof Response) && d.identity.name === "@operator");
   // Listing is not a call; two calls pass, the third is refused with Retry-After.
   const list = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" });
   for (let i = 0; i < 5; i++) {
@@ -110,5 +110,5 @@ Deno.test("identities without the server's own token are a config error (no one 
     { serverWorkspace: dir },
   );
   const r = await open.admit(req(null, "{}"), "/mcp", 1024);
-  assert.ok(!(r instanceof Response) && r.identity.name === "default");
+  assert.ok(!(r instanceof Response) && r.identity.name === "@operator");
 });
