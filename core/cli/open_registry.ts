@@ -158,6 +158,8 @@ export async function openRegistry(
   ];
   const audit = values.audit ?? config.audit;
   if (audit) options.auditPath = audit;
+  const auditMax = auditMaxBytes(values["audit-max-bytes"]) ?? config.auditMaxBytes;
+  if (auditMax !== null) options.auditMaxBytes = auditMax;
   if (!config.auditRequired) options.auditOptional = true;
   // Load problems and rejected files: one line that points to `corral list`, not a
   // screenful on every command (list itself shows them in full).
@@ -185,6 +187,30 @@ export async function openRegistry(
       dirs: plugins.dirs.map((d) => d.real),
     },
   };
+}
+
+/**
+ * `--audit-max-bytes BYTES`: the audit log's total with its rotated files
+ * (0: no rotation); null when not given. Anything else is a {@link UsageError}.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { auditMaxBytes } from "./open_registry.ts";
+ * assert.equal(auditMaxBytes("1048576"), 1048576);
+ * assert.equal(auditMaxBytes(undefined), null);
+ * assert.throws(() => auditMaxBytes("1MB"), /--audit-max-bytes/);
+ * ```
+ */
+export function auditMaxBytes(text: string | undefined): number | null {
+  if (text === undefined) return null;
+  const n = Number(text);
+  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(n)) {
+    throw new UsageError(
+      `--audit-max-bytes must be a number of bytes (0: no rotation), got "${text}"`,
+    );
+  }
+  return n;
 }
 
 /** The banner says when tools run without the namespace, and which limits are in force. */

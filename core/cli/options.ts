@@ -60,6 +60,8 @@ Options:
   --yes                 approve calls of tools that need confirmation
   --no-cache            do not read or write the discovery cache
   --audit PATH          append one JSON line per tool call to PATH (off by default)
+  --audit-max-bytes N   the audit log's total with its 4 rotated files PATH.1-4 (default
+                        1073741824; 0: never rotate; corral.json audit_max_bytes)
   --quiet               no progress reports on stderr
   --http [HOST:]PORT    mcp: Streamable HTTP instead of stdio; PORT 0 picks a free port
   --token TOKEN         mcp --http: require "Authorization: Bearer TOKEN" (default
@@ -119,6 +121,7 @@ export const CLI_OPTIONS = {
   yes: { type: "boolean" },
   "no-cache": { type: "boolean" },
   audit: { type: "string" },
+  "audit-max-bytes": { type: "string" },
   tool: { type: "string" },
   since: { type: "string" },
   until: { type: "string" },

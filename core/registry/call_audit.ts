@@ -10,6 +10,7 @@ import type { SandboxPolicy } from "../config/policy.ts";
 import {
   argShape,
   type AuditLog,
+  type AuditRecord,
   type AuditWho,
   boundedJson,
   canonicalJson,
@@ -123,9 +124,9 @@ export class CallAudit {
     const { audit, catalog, reporter, secrets } = this.#o;
     const entry = catalog.anyEntry(name);
     const info = entry?.info;
-    const canonical = _ENCODER.encode(canonicalJson(args ?? null));
-    try {
-      await audit.append({
+    const line = (): AuditRecord => {
+      const canonical = _ENCODER.encode(canonicalJson(args ?? null));
+      return {
         time,
         ...who,
         tool: name,
@@ -142,7 +143,16 @@ export class CallAudit {
         outcome: outcome.outcome,
         ...(outcome.reason ? { reason: outcome.reason } : {}),
         ...(result.error ? { error: scrubText(result.error, secrets) } : {}),
-      });
+      };
+    };
+    try {
+      // Refusals (the caller's limits, unknown tools, bad arguments) are counted per identity
+      // and reason rather than written one by one (core/guard/audit_refusals.ts); a
+      // revocation that stopped a call is always written.
+      if (outcome.outcome === "denied" && outcome.reason !== "revoked") {
+        const refused = { identity: who.identity, reason: outcome.reason ?? "", tool: name };
+        await audit.refusal(refused, line);
+      } else await audit.append(line());
     } catch (err) {
       reporter.line(
         `Warning: ${name} ran, but its audit line could not be written to ${audit.path}: ` +

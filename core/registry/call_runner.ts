@@ -203,8 +203,9 @@ export class CallRunner {
     await this.#pool.closeKeys((key) => key.startsWith(`${id}|`));
   }
 
-  /** Stop every sandbox. */
+  /** Stop every sandbox; the refusals counted so far are written. */
   async close(): Promise<void> {
+    this.#options.audit?.flush();
     await this.#pool.close();
   }
 

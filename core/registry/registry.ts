@@ -140,7 +140,12 @@ export class Registry {
       // Top-level code of a plugin runs at discovery: its connections are audited too.
       onConnection: (id, r) => this.#runner.auditConnection(id, r),
     });
-    const audit = auditPath ? new AuditLog(auditPath) : undefined;
+    const audit = auditPath
+      ? new AuditLog(auditPath, {
+        maxBytes: options.auditMaxBytes,
+        refusalWindowMs: options.auditRefusalWindowMs,
+      })
+      : undefined;
     this.hosted = new HostedServers(options.servers ?? [], {
       workspace,
       host,

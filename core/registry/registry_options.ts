@@ -40,6 +40,10 @@ export interface RegistryOptions {
   auditPath?: string;
   /** Run calls even when the audit log cannot be written (default: refuse them). */
   auditOptional?: boolean;
+  /** The audit log's total with its rotated files (default 1 GiB; 0: never rotate). */
+  auditMaxBytes?: number;
+  /** Refusals are counted per identity and reason over windows this long (default 60 s). */
+  auditRefusalWindowMs?: number;
   /** The bwrap binary of the sandbox namespace; `null`: none (tests). Default: detected. */
   bwrap?: string | null;
   /**
