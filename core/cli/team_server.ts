@@ -13,7 +13,11 @@ import type { CorralConfig } from "../config/corral_config.ts";
 import { ownedFileProblem } from "../guard/owned_file.ts";
 import { operatorNotes } from "../identity/identity_policy.ts";
 import { unknownAccessNames } from "../identity/tool_access.ts";
+import { LocalState, type SharedState } from "../identity/shared_state.ts";
+import { AuditLog } from "../guard/audit.ts";
+import { AuthFailures } from "../mcp/auth_failures.ts";
 import { type HttpIdentity, httpIdentityFromConfig, teamPolicy } from "../mcp/http_identity.ts";
+import { auditMaxBytes } from "./open_registry.ts";
 import type { McpRegistry } from "../mcp/mcp_server.ts";
 import { serverToken } from "../mcp/server_token.ts";
 import type { Registry } from "../registry/registry.ts";
@@ -49,10 +53,14 @@ export async function teamServer(
     session.reporter.line(`Warning: corral.json ${w}`, "yellow");
   }
   const registries = new Map<string, Registry>();
+  let state: SharedState | undefined;
   const close = async () => {
     for (const r of registries.values()) await r.close().catch(() => {});
+    await state?.close();
   };
   try {
+    // First: a shared state that cannot be reached refuses the start before anything opens.
+    state = await sharedStateOf(values, config);
     for (const ws of policy.workspaces()) {
       await Deno.mkdir(ws, { recursive: true, mode: 0o700 });
       const opened = await openRegistry({ ...values, workspace: ws }, session.reporter);
@@ -72,15 +80,12 @@ export async function teamServer(
       policy,
       registries: registries as Map<string, McpRegistry>,
       metricsToken,
-      // A rate-limited request's calls are denied lines of the identity's audit.
-      onRefused: (r) => {
-        const registry = registries.get(r.workspace) ?? session.registry;
-        for (const c of r.calls) {
-          const who = { identity: r.identity, session: r.session };
-          registry.auditRefusal(c.name, c.args, who, r.reason, r.message).catch(() => {});
-        }
-      },
+      state,
+      failures: _authFailures(values, config),
     });
+    if (state.where !== "this replica") {
+      session.reporter.line(`corral: limits and revocations shared through ${state.where}`);
+    }
     return { identity, metricsTokenFile, close };
   } catch (err) {
     await close();
@@ -102,4 +107,36 @@ async function _checkConfigOwner(config: CorralConfig): Promise<void> {
     what: "the config file (it names identities)",
   });
   if (problem) throw new ConfigError(`Cannot serve: ${problem}`);
+}
+
+/**
+ * Where limits are counted: `--shared-state` (else `shared_state` in
+ * corral.json) names a Redis every replica shares; without it, this
+ * replica's own. A Redis that cannot be reached is a ConfigError (fail closed).
+ */
+export async function sharedStateOf(
+  values: CliValues,
+  config: Pick<CorralConfig, "sharedState">,
+): Promise<SharedState> {
+  const url = values["shared-state"] ?? config.sharedState ?? undefined;
+  if (url === undefined) return new LocalState();
+  if (!/^redis:\/\/[^\s/]+(\/\d*)?$/.test(url)) {
+    throw new ConfigError(`--shared-state must be redis://HOST:PORT, got "${url}"`);
+  }
+  // The Redis client loads only when a shared state is asked for.
+  const { RedisState } = await import("../identity/redis_state.ts");
+  return await RedisState.connect(url);
+}
+
+/** Failed authentication: counted, logged on stderr, and audited when there is an audit log. */
+function _authFailures(values: CliValues, config: CorralConfig): AuthFailures {
+  const path = values.audit ?? config.audit;
+  const log = path
+    ? new AuditLog(path, {
+      maxBytes: auditMaxBytes(values["audit-max-bytes"]) ?? config.auditMaxBytes ?? undefined,
+    })
+    : undefined;
+  return new AuthFailures({
+    audit: log && ((record) => void log.append(record).catch(() => {})),
+  });
 }

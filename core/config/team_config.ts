@@ -65,6 +65,10 @@ const _count = z.number().int().positive();
 /** `identities.<name>.limits`. */
 const _limits = z.object({
   concurrent: _count.optional().describe("Calls of this identity running at once"),
+  queued: z.number().int().nonnegative().optional()
+    .describe("Calls of this identity waiting for a slot (0: refused at once beyond concurrent)"),
+  sessions: _count.optional().describe("Sessions of this identity open at once"),
+  connections: _count.optional().describe("Requests of this identity in flight at once"),
   per_minute: _count.optional().describe("Calls of this identity per minute (token bucket)"),
   sampling_per_call: z.number().int().nonnegative().optional()
     .describe("Sampling requests one call may make (0: none)"),
@@ -138,6 +142,9 @@ export interface IdentityConfig {
   /** Its limits; an absent one is not limited per identity. */
   limits: {
     concurrent?: number;
+    queued?: number;
+    sessions?: number;
+    connections?: number;
     perMinute?: number;
     samplingPerCall?: number;
     elicitationPerCall?: number;
@@ -207,6 +214,9 @@ export function resolveTeamConfig(
       shareSandboxes: d.share_sandboxes ?? false,
       limits: {
         concurrent: d.limits?.concurrent,
+        queued: d.limits?.queued,
+        sessions: d.limits?.sessions,
+        connections: d.limits?.connections,
         perMinute: d.limits?.per_minute,
         samplingPerCall: d.limits?.sampling_per_call,
         elicitationPerCall: d.limits?.elicitation_per_call,

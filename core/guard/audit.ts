@@ -209,7 +209,7 @@ export type AnyAuditRecord =
   | AuditConnectionRecord
   | AuditAskRecord
   | AuditRefusalsRecord
-  | (Record<string, unknown> & { time: string; kind: string });
+  | { time: string; kind: string };
 
 /**
  * An append-only audit file. Lines of concurrent calls never interleave;

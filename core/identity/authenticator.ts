@@ -48,6 +48,11 @@ export interface AuthenticatorOptions {
    * operator (`auth.operator_identities`); no other name ever is.
    */
   operatorIdentities?: string[];
+  /**
+   * When `name` was revoked (ms since the epoch; ./shared_state.ts): its
+   * static token made, and its JWTs issued (`iat`), no later are refused.
+   */
+  revokedAt?: (name: string) => number | undefined;
 }
 
 /** Resolves `Authorization` headers to identities. */
@@ -56,6 +61,7 @@ export class Authenticator {
   #tokens?: TokenStore;
   #jwt?: JwtVerifier;
   #operators: Set<string>;
+  #revokedAt?: (name: string) => number | undefined;
 
   /**
    * An authenticator for the configured ways.
@@ -80,6 +86,7 @@ export class Authenticator {
     this.#tokens = options.tokens;
     this.#jwt = options.jwt;
     this.#operators = new Set(options.operatorIdentities ?? []);
+    this.#revokedAt = options.revokedAt;
   }
 
   /** Whether any token is required (false: `--no-token`, everyone is `default`). */
@@ -109,7 +116,8 @@ export class Authenticator {
     }
     if (this.#jwt && looksLikeJwt(token)) {
       try {
-        return { ok: true, identity: this.#named(await this.#jwt.verify(token)), method: "jwt" };
+        const { identity, issuedAt } = await this.#jwt.verifyClaims(token);
+        return this.#issued(identity, issuedAt, "jwt");
       } catch (err) {
         if (err instanceof JwksUnavailableError) return _cannotCheck("JWTs", err.message);
         if (!(err instanceof JwtRefusedError)) throw err;
@@ -117,13 +125,13 @@ export class Authenticator {
       }
     }
     if (this.#tokens) {
-      let name: string | null;
+      let entry: Awaited<ReturnType<TokenStore["entryOf"]>>;
       try {
-        name = await this.#tokens.identityOf(token);
+        entry = await this.#tokens.entryOf(token);
       } catch (err) {
         return _cannotCheck("tokens", (err as Error).message);
       }
-      if (name) return { ok: true, identity: this.#named(name), method: "token" };
+      if (entry) return this.#issued(entry.name, Date.parse(entry.created) || 0, "token");
     }
     return {
       ok: false,
@@ -131,6 +139,20 @@ export class Authenticator {
       message: "Unauthorized: the token is not valid (unknown or revoked)",
       tokenSent: true,
     };
+  }
+
+  /** `name`'s credential issued at `issuedAt`: refused when revoked since, else who it is. */
+  #issued(name: string, issuedAt: number, method: AuthMethod): AuthResult {
+    const revoked = this.#revokedAt?.(name);
+    if (revoked !== undefined && !(issuedAt > revoked)) {
+      return {
+        ok: false,
+        status: 401,
+        message: "Unauthorized: the token was revoked",
+        tokenSent: true,
+      };
+    }
+    return { ok: true, identity: this.#named(name), method };
   }
 
   /** The operator when the operator listed `name`; else `name` itself. */

@@ -126,6 +126,14 @@ export class JwtVerifier {
    * saying why, or a {@link JwksUnavailableError} when the JWKS file went bad.
    */
   async verify(token: string): Promise<string> {
+    return (await this.verifyClaims(token)).identity;
+  }
+
+  /**
+   * {@link verify}, with when the token was issued (`iat`, ms since the
+   * epoch; 0 when it has none), for revocations.
+   */
+  async verifyClaims(token: string): Promise<{ identity: string; issuedAt: number }> {
     const s = this.#settings;
     if (s.file) await this.#refreshFile(s.file);
     let payload: Record<string, unknown>;
@@ -149,7 +157,7 @@ export class JwtVerifier {
     if (!claimableIdentity(id)) {
       throw new JwtRefusedError(`invalid JWT: its "${s.claim}" claim "${id}" is a reserved name`);
     }
-    return id;
+    return { identity: id, issuedAt: typeof payload.iat === "number" ? payload.iat * 1000 : 0 };
   }
 }
 

@@ -140,6 +140,11 @@ export class TokenStore {
    * per entry, no early exit).
    */
   async identityOf(token: string): Promise<string | null> {
+    return (await this.entryOf(token))?.name ?? null;
+  }
+
+  /** The entry of `token` (see {@link identityOf}): its name and when it was made; or null. */
+  async entryOf(token: string): Promise<TokenEntry | null> {
     await this.#refresh();
     if (!token.startsWith(_PREFIX)) return null;
     const hash = new TextEncoder().encode(sha256Hex(token));
@@ -148,7 +153,7 @@ export class TokenStore {
       if (constantTimeEqual(hash, new TextEncoder().encode(e.sha256))) found ??= e;
     }
     if (found?.expires !== undefined && !(Date.parse(found.expires) > Date.now())) return null;
-    return found?.name ?? null;
+    return found;
   }
 
   async #refresh(): Promise<void> {

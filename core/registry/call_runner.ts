@@ -23,6 +23,7 @@ import {
   type SandboxPoolLimits,
 } from "./sandbox_pool.ts";
 import { argLimitRefusal } from "../tool/arg_limits.ts";
+import { CredentialRevokedError } from "../tool/errors.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { failure, type ToolResult, withFault } from "../tool/result.ts";
 import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
@@ -149,6 +150,10 @@ export class CallRunner {
         : ["error", "internal"] as const;
       await this.#audit!.call(who, name, args, time, started, thrown, { outcome, reason });
       throw err;
+    }
+    // A call stopped because its caller's token was revoked: refused, whatever the sandbox said.
+    if (options.signal?.reason instanceof CredentialRevokedError) {
+      raw = withFault(failure(name, options.signal.reason.message), "denied", "revoked");
     }
     // Classified before cleaning: the marks of core/tool/result.ts are on this object only...
     const outcome = classifyResult(raw);
