@@ -42,7 +42,9 @@ Usage:
   corral tokens add NAME [--expires 30d]    make a bearer token for the identity NAME (printed once;
                                             only its hash is kept, in auth.tokens_file); --expires:
                                             refused after that duration (s, m, h, d) or ISO time
-  corral tokens revoke NAME | list [--json] revoke NAME's token (refused from the next request) |
+  corral tokens revoke NAME | list [--json] revoke NAME's token (refused from the next request;
+                                            its calls, sessions and sandboxes end within 5 s; with
+                                            --shared-state, on every replica and its JWTs too) |
                                             the identities that have one
   corral help [COMMAND]                     this help, or one command's
 

@@ -13,11 +13,12 @@ import type { CorralConfig } from "../config/corral_config.ts";
 import { ownedFileProblem } from "../guard/owned_file.ts";
 import { operatorNotes } from "../identity/identity_policy.ts";
 import { unknownAccessNames } from "../identity/tool_access.ts";
-import { LocalState, type SharedState } from "../identity/shared_state.ts";
+import type { SharedState } from "../identity/shared_state.ts";
 import { AuditLog } from "../guard/audit.ts";
 import { AuthFailures } from "../mcp/auth_failures.ts";
 import { type HttpIdentity, httpIdentityFromConfig, teamPolicy } from "../mcp/http_identity.ts";
 import { auditMaxBytes } from "./open_registry.ts";
+import { sharedStateOf } from "./shared_state_option.ts";
 import type { McpRegistry } from "../mcp/mcp_server.ts";
 import { serverToken } from "../mcp/server_token.ts";
 import type { Registry } from "../registry/registry.ts";
@@ -107,25 +108,6 @@ async function _checkConfigOwner(config: CorralConfig): Promise<void> {
     what: "the config file (it names identities)",
   });
   if (problem) throw new ConfigError(`Cannot serve: ${problem}`);
-}
-
-/**
- * Where limits are counted: `--shared-state` (else `shared_state` in
- * corral.json) names a Redis every replica shares; without it, this
- * replica's own. A Redis that cannot be reached is a ConfigError (fail closed).
- */
-export async function sharedStateOf(
-  values: CliValues,
-  config: Pick<CorralConfig, "sharedState">,
-): Promise<SharedState> {
-  const url = values["shared-state"] ?? config.sharedState ?? undefined;
-  if (url === undefined) return new LocalState();
-  if (!/^redis:\/\/[^\s/]+(\/\d*)?$/.test(url)) {
-    throw new ConfigError(`--shared-state must be redis://HOST:PORT, got "${url}"`);
-  }
-  // The Redis client loads only when a shared state is asked for.
-  const { RedisState } = await import("../identity/redis_state.ts");
-  return await RedisState.connect(url);
 }
 
 /** Failed authentication: counted, logged on stderr, and audited when there is an audit log. */
