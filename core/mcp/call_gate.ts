@@ -65,6 +65,7 @@ export class CallGate {
   #ring: string[] = [];
   #turn = 0;
   readonly #runningBy = new Map<string, number>();
+  readonly #roomWaiters = new Set<() => void>();
 
   constructor(readonly slots: number, readonly queue: number) {}
 
@@ -76,6 +77,38 @@ export class CallGate {
   /** No slot and no room in the queue: a new call would be refused. */
   get full(): boolean {
     return this.running >= this.slots && this.#waiting >= this.queue;
+  }
+
+  /**
+   * `caller` has no room of its own: every call it may run is running and
+   * its queue is full (a request of calls can be refused whole, cheaply).
+   */
+  fullFor(caller: GateCaller): boolean {
+    const key = caller.key;
+    return this.runningOf(key) >= caller.maxRunning && this.waitingOf(key) >= caller.maxQueued;
+  }
+
+  /**
+   * Resolves once `caller` has room (see {@link fullFor}), or to false after
+   * `ms`: a caller whose queue is full waits here before it is refused, so a
+   * flood of requests is slowed to what its calls free, not answered as
+   * fast as it comes.
+   */
+  roomFor(caller: GateCaller, ms: number): Promise<boolean> {
+    if (!this.fullFor(caller)) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const check = () => {
+        if (this.fullFor(caller)) return;
+        clearTimeout(timer);
+        this.#roomWaiters.delete(check);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        this.#roomWaiters.delete(check);
+        resolve(false);
+      }, ms);
+      this.#roomWaiters.add(check);
+    });
   }
 
   /** Calls of `key` running now. */
@@ -153,6 +186,7 @@ export class CallGate {
       if (left > 0) this.#runningBy.set(key, left);
       else this.#runningBy.delete(key);
       this.#serve();
+      for (const check of [...this.#roomWaiters]) check();
     };
   }
 

@@ -157,19 +157,27 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
       if (read instanceof Response) return read;
       body = read;
     }
-    const ticket = who && team && body ? await team.takeCalls(who, body.calls.length) : undefined;
-    if (ticket instanceof Response) return ticket;
-    if (ticket && ticket.granted === 0) {
+    // Refused whole, before any call is dispatched: calls of a caller whose queue is full (a
+    // flood costs one answer a request, not one a call), and calls beyond its rate.
+    const refused = (reason: string, message: string, retry: number) => {
       // Each refused call is audited (counted per window) under the caller's own principal.
       const view = team!.registryFor(registry, who!.identity);
       const session = stateless
         ? `identity:${who!.identity.name}`
         : sessionPrincipal(req, sessions, who);
       for (const c of body!.calls) {
-        view.auditRefusal?.(c.name, c.args, { session }, "rate_limit", ticket.message)
-          .catch(() => {});
+        view.auditRefusal?.(c.name, c.args, { session }, reason, message).catch(() => {});
       }
-      return refuse(429, ticket.message, { "Retry-After": String(ticket.retryAfterSeconds) });
+      return refuse(429, message, { "Retry-After": String(retry) });
+    };
+    // A caller with no room waits a moment for some (its flood slowed to what its calls free).
+    if (who && caps && body?.calls.length && !(await gate.roomFor(caps.gate, _ROOM_WAIT_MS))) {
+      return refused("limits", `Too many requests: ${gate.refusal(caps.gate)}`, 1);
+    }
+    const ticket = who && team && body ? await team.takeCalls(who, body.calls.length) : undefined;
+    if (ticket instanceof Response) return ticket;
+    if (ticket && ticket.granted === 0) {
+      return refused("rate_limit", ticket.message, ticket.retryAfterSeconds);
     }
     const authInfo = ticketAuth(ticket);
     if (stateless) {
@@ -196,6 +204,9 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
   listener.front.start();
   return _running(listener, sessions, path, team);
 }
+
+/** How long a request of calls waits for room in its caller's queue before its 429. */
+const _ROOM_WAIT_MS = 1_000;
 
 /** Count a request of `who` in flight: its release, or a 429 beyond its connections. */
 function _holdConn(
