@@ -113,6 +113,8 @@ Deno.test("one client address holds at most --max-client-conns: a connection wit
     headless.push(c);
     await new Promise((r) => setTimeout(r, 50)); // in this order
   }
+  // A connection gets a second to send its head before it can be pushed out.
+  await new Promise((r) => setTimeout(r, 1200));
   const real = await Deno.connect({ hostname: "127.0.0.1", port });
   await real.write(new TextEncoder().encode(_request(url)));
   const answer = await _readAll(real);

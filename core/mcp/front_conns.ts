@@ -3,9 +3,10 @@
  * gives way when there is no room: at most `maxConns` in all and
  * `maxPerClient` from one client address. A new connection beyond either
  * cap first closes the oldest connection (of that address, for the
- * per-address cap) that has not yet sent a complete request head: it has
- * shown no token, so it cannot be a member's. Only when every connection
- * has sent its head is the new one refused. So clients trickling heads
+ * per-address cap) that has not sent a complete request head in its first
+ * `graceMs` (default 1 s): it has shown no token, so it cannot be a
+ * member's, and it has had time to. Only when there is no such connection
+ * is the new one refused. So clients trickling heads
  * from one address (behind a proxy, every client is one address) cannot
  * lock out the clients that send real requests.
  *
@@ -19,6 +20,8 @@ interface _Held {
   who: string;
   phase: ConnPhase;
   close: () => void;
+  /** `performance.now()` when it was accepted. */
+  since: number;
 }
 
 /** The answer of {@link FrontConns.admit}. */
@@ -33,7 +36,7 @@ export type ConnAdmission =
  * ```ts
  * import assert from "node:assert/strict";
  * import { FrontConns } from "./front_conns.ts";
- * const conns = new FrontConns(2, 2);
+ * const conns = new FrontConns(2, 2, 0);
  * let closed = 0;
  * const a = conns.admit("10.0.0.1", () => closed++);
  * const b = conns.admit("10.0.0.1", () => closed++);
@@ -50,7 +53,11 @@ export class FrontConns {
   readonly #perClient = new Map<string, number>();
   #next = 1;
 
-  constructor(readonly maxConns: number, readonly maxPerClient: number) {}
+  constructor(
+    readonly maxConns: number,
+    readonly maxPerClient: number,
+    readonly graceMs = 1_000,
+  ) {}
 
   /** Connections held now. */
   get size(): number {
@@ -79,7 +86,7 @@ export class FrontConns {
       };
     }
     const id = this.#next++;
-    this.#held.set(id, { who, phase: "head", close });
+    this.#held.set(id, { who, phase: "head", close, since: performance.now() });
     this.#perClient.set(who, (this.#perClient.get(who) ?? 0) + 1);
     return { ok: true, id };
   }
@@ -100,10 +107,15 @@ export class FrontConns {
     else this.#perClient.delete(h.who);
   }
 
-  /** Close the oldest connection still without a head (of `who`, if given); false if none. */
+  /**
+   * Close the oldest connection still without a head after its grace (of
+   * `who`, if given); false if none.
+   */
   #evict(who: string | undefined): boolean {
+    const now = performance.now();
     for (const [id, h] of this.#held) {
       if (h.phase !== "head" || (who !== undefined && h.who !== who)) continue;
+      if (now - h.since < this.graceMs) break; // the rest are younger still
       this.release(id);
       h.close();
       return true;
