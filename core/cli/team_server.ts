@@ -16,6 +16,7 @@ import { unknownAccessNames } from "../identity/tool_access.ts";
 import type { SharedState } from "../identity/shared_state.ts";
 import { AuditLog } from "../guard/audit.ts";
 import { AuthFailures } from "../mcp/auth_failures.ts";
+import { telemetry } from "../telemetry/metrics.ts";
 import { type HttpIdentity, httpIdentityFromConfig, teamPolicy } from "../mcp/http_identity.ts";
 import { auditMaxBytes } from "./open_registry.ts";
 import { sharedStateOf } from "./shared_state_option.ts";
@@ -119,6 +120,7 @@ function _authFailures(values: CliValues, config: CorralConfig): AuthFailures {
     })
     : undefined;
   return new AuthFailures({
+    metrics: telemetry,
     audit: log && ((record) => void log.append(record).catch(() => {})),
   });
 }

@@ -140,7 +140,13 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
     const caps = who ? identityCaps(who.identity, defaults) : undefined;
     // An identity holds at most its own number of requests in flight (open streams too).
     const release = who && caps ? _holdConn(conns, who, caps) : () => {};
-    if (release instanceof Response) return release;
+    if (typeof release !== "function") {
+      // Audited (counted per window) like a refused call: the request's calls are unread.
+      team!.registryFor(registry, who!.identity)
+        .auditRefusal?.("(request)", null, { session: "(none)" }, "connections", release.message)
+        .catch(() => {});
+      return release.response;
+    }
     let res: Response;
     try {
       res = await _serve(req, who, caps);
@@ -208,21 +214,18 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
 /** How long a request of calls waits for room in its caller's queue before its 429. */
 const _ROOM_WAIT_MS = 1_000;
 
-/** Count a request of `who` in flight: its release, or a 429 beyond its connections. */
+/** Count a request of `who` in flight: its release, or a 429 (and why) beyond its connections. */
 function _holdConn(
   conns: Map<string, number>,
   who: Admitted,
   caps: IdentityCaps,
-): (() => void) | Response {
+): (() => void) | { response: Response; message: string } {
   const name = who.identity.name;
   const n = conns.get(name) ?? 0;
   if (n >= caps.connections) {
-    return refuse(
-      429,
-      `Too many connections: "${name}" may have ${caps.connections} requests in flight ` +
-        `(identities.${name}.limits.connections or --max-identity-conns); retry later`,
-      { "Retry-After": "1" },
-    );
+    const message = `Too many connections: "${name}" may have ${caps.connections} requests ` +
+      `in flight (identities.${name}.limits.connections or --max-identity-conns); retry later`;
+    return { response: refuse(429, message, { "Retry-After": "1" }), message };
   }
   conns.set(name, n + 1);
   let done = false;
