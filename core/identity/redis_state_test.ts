@@ -40,6 +40,27 @@ Deno.test("redis state: two replicas take from one bucket and count one identity
   }
 });
 
+Deno.test("redis state: a high limit is taken a second's worth at a time, and the replicas together never exceed it", async () => {
+  await using redis = await startRedis();
+  const a = await RedisState.connect(redis.url);
+  const b = await RedisState.connect(redis.url);
+  try {
+    // 600 a minute: 10 taken at once from Redis, kept for a second.
+    let granted = 0;
+    const t0 = performance.now();
+    for (let i = 0; i < 700; i++) {
+      granted += (await (i % 2 ? a : b).takeCalls("ci", 600, 1)).granted;
+    }
+    // The bucket refills 10 a second meanwhile.
+    const refilled = Math.ceil(((performance.now() - t0) / 1000) * 10);
+    assert.ok(granted <= 600 + refilled, `${granted} granted`);
+    assert.ok(granted >= 580, `${granted} granted: at most a lease per replica is lost`);
+  } finally {
+    await a.close();
+    await b.close();
+  }
+});
+
 Deno.test("redis state: unreachable at start is a config error; lost later, every use fails until it is back", async () => {
   const port = freePort();
   await assert.rejects(
