@@ -71,7 +71,9 @@ export async function sectionTeam(sizes: Sizes): Promise<string> {
     `${ids * per} SDK sessions (${per} per identity) open at once, each calling \`ReadFile\` and ` +
     `\`RunBashCode\` (\`echo hi\`) in turn for ${s} s. Caps above the load: --max-sessions 2000, ` +
     "--max-concurrent 200, --max-queue 4000, --max-client-conns 4000, --max-sandboxes 400 (the " +
-    "default, 64, would evict idle sandboxes and refuse a call when all 64 run one). Run twice: a " +
+    "default, 64, would evict idle sandboxes and refuse a call when all 64 run one); each " +
+    "identity's own caps stay at their defaults, above its 10 sessions too (64 sessions, 100 " +
+    "calls at once, 64 waiting, 64 requests in flight). Run twice: a " +
     "sandbox per session (the default) and `share_sandboxes` for every identity. Memory is summed " +
     "over the server's process tree at the end of the load (RSS counts deno's shared pages once " +
     "per process; PSS divides them). Before the timed loop, a warm-up: every session's first " +
