@@ -17,6 +17,11 @@ import { pluginSources, splitToolDirs, TOOL_DIRS_ENV } from "../plugins/plugins.
 import { Registry, type RegistryOptions, type ToolsetSource } from "../registry/registry.ts";
 import { holdsFilesOrCommands } from "../sandbox/grant.ts";
 import { liftedWhy } from "../config/protected_paths.ts";
+import {
+  riskyWorkspace,
+  riskyWorkspaceError,
+  UNSAFE_WORKSPACE_FLAG,
+} from "../config/risky_workspace.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { type CliValues, UsageError } from "./options.ts";
 import { makeScratch } from "./scratch.ts";
@@ -64,6 +69,16 @@ export async function workspaceConfig(
           : "inside corral's own folder"
       } (${workspace}), which no tool may change: run corral from your project's folder ` +
         `or pass --workspace DIR`,
+    );
+  }
+  // HOME, /, a PATH folder, corral's own folders: refused unless the operator says so.
+  const risky = riskyWorkspace(workspace);
+  if (risky && !values["unsafe-workspace"]) {
+    throw new UsageError(riskyWorkspaceError(workspace, risky));
+  }
+  if (risky) {
+    console.error(
+      `corral: warning: the workspace ${workspace} is ${risky} (${UNSAFE_WORKSPACE_FLAG})`,
     );
   }
   // --config, else the project's corral.json once trusted (corral trust), else the user's.

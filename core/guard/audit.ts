@@ -86,6 +86,8 @@ export interface AuditRecord extends AuditWho {
   /** What failed or refused, in a word (`timeout`, `crashed`, `threw`, `confirmation`, …). */
   reason?: string;
   error?: string;
+  /** What the call changed in its write grants (core/layers/change_report.ts), when anything. */
+  changes?: unknown;
 }
 
 /**
@@ -124,6 +126,19 @@ export interface AuditConnectionRecord extends Partial<AuditWho> {
   reason?: string;
   bytes_out: number;
   bytes_in: number;
+}
+
+/**
+ * Changes to the tree settled apart from any call (by processes a call left
+ * running, found when its sandbox ended; a plugin's top-level code at
+ * discovery): a line of its own.
+ */
+export interface AuditChangesRecord extends Partial<AuditWho> {
+  time: string;
+  kind: "changes";
+  toolset: string;
+  /** What was created, changed, removed and refused (core/layers/change_report.ts). */
+  changes: unknown;
 }
 
 /**
@@ -208,6 +223,7 @@ export type AnyAuditRecord =
   | AuditRecord
   | AuditConnectionRecord
   | AuditAskRecord
+  | AuditChangesRecord
   | AuditRefusalsRecord
   | { time: string; kind: string };
 

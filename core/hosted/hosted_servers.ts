@@ -29,6 +29,8 @@ import {
   writeFailure,
   writeSeen,
 } from "./approvals.ts";
+import { type ChangeReport, isEmptyReport } from "../layers/change_report.ts";
+import { settled } from "../sandbox/settled_result.ts";
 import { CallCancelled, CallTimedOut } from "./call_lane.ts";
 import { type HostedCall, HostedServer } from "./hosted_server.ts";
 import { hostedResult, hostedTools } from "./hosted_tools.ts";
@@ -189,6 +191,23 @@ export class HostedServers {
       );
       return withFault(refused, "denied", "not_approved");
     }
+    const result = await this.#run(server, entry.name, tool, serverTool, args, ctx);
+    // What the call wrote is judged and applied now (core/layers/), as for corral's own tools.
+    const report = await server.settle()?.catch((err) => err as Error);
+    if (report instanceof Error) {
+      return _error(failure(tool, `its changes could not be settled: ${report.message}`), "settle");
+    }
+    return report ? settled(result, report, tool) : result;
+  }
+
+  async #run(
+    server: HostedServer,
+    name: string,
+    tool: string,
+    serverTool: string,
+    args: unknown,
+    ctx: HostedCallContext,
+  ): Promise<ToolResult> {
     try {
       const raw = await server.call(serverTool, args, ctx);
       return hostedResult(tool, raw, ctx.policy.max_output_bytes);
@@ -201,9 +220,9 @@ export class HostedServers {
         failure(
           tool,
           timedOut
-            ? `timed out after ${ctx.timeoutMs} ms; server "${entry.name}" was stopped and ` +
+            ? `timed out after ${ctx.timeoutMs} ms; server "${name}" was stopped and ` +
               `starts again on the next call`
-            : `server "${entry.name}": ${(err as Error).message}`,
+            : `server "${name}": ${(err as Error).message}`,
           timedOut ? { timed_out: true } : undefined,
         ),
         timedOut ? "timeout" : "server",
@@ -239,29 +258,20 @@ export class HostedServers {
     }));
   }
 
-  /**
-   * The resources (or templates) of every server that may start (started
-   * for `session`), marked with their server; `caller.only` keeps the
-   * servers a caller may reach (./hosted_listings.ts).
-   */
-  listResources(templates = false, session = "", caller?: HostedCaller) {
-    return this.#listings.listResources(templates, session, caller);
-  }
-
+  // Resources, templates and prompts of the servers that may start (started for `session`),
+  // those `caller.only` reaches: ./hosted_listings.ts.
+  /** Resources (or templates) of the servers, marked with their server. */
+  listResources = (templates = false, session = "", caller?: HostedCaller) =>
+    this.#listings.listResources(templates, session, caller);
   /** Read a resource from the server that listed it (or the only one with resources). */
-  readResource(uri: string, session = "", caller?: HostedCaller) {
-    return this.#listings.readResource(uri, session, caller);
-  }
-
-  /** The prompts of every server that may start, named `<server>_<name>` when names collide. */
-  listPrompts(session = "", caller?: HostedCaller) {
-    return this.#listings.listPrompts(session, caller);
-  }
-
+  readResource = (uri: string, session = "", caller?: HostedCaller) =>
+    this.#listings.readResource(uri, session, caller);
+  /** The prompts of the servers, named `<server>_<name>` when names collide. */
+  listPrompts = (session = "", caller?: HostedCaller) =>
+    this.#listings.listPrompts(session, caller);
   /** Get a prompt by the name {@link listPrompts} gave it (to the same caller). */
-  getPrompt(offered: string, args?: Record<string, string>, session = "", caller?: HostedCaller) {
-    return this.#listings.getPrompt(offered, args, session, caller);
-  }
+  getPrompt = (offered: string, args?: Record<string, string>, session = "", c?: HostedCaller) =>
+    this.#listings.getPrompt(offered, args, session, c);
 
   /** The running clients of the servers that may start, offer `what` and pass `only`. */
   async #clients(
@@ -334,6 +344,7 @@ export class HostedServers {
       workspace: o.workspace,
       namespace: o.namespace(entry, policy, grant),
       onConnection: (r) => o.onConnection(entry.name, r),
+      onChanges: (report) => this.#changes(entry.name, report, { session, identity }),
       ...(o.serversDir ? { serversDir: o.serversDir } : {}),
     }, {
       onTools: (tools) => {
@@ -395,6 +406,23 @@ export class HostedServers {
       detail: scrubText(detail, this.#options.secrets),
     };
     this.#options.audit?.append(record as never).catch(() => {});
+  }
+
+  /** What a server wrote outside any call, settled when it stopped: a line of its own. */
+  #changes(
+    server: string,
+    report: ChangeReport,
+    who: { session?: string; identity?: string },
+  ): void {
+    if (isEmptyReport(report)) return;
+    this.#options.audit?.append({
+      time: new Date().toISOString(),
+      kind: "changes",
+      identity: who.identity ?? "local",
+      session: !who.session ? "local" : who.session === _APPROVING ? "(approve)" : who.session,
+      toolset: server,
+      changes: report,
+    } as never).catch(() => {});
   }
 
   /** A start or `tools/list_changed` listed `tools`: the first list is approved, a change is not. */

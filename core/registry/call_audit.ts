@@ -23,6 +23,7 @@ import type { AskKind } from "../sandbox/protocol.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import type { ToolResult } from "../tool/result.ts";
 import type { Catalog } from "./catalog.ts";
+import { type ChangeReport, changesOf, isEmptyReport } from "../layers/change_report.ts";
 
 const _ENCODER = new TextEncoder();
 
@@ -143,13 +144,16 @@ export class CallAudit {
         outcome: outcome.outcome,
         ...(outcome.reason ? { reason: outcome.reason } : {}),
         ...(result.error ? { error: scrubText(result.error, secrets) } : {}),
+        ..._changes(result),
       };
     };
     try {
       // Refusals (the caller's limits, unknown tools, bad arguments) are counted per identity
       // and reason rather than written one by one (core/guard/audit_refusals.ts); a
-      // revocation that stopped a call is always written.
-      if (outcome.outcome === "denied" && outcome.reason !== "revoked") {
+      // revocation that stopped a call, and a call that changed files, are always written.
+      if (
+        outcome.outcome === "denied" && outcome.reason !== "revoked" && !_changes(result).changes
+      ) {
         const refused = { identity: who.identity, reason: outcome.reason ?? "", tool: name };
         await audit.refusal(refused, line);
       } else await audit.append(line());
@@ -162,12 +166,33 @@ export class CallAudit {
     }
   }
 
+  /**
+   * A line for changes settled apart from any call (written by processes a
+   * call left running, found when its sandbox ended): who, the toolset, what.
+   */
+  changes(who: Partial<AuditWho>, toolset: string, report: ChangeReport): void {
+    this.#o.audit.append({
+      time: new Date().toISOString(),
+      kind: "changes",
+      identity: who.identity ?? LOCAL_IDENTITY,
+      session: who.session ?? "(discovery)",
+      toolset,
+      changes: report,
+    }).catch((err) => this.#warn(err));
+  }
+
   #warn(err: unknown): void {
     this.#o.reporter.line(
       `Warning: cannot write the audit log: ${(err as Error).message}`,
       "yellow",
     );
   }
+}
+
+/** What a call changed in the tree (core/layers/), when it changed anything. */
+function _changes(result: ToolResult): { changes?: ChangeReport } {
+  const report = changesOf(result);
+  return report && !isEmptyReport(report) ? { changes: report } : {};
 }
 
 /**

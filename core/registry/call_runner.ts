@@ -31,6 +31,7 @@ import type { Catalog, CatalogEntry, ToolInfo, ToolsetSource } from "./catalog.t
 import type { HostedCallContext } from "../hosted/hosted_servers.ts";
 import { hostVars } from "./host_vars.ts";
 import { auditWho, CallAudit } from "./call_audit.ts";
+import { type ChangeReport, changesOf, withChanges } from "../layers/change_report.ts";
 import { sink as telemetry } from "../telemetry/metrics_sink.ts";
 
 /** Per-call options of {@link CallRunner.call} (and `Registry.call`). */
@@ -153,7 +154,9 @@ export class CallRunner {
     }
     // A call stopped because its caller's token was revoked: refused, whatever the sandbox said.
     if (options.signal?.reason instanceof CredentialRevokedError) {
+      const changed = changesOf(raw); // what it wrote before it was stopped is still audited
       raw = withFault(failure(name, options.signal.reason.message), "denied", "revoked");
+      if (changed) withChanges(raw, changed);
     }
     // Classified before cleaning: the marks of core/tool/result.ts are on this object only...
     const outcome = classifyResult(raw);
@@ -230,6 +233,11 @@ export class CallRunner {
   auditConnection(toolset: string, r: EgressRecord, who?: AuditWho): void {
     telemetry.egress(r.verdict); // corral_egress_connections_total, audit log or not
     this.#audit?.connection(toolset, r, who);
+  }
+
+  /** Changes to the tree settled apart from any call (discovery, a sandbox's end). */
+  auditChanges(toolset: string, report: ChangeReport, who?: AuditWho): void {
+    this.#audit?.changes(who ?? {}, toolset, report);
   }
 
   async #call(name: string, args: unknown, options: RegistryCallOptions): Promise<ToolResult> {
@@ -383,6 +391,7 @@ export class CallRunner {
       namespace: this.#options.namespace?.(source, info.grant),
       pins: source.pins,
       onConnection: (r) => this.auditConnection(source.id, r, who),
+      onChanges: (report) => this.auditChanges(source.id, report, who),
       onAskRefused: (kind, why) =>
         this.#audit?.ask(
           who ?? {},
