@@ -6,7 +6,8 @@
  *     corral schema [--format openai|anthropic|mcp]
  *     corral call NAME --args '<json object>' | --args - [--yes] [--timeout MS]
  *     corral demo
- *     corral audit PATH [--tool X] [--since ISO|1h|30m]
+ *     corral config [--json]
+ *     corral audit [PATH] [--tool X] [--since ISO|1h|30m]
  *     corral trust [FILE…]
  *     corral check PATH…
  *     corral new NAME [--permissions LETTERS] [--dir DIR] [--style class|module]
@@ -87,6 +88,7 @@ const _COMMANDS: Record<
       return (values, _rest, s) => mcpCommand(values, s);
     },
   },
+  config: { alone: async () => (await import("./core/cli/config_command.ts")).configCommand },
   audit: { alone: async () => (await import("./core/cli/audit_command.ts")).auditCommand },
   trust: { alone: async () => (await import("./core/cli/trust_command.ts")).trustCommand },
   servers: { alone: async () => (await import("./core/cli/servers_command.ts")).serversCommand },

@@ -305,7 +305,7 @@ Deno.test("a sandbox's permission error names the policy change, not a Deno flag
   assert.doesNotMatch(error, /--allow-read/);
   assert.match(
     error,
-    /may not read ".*x\.txt": to allow it, .* "read" of permissions\.json plugins\.peek/,
+    /may not read ".*x\.txt": to allow it, .* "read" of plugins\.peek in …\/p\.json/,
   );
 });
 

@@ -65,6 +65,15 @@ export function listCommand(values: CliValues, session: CliSession, color: boole
   for (const w of pluginWarnings) {
     out(colour(`skipped plugin: ${terminalSafe(w)}`, "yellow", color));
   }
+  const { policy } = session.plugins.settings;
+  out(colour(
+    terminalSafe(
+      `settings: permissions.json from ${policy.files.join(" + ")}; grants are changed in ` +
+        `${policy.editFile} (corral config shows every setting and its file)`,
+    ),
+    "dim",
+    color,
+  ));
   const ns = registry.list().some((t) => t.jail === "bwrap");
   out(colour(
     `sandboxes: ${ns ? "namespace (bwrap), mounts = grant" : "no namespace"}; process limits: ${

@@ -8,7 +8,6 @@
 import type { McpHandle, McpRegistry } from "../mcp/mcp_server.ts";
 import { serverToken } from "../mcp/server_token.ts";
 import { watchPlugins } from "../plugins/plugin_watcher.ts";
-import { pluginSources } from "../plugins/plugins.ts";
 import { envVar } from "../config/env_var.ts";
 import { ConfigError } from "../tool/errors.ts";
 import type { CliSession } from "./open_registry.ts";
@@ -50,7 +49,7 @@ async function _watch(session: CliSession, handle: McpHandle): Promise<void> {
   const watcher = await watchPlugins({
     registry,
     dirs: plugins.dirs,
-    scan: async () => (await pluginSources(plugins)).sources,
+    scan: plugins.scan,
     onChange: () => handle.notifyToolsChanged(),
     log: (text) => reporter.line(`corral: --watch: ${text}`),
   });

@@ -34,6 +34,8 @@ export interface TrustedPath {
 export interface TrustBaseOptions {
   /** The policy file in use. */
   policyFile?: string;
+  /** Every policy file in effect (its layers: core/config/settings.ts). */
+  policyFiles?: string[];
   /** The config file in use. */
   configFile?: string | null;
   /** corral's cache directory. */
@@ -76,8 +78,8 @@ export function trustBase(options: TrustBaseOptions = {}): TrustedPath[] {
     { path: denoDir(), what: "Deno's cache", secret: true },
     { path: codeStoreDir(), what: "corral's code store", secret: true },
   ];
-  if (options.policyFile && !options.policyFile.startsWith("(")) {
-    list.push({ path: options.policyFile, what: "the policy file" });
+  for (const file of new Set([...options.policyFiles ?? [], options.policyFile ?? "("])) {
+    if (!file.startsWith("(")) list.push({ path: file, what: "the policy file" });
   }
   if (options.configFile) {
     list.push({ path: options.configFile, what: "the config file", secret: true });

@@ -60,7 +60,7 @@ export async function launchServer(spec: LaunchSpec): Promise<Launched> {
     throw new Error(
       `needs the sandbox namespace, but no working bwrap was found: install bubblewrap ` +
         `(apt-get install bubblewrap), or opt out explicitly with "jail": "off" in ` +
-        `permissions.json ${p.where}`,
+        `${p.where} of ${p.file ?? "permissions.json"}`,
     );
   }
   const record = entry.kind === "command" ? undefined : installed(entry, spec.serversDir);
@@ -82,6 +82,7 @@ export async function launchServer(spec: LaunchSpec): Promise<Launched> {
     ? startEgress(join(configDir(), "run"), {
       allowed: g.net,
       listedIn: p.where,
+      listedFile: p.file,
       onConnection: spec.onConnection,
     })
     : undefined;
@@ -254,7 +255,9 @@ function _command(
   }
   if (p.sys?.length) {
     throw new Error(
-      `"sys" in permissions.json ${p.where} applies only to npm servers (Deno's --allow-sys)`,
+      `"sys" in ${p.where} of ${
+        p.file ?? "permissions.json"
+      } applies only to npm servers (Deno's --allow-sys)`,
     );
   }
   if (entry.kind === "pypi" && record) {

@@ -52,7 +52,7 @@ export function isRemoteSpecifier(spec: string): boolean {
  */
 export async function packageSource(
   spec: string,
-  config: Pick<CorralConfig, "baseDir" | "services">,
+  config: Pick<CorralConfig, "baseDir" | "services" | "packageBase">,
   policy: Policy,
   where = `corral.json: plugins "${spec}"`,
 ): Promise<ToolsetSource | string> {
@@ -61,7 +61,7 @@ export async function packageSource(
   let module = spec;
   if (!isRemoteSpecifier(spec)) {
     const path = resolve(
-      config.baseDir,
+      config.packageBase?.[spec] ?? config.baseDir,
       expandHome(spec.startsWith("file://") ? new URL(spec).pathname : spec),
     );
     try {

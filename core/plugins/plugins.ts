@@ -13,50 +13,20 @@
  *
  * @module
  */
-import { join, resolve, sep } from "node:path";
-import { CONFIG_FILE_NAME, type CorralConfig, emptyConfig } from "../config/corral_config.ts";
-import { envVar, expandHome } from "../config/env_var.ts";
-import { configDir, INSTALL_DIR } from "../config/install_dir.ts";
+import { resolve, sep } from "node:path";
+import { type CorralConfig, emptyConfig } from "../config/corral_config.ts";
+import { type PluginDirSetting, pluginDirSettings } from "../config/plugin_dirs.ts";
 import type { Policy } from "../config/policy.ts";
 import type { ToolsetSource } from "../registry/catalog.ts";
 import { packageSource } from "./packages.ts";
 import { errorReason, scanPluginDir } from "./plugin_files.ts";
 
-/**
- * The user's own file-drop directory, loaded by default (before the
- * configured ones): `plugins/` in corral's config directory
- * (`~/.config/corral/plugins`). Part of the trust base like the directory
- * around it.
- */
-export function defaultPluginDir(): string {
-  return join(configDir(), "plugins");
-}
-
-/**
- * corral's example plugins (RollDice, Greet, ChangeCase, Slugify): loaded by
- * `corral demo`, or when the user names the folder (`tool_dirs`,
- * `CORRAL_TOOL_DIRS`); never offered to an agent nobody chose them for.
- */
-export const EXAMPLES_DIR: string = join(INSTALL_DIR, "plugins");
-
-/** The environment variable listing more file-drop directories, colon-separated. */
-export const TOOL_DIRS_ENV = "CORRAL_TOOL_DIRS";
-
-/**
- * The directories of a `CORRAL_TOOL_DIRS`-style value (colon-separated, like
- * PATH; empty parts ignored; `~` expanded; relative to `base`).
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { splitToolDirs } from "./plugins.ts";
- * assert.ok(splitToolDirs("a::/b", "/w").join(",") === "/w/a,/b");
- * ```
- */
-export function splitToolDirs(value: string | undefined, base: string): string[] {
-  if (!value) return [];
-  return value.split(":").filter((p) => p.trim() !== "").map((p) => resolve(base, expandHome(p)));
-}
+export {
+  defaultPluginDir,
+  EXAMPLES_DIR,
+  splitToolDirs,
+  TOOL_DIRS_ENV,
+} from "../config/plugin_dirs.ts";
 
 /** One file-drop directory and what its scan found. */
 export interface PluginDir {
@@ -88,6 +58,11 @@ export interface PluginSourceOptions {
   policy: Policy;
   /** The loaded `corral.json` (default: none). */
   config?: CorralConfig;
+  /**
+   * The directories to scan, as the settings decided them
+   * (core/config/settings.ts); default: decided here from the options below.
+   */
+  dirs?: PluginDirSetting[];
   /** Value of `CORRAL_TOOL_DIRS`; default: read from the environment. `null`: ignore it. */
   envDirs?: string | null;
   /** Directory relative `CORRAL_TOOL_DIRS` entries resolve against (default: cwd). */
@@ -109,24 +84,12 @@ export interface PluginSourceOptions {
 export async function pluginSources(options: PluginSourceOptions): Promise<PluginSources> {
   const config = options.config ?? emptyConfig(options.workspace);
   const warnings: string[] = [];
-  const declared: Array<{ dir: string; origin: string; quiet: boolean }> = [];
-  const defaultDir = options.defaultDir === undefined ? defaultPluginDir() : options.defaultDir;
-  if (defaultDir && config.defaultPluginDir) {
-    declared.push({ dir: resolve(defaultDir), origin: "default", quiet: true });
-  }
-  if (options.examples) declared.push({ dir: EXAMPLES_DIR, origin: "corral demo", quiet: false });
-  for (const dir of config.toolDirs) {
-    declared.push({ dir, origin: `${config.file ?? CONFIG_FILE_NAME} tool_dirs`, quiet: false });
-  }
-  const envValue = options.envDirs === undefined ? envVar(TOOL_DIRS_ENV) : options.envDirs;
-  for (
-    const dir of splitToolDirs(
-      envValue ?? undefined,
-      options.envBase ?? options.workspace ?? Deno.cwd(),
-    )
-  ) {
-    declared.push({ dir, origin: TOOL_DIRS_ENV, quiet: false });
-  }
+  const declared = options.dirs ?? pluginDirSettings(config, {
+    envDirs: options.envDirs,
+    envBase: options.envBase ?? options.workspace ?? Deno.cwd(),
+    defaultDir: options.defaultDir,
+    examples: options.examples,
+  });
 
   // Resolve and de-duplicate (the same real directory is scanned once).
   const found: Array<{ dir: string; real: string; origin: string }> = [];

@@ -167,7 +167,7 @@ export class Catalog {
         `needs the sandbox namespace, but ${
           this.#options.bwrapMissing ?? "no working bwrap was found"
         }: install bubblewrap (apt-get install bubblewrap), or opt out explicitly with ` +
-        `"jail": "off" in permissions.json ${p.where}`,
+        `"jail": "off" in ${p.where} of ${p.file ?? "permissions.json"}`,
     };
   }
 
@@ -299,9 +299,9 @@ export class Catalog {
       if (decision.grant.run.length === 0) {
         decision.missing = `needs x (run) for ${
           t.commands.join(", ")
-        }: permissions.json ${source.policy.where}.run does not list ${
-          t.commands.length > 1 ? "them" : "it"
-        }`;
+        }: ${source.policy.where}.run in ${
+          source.policy.file ?? "permissions.json"
+        } does not list ${t.commands.length > 1 ? "them" : "it"}`;
       }
     }
     const jail = this.confine(source, decision.grant);
@@ -346,7 +346,7 @@ export class Catalog {
         if (!source.policy.allow_override) {
           info.status = "dropped";
           info.reason = `would take ${what}; allow it with "allow_override": true in ` +
-            `permissions.json ${source.policy.where}`;
+            `${source.policy.where} of ${source.policy.file ?? "permissions.json"}`;
           this.warn(
             `WARNING: tool "${t.name}" from ${_full(source, module)} dropped: ${info.reason}`,
           );
@@ -360,7 +360,9 @@ export class Catalog {
           info.status = "dropped";
           info.reason = `would replace built-in tool from ${
             _display(prev.module, workspace)
-          }; allow it with "allow_override": true in permissions.json ${source.policy.where}`;
+          }; allow it with "allow_override": true in ${source.policy.where} of ${
+            source.policy.file ?? "permissions.json"
+          }`;
           this.warn(
             `WARNING: tool "${t.name}" from ${_full(source, module)} dropped: ${info.reason}`,
           );

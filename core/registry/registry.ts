@@ -115,7 +115,7 @@ export class Registry {
     const installs = resolve(options.serversDir ?? serversDir());
     const approvals = options.approvalsDir ? resolve(options.approvalsDir) : undefined;
     this.trusted = [
-      ...trustBase({ policyFile: policy.file, cacheDir, auditPath, workspace }),
+      ...trustBase({ policyFiles: policy.files, cacheDir, auditPath, workspace }),
       ...(options.trusted ?? []),
       ...(options.servers?.length ? [{ path: installs, what: "the hosted servers" }] : []),
       ...(approvals ? [{ path: approvals, what: "the approvals" }] : []),
@@ -237,7 +237,8 @@ export class Registry {
       for (const name of policy.toolsetNames()) {
         if (!(name in declared)) {
           catalog.warn(
-            `Warning: ${policy.file}: toolsets.${name}: no built-in toolset has that name ` +
+            `Warning: ${policy.origin(`toolsets.${name}`)}: toolsets.${name}: no built-in ` +
+              `toolset has that name ` +
               `(built-in toolsets: ${known}; plugins go under "plugins")`,
           );
         }
@@ -253,7 +254,9 @@ export class Registry {
     await registry.#discovery.save();
     for (const name of policy.toolNames()) {
       if (!catalog.entries().some((e) => e.info.name === name)) {
-        catalog.warn(`Warning: ${policy.file}: tools.${name}: no loaded tool has that name`);
+        catalog.warn(
+          `Warning: ${policy.origin(`tools.${name}`)}: tools.${name}: no loaded tool has that name`,
+        );
       }
     }
     return registry;
