@@ -4,7 +4,7 @@
  *
  *     corral list [--json]
  *     corral schema [--format openai|anthropic|mcp]
- *     corral call NAME --args '<json object>' | --args - [--yes] [--timeout MS]
+ *     corral call NAME [--args '<json object>' | --args -] [--yes] [--timeout MS]
  *     corral demo
  *     corral config [--json]
  *     corral audit [PATH] [--tool X] [--since ISO|1h|30m]
@@ -13,6 +13,7 @@
  *     corral new NAME [--permissions LETTERS] [--dir DIR] [--style class|module]
  *     corral plugins [list] | corral plugins install SPEC
  *     corral mcp [--http [HOST:]PORT [--token T] [--stateless]]
+ *     corral mcp --client-config [--http URL] [--show-token]
  *     corral servers [list] | install [NAME] | approve NAME
  *     corral tokens add NAME | revoke NAME | list [--json]
  *
@@ -142,11 +143,12 @@ export async function main(argv: string[]): Promise<number> {
     if (rest.length < min) {
       throw new UsageError(`${command} needs an argument (corral help ${command})`);
     }
-    if (command === "call" && values.args === undefined) {
-      throw new UsageError(`call needs --args (a JSON object, or - for stdin)`);
-    }
     // Every path the user typed means the folder they typed it in (not corral's, under deno task).
     resolveUserPaths(command, values as Record<string, unknown>, rest);
+    // A client's entry for corral mcp: printed, nothing served, no catalog needed.
+    if (command === "mcp" && values["client-config"]) {
+      return await (await import("./core/cli/client_config.ts")).clientConfigCommand(values);
+    }
     const spec = _COMMANDS[command];
     if ("alone" in spec) return await (await spec.alone())(values, rest);
     await spec.prepare?.(values);

@@ -13,7 +13,8 @@ Usage:
   corral list [--json]                      every tool, its letters, isolation, grant and status
   corral schema [--format openai|anthropic|mcp]
                                             the catalog as function-calling schemas (JSON)
-  corral call NAME --args JSON [--yes]      run one tool in its sandbox; --args - reads stdin
+  corral call NAME [--args JSON] [--yes]    run one tool in its sandbox; --args - reads stdin;
+                                            no --args: no arguments
   corral demo                               list the tools and run a few sandboxed calls
   corral audit [PATH] [--identity NAME] [--tool X] [--outcome O] [--since T] [--until T] [--json]
                                             summary of an audit log (default: the one the settings
@@ -43,6 +44,10 @@ Usage:
                                             corral list says a definition changed)
   corral mcp                                serve the tools over MCP on stdio (stdout: protocol only)
   corral mcp --http [HOST:]PORT             serve over Streamable HTTP at /mcp (default host 127.0.0.1)
+  corral mcp --client-config [--http URL]   print a ready "mcpServers" entry for an MCP client:
+                                            absolute paths (no PATH needed), the letters,
+                                            --workspace and settings files given; for HTTP the
+                                            URL, the token by its file (--show-token: in clear)
   corral tokens add NAME [--expires 30d]    make a bearer token for the identity NAME (printed once;
                                             only its hash is kept, in auth.tokens_file); --expires:
                                             refused after that duration (s, m, h, d) or ISO time
@@ -146,6 +151,8 @@ export const CLI_OPTIONS = {
   "max-concurrent": { type: "string" },
   "allow-origin": { type: "string", multiple: true },
   watch: { type: "boolean" },
+  "client-config": { type: "boolean" },
+  "show-token": { type: "boolean" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean", short: "V" },
 } as const;
@@ -188,7 +195,7 @@ export function parseCli(argv: string[]) {
  * ```ts
  * import assert from "node:assert/strict";
  * import { commandHelp } from "./options.ts";
- * assert.match(commandHelp("call")!, /corral call NAME --args JSON/);
+ * assert.match(commandHelp("call")!, /corral call NAME \[--args JSON\]/);
  * assert.doesNotMatch(commandHelp("call")!, /corral list/);
  * ```
  */

@@ -69,7 +69,10 @@ async function _find(options: BwrapProbeOptions): Promise<string | undefined> {
   try {
     path = Deno.env.get("PATH");
   } catch { /* no env permission */ }
-  for (const dir of (path ?? "/usr/local/bin:/usr/bin:/bin").split(":")) {
+  // PATH first, then the system's own folders: a GUI app or a client config may start corral
+  // with an empty PATH, and bwrap is a system program.
+  const dirs = new Set([...(path ?? "").split(":"), "/usr/local/bin", "/usr/bin", "/bin"]);
+  for (const dir of dirs) {
     if (!isAbsolute(dir)) continue;
     const candidate = join(dir, "bwrap");
     try {

@@ -208,13 +208,22 @@ export class CallRunner {
     await this.#pool.close();
   }
 
-  /** Secrets scrubbed from the whole result; no host path outside the workspace in its error. */
+  /**
+   * Secrets scrubbed from the whole result; no host path outside the
+   * workspace in its error, nor in the text blocks of a failure (a hosted
+   * server's error travels in both: the same text is cut the same way).
+   */
   #clean(result: ToolResult, name: string): ToolResult {
     const out = scrubDeep(result, this.#options.secrets);
+    const ws = this.#options.workspace;
     if (typeof out.error === "string") {
-      out.error = hideHostPaths(
-        _policyHint(out.error, this.#options.catalog, name),
-        this.#options.workspace,
+      out.error = hideHostPaths(_policyHint(out.error, this.#options.catalog, name), ws);
+    }
+    if (out.success === false && Array.isArray(out.content_blocks)) {
+      out.content_blocks = out.content_blocks.map((b) =>
+        b?.type === "text" && typeof b.text === "string"
+          ? { ...b, text: hideHostPaths(_policyHint(b.text, this.#options.catalog, name), ws) }
+          : b
       );
     }
     return out;
