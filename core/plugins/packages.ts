@@ -11,6 +11,7 @@ import { expandHome } from "../config/env_var.ts";
 import { INSTALL_DIR } from "../config/install_dir.ts";
 import { type Policy, readyJsonc } from "../config/policy.ts";
 import type { ToolsetSource } from "../registry/catalog.ts";
+import { childErrorText, QUIET_CHILD_ENV } from "../guard/child_output.ts";
 import { ConfigError } from "../tool/errors.ts";
 import { errorReason, graphEscape, stemOf } from "./plugin_files.ts";
 
@@ -145,6 +146,7 @@ export async function installPlugin(
       ...importHosts(spec).map((h) => `--allow-import=${h}`),
       target,
     ],
+    env: QUIET_CHILD_ENV,
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
@@ -152,11 +154,9 @@ export async function installPlugin(
   const res = await cmd.output();
   const output = new TextDecoder().decode(res.stdout) + new TextDecoder().decode(res.stderr);
   if (!res.success) {
-    // One clear line: Deno's first error, without its backtrace.
-    // deno-lint-ignore no-control-regex
-    const first = output.replace(/\x1b\[[0-9;]*m/g, "").split("\n")
-      .map((l) => l.trim()).find((l) => /^error:/i.test(l)) ?? output.trim().split("\n")[0];
-    throw new ConfigError(`Cannot install ${spec}: ${first.replace(/^error:\s*/i, "")}`);
+    // What Deno says is wrong, without its backtrace, progress or colours.
+    const why = childErrorText(output) || `deno cache exited with ${res.code}`;
+    throw new ConfigError(`Cannot install ${spec}: ${why.replace(/^error:\s*/i, "")}`);
   }
   let raw: Record<string, unknown> = {};
   try {
