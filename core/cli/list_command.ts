@@ -26,6 +26,8 @@ export function listCommand(values: CliValues, session: CliSession, color: boole
         source: t.source,
         isolation: t.isolation,
         jail: t.jail ?? null,
+        // Why it runs in a worker rather than the policy's process sandbox (the host's flags).
+        fallback: t.fallback ?? null,
         grant: t.grant,
       })).concat(
         // Modules that failed to load and plugin files that were rejected: no tool

@@ -53,7 +53,9 @@ export function toolRow(t: ToolInfo, color: boolean, width = 10, nameWidth = 22)
   } ${status}\n${" ".repeat(nameWidth + 1)}${
     colour(`${_relSource(t.source)}  grant: ${describeGrant(t.grant)}`, "dim", color)
   }${
-    t.jail === "bwrap"
+    t.fallback
+      ? colour(`  jail: NONE (worker: ${terminalSafe(t.fallback)})`, "yellow", color)
+      : t.jail === "bwrap"
       ? colour("  jail: bwrap (namespace = grant)", "dim", color)
       : t.jail === "none" && holdsFilesOrCommands(t.grant)
       ? colour("  jail: NONE (no namespace: opted out)", "yellow", color)

@@ -130,6 +130,11 @@ export interface SandboxPolicy extends Omit<Grant, "jail">, CallLimits {
   limits?: "cgroup" | "rlimit";
   /** Where the entry came from, for messages: `toolsets.files`. */
   where: string;
+  /**
+   * Set when the host's own Deno flags forbid the policy's process sandbox:
+   * why it runs in a worker instead (core/registry/host_fallback.ts).
+   */
+  fallback?: string;
   /** The permissions.json to edit to change it (the highest layer in effect). */
   file?: string;
   /** For a plugin served by `plugins.default`: its own key (`plugins.<name>`), the narrowest fix. */

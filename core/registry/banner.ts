@@ -19,13 +19,17 @@ export function registryBanner(registry: Registry): string[] {
   const open = new Map<string, string[]>();
   for (const t of registry.loaded()) {
     if (t.jail !== "none" || !holdsFilesOrCommands(t.grant)) continue;
-    const why = t.isolation === "worker" ? `isolation "worker"` : `"jail": "off"`;
+    const why = t.fallback
+      ? `a worker: ${t.fallback}`
+      : t.isolation === "worker"
+      ? `isolation "worker" in the policy`
+      : `"jail": "off" in the policy`;
     open.set(why, [...(open.get(why) ?? []), t.name]);
   }
   for (const [why, names] of open) {
     lines.push(
       `Warning: ${names.length} tool${names.length > 1 ? "s" : ""} run WITHOUT the sandbox ` +
-        `namespace (${why} in the policy): ${names.join(", ")}`,
+        `namespace (${why}): ${names.join(", ")}`,
     );
   }
   lines.push(..._unknownPlugins(registry));

@@ -62,6 +62,8 @@ export interface ToolInfo {
   isolation: "worker" | "process";
   /** What a call of this tool may use. */
   grant: Grant;
+  /** Why it runs in a worker, not the policy's process sandbox (the host's Deno flags). */
+  fallback?: string;
   confirm: boolean;
   /** Calls need confirmation when this argument is truthy (e.g. `overwrite`). */
   confirmWhen?: string;
@@ -158,6 +160,18 @@ export class Catalog {
    */
   confine(source: ToolsetSource, grant: Grant): { status: JailStatus; missing?: string } {
     const p = source.policy;
+    // A worker forced by the host's flags (./host_fallback.ts) holds files only for corral's
+    // own read-only tools, which check every path they open; nothing there writes or runs.
+    if (
+      p.fallback && holdsFilesOrCommands(grant) &&
+      (source.kind !== "builtin" || grant.write.length || grant.run.length)
+    ) {
+      return {
+        status: "none",
+        missing: `needs the sandbox namespace, but ${p.fallback}: start corral with ` +
+          `--allow-run (and --allow-write for corral's caches) for its process sandbox`,
+      };
+    }
     if (p.isolation === "worker" || p.jail === "off") return { status: "none" };
     if (this.#options.bwrap) return { status: "bwrap" };
     if (!holdsFilesOrCommands(grant)) return { status: "none" };
@@ -328,6 +342,7 @@ export class Catalog {
       reason,
       isolation: source.policy.isolation,
       grant: decision.grant,
+      ...(source.policy.fallback ? { fallback: source.policy.fallback } : {}),
       // Without the namespace it needs, the tool runs nowhere: no jail to show (not an opt-out).
       ...(jail.missing ? {} : { jail: jail.status }),
       confirm: t.confirm,

@@ -12,7 +12,7 @@
  * @module
  */
 import { dirname, join, resolve } from "node:path";
-import { checkWrites, pluginRoot, trustBase, type TrustedPath } from "../config/trust_base.ts";
+import { checkWrites, trustBase, type TrustedPath } from "../config/trust_base.ts";
 import type { Grant } from "../tool/tool.ts";
 import { loadPolicy, type Policy } from "../config/policy.ts";
 import { AuditLog } from "../guard/audit.ts";
@@ -21,6 +21,8 @@ import { probeLimits } from "../guard/limits.ts";
 import { runtimeFiles } from "../guard/namespace.ts";
 import { secretValues } from "../guard/redact.ts";
 import { type HostPrivileges, hostPrivileges } from "../sandbox/grant.ts";
+import { processSandboxMissing } from "../sandbox/host_flags.ts";
+import { hostFallback } from "./host_fallback.ts";
 import type { ModuleMeta } from "../sandbox/protocol.ts";
 import type { Sandbox } from "../sandbox/sandbox.ts";
 import { sandboxEntryFiles } from "../sandbox/sandbox_files.ts";
@@ -33,7 +35,7 @@ import { CallRunner, type RegistryCallOptions } from "./call_runner.ts";
 import { Catalog, type LoadProblem, type ToolInfo, type ToolsetSource } from "./catalog.ts";
 import { Discovery } from "./discovery.ts";
 import { defaultCacheDir } from "./discovery_cache.ts";
-import { grantPaths } from "./grant_paths.ts";
+import { grantPaths, pluginRoots } from "./grant_paths.ts";
 import { HostedServers } from "../hosted/hosted_servers.ts";
 import { serversDir } from "../hosted/install.ts";
 import { serverMetas, serverSource } from "./server_toolsets.ts";
@@ -123,7 +125,7 @@ export class Registry {
     const namespace = (source: ToolsetSource, grant: Grant) => {
       if (source.policy.isolation !== "process") return undefined;
       if (this.#catalog.confine(source, grant).status !== "bwrap" || !bwrap) return undefined;
-      const trusted = [...this.trusted, ..._pluginRoots(this.#catalog.sources())];
+      const trusted = [...this.trusted, ...pluginRoots(this.#catalog.sources())];
       return {
         bwrap,
         protect: trusted.map((t) => t.path),
@@ -188,8 +190,9 @@ export class Registry {
     const write = source.policy.write.filter((p) =>
       this.host.letters.includes("w") && this.host.denoGranted("write", p)
     );
-    if (!write.length) return;
-    const trusted = [...this.trusted, ..._pluginRoots(sources)];
+    // In a worker fallback no tool that writes loads (the catalog refuses it): nothing to mask.
+    if (!write.length || source.policy.fallback) return;
+    const trusted = [...this.trusted, ...pluginRoots(sources)];
     const masked = source.policy.isolation === "process" &&
       this.#catalog.confine(source, { read: [], write, run: [], net: [] }).status === "bwrap";
     checkWrites(write, source.policy.where, trusted, masked);
@@ -221,7 +224,9 @@ export class Registry {
         .catch(() => {});
     }
     if (cacheDir) await Deno.mkdir(cacheDir, { recursive: true }).catch(() => {});
-    const plugins = options.sources ?? [];
+    // A host whose flags forbid process sandboxes runs its toolsets in workers (host_fallback.ts).
+    const fallback = processSandboxMissing();
+    const plugins = (options.sources ?? []).map((s) => hostFallback(s, fallback));
     if (!options.noBuiltins) {
       const declared = await builtinToolsets();
       const known = Object.keys(declared).join(", ");
@@ -243,7 +248,8 @@ export class Registry {
           );
         }
       }
-      const builtins = await Promise.all(names.map((name) => builtinSource(name, policy)));
+      const builtins = (await Promise.all(names.map((name) => builtinSource(name, policy))))
+        .map((b) => hostFallback(b, fallback));
       for (const b of builtins) registry.#checkTrust(b, plugins);
       for (const b of builtins) await registry.#loadSource(b);
     }
@@ -281,7 +287,7 @@ export class Registry {
       );
     }
     if (this.#catalog.has(name)) return this.list().filter((t) => t.toolset === name);
-    const source = await builtinSource(name, this.policy);
+    const source = hostFallback(await builtinSource(name, this.policy), processSandboxMissing());
     this.#checkTrust(source, this.#catalog.sources());
     await this.#loadSource(source);
     await this.#discovery.save();
@@ -290,6 +296,7 @@ export class Registry {
 
   /** Add a toolset source (plugin or package) at run time. */
   async addSource(source: ToolsetSource): Promise<ToolInfo[]> {
+    source = hostFallback(source, processSandboxMissing());
     this.#checkTrust(source, [...this.#catalog.sources(), source]);
     await this.#loadSource(source);
     await this.#discovery.save();
@@ -433,14 +440,4 @@ export class Registry {
       });
     }
   }
-}
-
-/** The folders of plugin and package sources: part of the trust base. */
-function _pluginRoots(sources: ToolsetSource[]): TrustedPath[] {
-  const roots = new Set<string>();
-  for (const s of sources) {
-    if (s.kind === "builtin") continue;
-    for (const m of s.modules) if (m.startsWith("/")) roots.add(pluginRoot(m));
-  }
-  return [...roots].map((path) => ({ path, what: "a plugin directory" }));
 }

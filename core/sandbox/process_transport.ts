@@ -61,7 +61,7 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
   // dumpable, so no subprocess reads their memory or their pipes
   // (./sealed_runtime.ts). Made first, so that a failure leaves nothing behind.
   const sealed = spec.namespace && !selfHosted()
-    ? sealedNamespace(spec.namespace.runtime.exec)
+    ? sealedNamespace(spec.namespace.runtime.exec, run.length > 0)
     : { bwrap: [], command: [] };
   // A namespaced sandbox that holds `n` reaches the network only through the
   // host's egress proxy, bridged into the namespace by the child.
