@@ -11,6 +11,7 @@ import { type CliValues, UsageError } from "./options.ts";
 import { summarizeContent } from "../tool/content.ts";
 import { terminalSafe } from "../tool/reporter.ts";
 import { out } from "./output.ts";
+import { keepNextLaunch } from "./prestart_recipe.ts";
 
 async function _readStdin(): Promise<string> {
   return await new Response(Deno.stdin.readable).text();
@@ -104,6 +105,7 @@ export async function callCommand(
   }
   const interactive = values.args !== "-" && Deno.stdin.isTerminal();
   const confirm = values.yes ? () => true : interactive ? _askOnTerminal : undefined;
+  keepNextLaunch(); // this call's sandbox is the one the next identical call starts ahead
   let result;
   try {
     result = await registry.call(name, args, {

@@ -8,6 +8,7 @@
 import type { CorralConfig } from "../config/corral_config.ts";
 import type { Policy } from "../config/policy.ts";
 import type { Settings } from "../config/settings.ts";
+import { probeLimits } from "../guard/limits.ts";
 import { pluginSources } from "../plugins/plugins.ts";
 import { registryBanner } from "../registry/banner.ts";
 import { Registry, type ToolsetSource } from "../registry/registry.ts";
@@ -97,6 +98,7 @@ export async function openRegistry(
       } skipped (corral list says why)`,
     );
   }
+  await probeLimits(); // the banner says which limits bind: their probe, not a second one
   for (const line of [...notes, ...registryBanner(registry)]) reporter.line(line, "yellow");
   return {
     registry,

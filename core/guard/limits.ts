@@ -47,7 +47,8 @@ export interface SandboxLimits {
   release(): Promise<{ hitProcessLimit: boolean }>;
 }
 
-interface _Found {
+/** What the probe found: the mechanism, where groups are made, whether this is root. */
+export interface LimitsProbe {
   kind: LimitKind;
   /** Parent directories new groups are made in (v1: pids, memory). */
   parents: string[];
@@ -55,7 +56,14 @@ interface _Found {
   root: boolean;
 }
 
+type _Found = LimitsProbe;
+
 let _found: _Found | undefined;
+
+/** What the probe found (probing now when it has not yet: a blocking `/bin/sh`). */
+export function limitsProbe(): LimitsProbe {
+  return _probe();
+}
 
 /** `/bin/sh -c script` with `args`, a clean environment, stdout captured. */
 function _shCommand(script: string, args: string[]): Deno.Command {
@@ -98,8 +106,8 @@ if try "$p" && try "$m"; then sweep "$p"; sweep "$m"; echo "cgroup1 $p $m"; exit
 echo rlimit`;
 
 function _probe(): _Found {
-  if (_found) return _found;
-  return _parseProbe(_sh(_PROBE, []).out);
+  // Once per process: a second probe (a sandbox start, then the banner) would block again.
+  return _found ??= _parseProbe(_sh(_PROBE, []).out);
 }
 
 let _probing: Promise<void> | undefined;
@@ -156,7 +164,8 @@ for g in "$@"; do
     n=$(sed -n 's/^max //p' "$g/pids.events"); [ "\${n:-0}" -gt 0 ] && hit=1; fi
 done
 echo "hit=$hit"
-for round in 1 2 3 4 5 6 7 8 9 10; do
+round=0
+while [ $round -lt 100 ]; do round=$((round + 1))
   left=0
   for g in "$@"; do
     [ -d "$g" ] || continue
@@ -164,7 +173,7 @@ for round in 1 2 3 4 5 6 7 8 9 10; do
     rmdir "$g" 2>/dev/null || left=1
   done
   [ "$left" = 0 ] && exit 0
-  sleep 0.05
+  sleep 0.005
 done`;
 
 /**
@@ -180,8 +189,7 @@ done`;
  * assert.ok(limitsMissing(true) === undefined);
  * ```
  */
-export function limitsMissing(allowRlimit: boolean): string | undefined {
-  const found = _probe();
+export function limitsMissing(allowRlimit: boolean, found = _probe()): string | undefined {
   if (found.kind !== "rlimit" || !found.root || allowRlimit) return undefined;
   return "no writable cgroup here, and rlimits do not bind root, so the sandbox's processes " +
     "and memory cannot be limited: make /sys/fs/cgroup writable (cgroup v2 or v1 pids and " +
@@ -202,10 +210,13 @@ export function limitsMissing(allowRlimit: boolean): string | undefined {
  * await l.release();
  * ```
  */
-export function createLimits(spec: LimitSpec, allowRlimit = false): SandboxLimits {
-  const missing = limitsMissing(allowRlimit);
+export function createLimits(
+  spec: LimitSpec,
+  allowRlimit = false,
+  found: LimitsProbe = _probe(),
+): SandboxLimits {
+  const missing = limitsMissing(allowRlimit, found);
   if (missing) throw new Error(missing);
-  const found = _probe();
   const name = `corral-${Deno.pid}-${crypto.randomUUID().slice(0, 12)}`;
   const groups = found.parents.map((p) => `${p}/${name}`);
   // The groups themselves are made by the sandbox's first process, just
@@ -367,8 +378,9 @@ export function spawnLimited(
   command: string,
   args: string[],
   o: { openBinds: boolean; cwd: string; env: Record<string, string> },
+  found?: LimitsProbe,
 ): LimitedChild {
-  const limits = createLimits(spec, allowRlimit);
+  const limits = createLimits(spec, allowRlimit, found);
   const wrapped = limitedCommand(limits, command, args, o.openBinds);
   try {
     const child = new Deno.Command(wrapped.command, {

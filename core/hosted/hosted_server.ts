@@ -25,6 +25,8 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { pinned, type ToolDefinition } from "./approvals.ts";
 import { CallLane, CallTimedOut } from "./call_lane.ts";
+
+export { CallCancelled, CallTimedOut } from "./call_lane.ts";
 import { type Launched, launchServer, type LaunchSpec } from "./launch.ts";
 import { type ChannelEventKind, StdioChannel } from "./stdio_channel.ts";
 

@@ -29,8 +29,8 @@ import {
   writeFailure,
   writeSeen,
 } from "./approvals.ts";
-import { CallCancelled, CallTimedOut } from "./call_lane.ts";
-import { type HostedCall, HostedServer } from "./hosted_server.ts";
+import type { HostedCall, HostedServer } from "./hosted_server.ts";
+import { hostedRuntime } from "./hosted_runtime.ts";
 import { hostedResult, hostedTools, offeredName } from "./hosted_tools.ts";
 // @ts-types="@modelcontextprotocol/sdk/client/index"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -164,7 +164,7 @@ export class HostedServers {
     const entry = name ? this.entry(name) : undefined;
     if (!entry || !serverTool) return _error(failure(tool, "no hosted server offers it"), "gone");
     this.#sweep();
-    const server = this.#server(entry, ctx.policy, ctx.grant, ctx.session, ctx.identity);
+    const server = await this.#server(entry, ctx.policy, ctx.grant, ctx.session, ctx.identity);
     try {
       await server.ensure();
     } catch (err) {
@@ -189,6 +189,7 @@ export class HostedServers {
       const raw = await server.call(serverTool, args, ctx);
       return hostedResult(tool, raw, ctx.policy.max_output_bytes);
     } catch (err) {
+      const { CallCancelled, CallTimedOut } = await hostedRuntime();
       // As corral's own tools report it (core/sandbox/sandbox.ts); the server keeps running.
       if (err instanceof CallCancelled) return _error(failure(tool, "cancelled"), "cancelled");
       // The lane's own timeout only: a server's error that speaks of a timeout is the server's.
@@ -214,7 +215,7 @@ export class HostedServers {
   async approve(name: string, policy: SandboxPolicy, grant: Grant): Promise<string[]> {
     const entry = this.entry(name);
     if (!entry) throw new Error(`no server "${name}" in corral.json`);
-    const server = this.#server(entry, policy, grant, _APPROVING);
+    const server = await this.#server(entry, policy, grant, _APPROVING);
     try {
       await server.ensure();
       writeApproved(name, server.tools, this.#dir);
@@ -297,7 +298,7 @@ export class HostedServers {
       if (!policy || !readApproved(entry.name, this.#dir)) continue;
       const grant = effectiveGrant(serverLetters(policy), policy, this.#options.host);
       if (grant.missing) continue;
-      const server = this.#server(entry, policy, grant.grant, session);
+      const server = await this.#server(entry, policy, grant.grant, session);
       try {
         const client = await server.ensure();
         for (const s of server.secrets) this.#options.secrets.add(s);
@@ -335,17 +336,20 @@ export class HostedServers {
    * The server instance of `entry` for `session`: two sessions (principals)
    * never share one; `corral servers approve` has one of its own.
    */
-  #server(
+  async #server(
     entry: ServerEntry,
     policy: SandboxPolicy,
     grant: Grant,
     session = "",
     identity?: string,
-  ) {
+  ): Promise<HostedServer> {
     const key = `${entry.name}\0${session}`;
     const approving = session === _APPROVING;
     this.#used.set(key, performance.now());
     let s = this.#servers.get(key);
+    if (s) return s;
+    const { HostedServer } = await hostedRuntime();
+    s = this.#servers.get(key); // another call may have made it meanwhile
     if (s) return s;
     const o = this.#options;
     s = new HostedServer({

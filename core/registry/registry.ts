@@ -37,7 +37,7 @@ import { Discovery } from "./discovery.ts";
 import { defaultCacheDir } from "./discovery_cache.ts";
 import { grantPaths, pluginRoots } from "./grant_paths.ts";
 import { HostedServers } from "../hosted/hosted_servers.ts";
-import { serversDir } from "../hosted/install.ts";
+import { serversDir } from "../hosted/servers_dir.ts";
 import { serverMetas, serverSource } from "./server_toolsets.ts";
 import type { RegistryOptions } from "./registry_options.ts";
 import type { SandboxPool } from "./sandbox_pool.ts";
@@ -251,7 +251,7 @@ export class Registry {
       const builtins = (await Promise.all(names.map((name) => builtinSource(name, policy))))
         .map((b) => hostFallback(b, fallback));
       for (const b of builtins) registry.#checkTrust(b, plugins);
-      for (const b of builtins) await registry.#loadSource(b);
+      await registry.#loadSources(builtins); // at once: registration keeps their order
     }
     for (const p of plugins) registry.#checkTrust(p, plugins);
     await registry.#loadSources(plugins);

@@ -21,6 +21,7 @@ import {
 import { NAMESPACE_HOME, namespaceArgs, namespacePath } from "../guard/namespace.ts";
 import { plantedMounts } from "../guard/planted_mounts.ts";
 import { sealedNamespace } from "./sealed_runtime.ts";
+import { adoptPrestarted, type LaunchPlan, noteLaunch } from "./prestart.ts";
 import { FRAME_MARK, type HostMessage, type SandboxEnv, type SandboxMessage } from "./protocol.ts";
 import {
   CHILD_ENTRY,
@@ -150,20 +151,38 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
     if (egress) env = { ...env, ...proxyVars(EGRESS_URL) };
   }
   if (compiled) env.DENO_V8_FLAGS = `--max-old-space-size=${p.memory_mb}`;
+  // The child's first line after its token: what it holds (it drops the rest).
+  const init = JSON.stringify({
+    read,
+    write: g.write,
+    run,
+    net: g.net,
+    import: spec.imports,
+    ...(egress ? { egress: EGRESS_SOCKET_IN_NAMESPACE } : {}),
+  });
   // Processes and memory of the whole sandbox, subprocesses included: the
   // V8 heap limit plus room for the runtime and the processes it starts.
   let started: LimitedChild;
+  let ahead: ReturnType<typeof adoptPrestarted>;
   try {
     // In the namespace, the launcher binds what it opened and checked (../guard/limits.ts).
     // No descriptor the host inherited (one its parent left open) reaches it either. The
     // launcher stands nowhere a tool could swap (bwrap sets the cwd inside).
-    started = spawnLimited(
-      { pids: p.max_processes, memoryMb: p.memory_mb + 256 },
-      p.limits === "rlimit",
+    const plan: LaunchPlan = {
+      init,
+      spec: { pids: p.max_processes, memoryMb: p.memory_mb + 256 },
+      allowRlimit: p.limits === "rlimit",
       command,
-      commandArgs,
-      { openBinds: ns !== undefined, cwd: ns ? "/" : spec.workspace, env },
-    );
+      args: commandArgs,
+      openBinds: ns !== undefined,
+      cwd: ns ? "/" : spec.workspace,
+      env,
+    };
+    // A sandbox the CLI started ahead with exactly this plan (./prestart.ts), else a new one.
+    ahead = adoptPrestarted(plan);
+    started = ahead?.started ??
+      spawnLimited(plan.spec, plan.allowRlimit, command, commandArgs, plan);
+    if (!g.write.length && !egress) noteLaunch(plan, spec);
   } catch (err) {
     egress?.close();
     planted?.release();
@@ -176,7 +195,8 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
     throw err;
   }
   const { child, limits } = started;
-  const token = crypto.randomUUID().replaceAll("-", "");
+  // A sandbox started ahead already holds its token and first line (./prestart.ts).
+  const token = ahead?.token ?? crypto.randomUUID().replaceAll("-", "");
   const writer = child.stdin.getWriter();
   const enc = new TextEncoder();
   let dead = false;
@@ -201,17 +221,7 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
       egress?.close();
     },
   };
-  write(token + "\n");
-  write(
-    JSON.stringify({
-      read,
-      write: g.write,
-      run,
-      net: g.net,
-      import: spec.imports,
-      ...(egress ? { egress: EGRESS_SOCKET_IN_NAMESPACE } : {}),
-    }) + "\n",
-  );
+  if (!ahead) write(`${token}\n${init}\n`);
   const mark = FRAME_MARK + token;
   // The sandbox caps results itself; this bounds what a hostile one can send.
   const limit = p.max_output_bytes + 1_048_576;
