@@ -470,8 +470,8 @@ Deno.test("item 1: the README quick start, run literally from a home with only N
   assert.doesNotMatch(run.stdout + run.stderr, /Task corral/);
   assert.ok(await _exists(`${home}/.deno/bin/corral`));
   // The installed command runs corral's own deno.json, so corral's deno.lock checks it.
-  const script = await Deno.readTextFile(`${home}/.deno/bin/corral`);
-  assert.match(script, new RegExp(` --config '${join(ROOT, "deno.json")}' `));
+  const installed = await Deno.readTextFile(`${home}/.deno/bin/corral`);
+  assert.match(installed, new RegExp(` --config '${join(ROOT, "deno.json")}' `));
   const gone = await _sh("sh", ["-ec", uninstall], { cwd: home, env });
   assert.equal(gone.code, 0, gone.stderr);
   assert.equal(await _exists(`${home}/.deno/bin/corral`), false);
