@@ -8,6 +8,7 @@
 import type { McpHandle, McpRegistry } from "../mcp/mcp_server.ts";
 import { serverToken } from "../mcp/server_token.ts";
 import { watchPlugins } from "../plugins/plugin_watcher.ts";
+import { pluginSources } from "../plugins/plugins.ts";
 import { envVar } from "../config/env_var.ts";
 import { ConfigError } from "../tool/errors.ts";
 import type { CliSession } from "./open_registry.ts";
@@ -49,7 +50,14 @@ async function _watch(session: CliSession, handle: McpHandle): Promise<void> {
   const watcher = await watchPlugins({
     registry,
     dirs: plugins.dirs,
-    scan: plugins.scan,
+    // The files may have changed since the start, the settings have not.
+    scan: async () =>
+      (await pluginSources({
+        policy: plugins.policy,
+        config: plugins.config,
+        workspace: plugins.workspace,
+        dirs: plugins.settings.pluginDirs,
+      })).sources,
     onChange: () => handle.notifyToolsChanged(),
     log: (text) => reporter.line(`corral: --watch: ${text}`),
   });

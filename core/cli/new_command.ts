@@ -12,7 +12,7 @@
 import { resolve } from "node:path";
 import { defaultPluginDir } from "../config/plugin_dirs.ts";
 import type { Settings } from "../config/settings.ts";
-import { pluginSources } from "../plugins/plugins.ts";
+import { confinePlugins } from "../plugins/plugins.ts";
 import { scaffoldTool } from "../plugins/scaffold.ts";
 import { reservedToolNames } from "../registry/builtin_toolsets.ts";
 import { Registry } from "../registry/registry.ts";
@@ -71,12 +71,7 @@ export async function newCommand(values: CliValues, rest: string[]): Promise<num
 async function _existingTool(name: string, settings: Settings): Promise<string | undefined> {
   const builtin = (await reservedToolNames()).get(name);
   if (builtin) return `a built-in tool of the toolset "${builtin}"`;
-  const plugins = await pluginSources({
-    policy: settings.policy,
-    config: settings.config,
-    workspace: settings.workspace,
-    dirs: settings.pluginDirs,
-  });
+  const plugins = await confinePlugins(settings.plugins);
   const registry = await Registry.create({
     workspace: settings.workspace,
     policy: settings.policy,

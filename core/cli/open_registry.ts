@@ -9,9 +9,9 @@ import type { CorralConfig } from "../config/corral_config.ts";
 import type { Policy } from "../config/policy.ts";
 import type { Settings } from "../config/settings.ts";
 import { probeLimits } from "../guard/limits.ts";
-import { pluginSources } from "../plugins/plugins.ts";
+import { confinePlugins } from "../plugins/plugins.ts";
 import { registryBanner } from "../registry/banner.ts";
-import { Registry, type ToolsetSource } from "../registry/registry.ts";
+import { Registry } from "../registry/registry.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { cliSettings } from "./cli_settings.ts";
 import type { CliValues } from "./options.ts";
@@ -31,8 +31,6 @@ export interface PluginScan {
   dirs: string[];
   /** Every setting, as resolved once for this command. */
   settings: Settings;
-  /** Scan the plugin directories and packages again (`--watch`), with the same settings. */
-  scan(): Promise<ToolsetSource[]>;
 }
 
 /** A registry opened for one command, with what the plugin scan found. */
@@ -60,14 +58,7 @@ export async function openRegistry(
   const human = command !== "call" && !values.json;
   const notes = _settingsNotes(settings, command === "mcp" || (command === "list" && human));
   const { config, policy } = settings;
-  const scan = () =>
-    pluginSources({
-      policy,
-      config,
-      workspace: settings.workspace,
-      dirs: settings.pluginDirs,
-    });
-  const plugins = await scan();
+  const plugins = await confinePlugins(settings.plugins);
   const registry = await Registry.create({
     privileges: settings.letters,
     toolsets: settings.toolsets,
@@ -111,7 +102,6 @@ export async function openRegistry(
       envBase: userCwd(),
       dirs: plugins.dirs.map((d) => d.real),
       settings,
-      scan: async () => (await scan()).sources,
     },
   };
 }

@@ -28,6 +28,7 @@ import {
   type SettingsLayer,
 } from "./layers.ts";
 import { type PluginDirSetting, pluginDirSettings } from "./plugin_dirs.ts";
+import { type PluginSet, pluginSet } from "./plugin_set.ts";
 import {
   layeredPolicy,
   type Policy,
@@ -91,6 +92,11 @@ export interface Settings {
   audit: string | null;
   /** The file-drop directories, in load order, each with its origin. */
   pluginDirs: PluginDirSetting[];
+  /**
+   * The plugins these directories and corral.json's packages hold, with their
+   * policies (their confinement is checked above: core/plugins/plugins.ts).
+   */
+  plugins: PluginSet;
   /** Whether the discovery cache is used (not with `--no-cache`). */
   cache: boolean;
   /** Every settings file looked for, lowest layer first. */
@@ -172,6 +178,10 @@ export async function resolveSettings(flags: SettingsFlags): Promise<Settings> {
   const policy = layeredPolicy(policyLayers, workspace, editFile);
   const config = _withFlags(layeredConfig(configLayers, workspace), extra);
   const letters = flags.letters ?? "";
+  const pluginDirs = pluginDirSettings(config, {
+    envBase: flags.envBase ?? workspace,
+    examples: flags.examples,
+  });
   return {
     workspace,
     workspaceFrom: flags.workspaceFrom ?? "--workspace",
@@ -181,10 +191,8 @@ export async function resolveSettings(flags: SettingsFlags): Promise<Settings> {
     config,
     toolsets: config.toolsets,
     audit: config.audit,
-    pluginDirs: pluginDirSettings(config, {
-      envBase: flags.envBase ?? workspace,
-      examples: flags.examples,
-    }),
+    pluginDirs,
+    plugins: await pluginSet(policy, config, pluginDirs),
     cache: !flags.noCache,
     files,
     ignored,

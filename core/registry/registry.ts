@@ -47,9 +47,6 @@ export type { LoadProblem, SourceKind, ToolInfo, ToolsetSource, ToolStatus } fro
 export type { RegistryCallOptions } from "./call_runner.ts";
 export type { RegistryOptions } from "./registry_options.ts";
 
-/** Sources being discovered at once (cache look-ups: reading and hashing files). */
-const _DISCOVERY_CONCURRENCY = 256;
-
 /**
  * The catalog of tools and the way to call them.
  *
@@ -63,35 +60,43 @@ const _DISCOVERY_CONCURRENCY = 256;
  * ```
  */
 export class Registry {
-  readonly workspace: string;
-  readonly policy: Policy;
-  readonly host: HostPrivileges;
-  readonly reporter: Reporter;
+  // Set once, by create(): the registry is built from its options, in #open.
+  workspace!: string;
+  policy!: Policy;
+  host!: HostPrivileges;
+  reporter!: Reporter;
   /** Modules that failed to load. */
-  readonly problems: LoadProblem[];
+  problems!: LoadProblem[];
   /** Collisions, dropped tools and policy typos, as reported. */
-  readonly warnings: string[];
-  readonly #catalog: Catalog;
-  readonly #discovery: Discovery;
-  readonly #runner: CallRunner;
+  warnings!: string[];
+  #catalog!: Catalog;
+  #discovery!: Discovery;
+  #runner!: CallRunner;
   /** Secret values of config sections, scrubbed from every text shown. */
   readonly #secrets = new Set<string>();
 
   /** What no tool may change (and, for secrets, read). */
-  readonly trusted: TrustedPath[];
+  trusted!: TrustedPath[];
   /** The hosted MCP servers (core/hosted/). */
-  readonly hosted: HostedServers;
+  hosted!: HostedServers;
   /** Called when the tools on offer changed at run time (a hosted server's approval state). */
   onToolsChanged?: () => void;
+  #options: RegistryOptions;
 
-  private constructor(
+  /** The registry of `options`, built by {@link Registry.create}. */
+  private constructor(options: RegistryOptions) {
+    this.#options = options;
+  }
+
+  /** Its parts, from what {@link Registry.create} found. */
+  #build(
     workspace: string,
     policy: Policy,
     host: HostPrivileges,
     bwrap: string | undefined,
     cacheDir: string | null,
-    options: RegistryOptions,
-  ) {
+  ): void {
+    const options = this.#options;
     this.workspace = workspace;
     this.policy = policy;
     this.host = host;
@@ -200,6 +205,13 @@ export class Registry {
 
   /** Build the catalog: autoloaded built-ins, requested toolsets, then other sources. */
   static async create(options: RegistryOptions = {}): Promise<Registry> {
+    const registry = new Registry(options);
+    await registry.#open();
+    return registry;
+  }
+
+  async #open(): Promise<void> {
+    let options = this.#options;
     const workspace = Deno.realPathSync(resolve(options.workspace ?? Deno.cwd()));
     const policy = options.policy ??
       await loadPolicy({ file: options.policyFile, workspace });
@@ -214,9 +226,12 @@ export class Registry {
     void probeLimits();
     if (bwrap) runtimeFiles().then((rt) => prepareSealedRuntime(rt.exec)).catch(() => {});
     sandboxEntryFiles().catch(() => {});
-    options = { ...options, reserved: options.reserved ?? await reservedToolNames() };
-    const registry = new Registry(workspace, policy, host, bwrap, cacheDir, options);
-    const catalog = registry.#catalog;
+    options = this.#options = {
+      ...options,
+      reserved: options.reserved ?? await reservedToolNames(),
+    };
+    this.#build(workspace, policy, host, bwrap, cacheDir);
+    const catalog = this.#catalog;
     if (options.auditPath) {
       // The log exists from the start, so that the namespace can keep it out of reach.
       await Deno.mkdir(dirname(resolve(options.auditPath)), { recursive: true }).catch(() => {});
@@ -250,14 +265,14 @@ export class Registry {
       }
       const builtins = (await Promise.all(names.map((name) => builtinSource(name, policy))))
         .map((b) => hostFallback(b, fallback));
-      for (const b of builtins) registry.#checkTrust(b, plugins);
-      await registry.#loadSources(builtins); // at once: registration keeps their order
+      for (const b of builtins) this.#checkTrust(b, plugins);
+      await this.#loadSources(builtins); // at once: registration keeps their order
     }
-    for (const p of plugins) registry.#checkTrust(p, plugins);
-    await registry.#loadSources(plugins);
-    registry.#reserved = options.reserved!;
-    for (const e of options.servers ?? []) registry.#loadServer(e.name, bwrap);
-    await registry.#discovery.save();
+    for (const p of plugins) this.#checkTrust(p, plugins);
+    await this.#loadSources(plugins);
+    this.#reserved = options.reserved!;
+    for (const e of options.servers ?? []) this.#loadServer(e.name, bwrap);
+    await this.#discovery.save();
     for (const name of policy.toolNames()) {
       if (!catalog.entries().some((e) => e.info.name === name)) {
         catalog.warn(
@@ -265,7 +280,6 @@ export class Registry {
         );
       }
     }
-    return registry;
   }
 
   /** How many modules were imported in a sandbox (cache misses), for tests. */
@@ -391,37 +405,17 @@ export class Registry {
     await Promise.all([this.hosted.close(), this.#runner.close()]);
   }
 
-  /**
-   * Load sources in order. Discovery (the sandbox work) of several sources
-   * runs at once, `_DISCOVERY_CONCURRENCY` at a time; registration keeps the
-   * given order, so "last registered wins" does not depend on timing.
-   */
+  /** Load sources in order (./discovery.ts `discoverInOrder`: at once, registered in order). */
   async #loadSources(sources: ToolsetSource[]): Promise<void> {
-    // Unchanged sources come straight from the cache; the others are discovered.
-    const ceilings = sources.map((source) => this.#catalog.ceiling(source));
     for (const source of sources) {
       for (const s of secretValues(source.config)) this.#secrets.add(s);
     }
-    await this.#discovery.prime(sources.map((source, i) => ({ source, ceiling: ceilings[i] })));
-    const cached = sources.map((source, i) => this.#discovery.cached(source, ceilings[i]));
-    const found: Array<Promise<ModuleMeta[]> | undefined> = new Array(sources.length);
-    let next = 0;
-    const start = () => {
-      while (next < sources.length && cached[next]) next++;
-      if (next >= sources.length) return;
-      const i = next++;
-      found[i] = this.#discovery.discover(sources[i], ceilings[i]);
-      found[i]!.then(start, start);
-    };
-    for (let k = 0; k < _DISCOVERY_CONCURRENCY; k++) start();
-    for (let i = 0; i < sources.length; i++) {
-      if (cached[i]) {
-        this.#register(sources[i], cached[i]!);
-        continue;
-      }
-      while (!found[i]) await Promise.race(found.filter(Boolean));
-      this.#register(sources[i], await found[i]!);
-    }
+    const ceilings = sources.map((source) => this.#catalog.ceiling(source));
+    await this.#discovery.discoverInOrder(
+      sources,
+      ceilings,
+      (s, metas) => this.#register(s, metas),
+    );
   }
 
   #loadSource(source: ToolsetSource): Promise<void> {
