@@ -137,7 +137,7 @@ export async function runSandboxChild(options: { worker?: boolean } = {}): Promi
     const offset: number = apply(offsetOf, bytes, []);
     while (done < size) done += writeSync(new U8(buffer, offset + done, size - done));
   };
-  const { runSandbox } = await runtime!;
+  const { runSandbox, warmCalls } = await runtime!;
   const onHost = runSandbox(out);
   for (const key of ["close"]) {
     try {
@@ -154,6 +154,7 @@ export async function runSandboxChild(options: { worker?: boolean } = {}): Promi
   out({ type: "ready", held });
   // A sandbox started ahead loads the built-in toolset's modules while the host works (the
   // call imports the same module record; a failure is reported by the call that needs it).
+  if (init.preload?.length) warmCalls();
   for (const m of init.preload ?? []) import(`file://${m}`).catch(() => {});
   for await (const line of lines) {
     if (!line) continue;
