@@ -69,10 +69,8 @@ async function _find(options: BwrapProbeOptions): Promise<string | undefined> {
   try {
     path = Deno.env.get("PATH");
   } catch { /* no env permission */ }
-  // PATH first, then the system's own folders: a GUI app or a client config may start corral
-  // with an empty PATH, and bwrap is a system program.
-  const dirs = new Set([...(path ?? "").split(":"), "/usr/local/bin", "/usr/bin", "/bin"]);
-  for (const dir of dirs) {
+  // No PATH, or an empty one (a GUI app, a client config): the system's own folders.
+  for (const dir of (path || "/usr/local/bin:/usr/bin:/bin").split(":")) {
     if (!isAbsolute(dir)) continue;
     const candidate = join(dir, "bwrap");
     try {
