@@ -224,7 +224,8 @@ export class Registry {
       : options.bwrap ?? undefined;
     // What the first process sandbox will need, found while the catalog is built.
     void probeLimits();
-    if (bwrap) runtimeFiles().then((rt) => prepareSealedRuntime(rt.exec)).catch(() => {});
+    const libs = cacheDir ? join(cacheDir, "runtime_libs.json") : undefined;
+    if (bwrap) runtimeFiles(libs).then((rt) => prepareSealedRuntime(rt.exec)).catch(() => {});
     sandboxEntryFiles().catch(() => {});
     options = this.#options = {
       ...options,
