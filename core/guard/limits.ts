@@ -87,7 +87,9 @@ function _sh(script: string, args: string[]): { ok: boolean; out: string } {
 }
 
 // Finds the mechanism, and removes the empty groups left by corral hosts
-// that are gone (a host may exit before its last group is reaped).
+// that are gone (a host may exit before its last group is reaped). Files are
+// read by the shell's own read: each other program is a process more at
+// every start.
 const _PROBE = `
 id -u
 sweep() { for sd in "$1"/corral-*; do
@@ -100,7 +102,8 @@ if [ -f $r/cgroup.controllers ] && grep -qw pids $r/cgroup.controllers &&
    grep -qw memory $r/cgroup.controllers && try $r &&
    echo "+pids +memory" > $r/cgroup.subtree_control 2>/dev/null; then
   sweep $r; echo "cgroup2 $r"; exit 0; fi
-own() { sed -n "s/^[0-9]*:\\([^:]*,\\)*$1\\(,[^:]*\\)*:\\(.*\\)$/\\3/p" /proc/self/cgroup | head -n1; }
+own() { while IFS=: read -r _n c path; do
+  case ",$c," in *",$1,"*) echo "$path"; return;; esac; done < /proc/self/cgroup; }
 p=$r/pids$(own pids); m=$r/memory$(own memory)
 if try "$p" && try "$m"; then sweep "$p"; sweep "$m"; echo "cgroup1 $p $m"; exit 0; fi
 echo rlimit`;
@@ -161,7 +164,8 @@ export function limitKind(): LimitKind {
 const _RELEASE = `hit=0
 for g in "$@"; do
   if [ -f "$g/pids.events" ]; then
-    n=$(sed -n 's/^max //p' "$g/pids.events"); [ "\${n:-0}" -gt 0 ] && hit=1; fi
+    while read -r k n; do [ "$k" = max ] && [ "\${n:-0}" -gt 0 ] && hit=1; done < "$g/pids.events"
+  fi
 done
 echo "hit=$hit"
 round=0
@@ -169,7 +173,7 @@ while [ $round -lt 100 ]; do round=$((round + 1))
   left=0
   for g in "$@"; do
     [ -d "$g" ] || continue
-    for p in $(cat "$g/cgroup.procs" 2>/dev/null); do kill -9 "$p" 2>/dev/null; left=1; done
+    while read -r p; do kill -9 "$p" 2>/dev/null; left=1; done 2>/dev/null < "$g/cgroup.procs"
     rmdir "$g" 2>/dev/null || left=1
   done
   [ "$left" = 0 ] && exit 0
