@@ -89,8 +89,12 @@ export async function openRegistry(
       } skipped (corral list says why)`,
     );
   }
-  await probeLimits(); // the banner says which limits bind: their probe, not a second one
-  for (const line of [...notes, ...registryBanner(registry)]) reporter.line(line, "yellow");
+  if (!reporter.quiet) {
+    // The banner says which limits bind: their probe, not a second one. Quiet, no banner,
+    // and the probe goes on while the command starts (a sandbox awaits it).
+    await probeLimits();
+    for (const line of [...notes, ...registryBanner(registry)]) reporter.line(line, "yellow");
+  }
   return {
     registry,
     reporter,
