@@ -7,6 +7,11 @@
  * @module
  */
 import { INSTALL_DIR } from "../config/install_dir.ts";
+import {
+  riskyWorkspace,
+  riskyWorkspaceError,
+  UNSAFE_WORKSPACE_FLAG,
+} from "../config/risky_workspace.ts";
 import { resolveSettings, type Settings } from "../config/settings.ts";
 import { isWithin } from "../guard/namespace.ts";
 import { type CliValues, UsageError } from "./options.ts";
@@ -55,6 +60,16 @@ export async function cliWorkspace(
           : "inside corral's own folder"
       } (${workspace}), which no tool may change: run corral from your project's folder ` +
         `or pass --workspace DIR`,
+    );
+  }
+  // HOME, /, a PATH folder, corral's own folders: refused unless the operator says so.
+  const risky = riskyWorkspace(workspace);
+  if (risky && !values["unsafe-workspace"]) {
+    throw new UsageError(riskyWorkspaceError(workspace, risky));
+  }
+  if (risky) {
+    console.error(
+      `corral: warning: the workspace ${workspace} is ${risky} (${UNSAFE_WORKSPACE_FLAG})`,
     );
   }
   return { workspace, from };

@@ -67,6 +67,8 @@ Options:
                         servers (hosted MCP servers; their grants: permissions.json "servers");
                         CORRAL_TOOL_DIRS adds directories (colon-separated)
   --workspace DIR       the workspace (default: the folder you run corral from; never corral's own)
+  --unsafe-workspace    accept a workspace that is HOME, / or above HOME, on PATH, or holds
+                        corral's installed command, config or cache (refused otherwise)
   --timeout MS          shorter time limit for this call (never above the policy's)
   --yes                 approve calls of tools that need confirmation
   --no-cache            do not read or write the discovery cache
@@ -123,6 +125,7 @@ export const CLI_OPTIONS = {
   dir: { type: "string" },
   style: { type: "string" },
   workspace: { type: "string" },
+  "unsafe-workspace": { type: "boolean" },
   json: { type: "boolean" },
   format: { type: "string" },
   args: { type: "string" },

@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { envVar } from "./env_var.ts";
 
 /** corral's install folder (absolute, no trailing slash). */
@@ -90,4 +90,28 @@ export function codeStoreDir(): string {
   const xdg = envVar("XDG_CACHE_HOME");
   if (xdg) return join(resolve(xdg), "corral", "pinned");
   return join(envVar("HOME") || "/root", ".cache", "corral", "pinned");
+}
+
+/**
+ * The folders a sandbox's write layers may live in (core/layers/), preferred
+ * first: `CORRAL_LAYERS_DIR`, else `layers` in corral's cache folder; then,
+ * for a write root that holds that, `/var/tmp/corral-<uid>/layers` and
+ * `/tmp/corral-<uid>/layers`. Part of the trust base and hidden from every
+ * sandbox: they hold other sandboxes' writes that are not applied yet.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { layerBases } from "./install_dir.ts";
+ * assert.ok(layerBases()[0].endsWith("layers") && layerBases().length === 3);
+ * ```
+ */
+export function layerBases(): string[] {
+  const uid = Deno.uid() ?? 0;
+  const explicit = envVar("CORRAL_LAYERS_DIR");
+  return [
+    explicit ? resolve(explicit) : join(dirname(codeStoreDir()), "layers"),
+    `/var/tmp/corral-${uid}/layers`,
+    `/tmp/corral-${uid}/layers`,
+  ];
 }

@@ -18,8 +18,9 @@
 import { dirname, join, resolve } from "node:path";
 import { denoDir, isWithin } from "../guard/namespace.ts";
 import { ConfigError } from "../tool/errors.ts";
-import { codeStoreDir, configDir, INSTALL_DIR } from "./install_dir.ts";
+import { codeStoreDir, configDir, INSTALL_DIR, layerBases } from "./install_dir.ts";
 import { pathExists } from "../guard/path_exists.ts";
+import { installedCommand } from "./risky_workspace.ts";
 
 /** One protected path and why it is protected. */
 export interface TrustedPath {
@@ -77,6 +78,10 @@ export function trustBase(options: TrustBaseOptions = {}): TrustedPath[] {
     // gets its module set's own, from corral's code store, core/sandbox/emit_cache.ts).
     { path: denoDir(), what: "Deno's cache", secret: true },
     { path: codeStoreDir(), what: "corral's code store", secret: true },
+    // The next `corral` runs these, wherever `deno install` put them.
+    ...installedCommand().map((path) => ({ path, what: "corral's installed command" })),
+    // Other sandboxes' writes that are not applied yet (core/layers/).
+    ...layerBases().map((path) => ({ path, what: "corral's write layers", secret: true })),
   ];
   for (const file of new Set([...options.policyFiles ?? [], options.policyFile ?? "("])) {
     if (!file.startsWith("(")) list.push({ path: file, what: "the policy file" });

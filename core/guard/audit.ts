@@ -78,6 +78,8 @@ export interface AuditRecord extends AuditWho {
   /** What failed or refused, in a word (`timeout`, `crashed`, `threw`, `confirmation`, …). */
   reason?: string;
   error?: string;
+  /** What the call changed in its write grants (core/layers/change_report.ts), when anything. */
+  changes?: unknown;
 }
 
 /**
@@ -116,6 +118,19 @@ export interface AuditConnectionRecord extends Partial<AuditWho> {
   reason?: string;
   bytes_out: number;
   bytes_in: number;
+}
+
+/**
+ * Changes to the tree settled apart from any call (by processes a call left
+ * running, found when its sandbox ended; a plugin's top-level code at
+ * discovery): a line of its own.
+ */
+export interface AuditChangesRecord extends Partial<AuditWho> {
+  time: string;
+  kind: "changes";
+  toolset: string;
+  /** What was created, changed, removed and refused (core/layers/change_report.ts). */
+  changes: unknown;
 }
 
 /**
@@ -228,7 +243,9 @@ export class AuditLog {
    * ≈ 3 µs against ≈ 35 µs for the async one), so the lines of one process
    * are written one after another in call order, never interleaved.
    */
-  append(record: AuditRecord | AuditConnectionRecord | AuditAskRecord): Promise<void> {
+  append(
+    record: AuditRecord | AuditConnectionRecord | AuditAskRecord | AuditChangesRecord,
+  ): Promise<void> {
     try {
       Deno.writeTextFileSync(this.path, _encodeLine(record), { append: true, create: true });
       return Promise.resolve();

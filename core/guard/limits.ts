@@ -13,8 +13,9 @@
  * before it execs bwrap ({@link limitedCommand}), so every process of the
  * sandbox is counted from the start. When the sandbox ends, every process left in its
  * groups is killed and the groups removed. In a namespace, that first process is
- * `/bin/bash`, which also opens and checks every path bwrap binds, and hands
- * bwrap the open descriptors and its arguments on a pipe.
+ * `/bin/bash`, the launcher (./launcher.ts), which also opens and checks every
+ * path bwrap binds, mounts the write layers, and hands bwrap the open
+ * descriptors and its arguments on a pipe.
  *
  * Deno lets only `--allow-all` touch `/proc` and `/sys`, and the host does
  * not run with it: every cgroup file is read and written by `/bin/sh`
@@ -22,6 +23,9 @@
  *
  * @module
  */
+import { launcherScript } from "./launcher.ts";
+
+export { REFUSED_EXIT, REFUSED_MARK, VERIFY_ARG } from "./launcher.ts";
 
 /** Which mechanism enforces the limits here. */
 export type LimitKind = "cgroup2" | "cgroup1" | "rlimit";
@@ -242,76 +246,15 @@ export function createLimits(
 }
 
 /**
- * A pseudo-option of the bwrap arguments given to {@link limitedCommand}
- * with `openBinds`: `--corral-verify PATH` opens PATH and checks it like a
- * bound source, then closes it (a path that is masked, or the working
- * directory); it never reaches bwrap.
- */
-export const VERIFY_ARG = "--corral-verify";
-
-/** Exit code of a launcher that refused a path that changed ({@link limitedCommand}). */
-export const REFUSED_EXIT = 96;
-
-/** What a launcher that refused writes on stderr, before `expected<TAB>found`. */
-export const REFUSED_MARK = "corral-refused ";
-
-// The bash launcher of a namespace (a function, called last): every
-// `--bind-fd PATH DEST` / `--ro-bind-fd PATH DEST` source is opened here
-// (folders and regular files only: never a FIFO or a device), one readlink
-// of /proc/self/fd checks that each open is exactly PATH (no symlink in any
-// component, nothing renamed), and bwrap binds the open descriptor. bwrap
-// reads its arguments from a pipe (`--args`): no host path in its argv,
-// which the namespace's /proc/1/cmdline would show.
-// First of all, close every descriptor but stdin, stdout and stderr: none that
-// the host inherited (one its parent left open) reaches a namespace. (No
-// redirection around the loop: bash would park stderr on a descriptor it closes.)
-const _CLOSE_INHERITED =
-  'for f in /proc/self/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] && eval "exec $n>&-"; done; ';
-
-const _LAUNCH = `launch() {
-  local b=$1 x p fd i; shift
-  local -a a=() fds=() want=() shut=() links=() procs=()
-  while [ $# -gt 0 ]; do
-    x=$1; shift
-    case $x in
-      --) break ;;
-      --bind-fd|--ro-bind-fd|${VERIFY_ARG})
-        p=$1; shift
-        if [ ! -d "$p" ] && [ ! -f "$p" ]; then
-          printf '${REFUSED_MARK}%s\\t%s\\n' "$p" "(not a file or folder: a FIFO, a device or nothing)" >&2; exit ${REFUSED_EXIT}
-        fi
-        { exec {fd}<"$p"; } 2>/dev/null ||
-          { printf '${REFUSED_MARK}%s\\t%s\\n' "$p" "(cannot be opened)" >&2; exit ${REFUSED_EXIT}; }
-        fds+=("$fd"); want+=("$p"); procs+=("/proc/self/fd/$fd")
-        if [ "$x" = ${VERIFY_ARG} ]; then shut+=("$fd"); else a+=("$x" "$fd"); fi ;;
-      *) a+=("$x") ;;
-    esac
-  done
-  if [ \${#fds[@]} -gt 0 ]; then
-    mapfile -d '' links < <(PATH=/usr/bin:/bin readlink -z -- "\${procs[@]}")
-    for i in "\${!fds[@]}"; do
-      if [ "\${links[i]-}" != "\${want[i]}" ]; then
-        printf '${REFUSED_MARK}%s\\t%s\\n' "\${want[i]}" "\${links[i]-(unknown)}" >&2; exit ${REFUSED_EXIT}
-      fi
-    done
-    for fd in "\${shut[@]}"; do exec {fd}<&-; done
-  fi
-  exec {fd}< <(printf '%s\\0' "\${a[@]}")
-  exec "$b" --args "$fd" -- "$@"
-}
-`;
-
-/**
  * The command that starts `command args` inside `limits`: a shell that
  * moves itself into the groups (or sets `ulimit -u`), then execs it.
  *
  * With `openBinds` (a namespace: `command` is bwrap, `args` its arguments,
- * then `--`, then what runs inside), the shell is `/bin/bash` and binds
- * what it opened: each `--bind-fd`/`--ro-bind-fd` takes a PATH where bwrap
- * takes a descriptor, and {@link VERIFY_ARG} checks a path without binding
- * it. A path that is no longer exactly itself (a symlink now, renamed, or
- * not a file or folder) stops the start: exit {@link REFUSED_EXIT}, with
- * {@link REFUSED_MARK}`expected<TAB>found` on stderr.
+ * then `--`, then what runs inside), the shell is `/bin/bash`, the
+ * launcher of ./launcher.ts: it binds what it opened (each
+ * `--bind-fd`/`--ro-bind-fd` takes a PATH where bwrap takes a descriptor)
+ * and mounts the write layers; a path that is no longer exactly itself
+ * stops the start (exit `REFUSED_EXIT`).
  *
  * @example
  * ```ts
@@ -355,7 +298,7 @@ export function limitedCommand(
     command: openBinds ? "/bin/bash" : "/bin/sh",
     args: [
       "-c",
-      openBinds ? _CLOSE_INHERITED + _LAUNCH + script : script,
+      openBinds ? launcherScript() + script : script,
       "corral-sandbox",
       ...head,
       command,

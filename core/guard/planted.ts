@@ -2,12 +2,12 @@
  * Files that other programs run or obey: git hooks and config, editor and
  * agent settings, shell rc files, `.envrc`. A tool that may write the
  * workspace could plant code in one of them, and the user's next ordinary
- * `git status`, editor start or shell would run it outside any sandbox. So
- * they are kept read-only inside every write grant, whether they exist or
- * not: the files tools refuse them by name at any depth
- * ({@link assertNotPlanted}), and a sandbox namespace binds them read-only,
- * a missing one as an empty placeholder (core/guard/planted_scan.ts,
- * core/guard/placeholders.ts).
+ * `git status`, editor start or shell would run it outside any sandbox.
+ * The files tools refuse them by name at any depth ({@link
+ * assertNotPlanted}); whatever else a tool writes there (jailed bash, a
+ * hosted server) stays in its sandbox's own write layer and is refused when
+ * the layer is applied to the tree (core/layers/change_rules.ts). Nothing is
+ * made on the host to hold their names.
  *
  * An entry is a path relative to a root, `/`-separated; a trailing `/` marks
  * a folder. The operator adds entries with `"protect"` and lifts default ones
@@ -40,6 +40,9 @@ export const PLANTED_DEFAULTS: readonly PlantedDefault[] = Object.freeze([
   { entry: ".git/commondir", why: "git takes its config and hooks from the folder it names" },
   { entry: ".git/modules/", why: "git obeys the config and runs the hooks of submodules" },
   { entry: ".git/worktrees/", why: "git obeys the config of linked worktrees" },
+  { entry: ".git/rebase-merge/", why: "git rebase --continue runs the exec lines of its todo" },
+  { entry: ".git/rebase-apply/", why: "git am and rebase --continue obey what it holds" },
+  { entry: ".git/sequencer/", why: "git cherry-pick and revert --continue run its todo" },
   { entry: ".gitmodules", why: "git clones and updates what it names" },
   { entry: HOOKS_PATH_ENTRY, why: "git runs the hooks in the folder it names (e.g. .husky/)" },
   { entry: ".pre-commit-config.yaml", why: "pre-commit runs what it names" },
@@ -81,14 +84,6 @@ export const PLANTED_DEFAULTS: readonly PlantedDefault[] = Object.freeze([
 export const PLANTED_DEFAULT_ENTRIES: readonly string[] = Object.freeze(
   PLANTED_DEFAULTS.map((d) => d.entry),
 );
-
-/**
- * What a placeholder holds where an empty one would break a program: git
- * dies on an empty `.git/commondir`, and reads `.` as "this folder itself".
- */
-export const PLACEHOLDER_TEXT: Readonly<Record<string, string>> = Object.freeze({
-  ".git/commondir": ".\n",
-});
 
 /**
  * Check one operator entry; returns it normalised (`/`-separated, no `./`)
@@ -204,50 +199,6 @@ export function assertNotPlanted(real: string, given: string, ctx: PlantedContex
         throw _refusal(given, HOOKS_PATH_ENTRY, relative(root, hooks) + "/");
       }
     }
-  }
-}
-
-/**
- * Whether `full` looks like a placeholder (an empty file or folder named
- * like a protected entry, or `.git/commondir` holding `.`): listings leave
- * them out, so that a model does not take them for the project's own.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { looksLikePlaceholder } from "./planted.ts";
- * const ws = await Deno.makeTempDir();
- * await Deno.writeTextFile(`${ws}/.envrc`, "");
- * await Deno.writeTextFile(`${ws}/.npmrc`, "registry=x\n");
- * const ctx = { workspace: ws, grant: { write: [ws] } };
- * assert.ok(looksLikePlaceholder(`${ws}/.envrc`, ctx));
- * assert.ok(!looksLikePlaceholder(`${ws}/.npmrc`, ctx));
- * ```
- */
-export function looksLikePlaceholder(full: string, ctx: PlantedContext): boolean {
-  const entries = ctx.grant.planted ?? PLANTED_DEFAULT_ENTRIES;
-  const root = [ctx.workspace, ...ctx.grant.write].map((r) => resolve(r)).find((r) =>
-    _inside(full, r) && full !== r
-  );
-  if (!root) return false;
-  const c = relative(root, full).split(sep).map((p) => p.toLowerCase());
-  const named = entries.find((entry) => {
-    if (entry === HOOKS_PATH_ENTRY) return false;
-    const e = entryParts(entry);
-    for (let i = Math.max(0, c.length - e.length); i < c.length; i++) {
-      if (c.slice(i).every((p, k) => p === e[k])) return true;
-    }
-    return false;
-  });
-  if (!named) return false;
-  try {
-    const st = Deno.lstatSync(full);
-    if (st.isDirectory) return [...Deno.readDirSync(full)].length === 0;
-    const text = PLACEHOLDER_TEXT[entryParts(named).join("/")] ?? "";
-    return st.isFile && st.size === text.length &&
-      (text === "" || Deno.readTextFileSync(full) === text);
-  } catch {
-    return false;
   }
 }
 

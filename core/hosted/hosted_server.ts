@@ -25,6 +25,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { pinned, type ToolDefinition } from "./approvals.ts";
 import { CallLane, CallTimedOut } from "./call_lane.ts";
+import type { ChangeReport } from "../layers/change_report.ts";
 
 export { CallCancelled, CallTimedOut } from "./call_lane.ts";
 import { type Launched, launchServer, type LaunchSpec } from "./launch.ts";
@@ -121,8 +122,16 @@ export class HostedServer {
   }
 
   /**
+   * Settle what the running server wrote in its write layers (core/layers/);
+   * undefined when it is not running or writes nothing.
+   */
+  settle(): Promise<ChangeReport> | undefined {
+    return this.#launched?.layers?.settle();
+  }
+
+  /**
    * Stop the server and everything it started; resolves once it has exited
-   * and given back what its sandbox held (limits, protected placeholders).
+   * and what it wrote last is settled.
    */
   stop(): Promise<void> {
     const launched = this.#launched;
@@ -143,6 +152,8 @@ export class HostedServer {
       this.#launched = launched;
       this.#client = client;
       this.#lane = lane;
+      // What it writes between calls is settled while no call runs; reported apart.
+      launched.layers?.follow(() => this.#calls.size > 0, (r) => this.#spec.onChanges?.(r));
       this.state = "running";
       this.reason = undefined;
       this.#failures = 0;

@@ -29,6 +29,8 @@ import {
   writeFailure,
   writeSeen,
 } from "./approvals.ts";
+import { type ChangeReport, isEmptyReport } from "../layers/change_report.ts";
+import { settled } from "../sandbox/settled_result.ts";
 import type { HostedCall, HostedServer } from "./hosted_server.ts";
 import { hostedRuntime } from "./hosted_runtime.ts";
 import { hostedResult, hostedTools, offeredName } from "./hosted_tools.ts";
@@ -185,6 +187,23 @@ export class HostedServers {
       );
       return withFault(refused, "denied", "not_approved");
     }
+    const result = await this.#run(server, entry.name, tool, serverTool, args, ctx);
+    // What the call wrote is judged and applied now (core/layers/), as for corral's own tools.
+    const report = await server.settle()?.catch((err) => err as Error);
+    if (report instanceof Error) {
+      return _error(failure(tool, `its changes could not be settled: ${report.message}`), "settle");
+    }
+    return report ? settled(result, report, tool) : result;
+  }
+
+  async #run(
+    server: HostedServer,
+    name: string,
+    tool: string,
+    serverTool: string,
+    args: unknown,
+    ctx: HostedCallContext,
+  ): Promise<ToolResult> {
     try {
       const raw = await server.call(serverTool, args, ctx);
       return hostedResult(tool, raw, ctx.policy.max_output_bytes);
@@ -198,9 +217,9 @@ export class HostedServers {
         failure(
           tool,
           timedOut
-            ? `timed out after ${ctx.timeoutMs} ms; server "${entry.name}" was stopped and ` +
+            ? `timed out after ${ctx.timeoutMs} ms; server "${name}" was stopped and ` +
               `starts again on the next call`
-            : `server "${entry.name}": ${(err as Error).message}`,
+            : `server "${name}": ${(err as Error).message}`,
           timedOut ? { timed_out: true } : undefined,
         ),
         timedOut ? "timeout" : "server",
@@ -359,6 +378,7 @@ export class HostedServers {
       workspace: o.workspace,
       namespace: o.namespace(entry, policy, grant),
       onConnection: (r) => o.onConnection(entry.name, r),
+      onChanges: (report) => this.#changes(entry.name, report, { session, identity }),
       ...(o.serversDir ? { serversDir: o.serversDir } : {}),
     }, {
       onTools: (tools) => {
@@ -420,6 +440,23 @@ export class HostedServers {
       detail: scrubText(detail, this.#options.secrets),
     };
     this.#options.audit?.append(record as never).catch(() => {});
+  }
+
+  /** What a server wrote outside any call, settled when it stopped: a line of its own. */
+  #changes(
+    server: string,
+    report: ChangeReport,
+    who: { session?: string; identity?: string },
+  ): void {
+    if (isEmptyReport(report)) return;
+    this.#options.audit?.append({
+      time: new Date().toISOString(),
+      kind: "changes",
+      identity: who.identity ?? "local",
+      session: !who.session ? "local" : who.session === _APPROVING ? "(approve)" : who.session,
+      toolset: server,
+      changes: report,
+    } as never).catch(() => {});
   }
 
   /** A start or `tools/list_changed` listed `tools`: the first list is approved, a change is not. */

@@ -6,7 +6,8 @@
  * read from the host by name. An npm server runs under `deno run` whose
  * `--allow-*` flags are its grant, `--cached-only --frozen` against its own
  * lock; a PyPI or command server gets the namespace, limits and egress.
- * Without bwrap it does not start (unless the policy says `"jail": "off"`).
+ * Its write roots are layers of its own (core/layers/), settled after each
+ * call. Without bwrap it does not start (unless the policy says `"jail": "off"`).
  *
  * @module
  */
@@ -16,10 +17,12 @@ import type { ServerEntry } from "../config/server_config.ts";
 import { configDir } from "../config/install_dir.ts";
 import { envVar } from "../config/env_var.ts";
 import { EGRESS_SOCKET_IN_NAMESPACE, EGRESS_URL, proxyVars } from "../guard/egress_env.ts";
-import { type EgressRecord, startEgress } from "../guard/egress.ts";
+import { type EgressRecord, type StartedEgress, startEgress } from "../guard/egress.ts";
 import { type LimitedChild, spawnLimited } from "../guard/limits.ts";
-import { NAMESPACE_HOME, namespaceArgs, runtimeFiles } from "../guard/namespace.ts";
-import { plantedMounts } from "../guard/planted_mounts.ts";
+import { NAMESPACE_HOME, namespaceLayout, runtimeFiles } from "../guard/namespace.ts";
+import type { ChangeReport } from "../layers/change_report.ts";
+import type { SandboxLayers } from "../layers/settle_layers.ts";
+import { type StartedLayers, startLayers } from "../layers/start_layers.ts";
 import type { Grant } from "../tool/tool.ts";
 import { installed, type InstallRecord } from "./install.ts";
 import { checkVenv } from "./venv_integrity.ts";
@@ -35,9 +38,17 @@ export interface LaunchSpec {
   policy: SandboxPolicy;
   workspace: string;
   /** The namespace: bwrap and the trust base to protect and hide; absent only with jail off. */
-  namespace?: { bwrap: string; protect: string[]; hide: string[] };
+  namespace?: {
+    bwrap: string;
+    protect: string[];
+    hide: string[];
+    trust?: readonly { path: string; what: string }[];
+    grantPaths?: string[];
+  };
   /** Each egress connection, allowed or refused. */
   onConnection?: (r: EgressRecord) => void;
+  /** What it wrote outside any call, settled when it stopped (for the audit log). */
+  onChanges?: (report: ChangeReport) => void;
   /** Where installs live (tests). */
   serversDir?: string;
 }
@@ -47,15 +58,27 @@ export interface Launched {
   child: Deno.ChildProcess;
   /** The secret values its environment holds (scrub them from everything it says). */
   secrets: string[];
+  /** Its write layers (core/layers/): settled after each call. */
+  layers?: SandboxLayers;
   /** Kill it and everything it started; release its limits and proxy. */
   kill(): void;
-  /** Resolves with a reason when it has exited. */
+  /** Resolves with a reason when it has exited (and its last changes are settled). */
   exited: Promise<string>;
+}
+
+/** The command of a started server, and what was made for it. */
+interface _Start {
+  program: string;
+  args: string[];
+  env: Record<string, string>;
+  egress?: StartedEgress;
+  folders?: StartedLayers;
+  layers?: SandboxLayers;
 }
 
 /** Start `spec.entry`; throws an Error saying what is missing (bwrap, an install, a secret). */
 export async function launchServer(spec: LaunchSpec): Promise<Launched> {
-  const { entry, grant: g, policy: p } = spec;
+  const { entry, policy: p } = spec;
   if (!spec.namespace && p.jail !== "off") {
     throw new Error(
       `needs the sandbox namespace, but no working bwrap was found: install bubblewrap ` +
@@ -74,83 +97,109 @@ export async function launchServer(spec: LaunchSpec): Promise<Launched> {
     );
   }
   const { env, secrets } = serverEnv(entry, spec.workspace);
-  const rt = await runtimeFiles();
-  const { command, code, denoDir, system } = _command(entry, record, g, p, spec.workspace);
-  if (denoDir) env.DENO_DIR = denoDir;
-  let cmd = command;
-  const egress = g.net.length
-    ? startEgress(join(configDir(), "run"), {
-      allowed: g.net,
-      listedIn: p.where,
-      listedFile: p.file,
-      onConnection: spec.onConnection,
-    })
-    : undefined;
-  if (egress) {
-    cmd = [
-      rt.exec,
-      "run",
-      "--no-prompt",
-      "--no-config",
-      "--no-lock",
-      `--allow-net=127.0.0.1:3128,unix:${EGRESS_SOCKET_IN_NAMESPACE}`,
-      `--allow-read=${EGRESS_SOCKET_IN_NAMESPACE}`,
-      `--allow-write=${EGRESS_SOCKET_IN_NAMESPACE}`,
-      `--allow-run=${command[0]}`,
-      _BRIDGE,
-      EGRESS_SOCKET_IN_NAMESPACE,
-      "--",
-      ...command,
-    ];
-    Object.assign(env, proxyVars(EGRESS_URL));
-  }
-  let program = cmd[0], args = cmd.slice(1);
-  // Files other programs run (git hooks, rc files) stay read-only inside the write grant.
-  const planted = spec.namespace
-    ? plantedMounts({
-      write: g.write,
-      workspace: spec.workspace,
-      protect: spec.namespace.protect,
-      hide: spec.namespace.hide,
-    })
-    : undefined;
-  if (spec.namespace) {
-    args = [
-      ...namespaceArgs({
-        bwrap: spec.namespace.bwrap,
-        runtime: { ...rt, denoDir: denoDir ?? rt.denoDir },
-        read: g.read,
-        code: [...code, ...(egress ? _BRIDGE_CODE : [])],
-        write: g.write,
-        protect: planted!.protect,
-        hide: planted!.hide,
-        system,
-        net: false,
-        netFiles: g.net.length > 0,
-        ...(egress ? { egressDir: egress.dir } : {}),
-        cwd: spec.workspace,
-      }),
-      "--",
-      ...cmd,
-    ];
-    program = spec.namespace.bwrap;
-  }
+  const start = await _command(spec, record, env);
   let started: LimitedChild;
   try {
-    // In the namespace, the launcher binds what it opened and checked (core/guard/limits.ts).
+    // In the namespace, the launcher binds what it opened and checked (core/guard/launcher.ts).
     started = spawnLimited(
       { pids: p.max_processes, memoryMb: p.memory_mb + 256 },
       p.limits === "rlimit",
-      program,
-      args,
-      { openBinds: spec.namespace !== undefined, cwd: spec.namespace ? "/" : spec.workspace, env },
+      start.program,
+      start.args,
+      {
+        openBinds: spec.namespace !== undefined,
+        cwd: spec.namespace ? "/" : spec.workspace,
+        env: start.env,
+      },
     );
   } catch (err) {
-    egress?.close();
-    planted?.release();
+    _undo(start);
     throw err;
   }
-  const { child, limits } = started;
+  start.layers?.watch(started.child.pid);
+  return { ..._lifecycle(spec, start, started), secrets };
+}
+
+/** The server's command: its own, behind the egress bridge, inside the namespace. */
+async function _command(
+  spec: LaunchSpec,
+  record: InstallRecord | undefined,
+  env: Record<string, string>,
+): Promise<_Start> {
+  const g = spec.grant;
+  const rt = await runtimeFiles();
+  const own = _serverCommand(spec.entry, record, g, spec.policy, spec.workspace);
+  if (own.denoDir) env.DENO_DIR = own.denoDir;
+  const egress = g.net.length
+    ? startEgress(join(configDir(), "run"), {
+      allowed: g.net,
+      listedIn: spec.policy.where,
+      listedFile: spec.policy.file,
+      onConnection: spec.onConnection,
+    })
+    : undefined;
+  const cmd = egress ? _behindBridge(rt.exec, own.command) : own.command;
+  if (egress) Object.assign(env, proxyVars(EGRESS_URL));
+  const start: _Start = { program: cmd[0], args: cmd.slice(1), env, egress };
+  const ns = spec.namespace;
+  if (!ns) return start;
+  try {
+    // The write roots are layers of the server's own (core/layers/).
+    start.folders = startLayers(g.write, spec.workspace, g.planted, {
+      trust: ns.trust ?? ns.protect.map((path) => ({ path, what: "corral's trust base" })),
+      grantPaths: ns.grantPaths,
+    });
+    const layout = namespaceLayout({
+      bwrap: ns.bwrap,
+      runtime: { ...rt, denoDir: own.denoDir ?? rt.denoDir },
+      read: g.read,
+      code: [...own.code, ...(egress ? _BRIDGE_CODE : [])],
+      write: g.write,
+      protect: ns.protect,
+      hide: ns.hide,
+      ...(start.folders ? { layers: start.folders.map } : {}),
+      system: own.system,
+      net: false,
+      netFiles: g.net.length > 0,
+      ...(egress ? { egressDir: egress.dir } : {}),
+      cwd: spec.workspace,
+    });
+    start.layers = start.folders?.open(layout.artifacts);
+    start.args = [...layout.args, "--", ...cmd];
+    start.program = ns.bwrap;
+    return start;
+  } catch (err) {
+    _undo(start);
+    throw err;
+  }
+}
+
+/** `command` behind the egress bridge (./egress_bridge.ts), which listens where the proxy is. */
+function _behindBridge(deno: string, command: string[]): string[] {
+  return [
+    deno,
+    "run",
+    "--no-prompt",
+    "--no-config",
+    "--no-lock",
+    `--allow-net=127.0.0.1:3128,unix:${EGRESS_SOCKET_IN_NAMESPACE}`,
+    `--allow-read=${EGRESS_SOCKET_IN_NAMESPACE}`,
+    `--allow-write=${EGRESS_SOCKET_IN_NAMESPACE}`,
+    `--allow-run=${command[0]}`,
+    _BRIDGE,
+    EGRESS_SOCKET_IN_NAMESPACE,
+    "--",
+    ...command,
+  ];
+}
+
+/** Kill and exit of a spawned server: its limits, proxy and layers given back once. */
+function _lifecycle(
+  spec: LaunchSpec,
+  start: _Start,
+  { child, limits }: LimitedChild,
+): Omit<Launched, "secrets"> {
+  const p = spec.policy;
   let dead = false;
   const kill = () => {
     if (dead) return;
@@ -159,18 +208,29 @@ export async function launchServer(spec: LaunchSpec): Promise<Launched> {
       child.kill("SIGKILL");
     } catch { /* exited */ }
     void limits.release();
-    egress?.close();
+    start.egress?.close();
   };
   const exited = child.status.then(async (status) => {
     dead = true;
-    egress?.close();
+    start.egress?.close();
     const forked = (await limits.release()).hitProcessLimit;
-    planted?.release();
+    // What it wrote last is settled; its layers go.
+    if (start.layers) {
+      const report = await start.layers.close().catch(() => undefined);
+      if (report) spec.onChanges?.(report);
+    }
+    await start.folders?.remove();
     if (forked) return `hit its process limit (${p.max_processes}) and was stopped`;
     if (status.code === 97) return `could not join its ${limits.kind} limits`;
     return `exited (code ${status.code}${status.signal ? `, ${status.signal}` : ""})`;
   });
-  return { child, secrets, kill, exited };
+  return { child, layers: start.layers, kill, exited };
+}
+
+function _undo(start: _Start): void {
+  start.egress?.close();
+  start.layers?.retire();
+  void start.folders?.remove();
 }
 
 /**
@@ -210,7 +270,7 @@ export function serverEnv(
 }
 
 /** The server's own command line and what it needs mounted. */
-function _command(
+function _serverCommand(
   entry: ServerEntry,
   record: InstallRecord | undefined,
   g: Grant,

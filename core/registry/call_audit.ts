@@ -22,6 +22,7 @@ import type { AskKind } from "../sandbox/protocol.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import type { ToolResult } from "../tool/result.ts";
 import type { Catalog } from "./catalog.ts";
+import { type ChangeReport, changesOf, isEmptyReport } from "../layers/change_report.ts";
 
 const _ENCODER = new TextEncoder();
 /** Bytes of arguments from which node:crypto is worth its load. */
@@ -146,6 +147,7 @@ export class CallAudit {
         outcome: outcome.outcome,
         ...(outcome.reason ? { reason: outcome.reason } : {}),
         ...(result.error ? { error: scrubText(result.error, secrets) } : {}),
+        ..._changes(result),
       });
     } catch (err) {
       reporter.line(
@@ -156,12 +158,33 @@ export class CallAudit {
     }
   }
 
+  /**
+   * A line for changes settled apart from any call (written by processes a
+   * call left running, found when its sandbox ended): who, the toolset, what.
+   */
+  changes(who: Partial<AuditWho>, toolset: string, report: ChangeReport): void {
+    this.#o.audit.append({
+      time: new Date().toISOString(),
+      kind: "changes",
+      identity: who.identity ?? LOCAL_IDENTITY,
+      session: who.session ?? "(discovery)",
+      toolset,
+      changes: report,
+    }).catch((err) => this.#warn(err));
+  }
+
   #warn(err: unknown): void {
     this.#o.reporter.line(
       `Warning: cannot write the audit log: ${(err as Error).message}`,
       "yellow",
     );
   }
+}
+
+/** What a call changed in the tree (core/layers/), when it changed anything. */
+function _changes(result: ToolResult): { changes?: ChangeReport } {
+  const report = changesOf(result);
+  return report && !isEmptyReport(report) ? { changes: report } : {};
 }
 
 /**

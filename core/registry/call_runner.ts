@@ -30,6 +30,7 @@ import type { Catalog, CatalogEntry, ToolInfo, ToolsetSource } from "./catalog.t
 import type { HostedCallContext } from "../hosted/hosted_servers.ts";
 import { hostVars } from "./host_vars.ts";
 import { auditWho, CallAudit } from "./call_audit.ts";
+import type { ChangeReport } from "../layers/change_report.ts";
 import { sink as telemetry } from "../telemetry/metrics_sink.ts";
 
 /** Per-call options of {@link CallRunner.call} (and `Registry.call`). */
@@ -235,6 +236,11 @@ export class CallRunner {
     this.#audit?.connection(toolset, r, who);
   }
 
+  /** Changes to the tree settled apart from any call (discovery, a sandbox's end). */
+  auditChanges(toolset: string, report: ChangeReport, who?: AuditWho): void {
+    this.#audit?.changes(who ?? {}, toolset, report);
+  }
+
   async #call(name: string, args: unknown, options: RegistryCallOptions): Promise<ToolResult> {
     const { catalog, reporter } = this.#options;
     const entry = catalog.entry(name);
@@ -390,6 +396,7 @@ export class CallRunner {
       namespace: this.#options.namespace?.(source, info.grant),
       pins: source.pins,
       onConnection: (r) => this.auditConnection(source.id, r, who),
+      onChanges: (report) => this.auditChanges(source.id, report, who),
       onAskRefused: (kind, why) =>
         this.#audit?.ask(
           who ?? {},

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { ChangeReport } from "../layers/change_report.ts";
 import type { EgressRecord } from "../guard/egress.ts";
 import { scrubText } from "../guard/redact.ts";
 import type { ModuleMeta, SandboxEnv } from "../sandbox/protocol.ts";
@@ -44,6 +45,8 @@ export interface DiscoveryOptions {
   namespace?: (source: ToolsetSource, grant: Grant) => SandboxOptions["namespace"];
   /** Connections of discovery sandboxes (top-level code), for the audit log. */
   onConnection?: (toolset: string, record: EgressRecord) => void;
+  /** What a plugin's top-level code wrote in the tree at discovery, for the audit log. */
+  onChanges?: (toolset: string, report: ChangeReport) => void;
 }
 
 /**
@@ -221,6 +224,7 @@ export class Discovery {
       namespace: this.#options.namespace?.(source, ceiling),
       pins: source.pins,
       onConnection: (r) => this.#options.onConnection?.(source.id, r),
+      onChanges: (report) => this.#options.onChanges?.(source.id, report),
     });
     try {
       await sb.prepare();

@@ -135,7 +135,8 @@ export class Registry {
         bwrap,
         protect: trusted.map((t) => t.path),
         hide: trusted.filter((t) => t.secret).map((t) => t.path),
-        pinned: grantPaths(policy, this.#catalog.sources(), workspace),
+        trust: trusted.map((t) => ({ path: t.path, what: t.what })),
+        grantPaths: grantPaths(policy, this.#catalog.sources(), workspace),
       };
     };
     this.#discovery = new Discovery({
@@ -146,6 +147,7 @@ export class Registry {
       namespace,
       // Top-level code of a plugin runs at discovery: its connections are audited too.
       onConnection: (id, r) => this.#runner.auditConnection(id, r),
+      onChanges: (id, report) => this.#runner.auditChanges(id, report),
     });
     const audit = auditPath ? new AuditLog(auditPath) : undefined;
     this.hosted = new HostedServers(options.servers ?? [], {

@@ -1,74 +1,124 @@
 /**
  * Process isolation: the sandbox is a child `deno run` whose permission
- * flags are the grant, run `--cached-only --frozen` with a V8 heap limit,
- * with a clean environment. Inside it, a permissioned worker runs the tool
- * code (./sandbox_child.ts). Messages travel as lines on stdin/stdout;
- * lines from the child count only when they carry the random token sent
- * first, before any tool code exists, so tool output cannot forge them.
+ * flags are the grant (./child_command.ts), in the namespace whose mounts
+ * are the grant, with its write roots as layers of its own
+ * (core/guard/namespace.ts, core/layers/), in limits of its own
+ * (core/guard/limits.ts), reaching the network only through its egress
+ * proxy (core/guard/egress.ts), with a clean environment. It speaks framed
+ * lines on stdin/stdout (./sandbox_wire.ts). Each step is a function here:
+ * seal, egress, layers, mounts, spawn, and the clean-up when it ends.
  *
  * @module
  */
-import { basename, join } from "node:path";
-import { configDir, INSTALL_DIR } from "../config/install_dir.ts";
-import { type LimitedChild, REFUSED_EXIT, REFUSED_MARK, spawnLimited } from "../guard/limits.ts";
+import { join } from "node:path";
+import { configDir } from "../config/install_dir.ts";
 import {
   EGRESS_LISTEN,
   EGRESS_SOCKET_IN_NAMESPACE,
   EGRESS_URL,
   proxyVars,
+  type StartedEgress,
   startEgress,
 } from "../guard/egress.ts";
-import { NAMESPACE_HOME, namespaceArgs, namespacePath } from "../guard/namespace.ts";
-import { plantedMounts } from "../guard/planted_mounts.ts";
-import { sealedNamespace } from "./sealed_runtime.ts";
+import { type LimitedChild, spawnLimited } from "../guard/limits.ts";
+import { NAMESPACE_HOME, namespaceLayout, namespacePath } from "../guard/namespace.ts";
+import { type StartedLayers, startLayers } from "../layers/start_layers.ts";
+import type { SandboxLayers } from "../layers/settle_layers.ts";
+import { childArgs, childEnv, selfHosted } from "./child_command.ts";
+import { exitReason } from "./exit_reason.ts";
 import { adoptPrestarted, type LaunchPlan, noteLaunch } from "./prestart.ts";
-import { FRAME_MARK, type HostMessage, type SandboxEnv, type SandboxMessage } from "./protocol.ts";
-import {
-  CHILD_ENTRY,
-  type Transport,
-  type TransportHooks,
-  type TransportSpec,
-} from "./transport.ts";
+import type { HostMessage, SandboxEnv } from "./protocol.ts";
+import { sealedNamespace } from "./sealed_runtime.ts";
+import { wireChild } from "./sandbox_wire.ts";
+import type { Transport, TransportHooks, TransportSpec } from "./transport.ts";
 
-const _CONFIG = join(INSTALL_DIR, "deno.json");
+export { selfHosted } from "./child_command.ts";
 
-/**
- * Whether this host is a compiled corral binary (`deno compile`): then
- * `Deno.execPath()` is corral itself, not `deno`, and a process sandbox is
- * `corral __sandbox-child`.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { selfHosted } from "./process_transport.ts";
- * assert.ok(selfHosted() === false); // under `deno run` / `deno test`
- * ```
- */
-export function selfHosted(): boolean {
-  return !/^deno(\.exe)?$/.test(basename(Deno.execPath()));
+/** What the launch of one child is: its command line, environment and what it holds. */
+interface _Launch {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  /** PATH of messages as the namespace sees it. */
+  insidePath?: (path: string) => string;
+  egress?: StartedEgress;
+  /** The layer folders of its write roots (core/layers/). */
+  folders?: StartedLayers;
+  /** What settles them. */
+  layers?: SandboxLayers;
 }
 
 /** Start a child process sandbox for `spec`. */
 export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transport {
-  const { grant: g, policy: p, read } = spec;
-  const flag = (name: string, l: string[]) =>
-    l.includes("*")
-      ? [`--allow-${name}`]
-      : l.length
-      ? [`--allow-${name}=${[...new Set(l)].join(",")}`]
-      : [];
-  const run = g.run;
-  // In a namespace the runtime and pid 1 are execute-only copies: not
-  // dumpable, so no subprocess reads their memory or their pipes
-  // (./sealed_runtime.ts). Made first, so that a failure leaves nothing behind.
-  const sealed = spec.namespace && !selfHosted()
-    ? sealedNamespace(spec.namespace.runtime.exec, run.length > 0)
-    : { bwrap: [], command: [] };
-  // A namespaced sandbox that holds `n` reaches the network only through the
-  // host's egress proxy, bridged into the namespace by the child.
-  const egress = spec.namespace && g.net.length
+  const launch = _prepare(spec);
+  const hello = {
+    read: spec.read,
+    write: spec.grant.write,
+    run: spec.grant.run,
+    net: spec.grant.net,
+    import: spec.imports,
+    ...(launch.egress ? { egress: EGRESS_SOCKET_IN_NAMESPACE } : {}),
+  };
+  let started: LimitedChild & { token?: string };
+  try {
+    started = _spawn(spec, launch, JSON.stringify(hello));
+  } catch (err) {
+    _undo(launch);
+    throw err;
+  }
+  const { child, limits } = started;
+  const layers = launch.layers;
+  layers?.watch(child.pid);
+  const p = spec.policy;
+  const t = wireChild(child, hooks, {
+    label: spec.label,
+    hello,
+    // A sandbox started ahead already holds its token and hello (./prestart.ts).
+    ...(started.token ? { sent: started.token } : {}),
+    // The sandbox caps results itself; this bounds what a hostile one can send.
+    lineLimit: p.max_output_bytes + 1_048_576,
+    outgoing: launch.insidePath ? (m) => _withPath(m, launch.insidePath!) : undefined,
+    kill: () => {
+      try {
+        child.kill("SIGKILL");
+      } catch { /* exited */ }
+      // Whatever the sandbox started dies with it: its CPU is reclaimed.
+      void limits.release();
+      launch.egress?.close();
+    },
+    ended: async (status, stderrTail) => {
+      launch.egress?.close();
+      const forked = (await limits.release()).hitProcessLimit;
+      // Everything the sandbox started is gone: what it wrote last is settled, its layers go.
+      await _closeLayers(launch, hooks);
+      return exitReason({
+        label: spec.label,
+        status,
+        stderrTail,
+        forked,
+        limitKind: limits.kind,
+        maxProcesses: p.max_processes,
+        memoryMb: p.memory_mb,
+      });
+    },
+  });
+  if (layers) t.layers = layers;
+  return t;
+}
+
+/** Seal, egress, layers and mounts: everything made before the child is spawned. */
+function _prepare(spec: TransportSpec): _Launch {
+  const ns = spec.namespace;
+  // In a namespace the runtime and pid 1 are execute-only copies (./sealed_runtime.ts).
+  // Made first, so that a failure leaves nothing behind.
+  const sealed = ns && !selfHosted()
+    ? sealedNamespace(ns.runtime.exec, spec.grant.run.length > 0)
+    : undefined;
+  // A namespaced sandbox that holds `n` reaches the network only through the host's egress
+  // proxy, bridged into the namespace by the child.
+  const egress = ns && spec.grant.net.length
     ? startEgress(join(configDir(), "run"), {
-      allowed: g.net,
+      allowed: spec.grant.net,
       onConnection: spec.onConnection,
     })
     : undefined;
@@ -76,116 +126,110 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
   const bridge = egress
     ? [`${EGRESS_LISTEN.hostname}:${EGRESS_LISTEN.port}`, `unix:${EGRESS_SOCKET_IN_NAMESPACE}`]
     : [];
-  // A compiled corral binary re-runs itself as the child (its flags are fixed
-  // at compile time; the child revokes down to the grant, see sandbox_child.ts).
-  const compiled = selfHosted();
-  const args = compiled ? ["__sandbox-child"] : [
-    "run",
-    "--no-prompt",
-    "--cached-only",
-    "--frozen",
-    "--no-check",
-    `--config=${_CONFIG}`,
-    "--unstable-worker-options",
-    ...flag("read", [...read, ...sock]),
-    ...flag("write", [...g.write, ...sock]),
-    ...flag("run", run),
-    ...flag("net", [...g.net, ...bridge]),
-    ...flag("import", spec.imports),
-    `--v8-flags=--max-old-space-size=${p.memory_mb}`,
-    CHILD_ENTRY,
-  ];
-  let command = Deno.execPath();
-  let commandArgs = args;
-  let env = _childEnv();
-  const ns = spec.namespace;
-  // Files other programs run (git hooks and config, editor settings, rc
-  // files) read-only inside the write grant; missing ones held by placeholders.
-  let planted: ReturnType<typeof plantedMounts> | undefined;
-  let insidePath: ((path: string) => string) | undefined;
-  if (ns) {
-    try {
-      planted = plantedMounts({
-        write: g.write,
-        workspace: spec.workspace,
-        protect: ns.protect,
-        hide: ns.hide,
-        ...(g.planted ? { entries: g.planted } : {}),
-        ...(_home() ? { home: _home() } : {}),
-      });
-    } catch (err) {
-      egress?.close();
-      // A protection that cannot be had (a placeholder, a folder swapped meanwhile): refused.
-      throw new Error(`"${spec.label}" not started: ${(err as Error).message}; refusing`);
-    }
-    // The mounts are the grant: read-only reads, writable writes, the code
-    // read-only, the trust base masked, and nothing else.
-    command = ns.bwrap;
-    commandArgs = [
-      ...namespaceArgs({
-        bwrap: ns.bwrap,
-        runtime: ns.runtime,
-        read: g.read,
-        code: spec.code ?? [],
-        write: g.write,
-        protect: planted!.protect,
-        hide: planted!.hide,
-        system: run.length > 0,
-        net: false,
-        netFiles: g.net.length > 0,
-        ...(egress ? { egressDir: egress.dir } : {}),
-        ...(ns.pinned ? { pinned: ns.pinned } : {}),
-        cwd: spec.workspace,
-      }),
-      ...sealed.bwrap,
-      "--",
-      ...sealed.command,
-      ns.runtime.exec,
-      ...args,
-    ];
-    env = { ...env, HOME: NAMESPACE_HOME, DENO_DIR: ns.runtime.denoDir };
-    // No host folder on PATH that the namespace does not bind.
-    const bound = { read: g.read, write: g.write, system: run.length > 0 };
-    insidePath = (path) => namespacePath(path, bound);
-    env.PATH = insidePath(env.PATH ?? "");
-    if (egress) env = { ...env, ...proxyVars(EGRESS_URL) };
-  }
-  if (compiled) env.DENO_V8_FLAGS = `--max-old-space-size=${p.memory_mb}`;
-  // The child's first line after its token: what it holds (it drops the rest).
-  const init = JSON.stringify({
-    read,
-    write: g.write,
-    run,
-    net: g.net,
-    import: spec.imports,
-    ...(egress ? { egress: EGRESS_SOCKET_IN_NAMESPACE } : {}),
-  });
-  // Processes and memory of the whole sandbox, subprocesses included: the
-  // V8 heap limit plus room for the runtime and the processes it starts.
-  let started: LimitedChild;
-  let ahead: ReturnType<typeof adoptPrestarted>;
+  const args = childArgs(spec, sock, bridge);
+  if (!ns) return { command: Deno.execPath(), args, env: _env(spec, childEnv()) };
+  const launch: _Launch = { command: ns.bwrap, args: [], env: {}, egress };
   try {
-    // In the namespace, the launcher binds what it opened and checked (../guard/limits.ts).
-    // No descriptor the host inherited (one its parent left open) reaches it either. The
-    // launcher stands nowhere a tool could swap (bwrap sets the cwd inside).
+    launch.folders = _layerFolders(spec);
+    _mounts(spec, launch, args, sealed ?? { bwrap: [], command: [] });
+  } catch (err) {
+    _undo(launch);
+    // A protection that cannot be had (its layers' folder, a path swapped meanwhile): refused.
+    throw new Error(`"${spec.label}" not started: ${(err as Error).message}; refusing`);
+  }
+  return launch;
+}
+
+/** The write roots as layers of the sandbox's own (core/layers/). */
+function _layerFolders(spec: TransportSpec): StartedLayers | undefined {
+  const ns = spec.namespace!;
+  return startLayers(spec.grant.write, spec.workspace, spec.grant.planted, {
+    trust: ns.trust ?? ns.protect.map((path) => ({ path, what: "corral's trust base" })),
+    grantPaths: ns.grantPaths,
+  });
+}
+
+/** The namespace's mounts (the grant, layered), its environment and its PATH. */
+function _mounts(
+  spec: TransportSpec,
+  launch: _Launch,
+  args: string[],
+  sealed: { bwrap: string[]; command: string[] },
+): void {
+  const ns = spec.namespace!;
+  const g = spec.grant;
+  const layout = namespaceLayout({
+    bwrap: ns.bwrap,
+    runtime: ns.runtime,
+    read: g.read,
+    code: spec.code ?? [],
+    write: g.write,
+    protect: ns.protect,
+    hide: ns.hide,
+    ...(launch.folders ? { layers: launch.folders.map } : {}),
+    system: g.run.length > 0,
+    net: false,
+    netFiles: g.net.length > 0,
+    ...(launch.egress ? { egressDir: launch.egress.dir } : {}),
+    cwd: spec.workspace,
+  });
+  if (launch.folders) launch.layers = launch.folders.open(layout.artifacts);
+  launch.args = [
+    ...layout.args,
+    ...sealed.bwrap,
+    "--",
+    ...sealed.command,
+    ns.runtime.exec,
+    ...args,
+  ];
+  const env: Record<string, string> = {
+    ...childEnv(),
+    HOME: NAMESPACE_HOME,
+    DENO_DIR: ns.runtime.denoDir,
+  };
+  // No host folder on PATH that the namespace does not bind.
+  const bound = { read: g.read, write: g.write, system: g.run.length > 0 };
+  launch.insidePath = (path) => namespacePath(path, bound);
+  env.PATH = launch.insidePath(env.PATH ?? "");
+  launch.env = _env(spec, launch.egress ? { ...env, ...proxyVars(EGRESS_URL) } : env);
+}
+
+/** The environment with the heap limit of a compiled binary's child. */
+function _env(spec: TransportSpec, env: Record<string, string>): Record<string, string> {
+  if (selfHosted()) env.DENO_V8_FLAGS = `--max-old-space-size=${spec.policy.memory_mb}`;
+  return env;
+}
+
+/**
+ * Spawn the child in limits of its own: processes and memory of the whole sandbox. A
+ * sandbox the CLI started ahead with exactly this plan and `hello` is adopted instead
+ * (./prestart.ts): it comes with the token it was given.
+ */
+function _spawn(
+  spec: TransportSpec,
+  launch: _Launch,
+  hello: string,
+): LimitedChild & { token?: string } {
+  const p = spec.policy;
+  const ns = spec.namespace !== undefined;
+  try {
+    // In the namespace, the launcher binds what it opened and checked (core/guard/launcher.ts).
+    // No descriptor the host inherited reaches it either. It stands nowhere a tool could swap.
     const plan: LaunchPlan = {
-      init,
+      init: hello,
       spec: { pids: p.max_processes, memoryMb: p.memory_mb + 256 },
       allowRlimit: p.limits === "rlimit",
-      command,
-      args: commandArgs,
-      openBinds: ns !== undefined,
+      command: launch.command,
+      args: launch.args,
+      openBinds: ns,
       cwd: ns ? "/" : spec.workspace,
-      env,
+      env: launch.env,
     };
-    // A sandbox the CLI started ahead with exactly this plan (./prestart.ts), else a new one.
-    ahead = adoptPrestarted(plan);
-    started = ahead?.started ??
-      spawnLimited(plan.spec, plan.allowRlimit, command, commandArgs, plan);
-    if (!g.write.length && !egress) noteLaunch(plan, spec);
+    const ahead = adoptPrestarted(plan);
+    if (!spec.grant.write.length && !launch.egress && !launch.folders) noteLaunch(plan, spec);
+    if (ahead) return { ...ahead.started, token: ahead.token };
+    return spawnLimited(plan.spec, plan.allowRlimit, plan.command, plan.args, plan);
   } catch (err) {
-    egress?.close();
-    planted?.release();
     if (err instanceof Deno.errors.NotCapable) {
       throw new Error(
         `the host may not start sandbox processes (${(err as Error).message}): start corral ` +
@@ -194,102 +238,26 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
     }
     throw err;
   }
-  const { child, limits } = started;
-  // A sandbox started ahead already holds its token and first line (./prestart.ts).
-  const token = ahead?.token ?? crypto.randomUUID().replaceAll("-", "");
-  const writer = child.stdin.getWriter();
-  const enc = new TextEncoder();
-  let dead = false;
-  const write = (text: string) => {
-    if (dead) return;
-    writer.write(enc.encode(text)).catch(() => {});
-  };
-  let ended = () => {};
-  const t: Transport = {
-    pid: child.pid,
-    ended: new Promise<void>((r) => ended = r),
-    send: (msg) => write(JSON.stringify(insidePath ? _withPath(msg, insidePath) : msg) + "\n"),
-    kill: () => {
-      if (dead) return;
-      dead = true;
-      writer.close().catch(() => {});
-      try {
-        child.kill("SIGKILL");
-      } catch { /* exited */ }
-      // Whatever the sandbox started dies with it: its CPU is reclaimed.
-      void limits.release();
-      egress?.close();
-    },
-  };
-  if (!ahead) write(`${token}\n${init}\n`);
-  const mark = FRAME_MARK + token;
-  // The sandbox caps results itself; this bounds what a hostile one can send.
-  const limit = p.max_output_bytes + 1_048_576;
-  let stderrTail = "";
-  _readLines(child.stdout, limit, (line) => {
-    // The last mark on the line; a frame alone on its line (the usual case) found without
-    // scanning it backwards.
-    const at = line.startsWith(mark) && line.indexOf(mark, 1) < 0 ? 0 : line.lastIndexOf(mark);
-    if (at < 0) {
-      hooks.onLog(line);
-      return;
-    }
-    if (at > 0) hooks.onLog(line.slice(0, at));
-    try {
-      hooks.onMessage(JSON.parse(line.slice(at + mark.length)) as SandboxMessage);
-    } catch {
-      hooks.onLog(`dropped a malformed message from sandbox ${spec.label}`);
-    }
-  });
-  const stderrDone = _readLines(child.stderr, 65_536, (line) => {
-    stderrTail = (stderrTail + line + "\n").slice(-4096);
-    hooks.onLog(line);
-  });
-  child.status.then(async (status) => {
-    dead = true;
-    // The launcher's refusal names the path: read it whole (nothing else holds stderr then).
-    if (status.code === REFUSED_EXIT) await _within(stderrDone, 2000);
-    egress?.close();
-    const forked = (await limits.release()).hitProcessLimit;
-    // Everything the sandbox started is gone: its placeholders may go too.
-    planted?.release();
-    ended();
-    const oom = /out of memory|heap limit|allocation failed/i.test(stderrTail) ||
-      status.code === 133 || status.signal === "SIGTRAP";
-    const refused = status.code === REFUSED_EXIT ? _refusal(stderrTail) : undefined;
-    const why = refused
-      ? `"${spec.label}" not started: ${refused}; refusing`
-      : forked
-      ? `hit its process limit (${p.max_processes} processes and threads) and was stopped`
-      : status.code === 97
-      ? `could not set up or join its ${limits.kind} limits and was not started`
-      : oom
-      ? `ran out of memory (limit ${p.memory_mb} MB) and was restarted`
-      : `exited unexpectedly (code ${status.code}${status.signal ? `, ${status.signal}` : ""})${
-        _lastLine(stderrTail)
-      }`;
-    hooks.onExit(why);
-  });
-  return t;
 }
 
-/** The launcher's refusal (./../guard/limits.ts): which path is now what. */
-function _refusal(stderr: string): string {
-  const line = stderr.split("\n").find((l) => l.startsWith(REFUSED_MARK));
-  const [expected, found] = (line ?? "").slice(REFUSED_MARK.length).split("\t");
-  if (!line || !expected) return "a path it binds changed since the policy named it";
-  return found?.startsWith("(")
-    ? `the path ${expected} it binds is ${found.slice(1, -1)}`
-    : `the path ${expected} it binds is now ${found} (a symlink, or renamed, since the policy ` +
-      `named it)`;
+/** Give back what was made for a child that never ran. */
+function _undo(launch: _Launch): void {
+  launch.egress?.close();
+  launch.layers?.retire();
+  void launch.folders?.remove();
 }
 
-function _within(p: Promise<unknown>, ms: number): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  return Promise.race([
-    p.then(() => {}),
-    new Promise<void>((resolve) => timer = setTimeout(resolve, ms)),
-  ]).finally(() => clearTimeout(timer));
+/** The child is gone: settle what it wrote last (reported apart), then remove its layers. */
+async function _closeLayers(launch: _Launch, hooks: TransportHooks): Promise<void> {
+  const layers = launch.layers;
+  if (!layers) return;
+  try {
+    hooks.onChanges?.(await layers.close());
+  } catch (err) {
+    layers.retire();
+    hooks.onLog(`its last changes could not be settled: ${(err as Error).message}`);
+  }
+  await launch.folders?.remove();
 }
 
 /** A message with the PATH of its subprocesses as the namespace sees it. */
@@ -300,68 +268,4 @@ function _withPath(msg: HostMessage, inside: (path: string) => string): HostMess
       : { ...m, env: { ...m.env, vars: { ...m.env.vars, PATH: inside(m.env.vars.PATH) } } };
   if (msg.type === "loads") return { ...msg, loads: msg.loads.map(fix) };
   return msg.type === "call" || msg.type === "load" ? fix(msg) : msg;
-}
-
-function _lastLine(text: string): string {
-  // deno-lint-ignore no-control-regex
-  const lines = text.replace(/\x1b\[[0-9;]*m/g, "").split("\n").map((l) => l.trim()).filter(
-    Boolean,
-  );
-  const line = lines.find((l) => /error/i.test(l)) ?? lines.at(-1);
-  return line ? `: ${line.slice(0, 300)}` : "";
-}
-
-function _home(): string | undefined {
-  try {
-    return Deno.env.get("HOME") || undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function _childEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const name of ["HOME", "DENO_DIR", "XDG_CACHE_HOME", "PATH", "LANG", "NO_COLOR"]) {
-    try {
-      const v = Deno.env.get(name);
-      if (v !== undefined) env[name] = v;
-    } catch { /* no env permission */ }
-  }
-  return env;
-}
-
-async function _readLines(
-  stream: ReadableStream<Uint8Array>,
-  limit: number,
-  onLine: (line: string) => void,
-): Promise<void> {
-  const decoder = new TextDecoder();
-  let buf = "";
-  let skipping = false;
-  // One buffer, read into again and again (a default reader allocates and
-  // zeroes a fresh 64 KiB chunk per read: most of a small call's cost).
-  const reader = stream.getReader({ mode: "byob" });
-  let space = new Uint8Array(65_536);
-  try {
-    for (;;) {
-      const { value, done } = await reader.read(space);
-      if (done || !value) break;
-      space = new Uint8Array(value.buffer);
-      const chunk = value;
-      buf += decoder.decode(chunk, { stream: true });
-      let nl: number;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        if (skipping) skipping = false;
-        else onLine(line);
-      }
-      if (buf.length > limit) {
-        buf = "";
-        skipping = true; // drop the rest of an oversized line
-        onLine(`[sandbox output line over ${limit} bytes dropped]`);
-      }
-    }
-  } catch { /* stream closed */ }
-  if (buf && !skipping) onLine(buf);
 }

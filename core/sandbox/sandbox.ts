@@ -21,6 +21,9 @@ import type { HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./prot
 import type { CallOptions, LoadRequest, SandboxOptions } from "./sandbox_options.ts";
 import type { SandboxNamespace, Transport, TransportHooks, TransportSpec } from "./transport.ts";
 import { startWorker } from "./worker_transport.ts";
+import { isEmptyReport } from "../layers/change_report.ts";
+import type { SandboxLayers } from "../layers/settle_layers.ts";
+import { settled } from "./settled_result.ts";
 
 type _Load = Extract<HostMessage, { type: "load" }>;
 
@@ -112,13 +115,62 @@ export class Sandbox {
     );
   }
 
-  /** Run one tool call. Never throws: every outcome is a {@link ToolResult}. */
+  /**
+   * Run one tool call. Never throws: every outcome is a {@link ToolResult}.
+   * What the call wrote is settled when it ends (core/layers/): its changes
+   * are marked on the result for the audit line, and changes that were not
+   * applied (refused, or in conflict) make it fail, saying which.
+   */
   async call(
     module: string,
     tool: string,
     args: unknown,
     env: SandboxEnv,
     options: CallOptions = {},
+  ): Promise<ToolResult> {
+    await this.#freshen();
+    const layers = this.#transport?.layers;
+    const result = await this.#call(module, tool, args, env, options);
+    // A sandbox started by this call has its layers only now.
+    const settling = layers ?? this.#transport?.layers ?? this.#lastLayers;
+    if (!settling) return result;
+    let report;
+    try {
+      report = await settling.settle();
+    } catch (err) {
+      return withFault(
+        failure(tool, `its changes could not be settled: ${(err as Error).message}`),
+        "error",
+        "settle",
+      );
+    }
+    return settled(result, report, tool);
+  }
+
+  /** The layers of the transport that ran last (a killed one still settles). */
+  #lastLayers: SandboxLayers | undefined;
+
+  /**
+   * Before a call: a sandbox whose view of the tree went stale (another
+   * sandbox changed what it holds, or a conflict) starts afresh, once idle.
+   */
+  async #freshen(): Promise<void> {
+    const layers = this.#transport?.layers;
+    if (!layers) return;
+    await layers.looked();
+    if (!layers.stale || this.#pending.size > 0) return;
+    this.options.onLog?.(`sandbox ${this.options.label} starts afresh: ${layers.stale}`);
+    const ended = this.#transport?.ended;
+    this.#recycle(`started afresh: ${layers.stale}`);
+    await ended;
+  }
+
+  async #call(
+    module: string,
+    tool: string,
+    args: unknown,
+    env: SandboxEnv,
+    options: CallOptions,
   ): Promise<ToolResult> {
     const refused = await this.#verify();
     if (refused) return withFault(failure(tool, refused), "error", "sandbox_refused");
@@ -412,10 +464,16 @@ export class Sandbox {
         this.#onExit(self.t!, reason);
       },
       onLog: (text) => this.options.onLog?.(text),
+      onChanges: (report) => {
+        if (!isEmptyReport(report)) this.options.onChanges?.(report);
+      },
     };
     const t = self.t = o.policy.isolation === "process"
       ? startProcess(spec, hooks)
       : startWorker(spec, hooks);
+    this.#lastLayers = t.layers;
+    // What processes left running write is settled while no call runs; reported apart.
+    t.layers?.follow(() => this.#pending.size > 0, (r) => this.options.onChanges?.(r));
     this.#pid = t.pid;
     this.#transport = t;
     return t;

@@ -14,7 +14,7 @@ import type { Grant } from "../tool/tool.ts";
 import { CACHE_FORMAT, privateDenoCache } from "./emit_cache.ts";
 import { changedPins, localModuleGraph, pinGraph, type Pins, sha256Hex } from "./module_graph.ts";
 import { type PinnedCode, pinnedCode } from "./pinned_code.ts";
-import { selfHosted } from "./process_transport.ts";
+import { selfHosted } from "./child_command.ts";
 import { CHILD_ENTRY, type SandboxNamespace, WORKER_ENTRY } from "./transport.ts";
 
 let _entryGraph: Promise<string[]> | undefined;

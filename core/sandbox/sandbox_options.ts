@@ -7,7 +7,9 @@
 import type { SandboxPolicy } from "../config/policy.ts";
 import type { EgressRecord } from "../guard/egress.ts";
 import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
+import type { ChangeReport } from "../layers/change_report.ts";
 import type { Pins } from "./module_graph.ts";
+import type { SandboxNamespace } from "./transport.ts";
 import type { AskKind, SandboxEnv } from "./protocol.ts";
 
 /** What a sandbox is made of. */
@@ -34,9 +36,14 @@ export interface SandboxOptions {
    * Run a process sandbox in the namespace whose mounts are its grant
    * (core/guard/namespace.ts); absent: no namespace (an explicit opt-out).
    */
-  namespace?: { bwrap: string; protect: string[]; hide: string[]; pinned?: string[] };
+  namespace?: Omit<SandboxNamespace, "runtime">;
   /** Every connection through the sandbox's egress proxy (for the audit log). */
   onConnection?: (record: EgressRecord) => void;
+  /**
+   * Changes to the tree settled apart from any call: written by processes a
+   * call left running, found when the sandbox ended (for the audit log).
+   */
+  onChanges?: (report: ChangeReport) => void;
   /**
    * An ask the host refused because no call runs under its id in this
    * sandbox (the call ended, or the id was never one): for the audit log.

@@ -9,6 +9,8 @@
 import type { SandboxPolicy } from "../config/policy.ts";
 import type { EgressRecord } from "../guard/egress.ts";
 import type { RuntimeFiles } from "../guard/namespace.ts";
+import type { ChangeReport } from "../layers/change_report.ts";
+import type { SandboxLayers } from "../layers/settle_layers.ts";
 import type { Grant } from "../tool/tool.ts";
 import type { HostMessage, SandboxMessage } from "./protocol.ts";
 
@@ -26,10 +28,12 @@ export interface Transport {
   /** The child's process id (process isolation only). */
   readonly pid?: number;
   /**
-   * Resolves once the process and everything it started are gone and what
-   * it held on the host (placeholders of protected paths) is given back.
+   * Resolves once the process and everything it started are gone, what it
+   * wrote last is settled and its write layers removed.
    */
   readonly ended?: Promise<void>;
+  /** Its write layers (core/layers/): settled after each call. */
+  layers?: SandboxLayers;
 }
 
 /** What a transport reports back. */
@@ -40,6 +44,8 @@ export interface TransportHooks {
   onExit(reason: string): void;
   /** Output that is not a protocol message, and notes about dropped messages. */
   onLog(text: string): void;
+  /** What it wrote after its last call, settled when it ended (for the audit log). */
+  onChanges?(report: ChangeReport): void;
 }
 
 /** What a transport starts. */
@@ -74,8 +80,10 @@ export interface SandboxNamespace {
   protect: string[];
   /** Secrets: masked inside mounted paths. */
   hide: string[];
-  /** Every sandbox's grant paths and the workspace: pinned where they lie inside a write path. */
-  pinned?: string[];
+  /** The trust base with what each path is: no change there is applied (core/layers/). */
+  trust?: readonly { path: string; what: string }[];
+  /** Every sandbox's grant paths and the workspace: no link is applied at or above one. */
+  grantPaths?: string[];
   /**
    * The runtime files (core/guard/namespace.ts `runtimeFiles`), with the
    * module set's own Deno cache (core/sandbox/emit_cache.ts).

@@ -2,7 +2,6 @@ import { relative } from "node:path";
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool/tool.ts";
 import { fsError, resolveInside } from "../../core/guard/paths.ts";
-import { looksLikePlaceholder } from "../../core/guard/planted.ts";
 import { SKIPPED_DIRS, walkFolder } from "./_walk.ts";
 
 const input = z.object({
@@ -70,8 +69,6 @@ export class ListFiles extends BaseTool {
         signal: this.signal,
       })
     ) {
-      // Placeholders of protected paths (core/guard/placeholders.ts) are no project files.
-      if (looksLikePlaceholder(full, ctx)) continue;
       if (match) {
         const subject = pattern!.includes("/") ? relative(real, full) : entry.name;
         if (!match(subject)) continue;

@@ -1,0 +1,165 @@
+/**
+ * The launcher of a sandbox namespace: a `/bin/bash` that runs first (after
+ * it joined the sandbox's limits, ./limits.ts) and execs bwrap. It
+ *
+ * 1. closes every descriptor but stdin, stdout and stderr, so that none the
+ *    host inherited reaches a namespace;
+ * 2. opens every path bwrap binds from the grant (`--bind-fd PATH DEST`,
+ *    `--ro-bind-fd PATH DEST`), checks with one `readlink` of
+ *    `/proc/self/fd` that each open is exactly PATH (no symlink in any
+ *    component, nothing renamed), and hands bwrap the open descriptor;
+ *    {@link VERIFY_ARG} checks a path without binding it;
+ * 3. for each write root given as {@link OVERLAY_ARG}` ROOT LAYER`, opens
+ *    and checks ROOT the same way, then, in a mount namespace of its own
+ *    (and a user namespace when not root), binds that open folder at
+ *    `LAYER/l` and mounts an overlay there whose upper layer `LAYER/u` is the
+ *    sandbox's own (core/layers/): bwrap binds the overlay (`LAYER/m`) at
+ *    ROOT, so every write lands in the upper layer and nothing the sandbox
+ *    makes, mount points included, appears on the host;
+ * 4. passes bwrap its arguments on a pipe (`--args`): no host path in its
+ *    argv, which the namespace's `/proc/1/cmdline` would show.
+ *
+ * A path that is no longer exactly itself, or a layer that cannot be
+ * mounted, stops the start: exit {@link REFUSED_EXIT}, with
+ * {@link REFUSED_MARK}`expected<TAB>found` on stderr.
+ *
+ * @module
+ */
+
+/**
+ * A pseudo-option of the bwrap arguments: `--corral-verify PATH` opens PATH
+ * and checks it like a bound source, then closes it (a path that is masked,
+ * or the working directory); it never reaches bwrap.
+ */
+export const VERIFY_ARG = "--corral-verify";
+
+/**
+ * A pseudo-option of the bwrap arguments: `--corral-overlay ROOT LAYER`
+ * binds the folder ROOT writable through an overlay whose upper layer is
+ * `LAYER/u` (work folder `LAYER/w`, mount points `LAYER/l` and `LAYER/m`).
+ */
+export const OVERLAY_ARG = "--corral-overlay";
+
+/** Exit code of a launcher that refused a path that changed, or a layer. */
+export const REFUSED_EXIT = 96;
+
+/** What a launcher that refused writes on stderr, before `expected<TAB>found`. */
+export const REFUSED_MARK = "corral-refused ";
+
+/**
+ * The overlay options: no redirects, no metadata-only copies, no index (the
+ * upper layer holds whole files and plain whiteouts, which core/layers/
+ * reads); `volatile`: the upper layer is never reused after a crash.
+ */
+const _OVERLAY_ROOT = "redirect_dir=off,metacopy=off,index=off,xino=off,volatile";
+/** The same in a user namespace (as another user than root): its xattrs in `user.`. */
+const _OVERLAY_USER = "userxattr,metacopy=off,index=off,xino=off,volatile";
+
+// (No redirection around the loop: bash would park stderr on a descriptor it closes.)
+const _CLOSE_INHERITED =
+  'for f in /proc/self/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] && eval "exec $n>&-"; done; ';
+
+const _REFUSE =
+  `refuse() { printf '${REFUSED_MARK}%s\\t%s\\n' "$1" "$2" >&2; exit ${REFUSED_EXIT}; }`;
+
+// Runs in the new mount namespace: each layer's lower is the folder the launcher opened.
+const _MOUNT_LAYERS = `${_REFUSE}
+b=$1; afd=$2; o=$3; shift 3
+while [ "$1" != -- ]; do
+  fd=$1; l=$2; p=$3; shift 3
+  PATH=/usr/bin:/bin mount --bind "/proc/self/fd/$fd" "$l/l" 2>/dev/null &&
+    PATH=/usr/bin:/bin mount -t overlay overlay -o "lowerdir=$l/l,upperdir=$l/u,workdir=$l/w,$o" "$l/m" 2>/dev/null ||
+    refuse "$p" "(not writable through a layer: overlayfs in a user and mount namespace is needed)"
+  exec {fd}<&-
+done
+shift
+exec "$b" --args "$afd" -- "$@"`;
+
+const _LAUNCH = `${_REFUSE}
+launch() {
+  local b=$1 x p l fd i; shift
+  local -a a=() fds=() want=() shut=() links=() procs=() ovl=()
+  while [ $# -gt 0 ]; do
+    x=$1; shift
+    case $x in
+      --) break ;;
+      --bind-fd|--ro-bind-fd|${VERIFY_ARG}|${OVERLAY_ARG})
+        p=$1; shift
+        if [ "$x" = ${OVERLAY_ARG} ]; then
+          l=$1; shift
+          [ -d "$p" ] || refuse "$p" "(not a folder)"
+        fi
+        [ -d "$p" ] || [ -f "$p" ] || refuse "$p" "(not a file or folder: a FIFO, a device or nothing)"
+        { exec {fd}<"$p"; } 2>/dev/null || refuse "$p" "(cannot be opened)"
+        fds+=("$fd"); want+=("$p"); procs+=("/proc/self/fd/$fd")
+        case $x in
+          ${VERIFY_ARG}) shut+=("$fd") ;;
+          ${OVERLAY_ARG}) ovl+=("$fd" "$l" "$p"); a+=(--bind "$l/m" "$p") ;;
+          *) a+=("$x" "$fd") ;;
+        esac ;;
+      *) a+=("$x") ;;
+    esac
+  done
+  if [ \${#fds[@]} -gt 0 ]; then
+    mapfile -d '' links < <(PATH=/usr/bin:/bin readlink -z -- "\${procs[@]}")
+    for i in "\${!fds[@]}"; do
+      [ "\${links[i]-}" = "\${want[i]}" ] || refuse "\${want[i]}" "\${links[i]-(unknown)}"
+    done
+    for fd in "\${shut[@]}"; do exec {fd}<&-; done
+  fi
+  exec {fd}< <(printf '%s\\0' "\${a[@]}")
+  if [ \${#ovl[@]} -gt 0 ]; then
+    if [ "$EUID" = 0 ]; then
+      exec "$UNSHARE" -m --propagation private -- /bin/bash -c "$MOUNT_LAYERS" corral-layers "$b" "$fd" ${_OVERLAY_ROOT} "\${ovl[@]}" -- "$@"
+    fi
+    exec "$UNSHARE" -U --map-root-user -m --propagation private -- /bin/bash -c "$MOUNT_LAYERS" corral-layers "$b" "$fd" ${_OVERLAY_USER} "\${ovl[@]}" -- "$@"
+  fi
+  exec "$b" --args "$fd" -- "$@"
+}
+`;
+
+/**
+ * The launcher's bash script: defines `launch BWRAP ARGS… -- COMMAND…`
+ * after closing every inherited descriptor; the caller's script ends by
+ * calling it.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { launcherScript, OVERLAY_ARG } from "./launcher.ts";
+ * const s = launcherScript();
+ * assert.ok(s.includes("launch()") && s.includes(OVERLAY_ARG) && s.includes("--args"));
+ * ```
+ */
+export function launcherScript(): string {
+  return _CLOSE_INHERITED + `MOUNT_LAYERS=${_quote(_MOUNT_LAYERS)}\n` +
+    `UNSHARE=${_quote(unshareBinary())}\n` + _LAUNCH;
+}
+
+let _unshare: string | undefined;
+
+/**
+ * util-linux's `unshare`, which makes the write layers' mount namespace
+ * (`/usr/bin/unshare` where it is not found elsewhere; a missing one
+ * refuses the start of a sandbox with a write layer, naming it).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { unshareBinary } from "./launcher.ts";
+ * assert.ok(unshareBinary().endsWith("/unshare"));
+ * ```
+ */
+export function unshareBinary(): string {
+  if (_unshare) return _unshare;
+  for (const p of ["/usr/bin/unshare", "/bin/unshare", "/usr/sbin/unshare"]) {
+    try {
+      if (Deno.statSync(p).isFile) return _unshare = p;
+    } catch { /* not there */ }
+  }
+  return _unshare = "/usr/bin/unshare";
+}
+
+function _quote(s: string): string {
+  return `'${s.replaceAll("'", `'\\''`)}'`;
+}

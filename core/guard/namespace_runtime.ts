@@ -1,0 +1,182 @@
+/**
+ * What the deno runtime and a tool's subprocesses need inside a sandbox
+ * namespace, bound read-only: the running binary and the folders of its
+ * shared libraries, Deno's cache, and for a tool that holds `x` a system
+ * runtime (`/usr`, `/bin`, `/lib*` and a minimal `/etc` without shadow files,
+ * keys or anything of the host's). Used by ./namespace.ts.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { libraryDirs } from "./library_dirs.ts";
+
+/** What the deno runtime needs inside a namespace. */
+export interface RuntimeFiles {
+  /** The real path of the running binary (deno, or a compiled corral). */
+  exec: string;
+  /** Directories holding its shared libraries (from `ldd`). */
+  libDirs: string[];
+  /** Deno's cache directory (`DENO_DIR`). */
+  denoDir: string;
+  /** `[from, to]` of corral's code store bound read-only last (core/sandbox/emit_cache.ts). */
+  own?: Array<[from: string, to: string]>;
+}
+
+/** The `/etc` entries a system runtime gets: no shadow files, no keys, no host secrets. */
+export const SYSTEM_ETC: readonly string[] = [
+  "/etc/passwd",
+  "/etc/group",
+  "/etc/hosts",
+  "/etc/host.conf",
+  "/etc/resolv.conf",
+  "/etc/nsswitch.conf",
+  "/etc/gai.conf",
+  "/etc/ld.so.cache",
+  "/etc/ld.so.conf",
+  "/etc/ld.so.conf.d",
+  "/etc/localtime",
+  "/etc/timezone",
+  "/etc/alternatives",
+  "/etc/ssl/certs",
+  "/etc/ca-certificates",
+  "/etc/mime.types",
+  "/etc/bash.bashrc",
+  "/etc/profile",
+  "/etc/inputrc",
+  "/etc/os-release",
+  "/etc/debian_version",
+  "/etc/python3",
+  "/etc/locale.alias",
+];
+
+/** The `/etc` entries a sandbox holding the network gets (names, certificates). */
+export const NET_ETC: readonly string[] = [
+  "/etc/hosts",
+  "/etc/host.conf",
+  "/etc/resolv.conf",
+  "/etc/nsswitch.conf",
+  "/etc/gai.conf",
+  "/etc/ssl/certs",
+  "/etc/ca-certificates",
+];
+
+/** The folders of a system runtime (those that exist are bound read-only). */
+export const SYSTEM_DIRS: readonly string[] = [
+  "/usr",
+  "/bin",
+  "/sbin",
+  "/lib",
+  "/lib32",
+  "/lib64",
+  "/libx32",
+];
+
+let _runtime: Promise<RuntimeFiles> | undefined;
+
+/**
+ * The runtime files of this process (memoized): its binary, the folders of
+ * its shared libraries, and Deno's cache (run in the host). The first
+ * caller may name a cache file for the libraries (./library_dirs.ts).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { runtimeFiles } from "./namespace_runtime.ts";
+ * const rt = await runtimeFiles();
+ * assert.ok(rt.exec.startsWith("/") && rt.denoDir.startsWith("/"));
+ * ```
+ */
+export function runtimeFiles(cacheFile?: string): Promise<RuntimeFiles> {
+  return _runtime ??= _runtimeFiles(cacheFile);
+}
+
+async function _runtimeFiles(cacheFile?: string): Promise<RuntimeFiles> {
+  const exec = Deno.realPathSync(Deno.execPath());
+  const libDirs = new Set(await libraryDirs(exec, cacheFile));
+  if (libDirs.size === 0) {
+    for (const d of ["/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/lib64", "/lib"]) {
+      if (_stat(d)) libDirs.add(d);
+    }
+  }
+  return { exec, libDirs: [...libDirs], denoDir: denoDir() };
+}
+
+/**
+ * Deno's cache directory: `DENO_DIR`, else `$XDG_CACHE_HOME/deno`, else
+ * `~/.cache/deno` (Linux), as a real path when it exists.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { denoDir } from "./namespace_runtime.ts";
+ * assert.ok(denoDir().startsWith("/"));
+ * ```
+ */
+export function denoDir(): string {
+  const env = (n: string) => {
+    try {
+      return Deno.env.get(n) || undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const dir = env("DENO_DIR") ??
+    (env("XDG_CACHE_HOME") ? join(env("XDG_CACHE_HOME")!, "deno") : undefined) ??
+    join(env("HOME") ?? "/root", ".cache", "deno");
+  try {
+    return Deno.realPathSync(dir);
+  } catch {
+    return dir;
+  }
+}
+
+/**
+ * The bwrap arguments that bind the runtime read-only: with `system` the
+ * system runtime and its `/etc`, with `netFiles` (and no system runtime)
+ * the name-resolution files and certificates; then the binary's libraries,
+ * the binary and Deno's cache.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { runtimeMounts } from "./namespace_runtime.ts";
+ * const rt = { exec: "/usr/bin/deno", libDirs: ["/lib64"], denoDir: "/c/deno" };
+ * const args = runtimeMounts(rt, { system: false, netFiles: false }).join(" ");
+ * assert.ok(args.includes("--ro-bind /usr/bin/deno /usr/bin/deno") && !args.includes("/etc"));
+ * ```
+ */
+export function runtimeMounts(
+  rt: RuntimeFiles,
+  o: { system: boolean; netFiles: boolean },
+): string[] {
+  const args: string[] = [];
+  if (o.system) {
+    for (const d of SYSTEM_DIRS) _systemDir(args, d);
+    for (const e of SYSTEM_ETC) args.push("--ro-bind-try", e, e);
+  } else if (o.netFiles) {
+    for (const e of NET_ETC) args.push("--ro-bind-try", e, e);
+  }
+  for (const d of rt.libDirs) args.push("--ro-bind-try", d, d);
+  args.push("--ro-bind", rt.exec, rt.exec);
+  args.push("--ro-bind-try", rt.denoDir, rt.denoDir);
+  return args;
+}
+
+function _systemDir(args: string[], dir: string): void {
+  let st: Deno.FileInfo;
+  try {
+    st = Deno.lstatSync(dir);
+  } catch {
+    return;
+  }
+  if (st.isSymlink) args.push("--symlink", Deno.readLinkSync(dir), dir);
+  else if (st.isDirectory) args.push("--ro-bind", dir, dir);
+}
+
+function _stat(p: string): Deno.FileInfo | undefined {
+  try {
+    return Deno.statSync(p);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * A call's result with what its settlement did (core/layers/): the report
+ * is marked on the result for the audit line, and a change that was not
+ * applied (refused by corral's rules, or in conflict with a change made
+ * meanwhile) makes the call fail, saying which and why, so that the model
+ * does not take for written what never reached the workspace.
+ *
+ * @module
+ */
+import { type ChangeReport, notAppliedText, withChanges } from "../layers/change_report.ts";
+import { faultOf, type ToolResult, withFault } from "../tool/result.ts";
+
+/**
+ * `result` marked with `report`; failed when some changes were not applied.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { settled } from "./settled_result.ts";
+ * import { changesOf, emptyReport } from "../layers/change_report.ts";
+ * const ok = settled({ success: true }, { ...emptyReport(), created: 1 }, "X");
+ * assert.equal(ok.success, true);
+ * assert.equal(changesOf(ok)?.created, 1);
+ * const r = { ...emptyReport(), refused: [{ path: ".envrc", why: "protected" }] };
+ * const bad = settled({ success: true }, r, "X");
+ * assert.equal(bad.success, false);
+ * assert.match(String(bad.error), /Cannot apply the changes of tool "X": .*\.envrc/);
+ * ```
+ */
+export function settled(result: ToolResult, report: ChangeReport, tool: string): ToolResult {
+  const text = notAppliedText(report);
+  if (!text) return withChanges(result, report);
+  const why = `Cannot apply the changes of tool "${tool}": ${text}`;
+  const failed: ToolResult = {
+    ...result,
+    success: false,
+    error: result.success || !result.error ? why : `${result.error}; ${why}`,
+  };
+  const fault = faultOf(result);
+  const out = fault ? withFault(failed, fault.outcome, fault.reason) : failed;
+  return withChanges(
+    report.conflicts.length
+      ? withFault(out, "error", "conflict")
+      : withFault(out, "denied", "changes"),
+    report,
+  );
+}
