@@ -13,6 +13,7 @@ const LAYERS = [
   ["guard"],
   ["telemetry"],
   ["config"],
+  ["layers"],
   ["sandbox"],
   ["hosted"],
   ["registry"],
@@ -85,7 +86,7 @@ Deno.test("every path ARCHITECTURE.md names exists", async () => {
   }
   assert.ok(
     doc.includes(
-      "cli > mcp, plugins > identity > registry > hosted > sandbox > config > telemetry > guard > tool",
+      "cli > mcp, plugins > identity > registry > hosted > sandbox > layers > config > telemetry > guard > tool",
     ),
     "ARCHITECTURE.md states the same layers as this test",
   );

@@ -579,11 +579,10 @@ Deno.test("item 2: corral trust: untrusted project files are ignored, trusted on
         "echo '{}' > permissions.json; echo '{}' > corral.json; cat permissions.json | head -c 40",
     }),
   ], { cwd: ws, env });
-  assert.equal(bash.code, 0, bash.stderr);
-  assert.match(
-    JSON.parse(bash.stdout).stderr,
-    /permissions\.json: (Read-only file system|Is a directory)/,
-  );
+  // The trusted file is read-only inside; a corral.json made there is refused when applied.
+  assert.equal(bash.code, 1, bash.stderr);
+  assert.match(JSON.parse(bash.stdout).stderr, /permissions\.json: Read-only file system/);
+  assert.match(JSON.parse(bash.stdout).error, /corral\.json: part of corral's trust base/);
   assert.equal(await Deno.readTextFile(`${ws}/permissions.json`), snapshot);
   assert.equal(await _exists(`${ws}/corral.json`), false, "no corral.json was planted");
   assert.equal((await count("sub/b.txt")).code, 0, "still trusted: nothing changed it");

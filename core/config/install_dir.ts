@@ -107,11 +107,30 @@ export function codeStoreDir(): string {
  * ```
  */
 export function layerBases(): string[] {
-  const uid = Deno.uid() ?? 0;
+  const uid = userId() ?? "unknown";
   const explicit = envVar("CORRAL_LAYERS_DIR");
   return [
     explicit ? resolve(explicit) : join(dirname(codeStoreDir()), "layers"),
     `/var/tmp/corral-${uid}/layers`,
     `/tmp/corral-${uid}/layers`,
   ];
+}
+
+/**
+ * This process's user id, or undefined when the host may not ask
+ * (`--allow-sys` without `uid`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { userId } from "./install_dir.ts";
+ * assert.ok(userId() === undefined || Number.isInteger(userId()));
+ * ```
+ */
+export function userId(): number | undefined {
+  try {
+    return Deno.uid() ?? undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -6,16 +6,18 @@
  * @module
  */
 import { isAbsolute, join, resolve } from "node:path";
-import { z } from "zod";
 import type { JailMode } from "../guard/jail.ts";
 import { ConfigError } from "../tool/errors.ts";
 import type { Grant } from "../tool/tool.ts";
-import { CALL_LIMIT_KEYS, type CallLimits, callLimits } from "./call_limits.ts";
+import { type CallLimits, callLimits } from "./call_limits.ts";
 import { expandHome } from "./env_var.ts";
 import { parseJsonConfig, readyJsonc } from "./json_config.ts";
 import { type LayerRole, mergeLayers, type SettingsLayer } from "./layers.ts";
 import { protectedPaths } from "./protected_paths.ts";
-import { serverSysSchema } from "./server_sys.ts";
+import { type PolicyFile, policyFileSchema, type RawSandbox } from "./policy_schema.ts";
+import { linkAbove } from "./grant_links.ts";
+
+export type { PolicyFile } from "./policy_schema.ts";
 import { configDir, INSTALL_DIR } from "./install_dir.ts";
 
 export { formatPath, parseJsonConfig, readyJsonc } from "./json_config.ts";
@@ -29,83 +31,16 @@ export type Isolation = "worker" | "process";
 /** How calls to a tool that needs confirmation are handled. */
 export type ConfirmPolicy = "ask" | "always" | "never";
 
-const _sandboxSchema = z.object({
-  read: z.array(z.string()).optional().describe(
-    "Paths the toolset may read, relative to the workspace",
-  ),
-  write: z.array(z.string()).optional().describe("Paths the toolset may write"),
-  run: z.array(z.string()).optional().describe("Commands the toolset may run"),
-  net: z.array(z.string()).optional().describe("Hosts (host or host:port) the toolset may reach"),
-  env: z.array(z.string()).optional().describe("Environment variable names subprocesses inherit"),
-  isolation: z.enum(["worker", "process"]).optional(),
-  timeout_ms: z.number().int().positive().max(86_400_000).optional(),
-  discovery_timeout_ms: z.number().int().positive().max(600_000).optional().describe(
-    "How long importing a module may take at discovery (default: timeout_ms, at most 10 s)",
-  ),
-  memory_mb: z.number().int().min(32).max(65_536).optional(),
-  max_output_bytes: z.number().int().min(1024).max(1_073_741_824).optional(),
-  max_read_bytes: z.number().int().min(1024).max(1_099_511_627_776).optional().describe(
-    "The files tools refuse to read a file larger than this",
-  ),
-  max_processes: z.number().int().min(16).max(65_536).optional().describe(
-    "Processes and threads one process sandbox may hold at once (its Deno counts too)",
-  ),
-  allow_override: z.boolean().optional().describe("A plugin may replace built-in tools"),
-  jail: z.enum(["required", "auto", "off"]).optional().describe(
-    'The sandbox namespace (bwrap): required (default; "auto" is the same) or off (opt out)',
-  ),
-  limits: z.enum(["cgroup", "rlimit"]).optional().describe(
-    "cgroup (default; rlimits where they bind) or rlimit (accept rlimits even as root: an opt-out)",
-  ),
-  redact_args: z.boolean().optional().describe(
-    "Audit lines keep only the digest and size of the arguments, not even their shape",
-  ),
-  audit_args: z.enum(["values", "shape"]).optional().describe(
-    'What audit lines keep of the arguments: "shape" (default: types, keys, lengths, size) or "values"',
-  ),
-  ...CALL_LIMIT_KEYS,
-}).strict();
-
-// A hosted server's entry: a sandbox's, plus the Deno `--allow-sys` names of an npm server.
-const _serverSchema = _sandboxSchema.extend({
-  sys: serverSysSchema,
-}).strict();
-
-const _toolSchema = z.object({
-  confirm: z.enum(["ask", "always", "never"]).optional(),
-}).strict();
-
-const _fileSchema = z.object({
-  $schema: z.string().optional(),
-  $comment: z.string().optional(),
-  // Defaults hold limits only: grants are always named per toolset or plugin.
-  defaults: _sandboxSchema.omit({
-    read: true,
-    write: true,
-    run: true,
-    net: true,
-    allow_override: true,
-  })
-    .strict().optional(),
-  toolsets: z.record(z.string(), _sandboxSchema).optional(),
-  plugins: z.record(z.string(), _sandboxSchema).optional(),
-  servers: z.record(z.string(), _serverSchema).optional(),
-  tools: z.record(z.string(), _toolSchema).optional(),
-  protect: z.array(z.string()).optional().describe(
-    "More paths kept read-only inside every write grant (README.md, Protected files)",
-  ),
-  unprotect: z.array(z.string()).optional().describe(
-    "Default protected paths lifted, one by one (README.md, Protected files)",
-  ),
-}).strict();
-
-/** The raw shape of `permissions.json`. */
-export type PolicyFile = z.infer<typeof _fileSchema>;
-// A server's entry is a sandbox's with `sys`; toolsets and plugins never have it.
-type _RawSandbox = z.infer<typeof _serverSchema>;
-
 /** The resolved policy of one sandbox: absolute paths, limits filled in. */
 export interface SandboxPolicy extends Omit<Grant, "jail">, CallLimits {
+  /**
+   * Why its grant is refused: a path of it inside the workspace is reached
+   * through a symlink there (which a tool could have made); its tools do
+   * not load.
+   */
+  linked?: string;
+  /** The letters whose lists had such a path (dropped from them): `r`, `w` or both. */
+  linkedLetters?: string;
   isolation: Isolation;
   timeout_ms: number;
   /** How long discovery may import a module. */
@@ -259,12 +194,32 @@ export class Policy {
     return this.#raw.tools?.[tool]?.confirm ?? "ask";
   }
 
-  #resolve(entry: _RawSandbox | undefined, where: string, isolation: Isolation): SandboxPolicy {
+  #resolve(entry: RawSandbox | undefined, where: string, isolation: Isolation): SandboxPolicy {
     const d = this.#raw.defaults ?? {};
-    const paths = (list: string[] | undefined) => (list ?? []).map((p) => this.resolvePath(p));
+    const links: string[] = [];
+    let letters = "";
+    // A path reached through a link inside the workspace is no grant: dropped, and said.
+    const paths = (list: string[] | undefined, key: "read" | "write") =>
+      (list ?? []).flatMap((p) => {
+        const link = linkAbove(p, this.workspace);
+        if (!link) return [this.resolvePath(p)];
+        links.push(
+          `permissions.json ${where}.${key} "${p}" is reached through the symlink ${link}`,
+        );
+        letters += key === "read" ? "r" : "w";
+        return [];
+      });
+    const read = paths(entry?.read, "read"), write = paths(entry?.write, "write");
     return {
-      read: paths(entry?.read),
-      write: paths(entry?.write),
+      ...(links.length
+        ? {
+          linked: `${links.join("; ")} inside the workspace, which a tool could have made: ` +
+            `that grant is refused (replace the link by a folder, or name its target)`,
+          linkedLetters: letters,
+        }
+        : {}),
+      read,
+      write,
       run: [...(entry?.run ?? [])],
       net: [...(entry?.net ?? [])],
       env: [...(d.env ?? []), ...(entry?.env ?? [])],
@@ -324,7 +279,7 @@ function _frozen(p: SandboxPolicy): SandboxPolicy {
  * ```
  */
 export function parsePolicy(text: string, file: string, workspace: string): Policy {
-  return new Policy(parseJsonConfig(text, file, _fileSchema), workspace, file);
+  return new Policy(parseJsonConfig(text, file, policyFileSchema), workspace, file);
 }
 
 /**
@@ -343,7 +298,7 @@ export async function policyLayer(
   } catch (err) {
     throw new ConfigError(`Cannot read policy file "${file}": ${(err as Error).message}`);
   }
-  return { file, role, data: parseJsonConfig(text, file, _fileSchema) };
+  return { file, role, data: parseJsonConfig(text, file, policyFileSchema) };
 }
 
 /**

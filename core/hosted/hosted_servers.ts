@@ -30,10 +30,11 @@ import {
   writeSeen,
 } from "./approvals.ts";
 import { type ChangeReport, isEmptyReport } from "../layers/change_report.ts";
-import { settled } from "../sandbox/settled_result.ts";
+import { settleAfter } from "../sandbox/settled_result.ts";
+import { runHostedCall } from "./hosted_call.ts";
 import type { HostedCall, HostedServer } from "./hosted_server.ts";
 import { hostedRuntime } from "./hosted_runtime.ts";
-import { hostedResult, hostedTools, offeredName } from "./hosted_tools.ts";
+import { hostedTools, offeredName } from "./hosted_tools.ts";
 // @ts-types="@modelcontextprotocol/sdk/client/index"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 
@@ -187,44 +188,9 @@ export class HostedServers {
       );
       return withFault(refused, "denied", "not_approved");
     }
-    const result = await this.#run(server, entry.name, tool, serverTool, args, ctx);
+    const result = await runHostedCall(server, entry.name, tool, serverTool, args, ctx);
     // What the call wrote is judged and applied now (core/layers/), as for corral's own tools.
-    const report = await server.settle()?.catch((err) => err as Error);
-    if (report instanceof Error) {
-      return _error(failure(tool, `its changes could not be settled: ${report.message}`), "settle");
-    }
-    return report ? settled(result, report, tool) : result;
-  }
-
-  async #run(
-    server: HostedServer,
-    name: string,
-    tool: string,
-    serverTool: string,
-    args: unknown,
-    ctx: HostedCallContext,
-  ): Promise<ToolResult> {
-    try {
-      const raw = await server.call(serverTool, args, ctx);
-      return hostedResult(tool, raw, ctx.policy.max_output_bytes);
-    } catch (err) {
-      const { CallCancelled, CallTimedOut } = await hostedRuntime();
-      // As corral's own tools report it (core/sandbox/sandbox.ts); the server keeps running.
-      if (err instanceof CallCancelled) return _error(failure(tool, "cancelled"), "cancelled");
-      // The lane's own timeout only: a server's error that speaks of a timeout is the server's.
-      const timedOut = err instanceof CallTimedOut;
-      return _error(
-        failure(
-          tool,
-          timedOut
-            ? `timed out after ${ctx.timeoutMs} ms; server "${name}" was stopped and ` +
-              `starts again on the next call`
-            : `server "${name}": ${(err as Error).message}`,
-          timedOut ? { timed_out: true } : undefined,
-        ),
-        timedOut ? "timeout" : "server",
-      );
-    }
+    return await settleAfter(server.layers, result, tool);
   }
 
   /**

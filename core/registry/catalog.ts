@@ -318,6 +318,10 @@ export class Catalog {
         } does not list ${t.commands.length > 1 ? "them" : "it"}`;
       }
     }
+    // A grant reached through a link a tool could have made is no grant at all.
+    const linked = source.policy.linkedLetters ?? "";
+    // (It says more than "no write paths", which is what its dropped path leaves.)
+    if ([...linked].some((l) => t.permissions.includes(l))) decision.missing = source.policy.linked;
     const jail = this.confine(source, decision.grant);
     // A missing letter comes first: it is what the operator changes (bash on PATH is moot without x).
     const letterMissing = decision.missing;
