@@ -48,9 +48,13 @@ export interface WireOptions {
  *   label: "cat", hello: { read: [] }, lineLimit: 1024, kill: () => child.kill(),
  *   ended: async (s) => `exited ${s.code}`,
  * });
+ * // cat echoes the hello: a log line, not a frame.
+ * for (let i = 0; i < 400 && !logs.some((l) => l.includes('"read":[]')); i++) {
+ *   await new Promise((r) => setTimeout(r, 5));
+ * }
  * t.kill();
  * await t.ended;
- * assert.ok(logs.some((l) => l.includes('"read":[]'))); // cat echoes the hello: not a frame
+ * assert.ok(logs.some((l) => l.includes('"read":[]')));
  * assert.match(why, /exited/);
  * ```
  */
