@@ -130,9 +130,13 @@ function bareChild() {
   };
 }
 
-async function corralRegistry(isolation: "worker" | "process", workspace: string) {
+async function corralRegistry(
+  isolation: "worker" | "process",
+  workspace: string,
+  grant: Record<string, string[]> = {},
+) {
   const policy = parsePolicy(
-    JSON.stringify({ toolsets: { bench: { isolation } } }),
+    JSON.stringify({ toolsets: { bench: { isolation, ...grant } } }),
     "bench-permissions.json",
     workspace,
   );
@@ -183,6 +187,8 @@ async function main(): Promise<void> {
   const child = bareChild();
   const regWorker = await corralRegistry("worker", workspace);
   const regProcess = await corralRegistry("process", workspace);
+  // The same no-op in a sandbox that holds a write grant: its layer is settled after each call.
+  const regLayered = await corralRegistry("process", workspace, { read: ["."], write: ["."] });
   const { tools: [noopDef] } = await collectTools(noopModule as Record<string, unknown>);
   const ctx = testContext({ workspace });
   const noopFn = noopModule.TOOL_CONFIGS[0].function;
@@ -195,6 +201,7 @@ async function main(): Promise<void> {
     bareChild: () => child.call(message(++id)),
     corralWorker: async () => okCheck(await regWorker.call("Noop", {})),
     corralProcess: async () => okCheck(await regProcess.call("Noop", {})),
+    corralLayered: async () => okCheck(await regLayered.call("NoopWrite", {})),
   };
   const names = Object.keys(variants);
 
@@ -260,6 +267,7 @@ async function main(): Promise<void> {
   await child.close();
   await regWorker.close();
   await regProcess.close();
+  await regLayered.close();
   await Deno.remove(workspace, { recursive: true });
   const result: CallsResult = { calls, rounds, latency, throughput };
   console.log(JSON.stringify(result));

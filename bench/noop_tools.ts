@@ -8,4 +8,11 @@ export const TOOL_CONFIGS = [
     input_schema: z.object({}),
     function: () => ({ success: true }),
   },
+  {
+    name: "NoopWrite",
+    description: "Do nothing, holding the write letter (its sandbox has a write layer)",
+    permissions: "rw",
+    input_schema: z.object({}),
+    function: () => ({ success: true }),
+  },
 ];

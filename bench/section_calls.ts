@@ -20,6 +20,7 @@ export async function sectionCalls(sizes: Sizes): Promise<string> {
     bareChild: "bare child-process stdio echo round trip",
     corralWorker: "**corral, worker sandbox** (`Registry.call`)",
     corralProcess: "**corral, process sandbox** (`Registry.call`)",
+    corralLayered: "corral, process sandbox holding a write layer (settled after each call)",
   };
   const rows = Object.entries(labels).map(([k, label]) => [
     label,

@@ -110,3 +110,19 @@ export function firstFile(paths: string[]): string | undefined {
     }
   });
 }
+
+/** Wait until a sandbox's write layer under `base` holds `name` with `text` in it. */
+export async function waitInLayer(base: string, name: string, text: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    try {
+      for (const s of Deno.readDirSync(`${base}/sandboxes`)) {
+        for (const r of Deno.readDirSync(`${base}/sandboxes/${s.name}`)) {
+          const f = `${base}/sandboxes/${s.name}/${r.name}/u/${name}`;
+          if (Deno.readTextFileSync(f).includes(text)) return;
+        }
+      }
+    } catch { /* not yet */ }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no layer under ${base} holds ${name} with ${text}`);
+}

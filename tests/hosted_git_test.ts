@@ -93,6 +93,17 @@ async function _hosted(l: HostedLayout): Promise<Registry> {
   return (await hostedRegistry(l, SERVERS, PERMS)).registry;
 }
 
+/** The config lines git obeys to run code or read elsewhere (not remotes, branches or core formatting). */
+function _unsafeLines(text: string): string[] {
+  return text.split("\n").map((l) => l.trim()).filter((l) =>
+    /^(fsmonitor|hookspath|sshcommand|editor|pager|askpass|path|worktree|gitdir)\b/i.test(l)
+  ).sort();
+}
+
+async function _unsafeConfig(ws: string): Promise<string[]> {
+  return _unsafeLines(await Deno.readTextFile(join(ws, ".git", "config")));
+}
+
 Deno.test("git-mcp-server: status, add, commit and log on a workspace repository, as the host's git sees them", async () => {
   await using l = await hostedLayout();
   await _repos(l);
@@ -205,24 +216,29 @@ Deno.test("git-mcp-server: its tools cannot plant a hook, config or file that th
   const configBefore = await Deno.readTextFile(join(l.ws, ".git", "config"));
   const registry = await _hosted(l);
   const ws = l.ws;
-  // Each attempt, and what stops it: "ro" the namespace (git reports a read-only or busy
-  // mount), "fail" any refusal, "any" git may succeed at what it does (it moves refs only).
-  const attacks: Array<[string, Record<string, unknown>, "ro" | "fail" | "any"]> = [
+  // Each attempt, and what stops it: "fail" corral refuses what it wrote when its layer is
+  // applied (or git itself fails), "any" git may succeed (what it changes is harmless: a remote
+  // with a plain URL, a tracking branch, refs that bring no protected file).
+  const attacks: Array<[string, Record<string, unknown>, "fail" | "any"]> = [
     // Config: a remote, a tracking branch, a linked worktree (its own config), a new init.
-    ["git_remote", { path: ws, mode: "add", name: "evil", url: "https://example.com/e.git" }, "ro"],
+    [
+      "git_remote",
+      { path: ws, mode: "add", name: "evil", url: "https://example.com/e.git" },
+      "any",
+    ],
     ["git_checkout", { path: ws, target: "tracked", createBranch: true, track: true }, "any"],
-    ["git_worktree", { path: ws, mode: "add", worktreePath: join(ws, "wt"), branch: "b" }, "ro"],
-    ["git_init", { path: ws }, "ro"],
+    ["git_worktree", { path: ws, mode: "add", worktreePath: join(ws, "wt"), branch: "b" }, "fail"],
+    ["git_init", { path: ws }, "any"],
     // Hooks: a repository or a clone made where git looks for hooks and modules.
-    ["git_init", { path: join(ws, ".git", "hooks") }, "ro"],
+    ["git_init", { path: join(ws, ".git", "hooks") }, "fail"],
     ["git_init", { path: join(ws, ".git", "modules", "x"), bare: true }, "fail"],
-    ["git_clone", { url: ws, path: join(ws, ".git", "hooks", "c") }, "ro"],
+    ["git_clone", { url: ws, path: join(ws, ".git", "hooks", "c") }, "fail"],
     // The attacker's files through git itself: the rewritten hook, .envrc, .gitmodules, .vscode.
-    ["git_checkout", { path: ws, target: "pr", paths: Object.keys(_attackFiles(canary)) }, "ro"],
-    ["git_merge", { path: ws, branch: "pr" }, "any"],
-    ["git_cherry_pick", { path: ws, commits: ["pr"] }, "any"],
-    ["git_reset", { path: ws, mode: "hard", target: "pr", confirmed: true }, "ro"],
-    ["git_checkout", { path: ws, target: "pr", force: true }, "ro"],
+    ["git_checkout", { path: ws, target: "pr", paths: Object.keys(_attackFiles(canary)) }, "fail"],
+    ["git_merge", { path: ws, branch: "pr" }, "fail"],
+    ["git_cherry_pick", { path: ws, commits: ["pr"] }, "fail"],
+    ["git_reset", { path: ws, mode: "hard", target: "pr", confirmed: true }, "fail"],
+    ["git_checkout", { path: ws, target: "pr", force: true }, "fail"],
   ];
   const results: string[] = [];
   try {
@@ -230,10 +246,7 @@ Deno.test("git-mcp-server: its tools cannot plant a hook, config or file that th
       const r = await registry.call(tool, args, YES);
       const line = `${tool} ${JSON.stringify(args)} -> ${r.success} ${String(r.error ?? "")}`;
       results.push(line);
-      if (expect !== "any") assert.equal(r.success, false, line);
-      if (expect === "ro") {
-        assert.match(String(r.error), /Read-only file system|resource busy/, line);
-      }
+      if (expect === "fail") assert.equal(r.success, false, line);
     }
     // The server still works for ordinary git after the attacks.
     const st = await registry.call("git_status", { path: ws });
@@ -242,13 +255,19 @@ Deno.test("git-mcp-server: its tools cannot plant a hook, config or file that th
     await registry.close();
   }
   const why = results.join("\n");
-  // The repository's config is byte for byte the user's.
-  assert.equal(await Deno.readTextFile(join(ws, ".git", "config")), configBefore, why);
+  // The repository's config holds the user's keys as they were; at most a remote and a branch more.
+  assert.deepEqual(
+    await _unsafeConfig(ws),
+    _unsafeLines(configBefore),
+    `a key git obeys to run code changed\n${why}`,
+  );
   // The hook git runs is the user's; nothing new where git looks for hooks, modules, worktrees.
   assert.equal(await Deno.readTextFile(join(ws, ".husky", "pre-commit")), hook, why);
   const hooks = (await Array.fromAsync(Deno.readDir(join(ws, ".git", "hooks")))).map((e) => e.name);
   assert.deepEqual(hooks.filter((n) => !n.endsWith(".sample")), [], why);
-  for (const p of [".git/modules", ".git/worktrees", "wt", ".envrc", ".gitmodules", ".vscode"]) {
+  for (
+    const p of [".git/modules", ".git/worktrees", "wt/.git", ".envrc", ".gitmodules", ".vscode"]
+  ) {
     assert.equal(await _exists(join(ws, p)), false, `${p} left behind\n${why}`);
   }
   // The user's own git, outside corral, as the attempts left the repository: status, a commit
@@ -263,15 +282,13 @@ Deno.test("git-mcp-server: its tools cannot plant a hook, config or file that th
   assert.equal(await _exists(canary), false, `planted code ran in the user's git\n${why}`);
 });
 
-Deno.test("git-mcp-server: a repository it makes deeper is protected from the next start on", async () => {
+Deno.test("git-mcp-server: a repository it makes deeper is applied with a safe config; worktrees and hooks never", async () => {
   await using l = await hostedLayout();
   await _repos(l);
   const sub = join(l.ws, "vendor", "lib");
   const url = "https://example.com/lib.git";
   let registry = await _hosted(l);
   try {
-    // Made while the sandbox lives (its scan ran at start): README, "Still outside corral's
-    // guarantees". This server has no tool that sets config or writes a hook there.
     const init = await registry.call("git_init", { path: sub, initialBranch: "main" }, YES);
     assert.equal(init.success, true, JSON.stringify(init));
     const r = await registry.call(
@@ -288,19 +305,17 @@ Deno.test("git-mcp-server: a repository it makes deeper is protected from the ne
     e.name
   );
   assert.deepEqual(hooks.filter((n) => !n.endsWith(".sample")), []);
-  const config = await Deno.readTextFile(join(sub, ".git", "config"));
+  assert.match(await Deno.readTextFile(join(sub, ".git", "config")), /\[remote "first"\]/);
   registry = (await hostedRegistry(l, SERVERS, PERMS)).registry;
   try {
-    // The next start finds it: its config and hooks are read-only like the workspace's own.
-    const again = await registry.call(
-      "git_remote",
-      { path: sub, mode: "add", name: "second", url },
-      YES,
-    );
-    assert.equal(again.success, false, JSON.stringify(again));
-    assert.match(String(again.error), /Read-only file system|resource busy/);
-    const reinit = await registry.call("git_init", { path: sub }, YES);
-    assert.equal(reinit.success, false, JSON.stringify(reinit));
+    // A second remote is a harmless change: applied. A linked worktree never is.
+    const again = await registry.call("git_remote", {
+      path: sub,
+      mode: "add",
+      name: "second",
+      url,
+    }, YES);
+    assert.equal(again.success, true, JSON.stringify(again));
     const wt = await registry.call("git_worktree", {
       path: sub,
       mode: "add",
@@ -311,8 +326,9 @@ Deno.test("git-mcp-server: a repository it makes deeper is protected from the ne
   } finally {
     await registry.close();
   }
-  assert.equal(await Deno.readTextFile(join(sub, ".git", "config")), config);
-  assert.match(config, /\[remote "first"\]/);
+  assert.match(await Deno.readTextFile(join(sub, ".git", "config")), /\[remote "second"\]/);
+  assert.equal(await _exists(join(sub, ".git", "worktrees")), false);
+  assert.equal(await _exists(join(l.ws, "wt", ".git")), false);
   // The user's own git in both repositories, outside corral.
   await Deno.writeTextFile(join(sub, "f.txt"), "x\n");
   await _ok(sub, "add", "f.txt");

@@ -1,9 +1,11 @@
-// Planted code (issue 20): a write grant on a git repository never lets a
-// tool leave behind a file that the user's own git, editor or shell runs
-// outside the sandbox. Real git, real bwrap, the built-in tools.
+// Planted code (issues 20 and 27): a write grant never lets a tool leave behind
+// a file that the user's own git, editor, shell or PATH runs or obeys outside the
+// sandbox, at any depth, in repositories the tool makes itself too. What a tool
+// writes stays in its sandbox's write layer until corral judges it; each attack
+// below is followed by the real program (git status, commit, rebase --continue,
+// reset --hard, a PATH lookup), and the canary it would make never appears.
 import assert from "node:assert/strict";
 import { parsePolicy } from "../core/config/policy.ts";
-import { matchPlanted, PLANTED_DEFAULT_ENTRIES } from "../core/guard/planted.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
 import { runCli, tempLayout } from "./_helpers.ts";
@@ -17,7 +19,7 @@ async function _git(cwd: string, ...args: string[]) {
     stdout: "piped",
     stderr: "piped",
     // The user's own git: no sandbox, the host's environment.
-    env: { GIT_CONFIG_NOSYSTEM: "1" },
+    env: { GIT_CONFIG_NOSYSTEM: "1", GIT_EDITOR: "true", GIT_SEQUENCE_EDITOR: "true" },
   }).output();
   return {
     code: out.code,
@@ -25,26 +27,24 @@ async function _git(cwd: string, ...args: string[]) {
   };
 }
 
-/** A git repository workspace with one commit, its registry, and a canary path outside. */
-async function _repo(extra: Record<string, unknown> = {}) {
-  const { ws, outside } = await tempLayout();
-  assert.equal((await _git(ws, "init", "-q")).code, 0);
-  await Deno.writeTextFile(`${ws}/a.txt`, "one\n");
-  await _git(ws, "add", "a.txt");
-  assert.equal((await _git(ws, "commit", "-q", "-m", "init")).code, 0);
-  const policyText = JSON.stringify({
-    toolsets: {
-      files: { read: ["."], write: ["."] },
-      system: { run: ["bash"], read: ["."], write: ["."] },
-    },
-    tools: {
-      DeleteFile: { confirm: "always" },
-      CreateFile: { confirm: "always" },
-      MoveFile: { confirm: "always" },
-    },
-    ...extra,
-  });
-  const policy = parsePolicy(policyText, `${outside}/policy.json`, ws);
+/** A registry with the files and system toolsets writing `ws`. */
+async function _registry(ws: string, outside: string, extra: Record<string, unknown> = {}) {
+  const policy = parsePolicy(
+    JSON.stringify({
+      toolsets: {
+        files: { read: ["."], write: ["."] },
+        system: { run: ["bash", "git"], read: ["."], write: ["."] },
+      },
+      tools: {
+        DeleteFile: { confirm: "always" },
+        CreateFile: { confirm: "always" },
+        MoveFile: { confirm: "always" },
+      },
+      ...extra,
+    }),
+    `${outside}/policy.json`,
+    ws,
+  );
   const registry = await Registry.create({
     workspace: ws,
     policy,
@@ -55,18 +55,22 @@ async function _repo(extra: Record<string, unknown> = {}) {
   for (const t of ["RunBashCode", "CreateFile"]) {
     assert.equal(registry.get(t)?.status, "loaded", JSON.stringify(registry.problems));
   }
+  return registry;
+}
+
+/** A git repository workspace with one commit, and a canary path outside. */
+async function _repo(extra: Record<string, unknown> = {}) {
+  const { ws, outside } = await tempLayout();
+  assert.equal((await _git(ws, "init", "-q")).code, 0);
+  await Deno.writeTextFile(`${ws}/a.txt`, "one\n");
+  await _git(ws, "add", "a.txt");
+  assert.equal((await _git(ws, "commit", "-q", "-m", "init")).code, 0);
+  const registry = await _registry(ws, outside, extra);
   return { ws, outside, registry, canary: `${outside}/CANARY` };
 }
 
 async function _exists(p: string): Promise<boolean> {
   return await Deno.lstat(p).then(() => true, () => false);
-}
-
-/** Which of `paths` exist (after `close()`, which waits until the sandboxes are gone). */
-async function _gone(paths: string[]): Promise<string[]> {
-  const left: string[] = [];
-  for (const p of paths) if (await _exists(p)) left.push(p);
-  return left;
 }
 
 /** The user's own git status and commit, outside any sandbox. */
@@ -77,38 +81,47 @@ async function _userGit(ws: string) {
   return await _git(ws, "commit", "-q", "-m", "user's own commit");
 }
 
+/** Bash as jailed RunBashCode, git's identity set (the repository's config is the user's). */
+function _bash(registry: Registry, code: string) {
+  return registry.call("RunBashCode", {
+    code: `export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t ` +
+      `GIT_COMMITTER_EMAIL=t@t; ${code}`,
+  });
+}
+
 Deno.test("jailed bash cannot plant code that the user's git status or git commit runs", async () => {
   const { ws, registry, canary } = await _repo();
+  const config = await Deno.readTextFile(`${ws}/.git/config`);
+  // The user's own hook (a secret scanner, say): no tool removes or rewrites it.
+  await Deno.writeTextFile(`${ws}/.git/hooks/pre-commit`, "#!/bin/sh\nexit 0\n", { mode: 0o755 });
   const payload = `#!/bin/sh\ntouch ${canary}\n`;
   const attacks = [
     // hooks, made executable
     `mkdir -p .git/hooks; printf '${payload}' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit`,
     `printf '${payload}' > .git/hooks/post-commit; chmod +x .git/hooks/post-commit`,
-    `rm -rf .git/hooks; mkdir .git/hooks`,
+    `rm -rf .git/hooks; mkdir .git/hooks; printf '${payload}' > .git/hooks/pre-push; chmod +x .git/hooks/pre-push`,
     // config: fsmonitor, hooksPath, through git itself and by hand
     `git config core.fsmonitor 'touch ${canary}; false'`,
     `printf '[core]\\n\\tfsmonitor = touch ${canary}\\n' >> .git/config`,
     `mkdir -p evil && printf '${payload}' > evil/pre-commit && chmod +x evil/pre-commit && ` +
     `git config core.hooksPath evil`,
     `printf '[core]\\n\\thooksPath = evil\\n' > .git/config.worktree`,
+    `git config include.path ../evil/inc && printf '[core]\\n\\tfsmonitor = touch ${canary}\\n' > evil/inc`,
     // a common dir of the tool's own, with its config
     `git init -q other && printf '[core]\\n\\tfsmonitor = touch ${canary}\\n' >> other/.git/config && ` +
     `echo ../other/.git > .git/commondir`,
-    `rm -f .git/commondir; echo ../other/.git > .git/commondir`,
-    // replace the repository: rename it away, or swap the folder for a link
-    `mv .git .git-old`,
-    `mv .git/hooks .git/h2; mv .git/config .git/c2`,
-    `ln -sfn /tmp .git/hooks; ln -sf ../evil/pre-commit .git/hooks/pre-commit`,
-    `git init -q . && git config core.fsmonitor 'touch ${canary}; false'`,
+    // links in place of git's own files
+    `rm -rf .git/hooks && ln -sfn ../evil .git/hooks`,
     // gitmodules and modules
     `printf '[submodule "x"]\\n\\tpath = x\\n\\turl = ../x\\n' > .gitmodules; mkdir -p .git/modules/x`,
   ];
   try {
     for (const code of attacks) {
-      const res = await registry.call("RunBashCode", { code });
-      assert.equal(typeof res.success, "boolean", code);
+      const res = await _bash(registry, code);
+      assert.equal(res.success, false, `${code}: nothing refused: ${JSON.stringify(res)}`);
+      assert.match(String(res.error), /Cannot apply the changes of tool "RunBashCode"/, code);
     }
-    // Through the files tools alone.
+    // Through the files tools alone: refused by name before anything is written.
     const files: Array<[string, Record<string, unknown>]> = [
       ["CreateFile", { filepath: ".git/hooks/pre-commit", content: payload }],
       ["ReplaceTextInFile", {
@@ -116,7 +129,6 @@ Deno.test("jailed bash cannot plant code that the user's git status or git commi
         search: "[core]",
         replace: `[core]\n\tfsmonitor = touch ${canary}; false\n\thooksPath = evil`,
       }],
-      ["CreateFile", { filepath: ".git/config.worktree", content: `[core]\n\thooksPath = evil\n` }],
       ["CreateFile", { filepath: ".git/commondir", content: "../other/.git\n", overwrite: true }],
       ["MoveFile", { source: ".git", destination: "moved" }],
       ["MoveFile", { source: "a.txt", destination: ".git/config", overwrite: true }],
@@ -126,119 +138,188 @@ Deno.test("jailed bash cannot plant code that the user's git status or git commi
       const res = await registry.call(tool, args);
       assert.equal(res.success, false, `${tool} ${JSON.stringify(args)} was let through`);
       assert.match(String(res.error), /is protected: ".+" holds what other programs run/);
-      assert.match(String(res.error), /"unprotect": \[/);
     }
-    // Git still works inside the sandbox for ordinary commits.
-    const commit = await registry.call("RunBashCode", {
-      code: "echo two >> a.txt && git add a.txt && GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t " +
-        "GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t git commit -q -m 'from the sandbox' && " +
-        "git log --oneline | head -1",
-    });
+  } finally {
+    await registry.close();
+  }
+  assert.equal(await Deno.readTextFile(`${ws}/.git/config`), config, ".git/config changed");
+  for (const p of [".git/commondir", ".git/config.worktree", ".gitmodules", ".git/modules"]) {
+    assert.equal(await _exists(`${ws}/${p}`), false, `${p} was made`);
+  }
+  assert.ok((await Deno.lstat(`${ws}/.git/hooks`)).isDirectory, "hooks replaced");
+  assert.equal(await Deno.readTextFile(`${ws}/.git/hooks/pre-commit`), "#!/bin/sh\nexit 0\n");
+  for (const h of ["post-commit", "pre-push"]) {
+    assert.equal(await _exists(`${ws}/.git/hooks/${h}`), false, `${h} was planted`);
+  }
+  const user = await _userGit(ws);
+  assert.equal(user.code, 0, user.text);
+  assert.equal(await _exists(canary), false, "planted code ran in the user's git");
+});
+
+Deno.test("ordinary git work in the sandbox reaches the user's repository", async () => {
+  const { ws, registry } = await _repo();
+  try {
+    const commit = await _bash(
+      registry,
+      "echo two >> a.txt && git add a.txt && git commit -q -m 'from the sandbox' && " +
+        "git branch topic && git log --oneline | head -1",
+    );
     assert.equal(commit.success, true, JSON.stringify(commit));
     assert.match(String(commit.stdout), /from the sandbox/);
   } finally {
     await registry.close();
   }
+  assert.match((await _git(ws, "log", "--format=%s")).text, /^from the sandbox\ninit/);
+  assert.match((await _git(ws, "branch", "--list")).text, /topic/);
+  assert.equal((await _git(ws, "status", "--porcelain")).text, "");
   const user = await _userGit(ws);
   assert.equal(user.code, 0, user.text);
-  assert.equal(await _exists(canary), false, "planted code ran in the user's git");
-  assert.match((await _git(ws, "log", "--format=%s")).text, /user's own commit\nfrom the sandbox/);
 });
 
-Deno.test("jailed bash and the files tools cannot create editor, agent or shell files that others obey", async () => {
-  const { ws, registry } = await _repo();
-  const names = [".envrc", ".vscode/tasks.json", ".bashrc", ".mcp.json", ".claude/settings.json"];
+Deno.test("editor, agent, shell and tool settings are never applied, at any depth", async () => {
+  const { ws, registry, canary } = await _repo();
+  const names = [
+    ".envrc",
+    ".vscode/tasks.json",
+    ".bashrc",
+    ".mcp.json",
+    ".claude/settings.json",
+    "mise.toml",
+    ".npmrc",
+    ".idea/workspace.xml",
+  ];
   try {
     for (const n of names) {
-      await registry.call("RunBashCode", {
-        code: `mkdir -p "$(dirname ${n})"; echo 'touch /tmp/planted' > ${n}; ` +
-          `ln -s /tmp/x ${n}.link; mv ${n} ${n}.x`,
-      });
-      const res = await registry.call("CreateFile", { filepath: n, content: "x" });
-      assert.equal(res.success, false, n);
-      // At any depth, by name, for the files tools.
-      const deep = await registry.call("CreateFile", { filepath: `sub/dir/${n}`, content: "x" });
-      assert.equal(deep.success, false, `sub/dir/${n}`);
-      assert.match(String(deep.error), /is protected/);
+      for (const at of [n, `sub/dir/${n}`]) {
+        const res = await _bash(
+          registry,
+          `mkdir -p "$(dirname ${at})"; echo 'touch ${canary}' > ${at}`,
+        );
+        assert.equal(res.success, false, at);
+        assert.match(String(res.error), /protected: ".+" holds what other programs run/, at);
+      }
+      const created = await registry.call("CreateFile", { filepath: `deep/${n}`, content: "x" });
+      assert.equal(created.success, false, n);
+      assert.match(String(created.error), /is protected/);
     }
-    // A symlink made by bash does not carry the files tools there.
-    await registry.call("RunBashCode", { code: "ln -s .git/hooks hooklink" });
-    const via = await registry.call("CreateFile", { filepath: "hooklink/pre-push", content: "x" });
-    assert.equal(via.success, false);
   } finally {
     await registry.close();
   }
-  // Nothing made by the attempts, and no placeholder, is left once the sandboxes ended.
-  const tops = [...new Set(names.map((n) => n.split("/")[0]))];
-  assert.deepEqual(await _gone(tops.map((n) => `${ws}/${n}`)), []);
+  for (const n of names) {
+    for (const at of [n, `sub/dir/${n}`, `deep/${n}`]) {
+      assert.equal(await _exists(`${ws}/${at}`), false, `${at} reached the tree`);
+    }
+  }
+  // Only ordinary folders made on the way are there; the user's status shows nothing else.
+  const status = (await _git(ws, "status", "--porcelain", "--untracked-files=all")).text;
+  assert.equal(status, "", status);
 });
 
-Deno.test("an existing nested repository is protected like the workspace's own", async () => {
+Deno.test("a repository the tool makes is applied without its hooks or unsafe config; a gitlink with fsmonitor runs nothing", async () => {
   const { ws, registry, canary } = await _repo();
-  await registry.close();
-  const sub = `${ws}/vendor/lib`;
-  await Deno.mkdir(sub, { recursive: true });
-  await _git(sub, "init", "-q");
-  const again = await Registry.create({
-    workspace: ws,
-    policy: registry.policy,
-    privileges: "rwx",
-    cacheDir: null,
-    reporter: _QUIET(),
-  });
   try {
-    await again.call("RunBashCode", {
-      code: `cd vendor/lib && git config core.fsmonitor 'touch ${canary}; false'; ` +
-        `printf '#!/bin/sh\\ntouch ${canary}\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit`,
-    });
-  } finally {
-    await again.close();
-  }
-  await _git(sub, "status");
-  await Deno.writeTextFile(`${sub}/f`, "x");
-  await _git(sub, "add", "f");
-  await _git(sub, "commit", "-q", "-m", "x");
-  assert.equal(await _exists(canary), false);
-});
-
-Deno.test("a workspace without a repository: no repository can be made inside, and no .git is left", async () => {
-  const { ws, outside } = await tempLayout();
-  const policy = parsePolicy(
-    JSON.stringify({
-      toolsets: {
-        system: { run: ["bash"], read: ["."], write: ["."] },
-        files: { read: ["."], write: ["."] },
-      },
-    }),
-    `${outside}/p.json`,
-    ws,
-  );
-  const registry = await Registry.create({
-    workspace: ws,
-    policy,
-    privileges: "rwx",
-    cacheDir: null,
-    reporter: _QUIET(),
-  });
-  try {
-    const res = await registry.call("RunBashCode", { code: "git init -q . ; ls -A .git | wc -l" });
-    assert.match(String(res.stdout), /^0$/m);
-    const mk = await registry.call("RunBashCode", { code: "echo hi > ok.txt && cat ok.txt" });
-    assert.match(String(mk.stdout), /hi/);
-    // The placeholders are there while the sandboxes live, but no listing shows them.
-    assert.ok((await Deno.lstat(`${ws}/.envrc`)).isFile);
-    const list = await registry.call("ListFiles", { path: ".", recursive: true });
-    const shown = (list.entries as Array<{ path: string }>).map((e) => e.path);
-    assert.ok(shown.includes("ok.txt"), String(shown));
-    assert.deepEqual(shown.filter((p) => matchPlanted(p, PLANTED_DEFAULT_ENTRIES)), []);
+    const res = await _bash(
+      registry,
+      [
+        "git init -q vendor/lib && cd vendor/lib && echo x > f && git add f && git commit -q -m lib",
+        `printf '#!/bin/sh\\ntouch ${canary}\\n' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout`,
+        `git config core.fsmonitor 'touch ${canary}; false'`,
+        "cd ../.. && git add vendor/lib && git commit -q -m 'add lib as a gitlink'",
+      ].join(" && "),
+    );
+    assert.equal(res.success, false, JSON.stringify(res));
+    assert.match(String(res.error), /core\.fsmonitor/);
+    assert.match(String(res.error), /\.git\/hooks/);
   } finally {
     await registry.close();
   }
-  // Placeholders go with the sandbox: close() returns once they are removed.
-  assert.deepEqual(await _gone([`${ws}/.git`, `${ws}/.envrc`, `${ws}/.vscode`]), []);
-  const left = (await Array.fromAsync(Deno.readDir(ws))).map((e) => e.name);
-  assert.ok(left.includes("ok.txt"));
-  assert.deepEqual(left.filter((p) => matchPlanted(p, PLANTED_DEFAULT_ENTRIES)), []);
+  // The repository itself is there, usable, without the hook and the fsmonitor.
+  assert.equal(await _exists(`${ws}/vendor/lib/.git/hooks/post-checkout`), false);
+  const libConfig = await Deno.readTextFile(`${ws}/vendor/lib/.git/config`).catch(() => "");
+  assert.doesNotMatch(libConfig, /fsmonitor/);
+  await _git(`${ws}/vendor/lib`, "status");
+  await _git(`${ws}/vendor/lib`, "checkout", "-q", "HEAD~0");
+  // The user's own git in the outer repository looks into the gitlink: nothing runs.
+  await _git(ws, "status");
+  await _git(ws, "diff", "--stat");
+  const user = await _userGit(ws);
+  assert.equal(user.code, 0, user.text);
+  assert.equal(await _exists(canary), false, "the nested repository's planted code ran");
+});
+
+Deno.test("a rebase's todo list and a moved branch never make the user's git run or write planted code", async () => {
+  const { ws, registry, canary } = await _repo();
+  await Deno.writeTextFile(`${ws}/b.txt`, "b\n");
+  await _git(ws, "add", "b.txt");
+  await _git(ws, "commit", "-q", "-m", "second");
+  // The user stops in an interactive rebase (edit the last commit).
+  const stop = await new Deno.Command("git", {
+    args: ["-c", "user.name=U", "-c", "user.email=u@e", "rebase", "-i", "HEAD~1"],
+    cwd: ws,
+    env: { GIT_CONFIG_NOSYSTEM: "1", GIT_SEQUENCE_EDITOR: "sed -i s/^pick/edit/" },
+    stdout: "null",
+    stderr: "null",
+  }).output();
+  assert.ok(stop.success || await _exists(`${ws}/.git/rebase-merge`), "no rebase in progress");
+  try {
+    const todo = await _bash(
+      registry,
+      `echo 'exec touch ${canary}' >> .git/rebase-merge/git-rebase-todo; ` +
+        `echo 'exec touch ${canary}' > .git/rebase-merge/done`,
+    );
+    assert.equal(todo.success, false, JSON.stringify(todo));
+    assert.match(String(todo.error), /rebase-merge/);
+    // A branch moved to a commit that holds .envrc and a husky-style hook; an index staging them.
+    const move = await _bash(
+      registry,
+      `git rebase --abort 2>/dev/null; printf 'touch ${canary}\\n' > .envrc && ` +
+        `git add -f .envrc && git commit -q -m evil && git reset -q --soft HEAD`,
+    );
+    assert.equal(move.success, false, JSON.stringify(move));
+    assert.match(String(move.error), /\.envrc/);
+  } finally {
+    await registry.close();
+  }
+  const cont = await _git(ws, "rebase", "--continue");
+  assert.equal(cont.code, 0, cont.text);
+  await _git(ws, "reset", "-q", "--hard");
+  await _git(ws, "checkout", "-q", ".");
+  await _git(ws, "stash");
+  assert.equal(await _exists(`${ws}/.envrc`), false, ".envrc was written out");
+  assert.equal(await _exists(canary), false, "a planted exec line or hook ran");
+  assert.match((await _git(ws, "log", "--format=%s")).text, /^second\ninit/);
+});
+
+Deno.test("nothing is applied in a folder on the user's PATH: a PATH lookup finds the real program", async () => {
+  const { ws, outside } = await tempLayout();
+  const canary = `${outside}/CANARY`;
+  await Deno.mkdir(`${ws}/bin`);
+  const path = `${ws}/bin:/usr/local/bin:/usr/bin:/bin`;
+  const saved = Deno.env.get("PATH");
+  Deno.env.set("PATH", path); // the user's PATH holds a folder of the workspace
+  try {
+    const registry = await _registry(ws, outside);
+    try {
+      const res = await _bash(
+        registry,
+        `for p in git ls python3; do printf '#!/bin/sh\\ntouch ${canary}\\n' > bin/$p; chmod +x bin/$p; done`,
+      );
+      assert.equal(res.success, false, JSON.stringify(res));
+      assert.match(String(res.error), /a folder on the user's PATH/);
+    } finally {
+      await registry.close();
+    }
+  } finally {
+    Deno.env.set("PATH", saved ?? "/usr/bin:/bin");
+  }
+  assert.deepEqual([...Deno.readDirSync(`${ws}/bin`)], []);
+  const which = await new Deno.Command("sh", {
+    args: ["-c", "command -v git; git --version >/dev/null; ls >/dev/null"],
+    env: { PATH: path },
+    stdout: "piped",
+  }).output();
+  assert.doesNotMatch(new TextDecoder().decode(which.stdout), new RegExp(`${ws}/bin`));
+  assert.equal(await _exists(canary), false);
 });
 
 Deno.test("unprotect lifts exactly one entry, and the banner says so", async () => {
@@ -249,14 +330,16 @@ Deno.test("unprotect lifts exactly one entry, and the banner says so", async () 
     const no = await registry.call("CreateFile", { filepath: ".idea/x.xml", content: "x" });
     assert.equal(no.success, false);
     const bash = await registry.call("RunBashCode", {
-      code: "echo 1 > .vscode/b.json && echo ok; echo 1 > .envrc || echo refused",
+      code: "echo 1 > .vscode/b.json && echo 1 > .envrc && echo wrote",
     });
-    assert.match(String(bash.stdout), /ok/);
-    assert.match(String(bash.stdout) + String(bash.stderr), /refused|Read-only/);
+    assert.equal(bash.success, false, JSON.stringify(bash));
+    assert.match(String(bash.error), /\.envrc: protected/);
+    assert.doesNotMatch(String(bash.error), /\.vscode/);
   } finally {
     await registry.close();
   }
   assert.equal(await Deno.readTextFile(`${ws}/.vscode/b.json`), "1\n");
+  assert.equal(await _exists(`${ws}/.envrc`), false);
   const policyFile = `${ws}/../outside/banner-policy.json`;
   await Deno.writeTextFile(
     policyFile,
@@ -275,7 +358,7 @@ Deno.test("unprotect lifts exactly one entry, and the banner says so", async () 
   );
 });
 
-Deno.test("a missing trust-base path inside a write grant cannot be made, and leaves no folder behind", async () => {
+Deno.test("a missing trust-base path inside a write grant is never made in the tree", async () => {
   const { ws, outside } = await tempLayout();
   const policy = parsePolicy(
     JSON.stringify({ toolsets: { system: { run: ["bash"], read: ["."], write: ["."] } } }),
@@ -292,11 +375,13 @@ Deno.test("a missing trust-base path inside a write grant cannot be made, and le
   });
   try {
     const res = await registry.call("RunBashCode", {
-      code: "mkdir -p later/plugins && echo x > later/plugins/evil.ts; ls later/plugins | wc -l",
+      code: "mkdir -p later/plugins && echo x > later/plugins/evil.ts && echo ok > fine.txt",
     });
-    assert.match(String(res.stdout), /^0$/m);
+    assert.equal(res.success, false, JSON.stringify(res));
+    assert.match(String(res.error), /trust base \(a plugin directory\)/);
   } finally {
     await registry.close();
   }
-  assert.deepEqual(await _gone([`${ws}/later`, `${ws}/.git`]), []);
+  assert.equal(await _exists(`${ws}/later/plugins`), false);
+  assert.equal(await Deno.readTextFile(`${ws}/fine.txt`), "ok\n");
 });

@@ -18,7 +18,6 @@ import { AuditLog } from "../guard/audit.ts";
 import { AuthFailures } from "../mcp/auth_failures.ts";
 import { telemetry } from "../telemetry/metrics.ts";
 import { type HttpIdentity, httpIdentityFromConfig, teamPolicy } from "../mcp/http_identity.ts";
-import { auditMaxBytes } from "./open_registry.ts";
 import { sharedStateOf } from "./shared_state_option.ts";
 import type { McpRegistry } from "../mcp/mcp_server.ts";
 import { serverToken } from "../mcp/server_token.ts";
@@ -83,7 +82,7 @@ export async function teamServer(
       registries: registries as Map<string, McpRegistry>,
       metricsToken,
       state,
-      failures: _authFailures(values, config),
+      failures: _authFailures(config),
     });
     if (state.where !== "this replica") {
       session.reporter.line(`corral: limits and revocations shared through ${state.where}`);
@@ -104,20 +103,21 @@ export async function teamServer(
 async function _checkConfigOwner(config: CorralConfig): Promise<void> {
   const decides = Object.keys(config.identities).length > 0 || config.auth.jwks !== null ||
     config.auth.operatorIdentities.length > 0;
-  if (!config.file || !decides) return;
-  const problem = ownedFileProblem(config.file, await Deno.stat(config.file), {
-    what: "the config file (it names identities)",
-  });
-  if (problem) throw new ConfigError(`Cannot serve: ${problem}`);
+  if (!decides) return;
+  // Every layer of corral.json in use (user, trusted project, --config) may name them.
+  for (const file of config.files ?? (config.file ? [config.file] : [])) {
+    const problem = ownedFileProblem(file, await Deno.stat(file), {
+      what: "the config file (it names identities)",
+    });
+    if (problem) throw new ConfigError(`Cannot serve: ${problem}`);
+  }
 }
 
 /** Failed authentication: counted, logged on stderr, and audited when there is an audit log. */
-function _authFailures(values: CliValues, config: CorralConfig): AuthFailures {
-  const path = values.audit ?? config.audit;
-  const log = path
-    ? new AuditLog(path, {
-      maxBytes: auditMaxBytes(values["audit-max-bytes"]) ?? config.auditMaxBytes ?? undefined,
-    })
+function _authFailures(config: CorralConfig): AuthFailures {
+  // The settings' audit log (corral.json `audit`, or --audit over it), rotated as the registry's.
+  const log = config.audit
+    ? new AuditLog(config.audit, { maxBytes: config.auditMaxBytes ?? undefined })
     : undefined;
   return new AuthFailures({
     metrics: telemetry,

@@ -8,9 +8,10 @@
  *
  * @module
  */
-import { type CorralConfig, loadConfig } from "../config/corral_config.ts";
+import type { CorralConfig } from "../config/corral_config.ts";
 import { addToken, readTokens, revokeToken } from "../identity/token_store.ts";
 import { terminalSafe } from "../tool/reporter.ts";
+import { cliSettings } from "./cli_settings.ts";
 import { type CliValues, UsageError } from "./options.ts";
 import { out } from "./output.ts";
 import { sharedStateOf } from "./shared_state_option.ts";
@@ -19,7 +20,7 @@ import { sharedStateOf } from "./shared_state_option.ts";
 export async function tokensCommand(values: CliValues, rest: string[]): Promise<number> {
   const [sub, name, ...extra] = rest;
   if (extra.length) throw new UsageError(`tokens ${sub} takes one name, got ${rest.length - 1}`);
-  const config = await loadConfig({ file: values.config });
+  const { config } = await cliSettings(values, { quiet: true });
   const file = config.auth.tokensFile;
   if (values.expires !== undefined && sub !== "add") {
     throw new UsageError(`--expires goes with tokens add, not tokens ${sub}`);

@@ -122,15 +122,32 @@ Deno.test("a symlinked workspace dir resolves to its real path", async () => {
   });
 });
 
-Deno.test("a symlink inside the workspace resolves to its target", async () => {
+Deno.test("a grant path reached through a symlink inside the workspace is refused, naming both", async () => {
   await _withTemp(async (base) => {
     const ws = join(base, "ws");
     const target = join(base, "elsewhere");
     await Deno.mkdir(ws);
     await Deno.mkdir(target);
     await Deno.symlink(target, join(ws, "shortcut"));
-    const p = parsePolicy('{"toolsets":{"files":{"read":["shortcut"]}}}', "p.json", ws);
-    assert.deepEqual(p.toolset("files").read, [target]);
+    const p = parsePolicy(
+      '{"toolsets":{"files":{"read":["shortcut", "."],"write":["shortcut/deep/out"]}}}',
+      "p.json",
+      ws,
+    );
+    const files = p.toolset("files");
+    // Dropped from the grant (a tool could have made that link), and said why.
+    assert.deepEqual([files.read, files.write], [[ws], []]);
+    assert.equal(files.linkedLetters, "rw");
+    assert.match(files.linked!, /toolsets\.files\.read "shortcut" is reached through the symlink/);
+    assert.ok(files.linked!.includes(`${ws}/shortcut (-> ${target})`), files.linked);
+    // A symlink outside the workspace is the operator's own: followed as before.
+    const q = parsePolicy(
+      `{"toolsets":{"files":{"read":["${join(ws, "shortcut")}"]}}}`,
+      "p",
+      target,
+    );
+    assert.equal(q.toolset("files").linked, undefined);
+    assert.deepEqual(q.toolset("files").read, [target]);
   });
 });
 
@@ -165,6 +182,7 @@ Deno.test("a toolset defaults to process isolation, nothing granted and default 
     max_processes: DEFAULT_LIMITS.max_processes,
     allow_override: false,
     where: "toolsets.files",
+    file: "permissions.json",
   });
 });
 

@@ -60,11 +60,16 @@ export function riskyWorkspace(workspace: string): string | undefined {
   const home = _real(envVar("HOME"));
   if (home && workspace === home) return `your home folder (${home})`;
   if (home && isWithin(home, workspace)) return `a folder above your home folder (${home})`;
-  const held: Array<[string, string]> = [
-    ...installedCommand().map((p): [string, string] => [p, "corral's installed command"]),
-    [configDir(), "corral's config folder"],
-    [dirname(codeStoreDir()), "corral's cache"],
-  ];
+  // (A config or cache folder the operator placed with CORRAL_CONFIG_DIR / CORRAL_CACHE_DIR
+  // is theirs to place: it stays in the trust base wherever it is.)
+  const held: Array<[string, string]> = installedCommand().map((p) => [
+    p,
+    "corral's installed command",
+  ]);
+  if (!envVar("CORRAL_CONFIG_DIR")) held.push([configDir(), "corral's config folder"]);
+  if (envVar("CORRAL_CACHE_DIR") === undefined) {
+    held.push([dirname(codeStoreDir()), "corral's cache"]);
+  }
   for (const [p, what] of held) {
     const real = _real(p) ?? p;
     if (isWithin(real, workspace)) return `a folder holding ${what} (${real})`;

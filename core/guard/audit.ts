@@ -152,7 +152,7 @@ export interface AuditChangesRecord extends Partial<AuditWho> {
  * ```
  */
 export async function digestArgs(value: unknown): Promise<string> {
-  // WebCrypto here, node:crypto in ./sha256.ts: the tests compare the two.
+  // WebCrypto here, ./sha256.ts elsewhere: the tests compare the two.
   const bytes = new TextEncoder().encode(canonicalJson(value));
   const digest = await crypto.subtle.digest("SHA-256", bytes);
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
@@ -301,7 +301,7 @@ export class AuditLog {
    */
   refusal(
     refused: { identity: string; reason: string; tool: string },
-    record: () => AuditRecord,
+    record: () => AuditRecord | Promise<AuditRecord>,
   ): Promise<void> {
     const now = performance.now();
     const due = this.#tally.due(now);
@@ -309,7 +309,7 @@ export class AuditLog {
     const first = this.#tally.admit(refused.identity, refused.reason, tool, now);
     for (const line of due) this.append(line).catch(() => {/* best effort: the next try */});
     this.#schedule(now);
-    return first ? this.append(record()) : Promise.resolve();
+    return first ? Promise.resolve(record()).then((r) => this.append(r)) : Promise.resolve();
   }
 
   /** Write the counted refusals of every window now (when the log is closed). */

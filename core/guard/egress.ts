@@ -47,6 +47,8 @@ export interface EgressOptions {
    * (`servers.<name>`): a refusal names the operator's change.
    */
   listedIn?: string;
+  /** The permissions.json that list is in (default: named as `permissions.json`). */
+  listedFile?: string;
   /** Resolve a name to its addresses (default: `node:dns` lookup, every address). */
   resolve?: (hostname: string) => Promise<string[]>;
   /** Called once per connection when it ends (or is refused). */
@@ -105,7 +107,7 @@ export async function decideEgress(
       address: "",
       refused: options.listedIn
         ? `${host}:${port} is not on the net list of ${options.listedIn}: to allow it, add the ` +
-          `host to ${options.listedIn}.net in permissions.json`
+          `host to ${options.listedIn}.net in ${options.listedFile ?? "permissions.json"}`
         : `${host}:${port} is not on this tool's net list`,
     };
   }

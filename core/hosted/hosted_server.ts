@@ -25,7 +25,9 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { pinned, type ToolDefinition } from "./approvals.ts";
 import { CallLane, CallTimedOut } from "./call_lane.ts";
-import type { ChangeReport } from "../layers/change_report.ts";
+import type { SandboxLayers } from "../layers/settle_layers.ts";
+
+export { CallCancelled, CallTimedOut } from "./call_lane.ts";
 import { type Launched, launchServer, type LaunchSpec } from "./launch.ts";
 import { type ChannelEventKind, StdioChannel } from "./stdio_channel.ts";
 
@@ -101,6 +103,7 @@ export class HostedServer {
 
   /** Call `name` (the server's own name for the tool). */
   async call(name: string, args: unknown, call: HostedCall): Promise<Record<string, unknown>> {
+    await this.#freshen();
     await this.ensure();
     const lane = this.#lane;
     if (!lane) throw new Error("the server's connection is closed");
@@ -120,11 +123,22 @@ export class HostedServer {
   }
 
   /**
-   * Settle what the running server wrote in its write layers (core/layers/);
-   * undefined when it is not running or writes nothing.
+   * A server whose view of the tree went stale (a change of its was refused
+   * or conflicted, or another sandbox changed what it holds) starts afresh
+   * from the tree before its next call, once no call of it runs.
    */
-  settle(): Promise<ChangeReport> | undefined {
-    return this.#launched?.layers?.settle();
+  async #freshen(): Promise<void> {
+    const layers = this.#launched?.layers;
+    if (!layers) return;
+    await layers.looked();
+    if (!layers.stale || this.#calls.size > 0) return;
+    this.#hooks.onLog(`starts afresh: ${layers.stale}`);
+    await this.stop();
+  }
+
+  /** The running server's write layers (core/layers/), settled after each call. */
+  get layers(): SandboxLayers | undefined {
+    return this.#launched?.layers;
   }
 
   /**

@@ -30,10 +30,11 @@ import {
   writeSeen,
 } from "./approvals.ts";
 import { type ChangeReport, isEmptyReport } from "../layers/change_report.ts";
-import { settled } from "../sandbox/settled_result.ts";
-import { CallCancelled, CallTimedOut } from "./call_lane.ts";
-import { type HostedCall, HostedServer } from "./hosted_server.ts";
-import { hostedResult, hostedTools } from "./hosted_tools.ts";
+import { settleAfter } from "../sandbox/settled_result.ts";
+import { runHostedCall } from "./hosted_call.ts";
+import type { HostedCall, HostedServer } from "./hosted_server.ts";
+import { hostedRuntime } from "./hosted_runtime.ts";
+import { hostedTools } from "./hosted_tools.ts";
 import { type HostedCaller, HostedListings } from "./hosted_listings.ts";
 // @ts-types="@modelcontextprotocol/sdk/client/index"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -170,7 +171,7 @@ export class HostedServers {
     const entry = name ? this.entry(name) : undefined;
     if (!entry || !serverTool) return _error(failure(tool, "no hosted server offers it"), "gone");
     this.#sweep();
-    const server = this.#server(entry, ctx.policy, ctx.grant, ctx.session, ctx.identity);
+    const server = await this.#server(entry, ctx.policy, ctx.grant, ctx.session, ctx.identity);
     try {
       await server.ensure();
     } catch (err) {
@@ -191,43 +192,9 @@ export class HostedServers {
       );
       return withFault(refused, "denied", "not_approved");
     }
-    const result = await this.#run(server, entry.name, tool, serverTool, args, ctx);
+    const result = await runHostedCall(server, entry.name, tool, serverTool, args, ctx);
     // What the call wrote is judged and applied now (core/layers/), as for corral's own tools.
-    const report = await server.settle()?.catch((err) => err as Error);
-    if (report instanceof Error) {
-      return _error(failure(tool, `its changes could not be settled: ${report.message}`), "settle");
-    }
-    return report ? settled(result, report, tool) : result;
-  }
-
-  async #run(
-    server: HostedServer,
-    name: string,
-    tool: string,
-    serverTool: string,
-    args: unknown,
-    ctx: HostedCallContext,
-  ): Promise<ToolResult> {
-    try {
-      const raw = await server.call(serverTool, args, ctx);
-      return hostedResult(tool, raw, ctx.policy.max_output_bytes);
-    } catch (err) {
-      // As corral's own tools report it (core/sandbox/sandbox.ts); the server keeps running.
-      if (err instanceof CallCancelled) return _error(failure(tool, "cancelled"), "cancelled");
-      // The lane's own timeout only: a server's error that speaks of a timeout is the server's.
-      const timedOut = err instanceof CallTimedOut;
-      return _error(
-        failure(
-          tool,
-          timedOut
-            ? `timed out after ${ctx.timeoutMs} ms; server "${name}" was stopped and ` +
-              `starts again on the next call`
-            : `server "${name}": ${(err as Error).message}`,
-          timedOut ? { timed_out: true } : undefined,
-        ),
-        timedOut ? "timeout" : "server",
-      );
-    }
+    return await settleAfter(server.layers, result, tool);
   }
 
   /**
@@ -237,7 +204,7 @@ export class HostedServers {
   async approve(name: string, policy: SandboxPolicy, grant: Grant): Promise<string[]> {
     const entry = this.entry(name);
     if (!entry) throw new Error(`no server "${name}" in corral.json`);
-    const server = this.#server(entry, policy, grant, _APPROVING);
+    const server = await this.#server(entry, policy, grant, _APPROVING);
     try {
       await server.ensure();
       writeApproved(name, server.tools, this.#dir);
@@ -286,7 +253,7 @@ export class HostedServers {
       if (!policy || !readApproved(entry.name, this.#dir)) continue;
       const grant = effectiveGrant(serverLetters(policy), policy, this.#options.host);
       if (grant.missing) continue;
-      const server = this.#server(entry, policy, grant.grant, session);
+      const server = await this.#server(entry, policy, grant.grant, session);
       try {
         const client = await server.ensure();
         for (const s of server.secrets) this.#options.secrets.add(s);
@@ -324,17 +291,20 @@ export class HostedServers {
    * The server instance of `entry` for `session`: two sessions (principals)
    * never share one; `corral servers approve` has one of its own.
    */
-  #server(
+  async #server(
     entry: ServerEntry,
     policy: SandboxPolicy,
     grant: Grant,
     session = "",
     identity?: string,
-  ) {
+  ): Promise<HostedServer> {
     const key = `${entry.name}\0${session}`;
     const approving = session === _APPROVING;
     this.#used.set(key, performance.now());
     let s = this.#servers.get(key);
+    if (s) return s;
+    const { HostedServer } = await hostedRuntime();
+    s = this.#servers.get(key); // another call may have made it meanwhile
     if (s) return s;
     const o = this.#options;
     s = new HostedServer({

@@ -83,7 +83,7 @@ export async function launchServer(spec: LaunchSpec): Promise<Launched> {
     throw new Error(
       `needs the sandbox namespace, but no working bwrap was found: install bubblewrap ` +
         `(apt-get install bubblewrap), or opt out explicitly with "jail": "off" in ` +
-        `permissions.json ${p.where}`,
+        `${p.where} of ${p.file ?? "permissions.json"}`,
     );
   }
   const record = entry.kind === "command" ? undefined : installed(entry, spec.serversDir);
@@ -134,6 +134,7 @@ async function _command(
     ? startEgress(join(configDir(), "run"), {
       allowed: g.net,
       listedIn: spec.policy.where,
+      listedFile: spec.policy.file,
       onConnection: spec.onConnection,
     })
     : undefined;
@@ -314,7 +315,9 @@ function _serverCommand(
   }
   if (p.sys?.length) {
     throw new Error(
-      `"sys" in permissions.json ${p.where} applies only to npm servers (Deno's --allow-sys)`,
+      `"sys" in ${p.where} of ${
+        p.file ?? "permissions.json"
+      } applies only to npm servers (Deno's --allow-sys)`,
     );
   }
   if (entry.kind === "pypi" && record) {

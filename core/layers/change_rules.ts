@@ -22,7 +22,7 @@
  *
  * @module
  */
-import { basename, relative, sep } from "node:path";
+import { relative, sep } from "node:path";
 import { isWithin } from "../guard/is_within.ts";
 import { HOOKS_PATH_ENTRY, matchPlanted, PLANTED_DEFAULTS } from "../guard/planted.ts";
 
@@ -140,9 +140,9 @@ function _gitVerdict(abs: string, inner: string, kind: ChangeKind, ctx: RuleCont
   }
   for (const [re, entry] of _GIT_ENTRIES) {
     if (!re.test(inner) || !_has(ctx.entries, entry)) continue;
-    if (entry === ".git/hooks/" && (kind === "dir" || /\.sample$/.test(basename(inner)))) {
-      return _APPLY; // git never runs a *.sample hook
-    }
+    // git never runs a *.sample hook, nor anything in a folder below hooks/.
+    const sample = kind !== "dir" && /^hooks\/[^/]+\.sample$/.test(inner);
+    if (entry === ".git/hooks/" && (inner === "hooks" && kind === "dir" || sample)) return _APPLY;
     return _refuse(_entryWhy(entry));
   }
   if (_REF.test(inner)) return kind === "dir" ? _APPLY : { kind: "git-ref", gitDir };

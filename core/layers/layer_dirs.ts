@@ -17,7 +17,7 @@
  * @module
  */
 import { basename, join } from "node:path";
-import { layerBases } from "../config/install_dir.ts";
+import { layerBases, userId } from "../config/install_dir.ts";
 import { isWithin } from "../guard/is_within.ts";
 
 export { layerBases };
@@ -134,7 +134,7 @@ function _usable(base: string): boolean {
   try {
     Deno.mkdirSync(base, { recursive: true, mode: 0o700 });
     const st = Deno.lstatSync(base);
-    if (!st.isDirectory || st.uid !== Deno.uid()) return false;
+    if (!st.isDirectory || st.uid !== (userId() ?? st.uid)) return false;
     // A folder in a shared place (/tmp, /var/tmp) is this user's alone.
     if (/^\/(var\/)?tmp\//.test(base) && (st.mode ?? 0) & 0o077) Deno.chmodSync(base, 0o700);
     return true;

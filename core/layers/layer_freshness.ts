@@ -13,6 +13,7 @@
  * @module
  */
 import { join, relative } from "node:path";
+import { userId } from "../config/install_dir.ts";
 import type { LayerRoot } from "./layer_dirs.ts";
 
 /** More changed paths than this: the sandbox is taken as stale without looking. */
@@ -39,7 +40,7 @@ export async function staleInView(
   if (changes.length > MAX_LOOKS) return undefined;
   const nsenter = _nsenter();
   if (!nsenter) return undefined;
-  const ns = Deno.uid() === 0
+  const ns = userId() === 0
     ? ["-t", String(pid), "-m"]
     : ["-t", String(pid), "-U", "-m", "--preserve-credentials"];
   const args = changes.flatMap((c) => [relative(layer.root, c.abs), c.present ? "1" : "0"]);

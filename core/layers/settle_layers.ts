@@ -206,6 +206,8 @@ export class SandboxLayers {
       memory.seen = diff.seen;
       this.#epoch.set(layer.root, started);
       this.#tellOthers(layer.root, applied);
+      // Its view now holds what the tree does not: the next call starts from the tree.
+      if (report.refused.length) this.markStale(`${report.refused[0].path} was not applied`);
       return report;
     });
   }

@@ -6,14 +6,11 @@
  *
  * @module
  */
-import { EGRESS_URL } from "../guard/egress.ts";
-import { NAMESPACE_HOME } from "../guard/namespace.ts";
 import { pinsRefusal, prepareSandboxFiles } from "./sandbox_files.ts";
-import { insideLoad, insidePath, outsideMetas, outsideText } from "./pinned_code.ts";
-import { type PinnedCode, pinnedGone } from "./pinned_code.ts";
+import { insideLoad, insidePath, outsideMetas, outsideText, pinnedGone } from "./pinned_code.ts";
+import type { PinnedCode } from "./pinned_code.ts";
 import { ToolTimeoutError } from "../tool/errors.ts";
-import { capResult, failure, faultOf, parseFault } from "../tool/result.ts";
-import { type ToolResult, withFault } from "../tool/result.ts";
+import { capResult, failure, type ToolResult, withFault } from "../tool/result.ts";
 import { startProcess } from "./process_transport.ts";
 import { answerAsk, refuseAsk } from "./ask.ts";
 import { acceptMetas } from "./module_meta.ts";
@@ -23,7 +20,9 @@ import type { SandboxNamespace, Transport, TransportHooks, TransportSpec } from 
 import { startWorker } from "./worker_transport.ts";
 import { isEmptyReport } from "../layers/change_report.ts";
 import type { SandboxLayers } from "../layers/settle_layers.ts";
-import { settled } from "./settled_result.ts";
+import { resultOf, settleAfter } from "./settled_result.ts";
+import { insideEnv } from "./sandbox_env.ts";
+import { DeadlineTimer } from "./deadline_timer.ts";
 
 type _Load = Extract<HostMessage, { type: "load" }>;
 
@@ -117,9 +116,8 @@ export class Sandbox {
 
   /**
    * Run one tool call. Never throws: every outcome is a {@link ToolResult}.
-   * What the call wrote is settled when it ends (core/layers/): its changes
-   * are marked on the result for the audit line, and changes that were not
-   * applied (refused, or in conflict) make it fail, saying which.
+   * What it wrote is settled when it ends (core/layers/, ./settled_result.ts):
+   * its changes marked on the result; any not applied fail it, saying which.
    */
   async call(
     module: string,
@@ -132,23 +130,10 @@ export class Sandbox {
     const layers = this.#transport?.layers;
     const result = await this.#call(module, tool, args, env, options);
     // A sandbox started by this call has its layers only now.
-    const settling = layers ?? this.#transport?.layers ?? this.#lastLayers;
-    if (!settling) return result;
-    let report;
-    try {
-      report = await settling.settle();
-    } catch (err) {
-      return withFault(
-        failure(tool, `its changes could not be settled: ${(err as Error).message}`),
-        "error",
-        "settle",
-      );
-    }
-    return settled(result, report, tool);
+    return await settleAfter(layers ?? this.#transport?.layers ?? this.#lastLayers, result, tool);
   }
 
-  /** The layers of the transport that ran last (a killed one still settles). */
-  #lastLayers: SandboxLayers | undefined;
+  #lastLayers: SandboxLayers | undefined; // the last transport's: a killed one still settles
 
   /**
    * Before a call: a sandbox whose view of the tree went stale (another
@@ -184,18 +169,24 @@ export class Sandbox {
         }
         this.#envSent = env;
         this.#envTransport = this.#transport;
-        return { type: "call", id, module: path, tool, args, env: this.#inside(env) };
+        return {
+          type: "call",
+          id,
+          module: path,
+          tool,
+          args,
+          env: insideEnv(
+            env,
+            this.options.policy,
+            !!this.#namespace,
+            this.options.grant.net.length > 0,
+          ),
+        };
       },
       tool,
       options,
     );
-    const r = msg.type === "result" ? msg.result : undefined;
-    // Whatever the sandbox sends, the caller gets a ToolResult.
-    const bad = r === undefined ? "no result" : "malformed result";
-    const result = r && typeof r === "object" && !Array.isArray(r) && typeof r.success === "boolean"
-      ? r
-      : _fault(failure(tool, `${bad} from sandbox`));
-    const fault = faultOf(result) ?? (msg.type === "result" ? parseFault(msg.fault) : undefined);
+    const { result, fault } = resultOf(msg, tool);
     if (typeof result.error === "string") result.error = outsideText(this.#pinned, result.error);
     if (result.timed_out === true && this.options.policy.isolation === "process") {
       // Something the tool started ran out of time: the whole sandbox goes,
@@ -204,19 +195,6 @@ export class Sandbox {
     }
     const capped = capResult(result, this.options.policy.max_output_bytes);
     return fault && !capped.success ? withFault(capped, fault.outcome, fault.reason) : capped;
-  }
-
-  /** The environment as the sandbox needs it: the limits, and HOME and the proxy inside. */
-  #inside(env: SandboxEnv): SandboxEnv {
-    const { max_output_bytes: maxOutputBytes, max_read_bytes: maxReadBytes } = this.options.policy;
-    const ns = this.#namespace;
-    return {
-      ...env,
-      maxOutputBytes,
-      maxReadBytes,
-      ...(ns ? { home: NAMESPACE_HOME } : {}),
-      ...(ns && this.options.grant.net.length ? { proxy: EGRESS_URL } : {}),
-    };
   }
 
   /**
@@ -228,7 +206,7 @@ export class Sandbox {
     this.#closed = true;
     const ended = this.#transport?.ended;
     this.#recycle("the host is shutting down");
-    this.#unschedule();
+    this.#timer.stop();
     if (!ended) return Promise.resolve();
     let timer: ReturnType<typeof setTimeout> | undefined;
     const cap = new Promise<void>((r) => timer = setTimeout(r, 5000));
@@ -252,7 +230,7 @@ export class Sandbox {
         if (done) return;
         done = true;
         this.#pending.delete(id);
-        if (this.#pending.size === 0) this.#unschedule();
+        if (this.#pending.size === 0) this.#timer.stop();
         options.signal?.removeEventListener("abort", onAbort);
         resolve(msg);
       };
@@ -286,7 +264,7 @@ export class Sandbox {
           else this.#abandon(id, why);
         },
       });
-      this.#schedule(timeoutMs);
+      this.#timer.schedule(timeoutMs);
       try {
         const transport = this.#ensure();
         if (batch) batch.push(make(id));
@@ -297,37 +275,8 @@ export class Sandbox {
     });
   }
 
-  // One timer per sandbox, set for the earliest deadline, instead of a
-  // timer per call: thousands of concurrent calls stay cheap.
-  #timer: ReturnType<typeof setTimeout> | undefined;
-  #timerAt = Infinity;
-
-  #schedule(inMs: number): void {
-    const at = performance.now() + inMs;
-    if (this.#timer !== undefined && this.#timerAt <= at) return;
-    clearTimeout(this.#timer);
-    this.#timerAt = at;
-    this.#timer = setTimeout(() => this.#expire(), Math.max(0, inMs));
-  }
-
-  #unschedule(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    this.#timerAt = Infinity;
-  }
-
-  #expire(): void {
-    this.#timer = undefined;
-    this.#timerAt = Infinity;
-    const now = performance.now();
-    let next = Infinity;
-    for (const p of [...this.#pending.values()]) {
-      if (p.deadline === undefined) continue;
-      if (p.deadline <= now + 1) p.onTimeout?.();
-      else next = Math.min(next, p.deadline);
-    }
-    if (next !== Infinity) this.#schedule(next - now);
-  }
+  // One timer per sandbox, set for the earliest deadline (./deadline_timer.ts).
+  readonly #timer = new DeadlineTimer(() => this.#pending.values());
 
   /**
    * Before a sandbox starts: its module files must still be what discovery
@@ -431,15 +380,8 @@ export class Sandbox {
   #refusedAsks = 0;
 
   #unknown(id: unknown, type: string): void {
-    this.options.onLog?.(
-      `dropped a "${type}" message for unknown call id ${
-        JSON.stringify(id)
-      } from sandbox ${this.options.label}`,
-    );
-  }
-
-  #onExit(t: Transport, reason: string): void {
-    if (t === this.#transport) this.#recycle(reason);
+    const what = `a "${type}" message for unknown call id ${JSON.stringify(id)}`;
+    this.options.onLog?.(`dropped ${what} from sandbox ${this.options.label}`);
   }
 
   #ensure(): Transport {
@@ -461,7 +403,7 @@ export class Sandbox {
       onMessage: (msg) => this.#onMessage(self.t!, msg),
       onExit: (reason) => {
         if (this.#pid === self.t?.pid) this.#pid = undefined;
-        this.#onExit(self.t!, reason);
+        if (self.t === this.#transport) this.#recycle(reason);
       },
       onLog: (text) => this.options.onLog?.(text),
       onChanges: (report) => {

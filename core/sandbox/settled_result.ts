@@ -8,7 +8,47 @@
  * @module
  */
 import { type ChangeReport, notAppliedText, withChanges } from "../layers/change_report.ts";
-import { faultOf, type ToolResult, withFault } from "../tool/result.ts";
+import type { SandboxLayers } from "../layers/settle_layers.ts";
+import type { CallFault } from "../tool/result.ts";
+import { failure, faultOf, parseFault, type ToolResult, withFault } from "../tool/result.ts";
+import type { SandboxMessage } from "./protocol.ts";
+
+/**
+ * The ToolResult of a sandbox's answer, whatever it sent, and corral's
+ * fault mark on it (from the result, or from the message).
+ */
+export function resultOf(msg: SandboxMessage, tool: string): {
+  result: ToolResult;
+  fault: CallFault | undefined;
+} {
+  const r = msg.type === "result" ? msg.result : undefined;
+  const bad = r === undefined ? "no result" : "malformed result";
+  const result = r && typeof r === "object" && !Array.isArray(r) && typeof r.success === "boolean"
+    ? r
+    : withFault(failure(tool, `${bad} from sandbox`), "error", "crashed");
+  const fault = faultOf(result) ?? (msg.type === "result" ? parseFault(msg.fault) : undefined);
+  return { result, fault };
+}
+
+/** Settle `layers` after a call and mark its result ({@link settled}); a failed settlement fails it. */
+export async function settleAfter(
+  layers: SandboxLayers | undefined,
+  result: ToolResult,
+  tool: string,
+): Promise<ToolResult> {
+  if (!layers) return result;
+  let report: ChangeReport;
+  try {
+    report = await layers.settle();
+  } catch (err) {
+    return withFault(
+      failure(tool, `its changes could not be settled: ${(err as Error).message}`),
+      "error",
+      "settle",
+    );
+  }
+  return settled(result, report, tool);
+}
 
 /**
  * `result` marked with `report`; failed when some changes were not applied.

@@ -1,0 +1,86 @@
+/**
+ * The schema of `permissions.json` (zod): a sandbox's entry (toolsets,
+ * plugins), a hosted server's (with `sys`), tools, and the protected paths.
+ * ./policy.ts validates and resolves it.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { CALL_LIMIT_KEYS } from "./call_limits.ts";
+import { serverSysSchema } from "./server_sys.ts";
+
+/** A sandbox's entry: toolsets and plugins. */
+export const sandboxSchema = z.object({
+  read: z.array(z.string()).optional().describe(
+    "Paths the toolset may read, relative to the workspace",
+  ),
+  write: z.array(z.string()).optional().describe("Paths the toolset may write"),
+  run: z.array(z.string()).optional().describe("Commands the toolset may run"),
+  net: z.array(z.string()).optional().describe("Hosts (host or host:port) the toolset may reach"),
+  env: z.array(z.string()).optional().describe("Environment variable names subprocesses inherit"),
+  isolation: z.enum(["worker", "process"]).optional(),
+  timeout_ms: z.number().int().positive().max(86_400_000).optional(),
+  discovery_timeout_ms: z.number().int().positive().max(600_000).optional().describe(
+    "How long importing a module may take at discovery (default: timeout_ms, at most 10 s)",
+  ),
+  memory_mb: z.number().int().min(32).max(65_536).optional(),
+  max_output_bytes: z.number().int().min(1024).max(1_073_741_824).optional(),
+  max_read_bytes: z.number().int().min(1024).max(1_099_511_627_776).optional().describe(
+    "The files tools refuse to read a file larger than this",
+  ),
+  max_processes: z.number().int().min(16).max(65_536).optional().describe(
+    "Processes and threads one process sandbox may hold at once (its Deno counts too)",
+  ),
+  allow_override: z.boolean().optional().describe("A plugin may replace built-in tools"),
+  jail: z.enum(["required", "auto", "off"]).optional().describe(
+    'The sandbox namespace (bwrap): required (default; "auto" is the same) or off (opt out)',
+  ),
+  limits: z.enum(["cgroup", "rlimit"]).optional().describe(
+    "cgroup (default; rlimits where they bind) or rlimit (accept rlimits even as root: an opt-out)",
+  ),
+  redact_args: z.boolean().optional().describe(
+    "Audit lines keep only the digest and size of the arguments, not even their shape",
+  ),
+  audit_args: z.enum(["values", "shape"]).optional().describe(
+    'What audit lines keep of the arguments: "shape" (default: types, keys, lengths, size) or "values"',
+  ),
+  ...CALL_LIMIT_KEYS,
+}).strict();
+
+/** A hosted server's entry: a sandbox's, plus the Deno `--allow-sys` names of an npm server. */
+export const serverSchema = sandboxSchema.extend({
+  sys: serverSysSchema,
+}).strict();
+
+const _toolSchema = z.object({
+  confirm: z.enum(["ask", "always", "never"]).optional(),
+}).strict();
+
+export const policyFileSchema = z.object({
+  $schema: z.string().optional(),
+  $comment: z.string().optional(),
+  // Defaults hold limits only: grants are always named per toolset or plugin.
+  defaults: sandboxSchema.omit({
+    read: true,
+    write: true,
+    run: true,
+    net: true,
+    allow_override: true,
+  })
+    .strict().optional(),
+  toolsets: z.record(z.string(), sandboxSchema).optional(),
+  plugins: z.record(z.string(), sandboxSchema).optional(),
+  servers: z.record(z.string(), serverSchema).optional(),
+  tools: z.record(z.string(), _toolSchema).optional(),
+  protect: z.array(z.string()).optional().describe(
+    "More paths kept read-only inside every write grant (README.md, Protected files)",
+  ),
+  unprotect: z.array(z.string()).optional().describe(
+    "Default protected paths lifted, one by one (README.md, Protected files)",
+  ),
+}).strict();
+
+/** The raw shape of `permissions.json`. */
+export type PolicyFile = z.infer<typeof policyFileSchema>;
+// A server's entry is a sandbox's with `sys`; toolsets and plugins never have it.
+export type RawSandbox = z.infer<typeof serverSchema>;
