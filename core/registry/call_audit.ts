@@ -21,9 +21,15 @@ import type { EgressRecord } from "../guard/egress.ts";
 import { redact, scrubText } from "../guard/redact.ts";
 import type { AskKind } from "../sandbox/protocol.ts";
 import type { Reporter } from "../tool/reporter.ts";
-import type { ToolResult } from "../tool/result.ts";
+import { CredentialRevokedError } from "../tool/errors.ts";
+import { failure, type ToolResult, withFault } from "../tool/result.ts";
 import type { Catalog } from "./catalog.ts";
-import { type ChangeReport, changesOf, isEmptyReport } from "../layers/change_report.ts";
+import {
+  type ChangeReport,
+  changesOf,
+  isEmptyReport,
+  withChanges,
+} from "../layers/change_report.ts";
 
 const _ENCODER = new TextEncoder();
 /** Bytes of arguments from which node:crypto is worth its load. */
@@ -59,6 +65,30 @@ export function auditWho(
     identity: o.identity ?? LOCAL_IDENTITY,
     session: o.session ?? o.principal ?? LOCAL_IDENTITY,
   };
+}
+
+/**
+ * A call stopped because its caller's token was revoked (its signal's
+ * reason): refused (`denied`, `revoked`) whatever the sandbox said, with
+ * what it changed before it was stopped still attached for its line.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { CredentialRevokedError } from "../tool/errors.ts";
+ * import { faultOf } from "../tool/result.ts";
+ * import { revokedResult } from "./call_audit.ts";
+ * const stop = new AbortController();
+ * stop.abort(new CredentialRevokedError("alice"));
+ * const r = revokedResult({ success: true }, "X", stop.signal);
+ * assert.deepEqual(faultOf(r), { outcome: "denied", reason: "revoked" });
+ * ```
+ */
+export function revokedResult(raw: ToolResult, name: string, signal?: AbortSignal): ToolResult {
+  if (!(signal?.reason instanceof CredentialRevokedError)) return raw;
+  const changed = changesOf(raw);
+  const out = withFault(failure(name, signal.reason.message), "denied", "revoked");
+  return changed ? withChanges(out, changed) : out;
 }
 
 /** The audit lines of one call runner. */

@@ -23,15 +23,14 @@ import {
   type SandboxPoolLimits,
 } from "./sandbox_pool.ts";
 import { argLimitRefusal } from "../tool/arg_limits.ts";
-import { CredentialRevokedError } from "../tool/errors.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { failure, type ToolResult, withFault } from "../tool/result.ts";
 import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
 import type { Catalog, CatalogEntry, ToolInfo, ToolsetSource } from "./catalog.ts";
 import type { HostedCallContext } from "../hosted/hosted_servers.ts";
 import { hostVars } from "./host_vars.ts";
-import { auditWho, CallAudit } from "./call_audit.ts";
-import { type ChangeReport, changesOf, withChanges } from "../layers/change_report.ts";
+import { auditWho, CallAudit, revokedResult } from "./call_audit.ts";
+import type { ChangeReport } from "../layers/change_report.ts";
 import { sink as telemetry } from "../telemetry/metrics_sink.ts";
 
 /** Per-call options of {@link CallRunner.call} (and `Registry.call`). */
@@ -152,12 +151,7 @@ export class CallRunner {
       await this.#audit!.call(who, name, args, time, started, thrown, { outcome, reason });
       throw err;
     }
-    // A call stopped because its caller's token was revoked: refused, whatever the sandbox said.
-    if (options.signal?.reason instanceof CredentialRevokedError) {
-      const changed = changesOf(raw); // what it wrote before it was stopped is still audited
-      raw = withFault(failure(name, options.signal.reason.message), "denied", "revoked");
-      if (changed) withChanges(raw, changed);
-    }
+    raw = revokedResult(raw, name, options.signal); // its caller's token revoked: refused
     // Classified before cleaning: the marks of core/tool/result.ts are on this object only...
     const outcome = classifyResult(raw);
     let result = this.#clean(raw, name);
