@@ -61,7 +61,7 @@ async function _registry(ws: string, audit: string, limits: Record<string, unkno
     cacheDir: null,
     auditPath: audit,
     // Every refusal written in full (not counted per window): each attack's line is read below.
-    auditRefusalWindowMs: 0,
+    auditLimits: { refusalWindowMs: 0 },
     reporter: new Reporter({ sink: (t) => lines.push(t), color: false }),
     sources: [{
       id: "fixture",
