@@ -12,7 +12,7 @@ import type { ServerEntry } from "../config/server_config.ts";
 import type { EgressRecord } from "../guard/egress.ts";
 import type { ModuleMeta } from "../sandbox/protocol.ts";
 import { effectiveGrant, type HostPrivileges } from "../sandbox/grant.ts";
-import { scrubDeep, scrubText } from "../guard/redact.ts";
+import { scrubText } from "../guard/redact.ts";
 import type { AuditLog } from "../guard/audit.ts";
 import { type Reporter, terminalSafe } from "../tool/reporter.ts";
 import { failure, type ToolResult, withFault } from "../tool/result.ts";
@@ -34,7 +34,8 @@ import { settleAfter } from "../sandbox/settled_result.ts";
 import { runHostedCall } from "./hosted_call.ts";
 import type { HostedCall, HostedServer } from "./hosted_server.ts";
 import { hostedRuntime } from "./hosted_runtime.ts";
-import { hostedTools, offeredName } from "./hosted_tools.ts";
+import { hostedTools } from "./hosted_tools.ts";
+import { type HostedCaller, HostedListings } from "./hosted_listings.ts";
 // @ts-types="@modelcontextprotocol/sdk/client/index"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 
@@ -96,8 +97,11 @@ export class HostedServers {
   /** The policy of each registered server that may start (undefined: it may not). */
   #policies = new Map<string, SandboxPolicy | undefined>();
   /** Resource URI and offered prompt name → server. */
-  #uris = new Map<string, string>();
-  #prompts = new Map<string, [string, string]>();
+  readonly #listings = new HostedListings({
+    clients: (what, session, only) => this.#clients(what, session, only),
+    secrets: () => this.#options.secrets,
+    event: (server, kind, detail, who) => this.#event(server, kind, detail, who),
+  });
   /** live definition → approved definition → the fields that differ (./approvals.ts). */
   #compared = new WeakMap<ToolDefinition, WeakMap<ToolDefinition, string[]>>();
 
@@ -221,64 +225,30 @@ export class HostedServers {
     }));
   }
 
-  /** The resources of every server that may start (started for this), marked with their server. */
-  async listResources(templates = false, session = ""): Promise<Array<Record<string, unknown>>> {
-    const out: Array<Record<string, unknown>> = [];
-    for (const [name, client] of await this.#clients("resources", session)) {
-      const r = templates
-        ? (await client.listResourceTemplates()).resourceTemplates
-        : (await client.listResources()).resources;
-      for (const x of r as Array<Record<string, unknown>>) {
-        if (!templates) this.#uris.set(String(x.uri), name);
-        out.push({ ...x, _meta: { ...(x._meta as object ?? {}), "corral/server": name } });
-      }
-    }
-    return scrubDeep(out, this.#options.secrets);
-  }
-
+  // Resources, templates and prompts of the servers that may start (started for `session`),
+  // those `caller.only` reaches: ./hosted_listings.ts.
+  /** Resources (or templates) of the servers, marked with their server. */
+  listResources = (templates = false, session = "", caller?: HostedCaller) =>
+    this.#listings.listResources(templates, session, caller);
   /** Read a resource from the server that listed it (or the only one with resources). */
-  async readResource(uri: string, session = ""): Promise<Record<string, unknown>> {
-    const clients = await this.#clients("resources", session);
-    const name = this.#uris.get(uri) ?? (clients.length === 1 ? clients[0][0] : undefined);
-    const client = clients.find(([n]) => n === name)?.[1];
-    if (!client) throw new TypeError(`no hosted server lists the resource "${uri}"`);
-    this.#event(name!, "resource", uri, { session });
-    return scrubDeep(await client.readResource({ uri }), this.#options.secrets);
-  }
+  readResource = (uri: string, session = "", caller?: HostedCaller) =>
+    this.#listings.readResource(uri, session, caller);
+  /** The prompts of the servers, named `<server>_<name>` when names collide. */
+  listPrompts = (session = "", caller?: HostedCaller) =>
+    this.#listings.listPrompts(session, caller);
+  /** Get a prompt by the name {@link listPrompts} gave it (to the same caller). */
+  getPrompt = (offered: string, args?: Record<string, string>, session = "", c?: HostedCaller) =>
+    this.#listings.getPrompt(offered, args, session, c);
 
-  /** The prompts of every server that may start, named `<server>_<name>` when names collide. */
-  async listPrompts(session = ""): Promise<Array<Record<string, unknown>>> {
-    const out: Array<Record<string, unknown>> = [];
-    this.#prompts.clear();
-    for (const [name, client] of await this.#clients("prompts", session)) {
-      for (const p of (await client.listPrompts()).prompts) {
-        const offered = offeredName(name, p.name, (n) => this.#prompts.has(n));
-        this.#prompts.set(offered, [name, p.name]);
-        out.push({ ...p, name: offered });
-      }
-    }
-    return scrubDeep(out, this.#options.secrets);
-  }
-
-  /** Get a prompt by the name {@link listPrompts} gave it. */
-  async getPrompt(
-    offered: string,
-    args?: Record<string, string>,
-    session = "",
-  ): Promise<Record<string, unknown>> {
-    if (!this.#prompts.size) await this.listPrompts(session);
-    const [name, prompt] = this.#prompts.get(offered) ?? [];
-    const client = (await this.#clients("prompts", session)).find(([n]) => n === name)?.[1];
-    if (!client || !prompt) throw new TypeError(`no hosted server offers the prompt "${offered}"`);
-    this.#event(name!, "prompt", prompt, { session });
-    const r = await client.getPrompt({ name: prompt, ...(args ? { arguments: args } : {}) });
-    return scrubDeep(r, this.#options.secrets);
-  }
-
-  /** The running clients of the servers that may start and offer `what`. */
-  async #clients(what: "resources" | "prompts", session: string): Promise<Array<[string, Client]>> {
+  /** The running clients of the servers that may start, offer `what` and pass `only`. */
+  async #clients(
+    what: "resources" | "prompts",
+    session: string,
+    only?: (server: string) => boolean,
+  ): Promise<Array<[string, Client]>> {
     const out: Array<[string, Client]> = [];
     for (const entry of this.entries) {
+      if (only && !only(entry.name)) continue;
       const policy = this.#policies.get(entry.name);
       if (!policy || !readApproved(entry.name, this.#dir)) continue;
       const grant = effectiveGrant(serverLetters(policy), policy, this.#options.host);

@@ -138,7 +138,7 @@ export class Registry {
       onConnection: (id, r) => this.#runner.auditConnection(id, r),
       onChanges: (id, report) => this.#runner.auditChanges(id, report),
     });
-    const audit = auditPath ? new AuditLog(auditPath) : undefined;
+    const audit = auditPath ? new AuditLog(auditPath, options.auditLimits) : undefined;
     this.hosted = new HostedServers(options.servers ?? [], {
       workspace,
       host,
