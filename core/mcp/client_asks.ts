@@ -5,10 +5,7 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/server/index"
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-// @ts-types="@modelcontextprotocol/sdk/types"
-import { CreateMessageResultSchema, ElicitResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import type { ElicitResult, Server } from "@modelcontextprotocol/server";
 import type { ToolInfo } from "../registry/registry.ts";
 import type { CallExtra } from "./call_extra.ts";
 
@@ -57,9 +54,8 @@ async function _confirm(extra: CallExtra, tool: ToolInfo, callArgs: unknown): Pr
           },
         },
       },
-      ElicitResultSchema,
       { signal: extra.signal, timeout: _CONFIRM_TIMEOUT_MS },
-    );
+    ) as ElicitResult;
     return answer.action === "accept" && answer.content?.approve !== false;
   } catch {
     return false;
@@ -85,8 +81,7 @@ function _asker(
       {
         method: kind === "sample" ? "sampling/createMessage" : "elicitation/create",
         params: params as Record<string, unknown>,
-      } as Parameters<CallExtra["sendRequest"]>[0],
-      (kind === "sample" ? CreateMessageResultSchema : ElicitResultSchema) as never,
+      },
       {
         signal: ended ? AbortSignal.any([extra.signal, ended]) : extra.signal,
         timeout: _CONFIRM_TIMEOUT_MS,

@@ -9,18 +9,7 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/server/index"
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-// @ts-types="@modelcontextprotocol/sdk/types"
-import {
-  ErrorCode,
-  GetPromptRequestSchema,
-  ListPromptsRequestSchema,
-  ListResourcesRequestSchema,
-  ListResourceTemplatesRequestSchema,
-  McpError,
-  ReadResourceRequestSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolError, ProtocolErrorCode, type Server } from "@modelcontextprotocol/server";
 
 /** Who asks (core/hosted/hosted_listings.ts): the servers it may reach, and its identity. */
 export interface HostedCaller {
@@ -69,32 +58,34 @@ export function serveHostedResources(
     try {
       return await run();
     } catch (err) {
-      if (err instanceof McpError) throw err;
-      throw new McpError(
-        err instanceof TypeError ? ErrorCode.InvalidParams : ErrorCode.InternalError,
+      if (err instanceof ProtocolError) throw err;
+      throw new ProtocolError(
+        err instanceof TypeError
+          ? ProtocolErrorCode.InvalidParams
+          : ProtocolErrorCode.InternalError,
         (err as Error).message,
       );
     }
   };
   // The session's principal: the same server instances as its tool calls, its own alone.
-  server.setRequestHandler(ListResourcesRequestSchema, () =>
+  server.setRequestHandler("resources/list", () =>
     guard(async () => ({
       resources: await hosted.listResources(false, principal),
     })) as never);
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, () =>
+  server.setRequestHandler("resources/templates/list", () =>
     guard(async () => ({
       resourceTemplates: await hosted.listResources(true, principal),
     })) as never);
   server.setRequestHandler(
-    ReadResourceRequestSchema,
+    "resources/read",
     (r) => guard(() => hosted.readResource(r.params.uri, principal)) as never,
   );
   server.setRequestHandler(
-    ListPromptsRequestSchema,
+    "prompts/list",
     () => guard(async () => ({ prompts: await hosted.listPrompts(principal) })) as never,
   );
   server.setRequestHandler(
-    GetPromptRequestSchema,
+    "prompts/get",
     (r) => guard(() => hosted.getPrompt(r.params.name, r.params.arguments, principal)) as never,
   );
 }

@@ -4,10 +4,7 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/server/index"
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-// @ts-types="@modelcontextprotocol/sdk/types"
-import { type LoggingLevel, SetLevelRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import type { LoggingLevel, Server } from "@modelcontextprotocol/server";
 
 const _LEVELS: LoggingLevel[] = [
   "debug",
@@ -28,7 +25,7 @@ export class LogLevel {
 
   /** Answer `logging/setLevel` on `server` (before it connects). */
   serve(server: Server): this {
-    server.setRequestHandler(SetLevelRequestSchema, (request) => {
+    server.setRequestHandler("logging/setLevel", (request) => {
       this.#min = request.params.level;
       return {};
     });

@@ -15,10 +15,7 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/server/index"
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-// @ts-types="@modelcontextprotocol/sdk/shared/transport"
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { Server, type Transport } from "@modelcontextprotocol/server";
 import { corralVersion } from "../config/version.ts";
 import {
   CallGate,
@@ -96,7 +93,7 @@ export interface CorralMcpServer {
  *
  * @example
  * ```ts ignore
- * import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+ * import { InMemoryTransport } from "@modelcontextprotocol/server";
  * import { Registry } from "../registry/registry.ts";
  * import { createMcpServer } from "./mcp_server.ts";
  * const registry = await Registry.create({ privileges: "r" });

@@ -65,6 +65,10 @@ function _stdout(): NodeJS.WritableStream {
       return true;
     },
     once: () => out,
+    on: () => out,
+    off: () => out,
+    // The v2 SDK's transport looks through the error listeners when it starts: there are none.
+    listeners: () => [],
   };
   return out as unknown as NodeJS.WritableStream;
 }

@@ -8,19 +8,16 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/server/index"
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-// @ts-types="@modelcontextprotocol/sdk/types"
 import {
-  CallToolRequestSchema,
   type CallToolResult,
-  ErrorCode,
-  McpError,
-} from "@modelcontextprotocol/sdk/types.js";
+  ProtocolError,
+  ProtocolErrorCode,
+  type Server,
+} from "@modelcontextprotocol/server";
 import type { ToolResult } from "../tool/result.ts";
 import type { CallGate, GateCaller } from "./call_gate.ts";
 import { ticketOf } from "./call_ticket.ts";
-import type { CallExtra } from "./call_extra.ts";
+import { type CallExtra, callExtra } from "./call_extra.ts";
 import { CallNotifications } from "./call_notifications.ts";
 import { callToolResult, errorResult } from "./call_result.ts";
 import { clientAsks } from "./client_asks.ts";
@@ -59,8 +56,9 @@ export type ToolCallHandler = (
 export function serveToolCalls(server: Server, context: ToolCallContext): ToolCallHandler {
   const handler: ToolCallHandler = (name, args, extra) => _call(server, context, name, args, extra);
   server.setRequestHandler(
-    CallToolRequestSchema,
-    (request, extra) => handler(request.params.name, request.params.arguments ?? {}, extra),
+    "tools/call",
+    (request, ctx) =>
+      handler(request.params.name, request.params.arguments ?? {}, callExtra(ctx, false)),
   );
   return handler;
 }
@@ -98,7 +96,9 @@ async function _call(
       onAsk,
     });
   } catch (err) {
-    if (err instanceof TypeError) throw new McpError(ErrorCode.InvalidParams, err.message);
+    if (err instanceof TypeError) {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, err.message);
+    }
     throw err;
   } finally {
     if (counted) principal.running--;
@@ -129,7 +129,7 @@ async function _admit(
   if (!registry.list().some((t) => t.name === name)) {
     const message = registry.unknownToolMessage(name);
     await registry.auditRefusal?.(name, args, who, "unknown_tool", message).catch(() => {});
-    throw new McpError(ErrorCode.InvalidParams, message);
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, message);
   }
   // Calls per minute: each call of the request takes one of what its admission granted.
   const ticket = ticketOf(extra);

@@ -4,20 +4,13 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/server/index"
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-// @ts-types="@modelcontextprotocol/sdk/types"
-import {
-  ListToolsRequestSchema,
-  type ListToolsResult,
-  type Tool,
-} from "@modelcontextprotocol/sdk/types.js";
+import type { ListToolsResult, Server, Tool } from "@modelcontextprotocol/server";
 import type { ToolInfo } from "../registry/registry.ts";
 import { formatSchemas } from "../tool/schema.ts";
 
 /** Answer `tools/list` on `server` (before it connects) with `registry`'s loaded tools. */
 export function serveToolList(server: Server, registry: { loaded(): ToolInfo[] }): void {
-  server.setRequestHandler(ListToolsRequestSchema, (): ListToolsResult => {
+  server.setRequestHandler("tools/list", (): ListToolsResult => {
     return { tools: formatSchemas(registry.loaded(), "mcp") as Tool[] };
   });
 }
