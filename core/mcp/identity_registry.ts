@@ -121,5 +121,7 @@ function _hostedView(
     listPrompts: (principal) => hosted.listPrompts(principalOf(principal), caller),
     getPrompt: (name, args, principal) =>
       hosted.getPrompt(name, args, principalOf(principal), caller),
+    complete: (params, principal) => hosted.complete(params, principalOf(principal), caller),
+    subscribe: (uri, on, principal) => hosted.subscribe(uri, on, principalOf(principal), caller),
   };
 }
