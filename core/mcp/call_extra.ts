@@ -49,7 +49,18 @@ export interface ModernRequest {
   inputResponses?: Record<string, unknown>;
   /** The verified request state of a retried request (corral's own, see ./input_rounds.ts). */
   requestState?: unknown;
+  /** The least log level this request wants (`io.modelcontextprotocol/logLevel`), if any. */
+  logLevel?: string;
 }
+
+/** True when the request of `ctx` is a 2026-07-28 one (its `_meta` names its revision). */
+export function isModern(ctx: ServerContext): boolean {
+  return ctx.mcpReq.envelope?.[_VERSION as never] !== undefined;
+}
+
+const _VERSION = "io.modelcontextprotocol/protocolVersion";
+const _CAPS = "io.modelcontextprotocol/clientCapabilities";
+const _LOG = "io.modelcontextprotocol/logLevel";
 
 /**
  * corral's {@link CallExtra} of a v2 SDK handler context.
@@ -81,11 +92,8 @@ export function callExtra(ctx: ServerContext, modern: boolean): CallExtra {
     sendRequest: (r, options) => req.send(r as never, options as never) as Promise<unknown>,
     modern: modern
       ? {
-        clientCapabilities:
-          (req.envelope?.["io.modelcontextprotocol/clientCapabilities" as never] ?? {}) as Record<
-            string,
-            unknown
-          >,
+        clientCapabilities: (req.envelope?.[_CAPS as never] ?? {}) as Record<string, unknown>,
+        logLevel: req.envelope?.[_LOG as never] as string | undefined,
         inputResponses: req.inputResponses,
         requestState: req.requestState(),
       }

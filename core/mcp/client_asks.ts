@@ -32,30 +32,58 @@ export function clientAsks(
   const canElicit = elicitation !== false &&
     server.getClientCapabilities()?.elicitation !== undefined;
   return {
-    confirm: canElicit ? (tool, args) => _confirm(extra, tool, args) : undefined,
+    confirm: canElicit
+      ? (tool, args) =>
+        _confirm(
+          (r) => extra.sendRequest(r, { signal: extra.signal, timeout: _CONFIRM_TIMEOUT_MS }),
+          tool,
+          args,
+        )
+      : undefined,
     onAsk: _asker(server, extra, elicitation),
   };
 }
 
-async function _confirm(extra: CallExtra, tool: ToolInfo, callArgs: unknown): Promise<boolean> {
+/**
+ * The asks of one call of a 2026-07-28 client: each question becomes part
+ * of an input-required round (./input_rounds.ts) through `ask`; confirmation
+ * only when this request declares elicitation.
+ */
+export function roundAsks(
+  ask: (method: string, params: Record<string, unknown>) => Promise<unknown>,
+  capabilities: Record<string, unknown>,
+): ClientAsks {
+  const send: ConfirmSend = (r) => ask(r.method, r.params);
+  return {
+    confirm: capabilities.elicitation !== undefined
+      ? (tool, args) => _confirm(send, tool, args)
+      : undefined,
+    onAsk: (kind, params) =>
+      ask(
+        kind === "sample" ? "sampling/createMessage" : "elicitation/create",
+        params as Record<string, unknown>,
+      ),
+  };
+}
+
+type ConfirmSend = (r: { method: string; params: Record<string, unknown> }) => Promise<unknown>;
+
+async function _confirm(send: ConfirmSend, tool: ToolInfo, callArgs: unknown): Promise<boolean> {
   try {
-    const answer = await extra.sendRequest(
-      {
-        method: "elicitation/create",
-        params: {
-          message: `Run ${tool.name} (letters ${tool.permissions || "none"}) with ${
-            JSON.stringify(callArgs)
-          }?`,
-          requestedSchema: {
-            type: "object",
-            properties: {
-              approve: { type: "boolean", title: `Run ${tool.name}`, default: true },
-            },
+    const answer = await send({
+      method: "elicitation/create",
+      params: {
+        message: `Run ${tool.name} (letters ${tool.permissions || "none"}) with ${
+          JSON.stringify(callArgs)
+        }?`,
+        requestedSchema: {
+          type: "object",
+          properties: {
+            approve: { type: "boolean", title: `Run ${tool.name}`, default: true },
           },
         },
       },
-      { signal: extra.signal, timeout: _CONFIRM_TIMEOUT_MS },
-    ) as ElicitResult;
+    }) as ElicitResult;
     return answer.action === "accept" && answer.content?.approve !== false;
   } catch {
     return false;
