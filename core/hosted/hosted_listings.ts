@@ -11,12 +11,15 @@
 // @ts-types="@modelcontextprotocol/sdk/client/index"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { scrubDeep } from "../guard/redact.ts";
+import { askingThrough, type HostedCall } from "./hosted_server.ts";
 import { offeredName } from "./hosted_tools.ts";
 
 /** Who asks: the servers it may reach (absent: all) and its identity, for the audit. */
 export interface HostedCaller {
   only?: (server: string) => boolean;
   identity?: string;
+  /** Answers a server's questions (sampling, elicitation) while it serves this caller's request. */
+  onAsk?: HostedCall["onAsk"];
 }
 
 /** What {@link HostedListings} needs of the hosted servers. */
@@ -101,7 +104,11 @@ export class HostedListings {
     if (!hit) throw new TypeError(`no hosted server offers the prompt "${offered}"`);
     const [, name, prompt, client] = hit;
     this.#o.event(name, "prompt", prompt, { session, identity: caller.identity });
-    const r = await client.getPrompt({ name: prompt, ...(args ? { arguments: args } : {}) });
+    const r = await askingThrough(
+      client,
+      caller.onAsk,
+      () => client.getPrompt({ name: prompt, ...(args ? { arguments: args } : {}) }),
+    );
     return scrubDeep(r, this.#o.secrets());
   }
 

@@ -7,6 +7,7 @@
  */
 import type { ElicitResult, Server } from "@modelcontextprotocol/server";
 import type { ToolInfo } from "../registry/registry.ts";
+import { ASK_KEY_META, type AskKind } from "../sandbox/protocol.ts";
 import type { CallExtra } from "./call_extra.ts";
 
 /** A person answers: allow longer than the SDK's 60 s default. */
@@ -17,7 +18,25 @@ export interface ClientAsks {
   /** Ask the client to confirm a run; undefined when it cannot be asked. */
   confirm?: (tool: ToolInfo, args: unknown) => Promise<boolean>;
   /** Put a tool's question to the client; `ended` withdraws it when the call returns. */
-  onAsk: (kind: "sample" | "elicit", params: unknown, ended?: AbortSignal) => Promise<unknown>;
+  onAsk: (kind: AskKind, params: unknown, ended?: AbortSignal) => Promise<unknown>;
+}
+
+/** The MCP request of each kind of question, and the client capability it needs. */
+export const ASK_METHODS: Record<AskKind, { method: string; capability: string }> = {
+  sample: { method: "sampling/createMessage", capability: "sampling" },
+  elicit: { method: "elicitation/create", capability: "elicitation" },
+  roots: { method: "roots/list", capability: "roots" },
+};
+
+/** A tool's params without its own name for the question (ASK_KEY_META), and that name. */
+export function unkeyed(params: unknown): { params: Record<string, unknown>; key?: string } {
+  const p = (params && typeof params === "object" ? params : {}) as Record<string, unknown>;
+  const meta = p._meta as Record<string, unknown> | undefined;
+  if (!meta || typeof meta !== "object" || !(ASK_KEY_META in meta)) return { params: p };
+  const { [ASK_KEY_META]: key, ...rest } = meta;
+  const out: Record<string, unknown> = { ...p, _meta: rest };
+  if (!Object.keys(rest).length) delete out._meta;
+  return { params: out, ...(typeof key === "string" ? { key } : {}) };
 }
 
 /**
@@ -46,11 +65,12 @@ export function clientAsks(
 
 /**
  * The asks of one call of a 2026-07-28 client: each question becomes part
- * of an input-required round (./input_rounds.ts) through `ask`; confirmation
- * only when this request declares elicitation.
+ * of an input-required round (./input_rounds.ts) through `ask`, under the
+ * tool's own name for it when it gave one; confirmation only when this
+ * request declares elicitation.
  */
 export function roundAsks(
-  ask: (method: string, params: Record<string, unknown>) => Promise<unknown>,
+  ask: (method: string, params: Record<string, unknown>, key?: string) => Promise<unknown>,
   capabilities: Record<string, unknown>,
 ): ClientAsks {
   const send: ConfirmSend = (r) => ask(r.method, r.params);
@@ -58,11 +78,10 @@ export function roundAsks(
     confirm: capabilities.elicitation !== undefined
       ? (tool, args) => _confirm(send, tool, args)
       : undefined,
-    onAsk: (kind, params) =>
-      ask(
-        kind === "sample" ? "sampling/createMessage" : "elicitation/create",
-        params as Record<string, unknown>,
-      ),
+    onAsk: (kind, raw) => {
+      const { params, key } = unkeyed(raw);
+      return ask(ASK_METHODS[kind].method, params, key);
+    },
   };
 }
 
@@ -98,18 +117,16 @@ function _asker(
   // A tool's questions go to the client of this call, if it can answer them.
   const caps = server.getClientCapabilities() ?? {};
   // `ended` aborts when the call returns: a question still open is withdrawn.
-  return async (kind, params, ended) => {
-    if (kind === "sample" && !caps.sampling) {
-      throw new Error("the client does not support sampling (sampling/createMessage)");
-    }
+  return async (kind, raw, ended) => {
+    const { method, capability } = ASK_METHODS[kind];
     if (kind === "elicit" && (!caps.elicitation || elicitation === false)) {
       throw new Error("the client cannot be asked here (no elicitation)");
     }
+    if (!caps[capability as keyof typeof caps]) {
+      throw new Error(`the client does not support ${capability} (${method})`);
+    }
     return await extra.sendRequest(
-      {
-        method: kind === "sample" ? "sampling/createMessage" : "elicitation/create",
-        params: params as Record<string, unknown>,
-      },
+      { method, params: unkeyed(raw).params },
       {
         signal: ended ? AbortSignal.any([extra.signal, ended]) : extra.signal,
         timeout: _CONFIRM_TIMEOUT_MS,

@@ -14,12 +14,18 @@ import {
   ProtocolErrorCode,
   ResourceNotFoundError,
   type Server,
+  type ServerContext,
 } from "@modelcontextprotocol/server";
+import { callExtra, isModern } from "./call_extra.ts";
+import { type ClientAsks, clientAsks, roundAsks } from "./client_asks.ts";
+import type { InputRounds } from "./input_rounds.ts";
 
 /** Who asks (core/hosted/hosted_listings.ts): the servers it may reach, and its identity. */
 export interface HostedCaller {
   only?: (server: string) => boolean;
   identity?: string;
+  /** Answers a server's questions (sampling, elicitation) while it serves this request. */
+  onAsk?: ClientAsks["onAsk"];
 }
 
 /**
@@ -65,11 +71,20 @@ export interface HostedResources {
   ): Promise<Record<string, unknown>>;
 }
 
+/** How prompts/get asks the client a hosted server's questions. */
+export interface HostedAsking {
+  /** The instance's parked calls: a 2026-07-28 client's questions become rounds. */
+  rounds?: InputRounds;
+  /** False: never ask the client through elicitation (stateless HTTP). */
+  elicitation?: boolean;
+}
+
 /** Serve the hosted servers' resources and prompts on `server` (before it connects), for `principal`. */
 export function serveHostedResources(
   server: Server,
   hosted: HostedResources,
   principal: string,
+  asking: HostedAsking = {},
 ): void {
   server.registerCapabilities({
     resources: { subscribe: true },
@@ -116,10 +131,37 @@ export function serveHostedResources(
     "prompts/list",
     () => guard(async () => ({ prompts: await hosted.listPrompts(principal) })) as never,
   );
-  server.setRequestHandler(
-    "prompts/get",
-    (r) => guard(() => hosted.getPrompt(r.params.name, r.params.arguments, principal)) as never,
-  );
+  server.setRequestHandler("prompts/get", (r, ctx) => {
+    const get = (onAsk: HostedCaller["onAsk"]) =>
+      guard(() => hosted.getPrompt(r.params.name, r.params.arguments, principal, { onAsk }));
+    return _promptWithAsks(server, ctx, principal, r.params, asking, get) as never;
+  });
+}
+
+/**
+ * prompts/get whose hosted server may ask (sampling, elicitation): the
+ * questions go to the client of this request, as rounds of it for a
+ * 2026-07-28 client (./input_rounds.ts, bound to the principal, the prompt
+ * and its arguments), as requests within it for a 2025-11-25 one.
+ */
+function _promptWithAsks(
+  server: Server,
+  ctx: ServerContext,
+  principal: string,
+  params: { name: string; arguments?: Record<string, string> },
+  asking: HostedAsking,
+  get: (onAsk: HostedCaller["onAsk"]) => Promise<unknown>,
+): Promise<unknown> {
+  const modern = isModern(ctx);
+  const extra = callExtra(ctx, modern);
+  const m = extra.modern;
+  if (!m || !asking.rounds) return get(clientAsks(server, extra, asking.elicitation).onAsk);
+  const key = `prompts/get\0${params.name}\0${JSON.stringify(params.arguments ?? {})}`;
+  const caps = m.clientCapabilities;
+  if (m.requestState !== undefined) {
+    return asking.rounds.resume(m.requestState, principal, key, caps, m.inputResponses);
+  }
+  return asking.rounds.begin(principal, key, caps, (ask) => get(roundAsks(ask, caps).onAsk));
 }
 
 /**

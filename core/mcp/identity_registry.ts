@@ -79,7 +79,10 @@ export function identityRegistry(
           params: unknown,
           signal?: AbortSignal,
         ) => {
-          const why = budget.take(kind === "sample" ? "sampling" : "elicitation");
+          // Roots are no question to a person or an LLM: only the call's own caps bound them.
+          const why = kind === "roots"
+            ? null
+            : budget.take(kind === "sample" ? "sampling" : "elicitation");
           return why ? Promise.reject(new Error(why)) : options.onAsk!(kind, params, signal);
         });
       return await traceCall(
@@ -119,8 +122,8 @@ function _hostedView(
       hosted.listResources(templates, principalOf(principal), caller),
     readResource: (uri, principal) => hosted.readResource(uri, principalOf(principal), caller),
     listPrompts: (principal) => hosted.listPrompts(principalOf(principal), caller),
-    getPrompt: (name, args, principal) =>
-      hosted.getPrompt(name, args, principalOf(principal), caller),
+    getPrompt: (name, args, principal, c) =>
+      hosted.getPrompt(name, args, principalOf(principal), { ...caller, onAsk: c?.onAsk }),
     complete: (params, principal) => hosted.complete(params, principalOf(principal), caller),
     subscribe: (uri, on, principal) => hosted.subscribe(uri, on, principalOf(principal), caller),
   };

@@ -56,10 +56,23 @@ interface _Parked {
   timer?: ReturnType<typeof setTimeout>;
   cancel(): void;
   n: number;
+  /** The capabilities the client declared on its latest request of this call. */
+  caps: Record<string, unknown>;
+  /** Capabilities a question needed that the client had not declared. */
+  missing?: Record<string, Record<string, never>>;
+  /** Answers the first request gave ahead, by the tool's names for its questions. */
+  ahead: Record<string, unknown>;
 }
 
-/** A question of a call, as the call asks it. */
-export type RoundAsk = (method: string, params: Record<string, unknown>) => Promise<unknown>;
+/**
+ * A question of a call, as the call asks it; `key` is the tool's own name
+ * for it (its key in `inputRequests`), else corral names it.
+ */
+export type RoundAsk = (
+  method: string,
+  params: Record<string, unknown>,
+  key?: string,
+) => Promise<unknown>;
 
 /** The parked calls of one instance (every request of every principal). */
 export class InputRounds {
@@ -81,6 +94,7 @@ export class InputRounds {
     key: string,
     capabilities: Record<string, unknown>,
     start: (ask: RoundAsk, signal: AbortSignal) => Promise<unknown>,
+    ahead: Record<string, unknown> = {},
   ): Promise<unknown> {
     const id = crypto.randomUUID();
     const abort = new AbortController();
@@ -92,16 +106,12 @@ export class InputRounds {
       done: Promise.resolve(),
       cancel: () => abort.abort(new Error("the client did not answer in time")),
       n: 0,
+      caps: capabilities,
+      ahead: _answers(ahead),
     };
-    const ask: RoundAsk = (method, params) =>
-      new Promise((resolve, reject) => {
-        const name = `${method.split("/")[0]}-${++parked.n}`;
-        parked.asks.set(name, { request: { method, params }, resolve, reject });
-        parked.wake?.();
-      });
-    parked.done = start(ask, abort.signal);
+    parked.done = start((method, params, name) => _ask(parked, method, params, name), abort.signal);
     this.#parked.set(id, parked);
-    return await this.#next(id, parked, capabilities);
+    return await this.#next(id, parked);
   }
 
   /**
@@ -128,21 +138,19 @@ export class InputRounds {
       );
     }
     parked.round++;
-    for (const [name, value] of Object.entries(responses ?? {})) {
+    parked.caps = capabilities;
+    // An answer that is no object leaves its question open: it is asked again next round.
+    for (const [name, value] of Object.entries(_answers(responses))) {
       const open = parked.asks.get(name);
-      if (!open || typeof value !== "object" || value === null || Array.isArray(value)) continue;
+      if (!open) continue;
       parked.asks.delete(name);
       open.resolve(value);
     }
-    return await this.#next(s!.call!, parked, capabilities);
+    return await this.#next(s!.call!, parked);
   }
 
   /** Wait for the result or the next questions of `parked`. */
-  async #next(
-    id: string,
-    parked: _Parked,
-    capabilities: Record<string, unknown>,
-  ): Promise<unknown> {
+  async #next(id: string, parked: _Parked): Promise<unknown> {
     clearTimeout(parked.timer);
     const asked = () =>
       new Promise<"asked">((resolve) => {
@@ -156,15 +164,16 @@ export class InputRounds {
     parked.wake = undefined;
     if (first === "done") {
       this.#parked.delete(id);
-      return await parked.done;
+      const result = await parked.done as { isError?: boolean } | undefined;
+      // A call that failed for want of a capability the client did not declare: the spec's -32021.
+      if (parked.missing && result?.isError) {
+        throw new MissingRequiredClientCapabilityError({ requiredCapabilities: parked.missing });
+      }
+      return result;
     }
     // Questions asked together (Promise.all in a tool) go out in one round.
     await new Promise((r) => setTimeout(r, _GATHER_MS));
-    const missing = _missingCapabilities([...parked.asks.values()], capabilities);
-    if (missing) {
-      this.#drop(id, parked);
-      throw new MissingRequiredClientCapabilityError({ requiredCapabilities: missing });
-    }
+    if (!parked.asks.size) return await this.#next(id, parked);
     parked.timer = setTimeout(() => this.#drop(id, parked), ROUND_TIMEOUT_MS);
     Deno.unrefTimer(parked.timer);
     const inputRequests: Record<string, unknown> = {};
@@ -188,20 +197,50 @@ export class InputRounds {
   }
 }
 
-/** The capabilities `asks` need that `declared` lacks, else undefined. */
-function _missingCapabilities(
-  asks: _Ask[],
-  declared: Record<string, unknown>,
-): Record<string, Record<string, never>> | undefined {
-  const need: Record<string, string> = {
-    "sampling/createMessage": "sampling",
-    "elicitation/create": "elicitation",
-    "roots/list": "roots",
-  };
-  const missing: Record<string, Record<string, never>> = {};
-  for (const a of asks) {
-    const cap = need[a.request.method];
-    if (cap && declared[cap] === undefined) missing[cap] = {};
+const _NEEDS: Record<string, string> = {
+  "sampling/createMessage": "sampling",
+  "elicitation/create": "elicitation",
+  "roots/list": "roots",
+};
+
+/**
+ * Put a question of `parked`: refused at once when the client did not
+ * declare its capability (remembered: a call that fails for it is -32021),
+ * answered at once when the first request answered it ahead, else open
+ * until a round brings its answer.
+ */
+function _ask(
+  parked: _Parked,
+  method: string,
+  params: Record<string, unknown>,
+  key: string | undefined,
+): Promise<unknown> {
+  const cap = _NEEDS[method];
+  if (cap && parked.caps[cap] === undefined) {
+    (parked.missing ??= {})[cap] = {};
+    return Promise.reject(
+      new Error(`the client did not declare the ${cap} capability (${method}) on this request`),
+    );
   }
-  return Object.keys(missing).length ? missing : undefined;
+  if (key !== undefined && key in parked.ahead) {
+    const answer = parked.ahead[key];
+    delete parked.ahead[key];
+    return Promise.resolve(answer);
+  }
+  return new Promise((resolve, reject) => {
+    let name = key ?? `${method.split("/")[0]}-${++parked.n}`;
+    while (parked.asks.has(name)) name = `${key ?? method.split("/")[0]}-${++parked.n}`;
+    parked.asks.set(name, { request: { method, params }, resolve, reject });
+    parked.wake?.();
+  });
+}
+
+/** The answers of `responses` that can be answers at all (objects); the rest are dropped. */
+function _answers(responses: Record<string, unknown> | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (!responses || typeof responses !== "object" || Array.isArray(responses)) return out;
+  for (const [name, value] of Object.entries(responses)) {
+    if (typeof value === "object" && value !== null && !Array.isArray(value)) out[name] = value;
+  }
+  return out;
 }

@@ -118,7 +118,10 @@ export function createMcpServer(
   // One session, one principal: its sandboxes are its own and close with it.
   const principal = new SessionPrincipal(registry, options.principal);
   if (registry.hosted?.entries.length) {
-    serveHostedResources(server, registry.hosted, principal.name);
+    serveHostedResources(server, registry.hosted, principal.name, {
+      rounds,
+      elicitation: options.elicitation,
+    });
   }
   const logLevel = new LogLevel().serve(server);
   serveToolList(server, registry);

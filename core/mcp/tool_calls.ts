@@ -106,6 +106,7 @@ function _roundCall(
       modern.inputResponses,
     ) as Promise<CallToolResult>;
   }
+  // Answers given ahead in the first request answer only the tool's own named questions.
   return rounds.begin(principal, key, caps, (ask, parked) => {
     const signal = AbortSignal.any([parked, context.principal.signal]);
     return _run(
@@ -117,7 +118,7 @@ function _roundCall(
       roundAsks(ask, caps),
       LogLevel.of(modern.logLevel),
     );
-  }) as Promise<CallToolResult>;
+  }, modern.inputResponses) as Promise<CallToolResult>;
 }
 
 async function _run(
