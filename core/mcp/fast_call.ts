@@ -87,6 +87,8 @@ export class FastCalls {
     if (typeof name !== "string" || !_onlyKeys(params, keys)) return false;
     if (args !== undefined && !_isRecord(args)) return false;
     if (_meta !== undefined && !_isMeta(_meta)) return false;
+    // A 2026-07-28 request (its revision in `_meta`) is the SDK's: envelope, rounds.
+    if (_meta !== undefined && (_meta as _Json)[_VERSION] !== undefined) return false;
     this.#taken++;
     const controller = new AbortController();
     this.#live.set(id, controller);
@@ -205,6 +207,8 @@ function _isRecord(value: unknown): value is _Json {
 }
 
 /** A `_meta` the SDK accepts; with a related task only when `task` (else the call is the SDK's). */
+const _VERSION = "io.modelcontextprotocol/protocolVersion";
+
 function _isMeta(meta: unknown, task = false): boolean {
   if (!_isRecord(meta)) return false;
   const related = meta[_RELATED_TASK];
