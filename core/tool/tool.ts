@@ -43,23 +43,14 @@ export interface ToolCallContext {
    * with a clear error where no client can answer (the CLI, stateless HTTP).
    */
   sample?(params: Record<string, unknown>, options?: AskOptions): Promise<Record<string, unknown>>;
-  /**
-   * Ask the person at the client (`elicitation/create` params: `message`,
-   * `requestedSchema`); resolves to `{ action, content? }`. The CLI asks on
-   * its terminal.
-   */
+  /** Ask the person at the client (`elicitation/create`: `message`, `requestedSchema`). */
   elicit?(params: Record<string, unknown>, options?: AskOptions): Promise<Record<string, unknown>>;
   /** Ask the client for its roots (`roots/list`); resolves to `{ roots }`. */
   roots?(options?: AskOptions): Promise<Record<string, unknown>>;
 }
 
-/** How a tool names one question to its client. */
+/** A question's options: `key` names it (its key in a 2026-07-28 round's `inputRequests`). */
 export interface AskOptions {
-  /**
-   * The question's name: a 2026-07-28 client sees it as its key in the
-   * round's `inputRequests`, and may answer it ahead in the call's first
-   * request (`inputResponses`). Default: one corral picks.
-   */
   key?: string;
 }
 
