@@ -71,7 +71,13 @@ export function identityRegistry(
       }
       const session = options.session ?? options.principal;
       if (shared !== undefined) options = { ...options, principal: principalOf(options.principal) };
-      const info = { tool: name, toolset: tool.toolset, identity: who, session };
+      const info = {
+        tool: name,
+        toolset: tool.toolset,
+        identity: who,
+        session,
+        traceparent: options.traceparent,
+      };
       const budget = new AskBudget(limits);
       const onAsk = options.onAsk &&
         ((

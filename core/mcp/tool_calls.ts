@@ -151,6 +151,9 @@ async function _run(
       onLog: (text) => notes.log("debug", text),
       confirm,
       onAsk,
+      ...(typeof extra._meta?.traceparent === "string"
+        ? { traceparent: extra._meta.traceparent }
+        : {}),
     });
   } catch (err) {
     if (err instanceof TypeError) {
