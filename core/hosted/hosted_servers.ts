@@ -12,7 +12,7 @@ import type { ServerEntry } from "../config/server_config.ts";
 import type { EgressRecord } from "../guard/egress.ts";
 import type { ModuleMeta } from "../sandbox/protocol.ts";
 import { effectiveGrant, type HostPrivileges } from "../sandbox/grant.ts";
-import { scrubDeep, scrubText } from "../guard/redact.ts";
+import { scrubText } from "../guard/redact.ts";
 import type { AuditLog } from "../guard/audit.ts";
 import { type Reporter, terminalSafe } from "../tool/reporter.ts";
 import { failure, type ToolResult, withFault } from "../tool/result.ts";
@@ -33,9 +33,8 @@ import { type ChangeReport, isEmptyReport } from "../layers/change_report.ts";
 import { settleAfter } from "../sandbox/settled_result.ts";
 import { runHostedCall } from "./hosted_call.ts";
 import { type HostedCall, HostedServer } from "./hosted_server.ts";
-import { hostedTools, offeredName } from "./hosted_tools.ts";
-// @ts-types="@modelcontextprotocol/sdk/client/index"
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { hostedTools } from "./hosted_tools.ts";
+import { HostedListings, type LeftOut } from "./hosted_listings.ts";
 
 /** What {@link HostedServers} needs from the registry. */
 export interface HostedServersOptions {
@@ -94,9 +93,8 @@ export class HostedServers {
   #names = new Map<string, [string, string]>();
   /** The policy of each registered server that may start (undefined: it may not). */
   #policies = new Map<string, SandboxPolicy | undefined>();
-  /** Resource URI and offered prompt name → server. */
-  #uris = new Map<string, string>();
-  #prompts = new Map<string, [string, string]>();
+  /** Resources and prompts of the servers, gathered per server (./hosted_listings.ts). */
+  readonly #listings: HostedListings;
   /** live definition → approved definition → the fields that differ (./approvals.ts). */
   #compared = new WeakMap<ToolDefinition, WeakMap<ToolDefinition, string[]>>();
 
@@ -104,6 +102,11 @@ export class HostedServers {
     this.entries = entries;
     this.#options = options;
     this.#dir = options.approvalsDir ?? approvalsDir();
+    this.#listings = new HostedListings({
+      listable: (session) => this.#listable(session),
+      secrets: options.secrets,
+      onRead: (server, kind, detail, session) => this.#event(server, kind, detail, { session }),
+    });
   }
 
   /** The entry of a server. */
@@ -220,74 +223,46 @@ export class HostedServers {
     }));
   }
 
-  /** The resources of every server that may start (started for this), marked with their server. */
-  async listResources(templates = false, session = ""): Promise<Array<Record<string, unknown>>> {
-    const out: Array<Record<string, unknown>> = [];
-    for (const [name, client] of await this.#clients("resources", session)) {
-      const r = templates
-        ? (await client.listResourceTemplates()).resourceTemplates
-        : (await client.listResources()).resources;
-      for (const x of r as Array<Record<string, unknown>>) {
-        if (!templates) this.#uris.set(String(x.uri), name);
-        out.push({ ...x, _meta: { ...(x._meta as object ?? {}), "corral/server": name } });
-      }
-    }
-    return scrubDeep(out, this.#options.secrets);
+  /** The resources (or templates) of the servers of `session`: see {@link HostedListings}. */
+  listResources(
+    templates = false,
+    session = "",
+    onLeftOut?: (left: LeftOut[]) => void,
+  ): Promise<Array<Record<string, unknown>>> {
+    return this.#listings.listResources(templates, session, onLeftOut);
   }
 
   /** Read a resource from the server that listed it (or the only one with resources). */
-  async readResource(uri: string, session = ""): Promise<Record<string, unknown>> {
-    const clients = await this.#clients("resources", session);
-    const name = this.#uris.get(uri) ?? (clients.length === 1 ? clients[0][0] : undefined);
-    const client = clients.find(([n]) => n === name)?.[1];
-    if (!client) throw new TypeError(`no hosted server lists the resource "${uri}"`);
-    this.#event(name!, "resource", uri, { session });
-    return scrubDeep(await client.readResource({ uri }), this.#options.secrets);
+  readResource(uri: string, session = ""): Promise<Record<string, unknown>> {
+    return this.#listings.readResource(uri, session);
   }
 
-  /** The prompts of every server that may start, named `<server>_<name>` when names collide. */
-  async listPrompts(session = ""): Promise<Array<Record<string, unknown>>> {
-    const out: Array<Record<string, unknown>> = [];
-    this.#prompts.clear();
-    for (const [name, client] of await this.#clients("prompts", session)) {
-      for (const p of (await client.listPrompts()).prompts) {
-        const offered = offeredName(name, p.name, (n) => this.#prompts.has(n));
-        this.#prompts.set(offered, [name, p.name]);
-        out.push({ ...p, name: offered });
-      }
-    }
-    return scrubDeep(out, this.#options.secrets);
+  /** The prompts of the servers of `session`: see {@link HostedListings}. */
+  listPrompts(
+    session = "",
+    onLeftOut?: (left: LeftOut[]) => void,
+  ): Promise<Array<Record<string, unknown>>> {
+    return this.#listings.listPrompts(session, onLeftOut);
   }
 
   /** Get a prompt by the name {@link listPrompts} gave it. */
-  async getPrompt(
+  getPrompt(
     offered: string,
     args?: Record<string, string>,
     session = "",
   ): Promise<Record<string, unknown>> {
-    if (!this.#prompts.size) await this.listPrompts(session);
-    const [name, prompt] = this.#prompts.get(offered) ?? [];
-    const client = (await this.#clients("prompts", session)).find(([n]) => n === name)?.[1];
-    if (!client || !prompt) throw new TypeError(`no hosted server offers the prompt "${offered}"`);
-    this.#event(name!, "prompt", prompt, { session });
-    const r = await client.getPrompt({ name: prompt, ...(args ? { arguments: args } : {}) });
-    return scrubDeep(r, this.#options.secrets);
+    return this.#listings.getPrompt(offered, args, session);
   }
 
-  /** The running clients of the servers that may start and offer `what`. */
-  async #clients(what: "resources" | "prompts", session: string): Promise<Array<[string, Client]>> {
-    const out: Array<[string, Client]> = [];
+  /** The server instances of `session` that may start and have approved tools. */
+  #listable(session: string): Array<[string, HostedServer]> {
+    const out: Array<[string, HostedServer]> = [];
     for (const entry of this.entries) {
       const policy = this.#policies.get(entry.name);
       if (!policy || !readApproved(entry.name, this.#dir)) continue;
       const grant = effectiveGrant(serverLetters(policy), policy, this.#options.host);
       if (grant.missing) continue;
-      const server = this.#server(entry, policy, grant.grant, session);
-      try {
-        const client = await server.ensure();
-        for (const s of server.secrets) this.#options.secrets.add(s);
-        if (client.getServerCapabilities()?.[what]) out.push([entry.name, client]);
-      } catch { /* failed: shown by corral list; the others still answer */ }
+      out.push([entry.name, this.#server(entry, policy, grant.grant, session)]);
     }
     return out;
   }
