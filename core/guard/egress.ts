@@ -19,53 +19,16 @@
 import { join } from "node:path";
 import { closeConn, copyConn, writeAll } from "./conn_io.ts";
 import { readHttpHead } from "./http_head.ts";
-import { classifyAddress, isIpAddress } from "./net_guard.ts";
+import { decideEgress, type EgressOptions, type EgressRecord } from "./egress_decision.ts";
 
 export { EGRESS_LISTEN, EGRESS_SOCKET_IN_NAMESPACE, EGRESS_URL, proxyVars } from "./egress_env.ts";
-
-/** One connection the proxy decided on. */
-export interface EgressRecord {
-  /** The host as asked (a name or an address). */
-  host: string;
-  port: number;
-  /** The address connected to (or the first refused one); "" when none. */
-  address: string;
-  verdict: "allowed" | "refused";
-  /** Why it was refused. */
-  reason?: string;
-  /** Bytes from the tool to the server, and back. */
-  bytesOut: number;
-  bytesIn: number;
-}
-
-/** What an {@link EgressProxy} enforces. */
-export interface EgressOptions {
-  /** The grant's `net` list (`host`, `host:port`, or `*`). */
-  allowed: string[];
-  /**
-   * Where that list is set, when it is a hosted server's own
-   * (`servers.<name>`): a refusal names the operator's change.
-   */
-  listedIn?: string;
-  /** Resolve a name to its addresses (default: `node:dns` lookup, every address). */
-  resolve?: (hostname: string) => Promise<string[]>;
-  /** Called once per connection when it ends (or is refused). */
-  onConnection?: (record: EgressRecord) => void;
-  /** This machine's own addresses (default: its interfaces'): refused unless listed. */
-  ownAddresses?: Set<string>;
-}
-
-let _own: Set<string> | undefined;
-
-/** The addresses of this machine's interfaces (needs sys; empty when it cannot tell). */
-export function ownAddresses(): Set<string> {
-  if (_own) return _own;
-  _own = new Set();
-  try {
-    for (const i of Deno.networkInterfaces()) _own.add(i.address.toLowerCase());
-  } catch { /* no sys permission */ }
-  return _own;
-}
+export {
+  decideEgress,
+  type EgressOptions,
+  type EgressRecord,
+  ownAddresses,
+  pinnedResolver,
+} from "./egress_decision.ts";
 
 const _MAX_HEAD = 64 * 1024;
 /** How long a client may take to send its request head. */
@@ -75,75 +38,6 @@ export const MAX_CONNECTIONS_PER_PROXY = 64;
 /** Connections all proxies of this host serve at once. */
 export const MAX_CONNECTIONS_TOTAL = 512;
 let _openTotal = 0;
-
-/**
- * Decide on `host:port` for a grant: the address to connect to, or why not.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { decideEgress } from "./egress.ts";
- * const d = await decideEgress("127.0.0.1", 80, { allowed: ["*"] });
- * assert.ok(d.refused?.includes("loopback"));
- * const ok = await decideEgress("127.0.0.1", 80, { allowed: ["127.0.0.1:80"] });
- * assert.ok(ok.address === "127.0.0.1");
- * ```
- */
-export async function decideEgress(
-  host: string,
-  port: number,
-  options: EgressOptions,
-): Promise<{ address: string; refused?: string }> {
-  const name = host.replace(/^\[|\]$/g, "").toLowerCase();
-  const listed = options.allowed.some((e) => {
-    const entry = e.toLowerCase();
-    return entry === name || entry === `${name}:${port}` ||
-      entry === `[${name}]:${port}` || entry === `[${name}]`;
-  });
-  if (!listed && !options.allowed.includes("*")) {
-    return {
-      address: "",
-      refused: options.listedIn
-        ? `${host}:${port} is not on the net list of ${options.listedIn}: to allow it, add the ` +
-          `host to ${options.listedIn}.net in permissions.json`
-        : `${host}:${port} is not on this tool's net list`,
-    };
-  }
-  let addresses: string[];
-  try {
-    addresses = isIpAddress(name) ? [name] : await (options.resolve ?? _lookupAll)(name);
-  } catch (err) {
-    return { address: "", refused: `${host} did not resolve: ${(err as Error).message}` };
-  }
-  if (addresses.length === 0) return { address: "", refused: `${host} did not resolve` };
-  if (listed) return { address: addresses[0] };
-  const own = options.ownAddresses ?? ownAddresses();
-  for (const address of addresses) {
-    const kind = classifyAddress(address);
-    if (kind !== "public") {
-      return {
-        address,
-        refused: `refused ${host}:${port}: it is a ${kind} address (only public addresses ` +
-          `may be reached unless permissions.json lists the host explicitly)`,
-      };
-    }
-    if (own.has(address.toLowerCase())) {
-      return {
-        address,
-        refused: `refused ${host}:${port}: it is an address of this machine (only other ` +
-          `machines may be reached unless permissions.json lists the host explicitly)`,
-      };
-    }
-  }
-  return { address: addresses[0] };
-}
-
-async function _lookupAll(hostname: string): Promise<string[]> {
-  // Loaded on the first lookup: node:dns costs every host start tens of milliseconds.
-  const { lookup } = await import("node:dns/promises");
-  const found = await lookup(hostname, { all: true, verbatim: true });
-  return found.map((a) => a.address);
-}
 
 /**
  * An egress proxy listening on a unix socket. One per sandbox: it holds

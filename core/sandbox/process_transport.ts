@@ -22,6 +22,7 @@ import {
 } from "../guard/egress.ts";
 import { type LimitedChild, spawnLimited } from "../guard/limits.ts";
 import { NAMESPACE_HOME, namespaceLayout, namespacePath } from "../guard/namespace.ts";
+import { etcFiles } from "../guard/namespace_etc.ts";
 import { type StartedLayers, startLayers } from "../layers/start_layers.ts";
 import type { SandboxLayers } from "../layers/settle_layers.ts";
 import { childArgs, childEnv, selfHosted } from "./child_command.ts";
@@ -164,6 +165,8 @@ function _mounts(
     system: g.run.length > 0,
     net: false,
     netFiles: g.net.length > 0,
+    // corral's own passwd, group, hosts and resolv.conf: no account or name of the host's.
+    ...(g.run.length || g.net.length ? { etc: etcFiles(join(configDir(), "run"), []) } : {}),
     ...(launch.egress ? { egressDir: launch.egress.dir } : {}),
     cwd: spec.workspace,
   });

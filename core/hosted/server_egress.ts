@@ -1,0 +1,131 @@
+/**
+ * A hosted server's way out of its namespace, when it holds `n`: its own
+ * egress proxy (core/guard/egress.ts) on a unix socket, and inside the
+ * namespace the bridge (./egress_bridge.ts) that listens where HTTP
+ * clients find the proxy (`127.0.0.1:3128`, `HTTP(S)_PROXY`) and, for each
+ * `host:port` of its net list, a forwarder at that name and port for any
+ * TCP protocol (core/guard/egress_forward.ts), with the names in its
+ * `/etc/hosts` and answered by its own name server. The launcher makes its
+ * network namespace then (core/guard/launcher.ts): ports below 1024 and
+ * granted addresses are the forwarders' there, with no capability given.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { configDir } from "../config/install_dir.ts";
+import {
+  type EgressRecord,
+  pinnedResolver,
+  type StartedEgress,
+  startEgress,
+} from "../guard/egress.ts";
+import { EGRESS_SOCKET_IN_NAMESPACE, EGRESS_URL, proxyVars } from "../guard/egress_env.ts";
+import {
+  extraAddresses,
+  type Forward,
+  forwardNames,
+  forwardsOf,
+  hostPort,
+  placeForwards,
+} from "../guard/egress_forward.ts";
+import { isIpAddress } from "../guard/net_guard.ts";
+import { etcFiles } from "../guard/namespace_etc.ts";
+
+const _here = (p: string) => new URL(p, import.meta.url).pathname;
+const _BRIDGE = _here("./egress_bridge.ts");
+/** The bridge's own files, bound read-only into the namespace. */
+const _BRIDGE_CODE = [
+  _BRIDGE,
+  _here("../guard/egress_env.ts"),
+  _here("../guard/forward_bridge.ts"),
+  _here("../guard/egress_forward.ts"),
+];
+
+/** What {@link serverEgress} made: the proxy, and what the namespace needs for it. */
+export interface ServerEgress {
+  egress: StartedEgress;
+  forwards: Forward[];
+  /** Variables of the server's environment (the proxy). */
+  env: Record<string, string>;
+  /** Files bound read-only (the bridge's code). */
+  code: string[];
+  /** corral's own `/etc` files, `hosts` holding the forwarders' names. */
+  etc: string;
+  /** Addresses the launcher puts on the namespace's loopback; undefined: no forwarder. */
+  netns?: string[];
+  /** `command` run behind the bridge (with the deno binary `deno`). */
+  wrap(deno: string, command: string[]): string[];
+}
+
+/** How long a forwarder's name may take to resolve at start before it keeps a loopback alias. */
+const _PIN_TIMEOUT_MS = 5_000;
+
+/**
+ * Start a hosted server's egress for its net list `net` (set in `listedIn`).
+ * The forwarders' names are resolved now, at grant time, and kept for the
+ * server's life: the proxy connects to that address, and inside the
+ * namespace the name leads to it too.
+ */
+export async function serverEgress(
+  net: string[],
+  listedIn: string,
+  onConnection?: (r: EgressRecord) => void,
+  resolveName?: (hostname: string) => Promise<string[]>,
+): Promise<ServerEgress> {
+  const named = forwardsOf(net);
+  const names = [...new Set(named.map((f) => f.host).filter((h) => !isIpAddress(h)))];
+  const resolve = pinnedResolver(names, resolveName);
+  const pinned = new Map<string, string>();
+  await Promise.all(names.map(async (name) => {
+    const found = await _within(resolve(name), _PIN_TIMEOUT_MS).catch(() => undefined);
+    if (found?.[0]) pinned.set(name, found[0]);
+  }));
+  const forwards = placeForwards(named, pinned);
+  const run = join(configDir(), "run");
+  const egress = startEgress(run, {
+    allowed: net,
+    listedIn,
+    resolve,
+    ...(onConnection ? { onConnection } : {}),
+  });
+  return {
+    egress,
+    forwards,
+    env: proxyVars(EGRESS_URL),
+    code: _BRIDGE_CODE,
+    etc: etcFiles(run, forwardNames(forwards)),
+    ...(forwards.length ? { netns: extraAddresses(forwards) } : {}),
+    wrap: (deno, command) => _behindBridge(deno, command, forwards),
+  };
+}
+
+/** `command` behind the egress bridge (./egress_bridge.ts), which listens where the proxy is. */
+function _behindBridge(deno: string, command: string[], forwards: Forward[]): string[] {
+  const listen = forwards.map((f) => hostPort(f.listen, f.port));
+  // Its name server, when it has forwarders (the launcher lets it take port 53).
+  if (forwards.length) listen.push("127.0.0.1:53");
+  return [
+    deno,
+    "run",
+    "--no-prompt",
+    "--no-config",
+    "--no-lock",
+    `--allow-net=${["127.0.0.1:3128", `unix:${EGRESS_SOCKET_IN_NAMESPACE}`, ...listen].join(",")}`,
+    `--allow-read=${EGRESS_SOCKET_IN_NAMESPACE}`,
+    `--allow-write=${EGRESS_SOCKET_IN_NAMESPACE}`,
+    `--allow-run=${command[0]}`,
+    _BRIDGE,
+    EGRESS_SOCKET_IN_NAMESPACE,
+    JSON.stringify(forwards),
+    "--",
+    ...command,
+  ];
+}
+
+function _within<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([
+    p,
+    new Promise<T>((_, reject) => timer = setTimeout(() => reject(new Error("timed out")), ms)),
+  ]).finally(() => clearTimeout(timer));
+}
