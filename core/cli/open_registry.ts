@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { resolve } from "node:path";
 import { type CorralConfig, loadConfig } from "../config/corral_config.ts";
 import { envVar } from "../config/env_var.ts";
 import { closestNames } from "../config/closest.ts";
@@ -12,6 +13,7 @@ import { INSTALL_DIR } from "../config/install_dir.ts";
 import { loadPolicy, type Policy } from "../config/policy.ts";
 import { trustedConfig, trustedPolicy } from "../config/project_trust.ts";
 import { limitsMissing } from "../guard/limits.ts";
+import { useCaFiles } from "../guard/trust_store.ts";
 import { isWithin } from "../guard/namespace.ts";
 import { pluginSources, splitToolDirs, TOOL_DIRS_ENV } from "../plugins/plugins.ts";
 import { Registry, type RegistryOptions, type ToolsetSource } from "../registry/registry.ts";
@@ -171,6 +173,14 @@ export async function openRegistry(
       what: "a plugin directory",
     })),
   ];
+  // The operator's extra trust store, for every sandbox (core/guard/trust_store.ts).
+  if (values["ca-file"]?.length) {
+    try {
+      useCaFiles(values["ca-file"].map((f) => resolve(userCwd(), f)));
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
   const audit = values.audit ?? config.audit;
   if (audit) options.auditPath = audit;
   if (!config.auditRequired) options.auditOptional = true;

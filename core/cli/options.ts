@@ -62,6 +62,8 @@ Options:
   --yes                 approve calls of tools that need confirmation
   --no-cache            do not read or write the discovery cache
   --audit PATH          append one JSON line per tool call to PATH (off by default)
+  --ca-file FILE        trust the certificates of FILE (PEM) in every sandbox and at egress,
+                        beside SSL_CERT_FILE, SSL_CERT_DIR, NODE_EXTRA_CA_CERTS, DENO_CERT
   --quiet               no progress reports on stderr
   --http [HOST:]PORT    mcp: Streamable HTTP instead of stdio; PORT 0 picks a free port
   --token TOKEN         mcp --http: require "Authorization: Bearer TOKEN" (default
@@ -122,6 +124,7 @@ export const CLI_OPTIONS = {
   yes: { type: "boolean" },
   "no-cache": { type: "boolean" },
   audit: { type: "string" },
+  "ca-file": { type: "string", multiple: true },
   tool: { type: "string" },
   since: { type: "string" },
   until: { type: "string" },

@@ -9,6 +9,7 @@
  *
  * @module
  */
+import type { SecretInjector } from "./egress_inject.ts";
 import { classifyAddress, isIpAddress } from "./net_guard.ts";
 
 /** One connection the proxy decided on. */
@@ -24,6 +25,8 @@ export interface EgressRecord {
   /** Bytes from the tool to the server, and back. */
   bytesOut: number;
   bytesIn: number;
+  /** The names of the secrets put in on the way (./egress_inject.ts), never their values. */
+  injected?: string[];
 }
 
 /** What an egress proxy (./egress.ts) enforces. */
@@ -38,6 +41,11 @@ export interface EgressOptions {
   /** Resolve a name to its addresses (default: `node:dns` lookup, every address). */
   resolve?: (hostname: string) => Promise<string[]>;
 
+  /**
+   * The secrets this sandbox's proxy injects (./egress_inject.ts): its
+   * tunnels are terminated and watched.
+   */
+  inject?: SecretInjector;
   /** Called once per connection when it ends (or is refused). */
   onConnection?: (record: EgressRecord) => void;
   /** This machine's own addresses (default: its interfaces'): refused unless listed. */

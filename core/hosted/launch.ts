@@ -15,10 +15,9 @@ import { join } from "node:path";
 import type { SandboxPolicy } from "../config/policy.ts";
 import type { ServerEntry } from "../config/server_config.ts";
 import { configDir } from "../config/install_dir.ts";
-import { envVar } from "../config/env_var.ts";
 import type { EgressRecord, StartedEgress } from "../guard/egress.ts";
 import { type LimitedChild, spawnLimited } from "../guard/limits.ts";
-import { NAMESPACE_HOME, namespaceLayout, runtimeFiles } from "../guard/namespace.ts";
+import { namespaceLayout, runtimeFiles } from "../guard/namespace.ts";
 import { etcFiles } from "../guard/namespace_etc.ts";
 import type { ChangeReport } from "../layers/change_report.ts";
 import type { SandboxLayers } from "../layers/settle_layers.ts";
@@ -27,6 +26,8 @@ import type { Grant } from "../tool/tool.ts";
 import { installed, type InstallRecord } from "./install.ts";
 import { serverCommand } from "./server_command.ts";
 import { serverEgress } from "./server_egress.ts";
+import { serverEnv } from "./server_env.ts";
+import type { InjectedSecret } from "../guard/egress_inject.ts";
 import { checkVenv } from "./venv_integrity.ts";
 
 /** What starting one server needs. */
@@ -94,8 +95,14 @@ export async function launchServer(spec: LaunchSpec): Promise<Launched> {
       `run \`corral servers install ${entry.name}\` to install it again`,
     );
   }
-  const { env, secrets } = serverEnv(entry, spec.workspace);
-  const start = await _command(spec, record, env);
+  const { env, secrets, injected } = serverEnv(entry, spec.workspace);
+  if (injected.length && !spec.namespace) {
+    throw new Error(
+      `a secret injected at egress needs the sandbox namespace and its proxy; with "jail": ` +
+        `"off" give the secret without "inject"`,
+    );
+  }
+  const start = await _command(spec, record, env, injected);
   let started: LimitedChild;
   try {
     // In the namespace, the launcher binds what it opened and checked (core/guard/launcher.ts).
@@ -123,6 +130,7 @@ async function _command(
   spec: LaunchSpec,
   record: InstallRecord | undefined,
   env: Record<string, string>,
+  injected: InjectedSecret[],
 ): Promise<_Start> {
   const g = spec.grant;
   const own = serverCommand(spec.entry, record, g, spec.policy, spec.workspace);
@@ -132,8 +140,14 @@ async function _command(
   // Without the namespace (`"jail": "off"`) there is no proxy: the host's network, as opted out.
   if (!ns) return { program: own.command[0], args: own.command.slice(1), env };
   const rt = await runtimeFiles();
+  if (injected.length && !g.net.length) {
+    throw new Error(
+      `the secret ${injected[0].name} is injected at egress, but ${spec.policy.where} has no ` +
+        `net list: add its hosts to ${spec.policy.where}.net in permissions.json`,
+    );
+  }
   const out = g.net.length
-    ? await serverEgress(g.net, spec.policy.where, spec.onConnection)
+    ? await serverEgress(g.net, spec.policy.where, spec.onConnection, injected)
     : undefined;
   const cmd = out ? out.wrap(rt.exec, own.command) : own.command;
   if (out) Object.assign(env, out.env);
@@ -209,40 +223,4 @@ function _undo(start: _Start): void {
   start.egress?.close();
   start.layers?.retire();
   void start.folders?.remove();
-}
-
-/**
- * The server's whole environment: a small fixed base, its own entries with
- * `${workspace}` filled in, and each `{"secret": "NAME"}` read from the
- * host's variable NAME (missing: an error naming it). Nothing else of the
- * host's environment reaches it.
- */
-export function serverEnv(
-  entry: ServerEntry,
-  workspace: string,
-): { env: Record<string, string>; secrets: string[] } {
-  const env: Record<string, string> = {
-    PATH: "/usr/local/bin:/usr/bin:/bin",
-    HOME: NAMESPACE_HOME,
-    LANG: "C.UTF-8",
-    NO_COLOR: "1",
-    DENO_NO_UPDATE_CHECK: "1",
-    PYTHONDONTWRITEBYTECODE: "1",
-  };
-  const secrets: string[] = [];
-  for (const [k, v] of Object.entries(entry.env)) {
-    if (typeof v === "string") {
-      env[k] = v.replaceAll("${workspace}", workspace);
-      continue;
-    }
-    const value = envVar(v.secret);
-    if (value === undefined) {
-      throw new Error(
-        `the secret ${k} is read from the host variable ${v.secret}, which is not set`,
-      );
-    }
-    env[k] = value;
-    if (value.length >= 4) secrets.push(value);
-  }
-  return { env, secrets };
 }

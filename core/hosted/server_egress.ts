@@ -29,6 +29,9 @@ import {
   placeForwards,
 } from "../guard/egress_forward.ts";
 import { isIpAddress } from "../guard/net_guard.ts";
+import { operatorCerts, TRUST_IN_NAMESPACE, trustVars, writeTrust } from "../guard/trust_store.ts";
+import { type InjectedSecret, SecretInjector } from "../guard/egress_inject.ts";
+import { SandboxCa } from "../guard/sandbox_ca.ts";
 import { etcFiles } from "../guard/namespace_etc.ts";
 
 const _here = (p: string) => new URL(p, import.meta.url).pathname;
@@ -70,8 +73,12 @@ export async function serverEgress(
   net: string[],
   listedIn: string,
   onConnection?: (r: EgressRecord) => void,
+  injected: InjectedSecret[] = [],
   resolveName?: (hostname: string) => Promise<string[]>,
 ): Promise<ServerEgress> {
+  _injectable(injected, net, listedIn);
+  // Secrets injected at egress: a CA of this server's own, trusted by it alone.
+  const ca = injected.length ? await SandboxCa.create() : undefined;
   const named = forwardsOf(net);
   const names = [...new Set(named.map((f) => f.host).filter((h) => !isIpAddress(h)))];
   const resolve = pinnedResolver(names, resolveName);
@@ -87,11 +94,14 @@ export async function serverEgress(
     listedIn,
     resolve,
     ...(onConnection ? { onConnection } : {}),
+    ...(ca ? { inject: new SecretInjector(injected, ca, operatorCerts()) } : {}),
   });
+  // The operator's trust store, read-only beside the proxy's socket, and its own CA if any.
+  const trusted = writeTrust(egress.dir, ca ? [ca.certPem] : []);
   return {
     egress,
     forwards,
-    env: proxyVars(EGRESS_URL),
+    env: { ...proxyVars(EGRESS_URL), ...(trusted ? trustVars(TRUST_IN_NAMESPACE) : {}) },
     code: _BRIDGE_CODE,
     etc: etcFiles(run, forwardNames(forwards)),
     ...(forwards.length ? { netns: extraAddresses(forwards) } : {}),
@@ -128,4 +138,20 @@ function _within<T>(p: Promise<T>, ms: number): Promise<T> {
     p,
     new Promise<T>((_, reject) => timer = setTimeout(() => reject(new Error("timed out")), ms)),
   ]).finally(() => clearTimeout(timer));
+}
+
+/** Each host a secret is injected for must be on the net list: else it could never go there. */
+function _injectable(injected: InjectedSecret[], net: string[], listedIn: string): void {
+  const hosts = new Set(
+    net.map((e) => e.replace(/:\d+$/, "").replace(/^\[|\]$/g, "").toLowerCase()),
+  );
+  for (const s of injected) {
+    const missing = s.hosts.find((h) => !hosts.has(h.replace(/^\[|\]$/g, "")) && !hosts.has("*"));
+    if (missing) {
+      throw new Error(
+        `the secret ${s.name} is injected for ${missing}, which is not on the net list of ` +
+          `${listedIn}: add it to ${listedIn}.net in permissions.json`,
+      );
+    }
+  }
 }
