@@ -176,6 +176,7 @@ export class EgressProxy {
     try {
       // The address that was checked: no second lookup.
       server = await Deno.connect({ hostname: record.address, port: t.port });
+      (server as Deno.TcpConn).setNoDelay(true);
     } catch (err) {
       record.reason = `cannot connect: ${(err as Error).message}`;
       this.#options.onConnection?.(record);

@@ -23,7 +23,11 @@ export function bridgeForwards(socket: string, forwards: readonly Forward[]): vo
   for (const f of forwards) {
     const listener = Deno.listen({ hostname: f.listen, port: f.port });
     (async () => {
-      for await (const conn of listener) void _forward(conn, socket, hostPort(f.host, f.port));
+      for await (const conn of listener) {
+        // Small messages (a query, its answer) go at once: no Nagle delay on the way.
+        (conn as Deno.TcpConn).setNoDelay(true);
+        void _forward(conn, socket, hostPort(f.host, f.port));
+      }
     })().catch(() => {});
   }
 }
@@ -67,9 +71,15 @@ async function _readReply(up: Deno.Conn): Promise<Uint8Array | undefined> {
   }
 }
 
+/** `from` to `to` by plain reads into one buffer (cheaper than streams, for small messages). */
 async function _relay(from: Deno.Conn, to: Deno.Conn): Promise<void> {
+  const buf = new Uint8Array(64 * 1024);
   try {
-    await from.readable.pipeTo(to.writable, { preventClose: true });
+    for (;;) {
+      const n = await from.read(buf);
+      if (n === null) break;
+      await _writeAll(to, buf.subarray(0, n));
+    }
   } catch { /* closed */ }
   try {
     await (to as Deno.TcpConn).closeWrite();

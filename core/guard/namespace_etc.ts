@@ -61,8 +61,6 @@ export function etcText(
   };
 }
 
-const _made = new Map<string, string>();
-
 /**
  * A folder under `base` holding {@link OWN_ETC} with `names` in `hosts`:
  * named after its content, written once (to a temporary folder, then
@@ -82,8 +80,7 @@ export function etcFiles(base: string, names: readonly HostsEntry[]): string {
   const text = etcText(_id("uid"), _id("gid"), names);
   const digest = sha256Hex(JSON.stringify(text)).slice(0, 16);
   const dir = join(base, `etc-${digest}`);
-  const known = _made.get(dir);
-  if (known) return known;
+  // Looked at every time (one stat): a folder removed meanwhile is made again.
   try {
     Deno.statSync(join(dir, OWN_ETC.at(-1)!));
   } catch {
@@ -100,7 +97,6 @@ export function etcFiles(base: string, names: readonly HostsEntry[]): string {
       Deno.removeSync(tmp, { recursive: true });
     }
   }
-  _made.set(dir, dir);
   return dir;
 }
 
