@@ -4,14 +4,16 @@
  *
  *     corral list [--json]
  *     corral schema [--format openai|anthropic|mcp]
- *     corral call NAME --args '<json object>' | --args - [--yes] [--timeout MS]
+ *     corral call NAME [--args '<json object>' | --args -] [--yes] [--timeout MS]
  *     corral demo
- *     corral audit PATH [--tool X] [--since ISO|1h|30m]
+ *     corral config [--json]
+ *     corral audit [PATH] [--tool X] [--since ISO|1h|30m]
  *     corral trust [FILE…]
  *     corral check PATH…
  *     corral new NAME [--permissions LETTERS] [--dir DIR] [--style class|module]
  *     corral plugins [list] | corral plugins install SPEC
  *     corral mcp [--http [HOST:]PORT [--token T] [--stateless]]
+ *     corral mcp --client-config [--http URL] [--show-token]
  *     corral servers [list] | install [NAME] | approve NAME
  *     corral tokens add NAME | revoke NAME | list [--json]
  *
@@ -35,6 +37,16 @@ import { resolveUserPaths } from "./core/cli/user_cwd.ts";
 import { ConfigError } from "./core/tool/errors.ts";
 import { Reporter } from "./core/tool/reporter.ts";
 
+/**
+ * One of corral's own modules, by a computed specifier: Deno then loads the
+ * module graph of the command that runs, not (at every start, `--help`
+ * too) that of every command. `deno task compile` names these modules
+ * (core/cli/compile.ts).
+ */
+function _load<T>(path: string): Promise<T> {
+  return import(new URL(path, import.meta.url).href);
+}
+
 type _Standalone = (v: CliValues, rest: string[]) => Promise<number>;
 type _OnCatalog = (v: CliValues, rest: string[], s: CliSession) => number | Promise<number>;
 
@@ -51,19 +63,25 @@ const _COMMANDS: Record<
 > = {
   list: {
     onCatalog: async () => {
-      const { listCommand } = await import("./core/cli/list_command.ts");
+      const { listCommand } = await _load<typeof import("./core/cli/list_command.ts")>(
+        "./core/cli/list_command.ts",
+      );
       return (values, _rest, s) => listCommand(values, s, useColor());
     },
   },
   schema: {
     onCatalog: async () => {
-      const { schemaCommand } = await import("./core/cli/schema_command.ts");
+      const { schemaCommand } = await _load<typeof import("./core/cli/schema_command.ts")>(
+        "./core/cli/schema_command.ts",
+      );
       return (values, _rest, s) => schemaCommand(values, s.registry);
     },
   },
   call: {
     onCatalog: async () => {
-      const { callCommand } = await import("./core/cli/call_command.ts");
+      const { callCommand } = await _load<typeof import("./core/cli/call_command.ts")>(
+        "./core/cli/call_command.ts",
+      );
       return (values, rest, s) => callCommand(values, rest[0], s.registry);
     },
   },
@@ -71,37 +89,79 @@ const _COMMANDS: Record<
     // The demo works in a scratch workspace of its own unless one is given.
     prepare: async (values) => {
       if (values.workspace) return;
-      values.workspace = await (await import("./core/cli/demo_command.ts")).demoWorkspace();
+      values.workspace = await (await _load<typeof import("./core/cli/demo_command.ts")>(
+        "./core/cli/demo_command.ts",
+      )).demoWorkspace();
     },
     onCatalog: async () => {
-      const { demoCommand } = await import("./core/cli/demo_command.ts");
+      const { demoCommand } = await _load<typeof import("./core/cli/demo_command.ts")>(
+        "./core/cli/demo_command.ts",
+      );
       return (_values, _rest, s) => demoCommand(s.registry, useColor());
     },
   },
-  check: { alone: async () => (await import("./core/cli/check_command.ts")).checkCommand },
-  new: { alone: async () => (await import("./core/cli/new_command.ts")).newCommand },
-  plugins: { alone: async () => (await import("./core/cli/plugins_command.ts")).pluginsCommand },
+  check: {
+    alone: async () =>
+      (await _load<typeof import("./core/cli/check_command.ts")>("./core/cli/check_command.ts"))
+        .checkCommand,
+  },
+  new: {
+    alone: async () =>
+      (await _load<typeof import("./core/cli/new_command.ts")>("./core/cli/new_command.ts"))
+        .newCommand,
+  },
+  plugins: {
+    alone: async () =>
+      (await _load<typeof import("./core/cli/plugins_command.ts")>("./core/cli/plugins_command.ts"))
+        .pluginsCommand,
+  },
   mcp: {
     onCatalog: async () => {
-      const { mcpCommand } = await import("./core/cli/mcp_command.ts");
+      const { mcpCommand } = await _load<typeof import("./core/cli/mcp_command.ts")>(
+        "./core/cli/mcp_command.ts",
+      );
       return (values, _rest, s) => mcpCommand(values, s);
     },
   },
-  audit: { alone: async () => (await import("./core/cli/audit_command.ts")).auditCommand },
-  trust: { alone: async () => (await import("./core/cli/trust_command.ts")).trustCommand },
-  servers: { alone: async () => (await import("./core/cli/servers_command.ts")).serversCommand },
-  tokens: { alone: async () => (await import("./core/cli/tokens_command.ts")).tokensCommand },
+  config: {
+    alone: async () =>
+      (await _load<typeof import("./core/cli/config_command.ts")>("./core/cli/config_command.ts"))
+        .configCommand,
+  },
+  audit: {
+    alone: async () =>
+      (await _load<typeof import("./core/cli/audit_command.ts")>("./core/cli/audit_command.ts"))
+        .auditCommand,
+  },
+  trust: {
+    alone: async () =>
+      (await _load<typeof import("./core/cli/trust_command.ts")>("./core/cli/trust_command.ts"))
+        .trustCommand,
+  },
+  servers: {
+    alone: async () =>
+      (await _load<typeof import("./core/cli/servers_command.ts")>("./core/cli/servers_command.ts"))
+        .serversCommand,
+  },
+  tokens: {
+    alone: async () =>
+      (await _load<typeof import("./core/cli/tokens_command.ts")>("./core/cli/tokens_command.ts"))
+        .tokensCommand,
+  },
 };
 
 /** Run the CLI with `argv`; returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
   // Hidden: a compiled corral re-runs itself as a process sandbox.
   if (argv[0] === "__sandbox-child") {
-    const { runSandboxChild } = await import("./core/sandbox/sandbox_child.ts");
+    const { runSandboxChild } = await _load<typeof import("./core/sandbox/sandbox_child.ts")>(
+      "./core/sandbox/sandbox_child.ts",
+    );
     await runSandboxChild({ worker: true });
     return 0;
   }
   const reporter0 = new Reporter();
+  let ahead: Promise<void> | undefined;
   try {
     const { values, positionals } = parseCli(argv);
     if (values.version) {
@@ -140,15 +200,29 @@ export async function main(argv: string[]): Promise<number> {
     if (rest.length < min) {
       throw new UsageError(`${command} needs an argument (corral help ${command})`);
     }
-    if (command === "call" && values.args === undefined) {
-      throw new UsageError(`call needs --args (a JSON object, or - for stdin)`);
-    }
     // Every path the user typed means the folder they typed it in (not corral's, under deno task).
     resolveUserPaths(command, values as Record<string, unknown>, rest);
+    // A client's entry for corral mcp: printed, nothing served, no catalog needed.
+    if (command === "mcp" && values["client-config"]) {
+      return await (await _load<typeof import("./core/cli/client_config.ts")>(
+        "./core/cli/client_config.ts",
+      )).clientConfigCommand(values);
+    }
     const spec = _COMMANDS[command];
     if ("alone" in spec) return await (await spec.alone())(values, rest);
     await spec.prepare?.(values);
-    const { openRegistry } = await import("./core/cli/open_registry.ts");
+    // The sandbox this call needed last time starts now, while the host loads (adopted only
+    // when the call needs exactly that one: core/sandbox/prestart.ts).
+    if (command === "call") {
+      ahead = (await _load<typeof import("./core/cli/prestart_recipe.ts")>(
+        "./core/cli/prestart_recipe.ts",
+      )).prestartCall(values, rest[0])
+        .catch(() => {});
+      await ahead;
+    }
+    const { openRegistry } = await _load<typeof import("./core/cli/open_registry.ts")>(
+      "./core/cli/open_registry.ts",
+    );
     // The command's modules (the MCP SDK, say) load while the catalog is built.
     const loading = spec.onCatalog();
     loading.catch(() => {}); // awaited below; a failure to open the registry comes first
@@ -170,12 +244,19 @@ export async function main(argv: string[]): Promise<number> {
     reporter0.line(`corral: internal error: ${(err as Error)?.stack ?? err}`);
     return 3;
   } finally {
+    // A sandbox started ahead that the call did not take is stopped.
+    if (ahead) {
+      await (await _load<typeof import("./core/sandbox/prestart.ts")>("./core/sandbox/prestart.ts"))
+        .dropPrestarted();
+    }
     removeScratch();
   }
 }
 
 async function _versionLine(): Promise<string> {
-  const { corralVersion } = await import("./core/config/version.ts");
+  const { corralVersion } = await _load<typeof import("./core/config/version.ts")>(
+    "./core/config/version.ts",
+  );
   return `corral ${corralVersion()} (Deno ${Deno.version.deno})`;
 }
 

@@ -6,7 +6,7 @@
  * @module
  */
 import { z } from "zod";
-import { BaseTool, runHarness, tool } from "../core/mod.ts";
+import { BaseTool, runHarness, tool } from "@corral/corral";
 
 const input = z.object({
   count: z.number().int().min(1).max(100).default(1).describe("How many dice to roll"),

@@ -124,7 +124,7 @@ Deno.test("CLI papercuts: command help, corral help, plugins list --json, extra 
   const { ws } = await tempLayout();
   const callHelp = await runCli(["call", "--help"]);
   assert.equal(callHelp.code, 0);
-  assert.match(callHelp.stdout, /corral call NAME --args JSON/);
+  assert.match(callHelp.stdout, /corral call NAME \[--args JSON\]/);
   assert.doesNotMatch(callHelp.stdout, /corral list/);
   const help = await runCli(["help"]);
   assert.equal(help.code, 0);
@@ -137,11 +137,11 @@ Deno.test("CLI papercuts: command help, corral help, plugins list --json, extra 
   assert.equal(extra.code, 2);
   assert.match(extra.stderr, /list takes no arguments; unexpected "extra"/);
   // A usage error comes first: no plugin warning before it.
-  const noArgs = await runCli(["call", "WordCount", "--workspace", ws], {
+  const noName = await runCli(["call", "--workspace", ws], {
     env: { CORRAL_TOOL_DIRS: await _broken() },
   });
-  assert.equal(noArgs.code, 2);
-  assert.match(noArgs.stderr, /^corral: call needs --args/);
+  assert.equal(noName.code, 2);
+  assert.match(noName.stderr, /^corral: call needs an argument/);
   const unknown = await runCli(["list", "--nope"]);
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /unknown option --nope \(corral --help lists them\)/);
@@ -305,7 +305,7 @@ Deno.test("a sandbox's permission error names the policy change, not a Deno flag
   assert.doesNotMatch(error, /--allow-read/);
   assert.match(
     error,
-    /may not read ".*x\.txt": to allow it, .* "read" of permissions\.json plugins\.peek/,
+    /may not read ".*x\.txt": to allow it, .* "read" of plugins\.peek in …\/p\.json/,
   );
 });
 

@@ -205,7 +205,7 @@ Deno.test("mcp-fetch-server granted one host: it fetches that host's page; every
   names.forEach((name, i) => {
     const expected = SERVER_REFUSES.has(name)
       ? /Fetcher blocked request to private address/
-      : /server "fetch" may not net "[^"]+": to allow it, add it to servers\.fetch\.net in permissions\.json/;
+      : /server "fetch" may not net "[^"]+": to allow it, add it to servers\.fetch\.net in \S*permissions\.json/;
     assert.match(errors[i], expected, `${name}: ${errors[i]}`);
   });
   // Every connection went through the proxy to the granted host and was audited there.

@@ -17,19 +17,27 @@ import {
 } from "../guard/audit.ts";
 import { closestNames } from "../config/closest.ts";
 import { ConfigError } from "../tool/errors.ts";
+import { cliSettings } from "./cli_settings.ts";
 import { type CliValues, UsageError } from "./options.ts";
 import { terminalSafe } from "../tool/reporter.ts";
 import { out } from "./output.ts";
 
-/** Run `corral audit PATH`; returns the exit code. */
+/** Run `corral audit [PATH]`; returns the exit code. */
 export async function auditCommand(values: CliValues, rest: string[]): Promise<number> {
-  if (!rest[0]) throw new UsageError("audit needs the path of an audit log: corral audit PATH");
   const filter = auditFilter(values);
+  // Without a path: the audit log the settings name (corral.json "audit", --audit).
+  const path = rest[0] ?? (await cliSettings(values, { quiet: true })).audit;
+  if (!path) {
+    throw new UsageError(
+      'audit needs the path of an audit log: corral audit PATH (no "audit" is set in ' +
+        "corral.json; corral config shows the settings)",
+    );
+  }
   let read;
   try {
-    read = await readAudit(rest[0], filter);
+    read = await readAudit(path, filter);
   } catch (err) {
-    throw new ConfigError(`cannot read audit log "${rest[0]}": ${(err as Error).message}`);
+    throw new ConfigError(`cannot read audit log "${path}": ${(err as Error).message}`);
   }
   if (values.json) {
     for (const r of read.records) out(JSON.stringify(r));

@@ -1,7 +1,8 @@
 /**
- * `corral call NAME --args JSON [--yes] [--timeout MS]`: run one tool in its
- * sandbox and print the result object as JSON. `--args -` reads the
- * arguments from stdin. Tools that need confirmation ask on a terminal.
+ * `corral call NAME [--args JSON] [--yes] [--timeout MS]`: run one tool in
+ * its sandbox and print the result object as JSON. `--args -` reads the
+ * arguments from stdin; without `--args` the tool gets none (`{}`). Tools
+ * that need confirmation ask on a terminal.
  *
  * @module
  */
@@ -10,6 +11,7 @@ import { type CliValues, UsageError } from "./options.ts";
 import { summarizeContent } from "../tool/content.ts";
 import { terminalSafe } from "../tool/reporter.ts";
 import { out } from "./output.ts";
+import { keepNextLaunch } from "./prestart_recipe.ts";
 
 async function _readStdin(): Promise<string> {
   return await new Response(Deno.stdin.readable).text();
@@ -78,17 +80,20 @@ async function _answerOnTerminal(kind: string, params: unknown): Promise<unknown
   return { action: "accept", content };
 }
 
-/** Run `corral call NAME --args JSON`; returns the exit code (1 when the tool failed). */
+/** Run `corral call NAME [--args JSON]`; returns the exit code (1 when the tool failed). */
 export async function callCommand(
   values: CliValues,
   name: string | undefined,
   registry: Registry,
 ): Promise<number> {
   if (!name) throw new UsageError("call needs a tool name: corral call NAME --args '{...}'");
-  if (values.args === undefined) {
-    throw new UsageError(`call needs --args (a JSON object, or - for stdin)`);
-  }
-  const args = _parseArgsJson(values.args === "-" ? await _readStdin() : values.args);
+  // No --args: no arguments (a tool without parameters; one with required ones says which).
+  const text = values.args === undefined
+    ? "{}"
+    : values.args === "-"
+    ? await _readStdin()
+    : values.args;
+  const args = _parseArgsJson(text);
   let timeoutMs: number | undefined;
   if (values.timeout !== undefined) {
     timeoutMs = Number(values.timeout);
@@ -100,6 +105,7 @@ export async function callCommand(
   }
   const interactive = values.args !== "-" && Deno.stdin.isTerminal();
   const confirm = values.yes ? () => true : interactive ? _askOnTerminal : undefined;
+  keepNextLaunch(); // this call's sandbox is the one the next identical call starts ahead
   let result;
   try {
     result = await registry.call(name, args, {

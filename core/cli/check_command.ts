@@ -6,7 +6,7 @@
  * @module
  */
 import { checkPlugins, formatCheckReport } from "../plugins/check.ts";
-import { policyFor, workspaceConfig } from "./open_registry.ts";
+import { cliSettings } from "./cli_settings.ts";
 import { type CliValues, UsageError } from "./options.ts";
 import { terminalSafe } from "../tool/reporter.ts";
 import { out } from "./output.ts";
@@ -14,11 +14,10 @@ import { userCwd } from "./user_cwd.ts";
 
 /** Run `corral check`; returns the exit code. */
 export async function checkCommand(values: CliValues, rest: string[]): Promise<number> {
-  const { config, workspace } = await workspaceConfig(values, { scratch: true });
   if (rest.length === 0) {
     throw new UsageError("check needs at least one plugin file or directory");
   }
-  const policy = await policyFor(values, workspace);
+  const { config, workspace, policy } = await cliSettings(values, { quiet: true });
   const report = await checkPlugins(rest, {
     workspace,
     policy,

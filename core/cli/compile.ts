@@ -33,6 +33,7 @@ export const COMPILE_PERMISSIONS = HOST_PERMISSION_FLAGS;
  * import { compileIncludes } from "./compile.ts";
  * const files = await compileIncludes();
  * assert.ok(files.some((f) => f.endsWith("core/sandbox/sandbox_worker.ts")));
+ * assert.ok(files.some((f) => f.endsWith("core/cli/call_command.ts")));
  * ```
  */
 export async function compileIncludes(): Promise<string[]> {
@@ -45,7 +46,14 @@ export async function compileIncludes(): Promise<string[]> {
   for await (const e of Deno.readDir(join(INSTALL_DIR, "toolsets"))) {
     if (e.isDirectory) files.push(...await toolModules(join(INSTALL_DIR, "toolsets", e.name)));
   }
-  return files.sort();
+  // Loaded by a computed specifier when a hosted server first starts.
+  files.push(join(INSTALL_DIR, "core", "hosted", "hosted_server.ts"));
+  // main.ts loads each command's module by a computed specifier (only the one that runs).
+  const main = await Deno.readTextFile(join(INSTALL_DIR, "main.ts"));
+  for (const m of main.matchAll(/_load<typeof import\("\.\/([^"]+)"\)>/g)) {
+    files.push(join(INSTALL_DIR, m[1]));
+  }
+  return [...new Set(files)].sort();
 }
 
 /**

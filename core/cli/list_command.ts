@@ -26,6 +26,8 @@ export function listCommand(values: CliValues, session: CliSession, color: boole
         source: t.source,
         isolation: t.isolation,
         jail: t.jail ?? null,
+        // Why it runs in a worker rather than the policy's process sandbox (the host's flags).
+        fallback: t.fallback ?? null,
         grant: t.grant,
       })).concat(
         // Modules that failed to load and plugin files that were rejected: no tool
@@ -65,6 +67,15 @@ export function listCommand(values: CliValues, session: CliSession, color: boole
   for (const w of pluginWarnings) {
     out(colour(`skipped plugin: ${terminalSafe(w)}`, "yellow", color));
   }
+  const { policy } = session.plugins.settings;
+  out(colour(
+    terminalSafe(
+      `settings: permissions.json from ${policy.files.join(" + ")}; grants are changed in ` +
+        `${policy.editFile} (corral config shows every setting and its file)`,
+    ),
+    "dim",
+    color,
+  ));
   const ns = registry.list().some((t) => t.jail === "bwrap");
   out(colour(
     `sandboxes: ${ns ? "namespace (bwrap), mounts = grant" : "no namespace"}; process limits: ${

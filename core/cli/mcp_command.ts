@@ -50,7 +50,14 @@ async function _watch(session: CliSession, handle: McpHandle): Promise<void> {
   const watcher = await watchPlugins({
     registry,
     dirs: plugins.dirs,
-    scan: async () => (await pluginSources(plugins)).sources,
+    // The files may have changed since the start, the settings have not.
+    scan: async () =>
+      (await pluginSources({
+        policy: plugins.policy,
+        config: plugins.config,
+        workspace: plugins.workspace,
+        dirs: plugins.settings.pluginDirs,
+      })).sources,
     onChange: () => handle.notifyToolsChanged(),
     log: (text) => reporter.line(`corral: --watch: ${text}`),
   });

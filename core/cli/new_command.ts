@@ -1,22 +1,40 @@
 /**
  * `corral new NAME [--permissions LETTERS] [--dir DIR] [--style class|module]`:
- * write a working tool file and its test, and say which policy entry would
- * grant its letters.
+ * write a working tool file and its test where corral loads plugins from
+ * (the first plugin directory of the settings: `~/.config/corral/plugins/`
+ * unless `default_plugin_dir` is false), and say which policy entry would
+ * grant its letters. A `--dir` corral does not load is said plainly, and a
+ * name some tool already has is refused: the new file would shadow it, or be
+ * shadowed, silently.
  *
  * @module
  */
-import { defaultPluginDir } from "../plugins/plugins.ts";
+import { resolve } from "node:path";
+import { defaultPluginDir } from "../config/plugin_dirs.ts";
+import type { Settings } from "../config/settings.ts";
+import { confinePlugins } from "../plugins/plugins.ts";
 import { scaffoldTool } from "../plugins/scaffold.ts";
-import { loadConfig } from "../config/corral_config.ts";
+import { reservedToolNames } from "../registry/builtin_toolsets.ts";
+import { Registry } from "../registry/registry.ts";
+import { Reporter } from "../tool/reporter.ts";
+import { cliSettings } from "./cli_settings.ts";
 import { type CliValues, UsageError } from "./options.ts";
 import { out } from "./output.ts";
 
 /** Run `corral new`; returns the exit code. */
 export async function newCommand(values: CliValues, rest: string[]): Promise<number> {
-  // Only the config is needed (its first tool_dirs entry), not a workspace.
-  const dir = values.dir ?? (await loadConfig({ file: values.config })).toolDirs[0] ??
-    defaultPluginDir();
   if (!rest[0]) throw new UsageError("new needs a tool name: corral new NAME --permissions r");
+  // For `new`, --permissions is the tool's letters, not a policy file.
+  const settings = await cliSettings({ ...values, permissions: undefined }, { quiet: true });
+  const loaded = settings.pluginDirs;
+  const dir = resolve(values.dir ?? loaded[0]?.dir ?? defaultPluginDir());
+  const clash = await _existingTool(rest[0], settings);
+  if (clash) {
+    throw new UsageError(
+      `a tool named "${rest[0]}" already exists (${clash}): a new one would shadow it or be ` +
+        `shadowed by it; choose another name`,
+    );
+  }
   let made;
   try {
     made = await scaffoldTool({
@@ -30,10 +48,54 @@ export async function newCommand(values: CliValues, rest: string[]): Promise<num
     throw err;
   }
   out(`wrote ${made.file}\nwrote ${made.test}`);
+  if (!loaded.some((d) => _same(d.dir, dir))) {
+    out(
+      `Note: corral does not load plugins from ${dir}: add it to "tool_dirs" in corral.json ` +
+        `(corral config shows the files), or write into one it loads: ${
+          loaded.map((d) => d.dir).join(", ") || "none (default_plugin_dir is false)"
+        }`,
+    );
+  }
   if (made.policyHint) {
-    out(`Plugins get no permissions by default; grant them in permissions.json:`);
+    out(`Plugins get no permissions by default; grant them in ${settings.policy.editFile}:`);
     out(`  ${made.policyHint}`);
   }
   out(`Check it with: corral check ${made.file}`);
   return 0;
+}
+
+/**
+ * Where a tool of this name already is (a built-in, or a plugin of a folder
+ * corral loads, as discovery sees it), or undefined.
+ */
+async function _existingTool(name: string, settings: Settings): Promise<string | undefined> {
+  const builtin = (await reservedToolNames()).get(name);
+  if (builtin) return `a built-in tool of the toolset "${builtin}"`;
+  const plugins = await confinePlugins(settings.plugins);
+  const registry = await Registry.create({
+    workspace: settings.workspace,
+    policy: settings.policy,
+    noBuiltins: true,
+    sources: plugins.sources,
+    reporter: new Reporter({ quiet: true, sink: () => {} }),
+    quietProblems: true,
+    ...(settings.cache ? {} : { cacheDir: null }),
+  });
+  try {
+    const found = registry.list().find((t) => t.name === name);
+    return found && `in ${found.source}`;
+  } finally {
+    await registry.close();
+  }
+}
+
+function _same(a: string, b: string): boolean {
+  const real = (p: string) => {
+    try {
+      return Deno.realPathSync(p);
+    } catch {
+      return resolve(p);
+    }
+  };
+  return real(a) === real(b);
 }

@@ -13,13 +13,18 @@ Usage:
   corral list [--json]                      every tool, its letters, isolation, grant and status
   corral schema [--format openai|anthropic|mcp]
                                             the catalog as function-calling schemas (JSON)
-  corral call NAME --args JSON [--yes]      run one tool in its sandbox; --args - reads stdin
+  corral call NAME [--args JSON] [--yes]    run one tool in its sandbox; --args - reads stdin;
+                                            no --args: no arguments
   corral demo                               list the tools and run a few sandboxed calls
-  corral audit PATH [--identity NAME] [--tool X] [--outcome O] [--since T] [--until T] [--json]
-                                            summary of an audit log: calls and outcomes per tool
+  corral audit [PATH] [--identity NAME] [--tool X] [--outcome O] [--since T] [--until T] [--json]
+                                            summary of an audit log (default: the one the settings
+                                            name, corral.json "audit"): calls and outcomes per tool
                                             (success, failure, error, denied); filters: who, tool,
                                             outcome, time (T: ISO time, or 30m, 1h, 2d ago);
                                             --json: the matching lines, one JSON object each
+  corral config [--json]                    every setting in effect and the file it came from:
+                                            shipped < ~/.config/corral < trusted project < flags,
+                                            merged key by key
   corral trust [FILE...]                    use the project's corral.json / permissions.json as
                                             they are now (their hash is recorded; changed: refused)
   corral check PATH...                      load plugin files (or directories) in their sandboxes
@@ -39,6 +44,10 @@ Usage:
                                             corral list says a definition changed)
   corral mcp                                serve the tools over MCP on stdio (stdout: protocol only)
   corral mcp --http [HOST:]PORT             serve over Streamable HTTP at /mcp (default host 127.0.0.1)
+  corral mcp --client-config [--http URL]   print a ready "mcpServers" entry for an MCP client:
+                                            absolute paths (no PATH needed), the letters,
+                                            --workspace and settings files given; for HTTP the
+                                            URL, the token by its file (--show-token: in clear)
   corral tokens add NAME [--expires 30d]    make a bearer token for the identity NAME (printed once;
                                             only its hash is kept, in auth.tokens_file); --expires:
                                             refused after that duration (s, m, h, d) or ISO time
@@ -49,9 +58,11 @@ Usage:
 Options:
   -r -w -x -n           grant only these letters (read, write, run, net); none given: all
   --toolset NAME        also load an on-demand toolset (repeatable), e.g. --toolset net
-  --permissions PATH    the policy file (default: ~/.config/corral/permissions.json, else the
-                        shipped one; never one in the workspace); for "new": the tool's letters
-  --config PATH         the config file (default: ~/.config/corral/corral.json when present):
+  --permissions PATH    a policy file merged over the others, key by key (corral's shipped one,
+                        ~/.config/corral/permissions.json, the project's once trusted with
+                        corral trust); for "new": the tool's letters
+  --config PATH         a config file merged over the others, key by key
+                        (~/.config/corral/corral.json, the project's once trusted):
                         tool_dirs, plugins, services, toolsets, audit, identities, auth,
                         servers (hosted MCP servers; their grants: permissions.json "servers");
                         CORRAL_TOOL_DIRS adds directories (colon-separated)
@@ -146,6 +157,8 @@ export const CLI_OPTIONS = {
   "max-concurrent": { type: "string" },
   "allow-origin": { type: "string", multiple: true },
   watch: { type: "boolean" },
+  "client-config": { type: "boolean" },
+  "show-token": { type: "boolean" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean", short: "V" },
 } as const;
@@ -188,7 +201,7 @@ export function parseCli(argv: string[]) {
  * ```ts
  * import assert from "node:assert/strict";
  * import { commandHelp } from "./options.ts";
- * assert.match(commandHelp("call")!, /corral call NAME --args JSON/);
+ * assert.match(commandHelp("call")!, /corral call NAME \[--args JSON\]/);
  * assert.doesNotMatch(commandHelp("call")!, /corral list/);
  * ```
  */
@@ -211,7 +224,8 @@ export const COMMAND_ARITY: Record<string, [number, number]> = {
   schema: [0, 0],
   call: [1, 1],
   demo: [0, 0],
-  audit: [1, 1],
+  config: [0, 0],
+  audit: [0, 1],
   trust: [0, 2],
   check: [0, Infinity],
   new: [1, 1],

@@ -9,8 +9,8 @@ import { dirname, join, resolve } from "node:path";
 import { expandHome } from "../config/env_var.ts";
 import { configDir } from "../config/install_dir.ts";
 import { installPlugin } from "../plugins/packages.ts";
-import { pluginSources } from "../plugins/plugins.ts";
-import { policyFor, workspaceConfig } from "./open_registry.ts";
+import { confinePlugins } from "../plugins/plugins.ts";
+import { cliSettings } from "./cli_settings.ts";
 import { type CliValues, UsageError } from "./options.ts";
 import { terminalSafe } from "../tool/reporter.ts";
 import { out } from "./output.ts";
@@ -36,9 +36,8 @@ export async function pluginsCommand(values: CliValues, rest: string[]): Promise
   }
   if (sub !== "list") throw new UsageError(`unknown plugins command "${sub}" (list, install)`);
   if (rest.length > 1) throw new UsageError(`plugins list takes no arguments, got "${rest[1]}"`);
-  const { config, workspace } = await workspaceConfig(values, { scratch: true });
-  const policy = await policyFor(values, workspace);
-  const found = await pluginSources({ policy, config, workspace });
+  const s = await cliSettings(values, { quiet: true });
+  const found = await confinePlugins(s.plugins);
   if (values.json) {
     out(JSON.stringify(
       {

@@ -52,7 +52,17 @@ export async function serversCommand(values: CliValues, rest: string[]): Promise
         const policy = registry.policy.server(name);
         const grant = effectiveGrant(serverLetters(policy), policy, registry.host).grant;
         const tools = await registry.hosted.approve(name, policy, grant);
-        out(`${name}: approved ${tools.length} tools: ${tools.join(", ")}`);
+        // A tool that allow/deny keep back is recorded, never offered: not "approved" for use.
+        const offered = tools.filter((t) =>
+          (!entry.allow || entry.allow.includes(t)) && !entry.deny.includes(t)
+        );
+        out(`${name}: approved ${offered.length} tools: ${offered.join(", ") || "none"}`);
+        const held = tools.filter((t) => !offered.includes(t));
+        if (held.length) {
+          out(
+            `  not offered (servers.${name}.tools allow/deny in corral.json): ${held.join(", ")}`,
+          );
+        }
         const seen = readApproved(name) ?? [];
         for (const t of seen) {
           const f = changedFields(t, before.find((b) => b.name === t.name));
@@ -88,7 +98,11 @@ function _list(
       kind: e.kind,
       package: e.kind === "command" ? e.command.join(" ") : `${e.package}@${e.version}`,
       installed: typeof inst === "string" ? inst : `yes (${inst.integrity})`,
-      approved: approved ? approved.length : null,
+      // Recorded but kept back by allow/deny: never offered, so not counted as approved.
+      approved: approved
+        ? approved.filter((t) => (!e.allow || e.allow.includes(t.name)) && !e.deny.includes(t.name))
+          .length
+        : null,
       changed,
     };
   });

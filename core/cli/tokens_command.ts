@@ -7,9 +7,9 @@
  *
  * @module
  */
-import { loadConfig } from "../config/corral_config.ts";
 import { addToken, readTokens, revokeToken } from "../identity/token_store.ts";
 import { terminalSafe } from "../tool/reporter.ts";
+import { cliSettings } from "./cli_settings.ts";
 import { type CliValues, UsageError } from "./options.ts";
 import { out } from "./output.ts";
 
@@ -17,7 +17,7 @@ import { out } from "./output.ts";
 export async function tokensCommand(values: CliValues, rest: string[]): Promise<number> {
   const [sub, name, ...extra] = rest;
   if (extra.length) throw new UsageError(`tokens ${sub} takes one name, got ${rest.length - 1}`);
-  const file = (await loadConfig({ file: values.config })).auth.tokensFile;
+  const file = (await cliSettings(values, { quiet: true })).config.auth.tokensFile;
   if (values.expires !== undefined && sub !== "add") {
     throw new UsageError(`--expires goes with tokens add, not tokens ${sub}`);
   }

@@ -12,14 +12,30 @@ import { colour, lettersColour, terminalSafe } from "../tool/reporter.ts";
 
 const _ROOT = `${INSTALL_DIR}/`;
 
-/** The table of `tools`, one entry per two lines. */
+/**
+ * The table of `tools`, one entry per two lines; the name and toolset
+ * columns are as wide as their longest entry, so a long name never shifts
+ * the columns after it.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { toolTable } from "./tool_table.ts";
+ * const t = { toolset: "files", permissions: "r", isolation: "process", status: "loaded",
+ *   source: "x.ts", grant: { read: [], write: [], run: [], net: [] } };
+ * const rows = toolTable([{ ...t, name: "A" }, { ...t, name: "AVeryLongToolNameIndeedOfThirtyTwo" }] as never, false);
+ * const col = (row: string) => row.split("\n")[0].indexOf("files");
+ * assert.equal(col(rows[0]), col(rows[1]));
+ * ```
+ */
 export function toolTable(tools: ToolInfo[], color: boolean): string[] {
-  const width = Math.max(10, ...tools.map((t) => t.toolset.length));
-  return tools.map((t) => toolRow(t, color, width));
+  const width = Math.max(10, ...tools.map((t) => terminalSafe(t.toolset).length));
+  const nameWidth = Math.max(22, ...tools.map((t) => terminalSafe(t.name).length));
+  return tools.map((t) => toolRow(t, color, width, nameWidth));
 }
 
-/** One tool's two lines; `width` is the toolset column's. */
-export function toolRow(t: ToolInfo, color: boolean, width = 10): string {
+/** One tool's two lines; `width` is the toolset column's, `nameWidth` the name column's. */
+export function toolRow(t: ToolInfo, color: boolean, width = 10, nameWidth = 22): string {
   // Names, reasons and sources come from plugins: no raw control characters.
   t = {
     ...t,
@@ -32,12 +48,14 @@ export function toolRow(t: ToolInfo, color: boolean, width = 10): string {
   const status = t.status === "loaded"
     ? colour("loaded", "green", color)
     : colour(`${t.status}: ${t.reason ?? ""}`, t.status === "skipped" ? "yellow" : "red", color);
-  return `${t.name.padEnd(22)} ${t.toolset.padEnd(width)} ${letters} ${
+  return `${t.name.padEnd(nameWidth)} ${t.toolset.padEnd(width)} ${letters} ${
     t.isolation.padEnd(8)
-  } ${status}\n${" ".repeat(23)}${
+  } ${status}\n${" ".repeat(nameWidth + 1)}${
     colour(`${_relSource(t.source)}  grant: ${describeGrant(t.grant)}`, "dim", color)
   }${
-    t.jail === "bwrap"
+    t.fallback
+      ? colour(`  jail: NONE (worker: ${terminalSafe(t.fallback)})`, "yellow", color)
+      : t.jail === "bwrap"
       ? colour("  jail: bwrap (namespace = grant)", "dim", color)
       : t.jail === "none" && holdsFilesOrCommands(t.grant)
       ? colour("  jail: NONE (no namespace: opted out)", "yellow", color)

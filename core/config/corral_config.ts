@@ -11,7 +11,8 @@ import { z } from "zod";
 import { ConfigError } from "../tool/errors.ts";
 import { expandHome } from "./env_var.ts";
 import { configDir } from "./install_dir.ts";
-import { parseJsonConfig, readyJsonc } from "./policy.ts";
+import { parseJsonConfig, readyJsonc } from "./json_config.ts";
+import { type LayerRole, mergeLayers, type SettingsLayer } from "./layers.ts";
 import {
   type AuthConfig,
   authSchema,
@@ -47,10 +48,22 @@ const _configSchema = z.object({
     .describe("Hosted MCP servers (npm, pypi or command), see core/config/server_config.ts"),
 }).strict();
 
+/** The lists of corral.json that a higher layer adds to instead of replacing. */
+export const CONFIG_ADD_UP = ["tool_dirs", "plugins", "toolsets"] as const;
+
+/** The raw, validated shape of one `corral.json`. */
+export type ConfigFile = z.infer<typeof _configSchema>;
+
 /** The validated `corral.json`, with directories and local paths made absolute. */
 export interface CorralConfig {
-  /** The file it came from, or null when there is none. */
+  /** The file it came from (the highest layer's), or null when there is none. */
   file: string | null;
+  /** Every file in effect, lowest first (user, trusted project, --config). */
+  files?: string[];
+  /** The folder each local package path of `plugins` resolves against (default: baseDir). */
+  packageBase?: Record<string, string>;
+  /** The file each of `toolDirs` was listed in (default: {@link file}). */
+  toolDirFrom?: Record<string, string>;
   /** File-drop directories from `tool_dirs`, absolute, in order. */
   toolDirs: string[];
   /** Package plugins from `plugins`, as written. */
@@ -105,10 +118,15 @@ export function emptyConfig(baseDir: string = Deno.cwd()): CorralConfig {
  * ```
  */
 export function parseConfig(text: string, file: string): CorralConfig {
-  const d = parseJsonConfig(text, file, _configSchema);
-  const baseDir = dirname(resolve(file));
+  return _resolved(parseJsonConfig(text, file, _configSchema), resolve(file));
+}
+
+/** The config of validated raw data `d`, its paths relative to `file`'s folder. */
+function _resolved(d: ConfigFile, file: string, files?: string[]): CorralConfig {
+  const baseDir = dirname(file);
   return {
-    file: resolve(file),
+    file,
+    ...(files ? { files } : {}),
     toolDirs: (d.tool_dirs ?? []).map((p) => resolve(baseDir, expandHome(p))),
     plugins: d.plugins ?? [],
     services: d.services ?? {},
@@ -120,6 +138,70 @@ export function parseConfig(text: string, file: string): CorralConfig {
     ...resolveTeamConfig(d.identities, d.auth, baseDir, file),
     servers: serverEntries(d.servers ?? {}, file),
   };
+}
+
+/**
+ * One layer of the config: `file` read and validated (errors name it), its
+ * paths made absolute against its own folder so that layers can merge. The
+ * text may be given (a trusted project file's, checked against its hash).
+ */
+export async function configLayer(
+  file: string,
+  role: LayerRole,
+  text?: string,
+): Promise<SettingsLayer> {
+  try {
+    text ??= await Deno.readTextFile(file);
+    await readyJsonc(text);
+  } catch (err) {
+    throw new ConfigError(`Cannot read config file "${file}": ${(err as Error).message}`);
+  }
+  const d = parseJsonConfig(text, file, _configSchema);
+  const dir = dirname(file);
+  const abs = (p: string) => resolve(dir, expandHome(p));
+  if (d.tool_dirs) d.tool_dirs = d.tool_dirs.map(abs);
+  if (d.audit) d.audit = abs(d.audit);
+  for (const id of Object.values(d.identities ?? {})) {
+    if (id.workspace) id.workspace = abs(id.workspace);
+  }
+  if (d.auth?.tokens_file) d.auth.tokens_file = abs(d.auth.tokens_file);
+  if (d.auth?.workspaces_dir) d.auth.workspaces_dir = abs(d.auth.workspaces_dir);
+  if (d.auth?.jwks?.file) d.auth.jwks.file = abs(d.auth.jwks.file);
+  return { file, role, data: d as Record<string, unknown> };
+}
+
+/**
+ * The config of `layers` (lowest first) merged by key (core/config/layers.ts);
+ * none: the empty config with `baseDir` as its folder.
+ */
+export function layeredConfig(layers: SettingsLayer[], baseDir: string): CorralConfig {
+  if (!layers.length) return { ...emptyConfig(baseDir), files: [] };
+  const merged = mergeLayers(layers, CONFIG_ADD_UP);
+  const d = merged.value as ConfigFile;
+  const top = layers.at(-1)!.file;
+  // Each local package path resolves against the folder of the file that listed it.
+  const packageBase: Record<string, string> = {};
+  const toolDirFrom: Record<string, string> = {};
+  for (const l of layers) {
+    for (const spec of (l.data as ConfigFile).plugins ?? []) packageBase[spec] ??= dirname(l.file);
+    for (const dir of (l.data as ConfigFile).tool_dirs ?? []) toolDirFrom[dir] ??= l.file;
+  }
+  if (d.servers) {
+    for (const name of Object.keys(d.servers)) {
+      serverEntries(
+        { [name]: d.servers[name] },
+        merged.origins.get(`servers.${name}`)?.at(-1) ??
+          _originBelow(merged.origins, `servers.${name}`) ?? top,
+      );
+    }
+  }
+  return { ..._resolved(d, top, layers.map((l) => l.file)), packageBase, toolDirFrom };
+}
+
+function _originBelow(origins: Map<string, string[]>, key: string): string | undefined {
+  let found: string | undefined;
+  for (const [k, f] of origins) if (k.startsWith(`${key}.`)) found = f.at(-1);
+  return found;
 }
 
 /**

@@ -25,6 +25,30 @@ export const INSTALL_DIR: string = resolve(new URL("../..", import.meta.url).pat
 export const CORE_DIR: string = join(INSTALL_DIR, "core");
 
 /**
+ * The one import specifier of corral's authoring API, from any plugin
+ * folder: the package name of corral's `deno.json`, whose `exports` Deno
+ * resolves for every module run with corral's config (a sandbox, `corral
+ * new`'s tests). `@corral/corral/testing` is the testing entry.
+ */
+export const AUTHOR_API = "@corral/corral";
+
+/**
+ * The files behind {@link AUTHOR_API} and its testing entry (as `exports` of
+ * corral's `deno.json` says; tests/architecture_test.ts checks they agree).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { AUTHOR_API_FILES, CORE_DIR } from "./install_dir.ts";
+ * assert.equal(AUTHOR_API_FILES["@corral/corral"], `${CORE_DIR}/mod.ts`);
+ * ```
+ */
+export const AUTHOR_API_FILES: Readonly<Record<string, string>> = Object.freeze({
+  [AUTHOR_API]: join(CORE_DIR, "mod.ts"),
+  [`${AUTHOR_API}/testing`]: join(CORE_DIR, "testing.ts"),
+});
+
+/**
  * corral's config directory, where the operator keeps `permissions.json`
  * and `corral.json`: `CORRAL_CONFIG_DIR`, else `$XDG_CONFIG_HOME/corral`,
  * else `~/.config/corral`. Part of the trust base: no tool may write it.

@@ -6,20 +6,24 @@
  * @module
  */
 import { isAbsolute, join, resolve } from "node:path";
-import type { ParseError } from "jsonc-parser";
-import { z } from "zod";
 import type { JailMode } from "../guard/jail.ts";
 import { ConfigError } from "../tool/errors.ts";
 import type { Grant } from "../tool/tool.ts";
 import { type CallLimits, callLimits } from "./call_limits.ts";
-import { closestNames } from "./closest.ts";
 import { expandHome } from "./env_var.ts";
+import { parseJsonConfig, readyJsonc } from "./json_config.ts";
+import { type LayerRole, mergeLayers, type SettingsLayer } from "./layers.ts";
 import { protectedPaths } from "./protected_paths.ts";
 import { type PolicyFile, policyFileSchema, type RawSandbox } from "./policy_schema.ts";
 import { linkAbove } from "./grant_links.ts";
 
 export type { PolicyFile } from "./policy_schema.ts";
 import { configDir, INSTALL_DIR } from "./install_dir.ts";
+
+export { formatPath, parseJsonConfig, readyJsonc } from "./json_config.ts";
+
+/** The lists of permissions.json that a higher layer adds to instead of replacing. */
+export const POLICY_ADD_UP = ["protect", "unprotect"] as const;
 
 /** How a toolset is isolated. */
 export type Isolation = "worker" | "process";
@@ -61,6 +65,13 @@ export interface SandboxPolicy extends Omit<Grant, "jail">, CallLimits {
   limits?: "cgroup" | "rlimit";
   /** Where the entry came from, for messages: `toolsets.files`. */
   where: string;
+  /**
+   * Set when the host's own Deno flags forbid the policy's process sandbox:
+   * why it runs in a worker instead (core/registry/host_fallback.ts).
+   */
+  fallback?: string;
+  /** The permissions.json to edit to change it (the highest layer in effect). */
+  file?: string;
   /** For a plugin served by `plugins.default`: its own key (`plugins.<name>`), the narrowest fix. */
   own?: string;
 }
@@ -74,10 +85,25 @@ export const DEFAULT_LIMITS = {
   max_processes: 128,
 } as const;
 
+/** How a policy was put together from its layers (core/config/layers.ts). */
+export interface PolicyLayers {
+  /** Every file in effect, lowest first. */
+  files: string[];
+  /** The files each key path came from. */
+  origins: Map<string, string[]>;
+  /** The file an operator edits to change a grant: the highest layer in effect (not corral's). */
+  editFile: string;
+}
+
 /** The loaded, validated and resolved policy. */
 export class Policy {
-  /** The file it came from, or `"(built-in defaults)"`. */
+  /** The highest file it came from, or `"(built-in defaults)"`. */
   readonly file: string;
+  /** Every file in effect, lowest first (shipped, user, trusted project, --permissions). */
+  readonly files: string[];
+  /** The file to edit to change a grant (named in refusals). */
+  readonly editFile: string;
+  readonly #origins: Map<string, string[]>;
   /** The workspace all relative paths are resolved against. */
   readonly workspace: string;
   readonly #raw: PolicyFile;
@@ -87,11 +113,14 @@ export class Policy {
   /** Default protected paths this file lifts (`unprotect`). */
   readonly unprotected: string[];
 
-  constructor(raw: PolicyFile, workspace: string, file: string) {
+  constructor(raw: PolicyFile, workspace: string, file: string, layers?: PolicyLayers) {
     this.#raw = raw;
     this.workspace = workspace;
     this.file = file;
-    const p = protectedPaths(raw.protect, raw.unprotect, file);
+    this.files = layers?.files ?? (file.startsWith("(") ? [] : [file]);
+    this.editFile = layers?.editFile ?? file;
+    this.#origins = layers?.origins ?? new Map();
+    const p = protectedPaths(raw.protect, raw.unprotect, this.origin("protect"));
     this.planted = p.entries;
     this.unprotected = p.lifted;
   }
@@ -127,6 +156,20 @@ export class Policy {
   /** The policy of a hosted MCP server: `servers.<name>`, else nothing granted. */
   server(name: string): SandboxPolicy {
     return this.#resolve(this.#raw.servers?.[name], `servers.${name}`, "process");
+  }
+
+  /**
+   * The file a key path (`toolsets.files.read`) was set in: the highest one
+   * that set it or anything below it, else {@link file}.
+   */
+  origin(key: string): string {
+    const exact = this.#origins.get(key);
+    if (exact) return exact.at(-1)!;
+    let found: string | undefined;
+    for (const [k, files] of this.#origins) {
+      if (k.startsWith(`${key}.`) || k.startsWith(`${key}[`)) found = files.at(-1);
+    }
+    return found ?? this.file;
   }
 
   /** The plugin entry names the file has (besides `default`). */
@@ -201,6 +244,7 @@ export class Policy {
       ...(entry?.limits ?? d.limits ? { limits: entry?.limits ?? d.limits } : {}),
       ...callLimits(entry, d),
       where,
+      file: this.editFile,
     };
   }
 
@@ -238,154 +282,68 @@ export function parsePolicy(text: string, file: string, workspace: string): Poli
   return new Policy(parseJsonConfig(text, file, policyFileSchema), workspace, file);
 }
 
-let _jsonc: typeof import("jsonc-parser") | undefined;
-
 /**
- * Load the JSONC parser when `text` is not plain JSON (comments, trailing
- * commas). jsonc-parser is a CommonJS package: loading it starts Deno's
- * CommonJS loader, about 45 ms, which plain JSON never pays. The async
- * loaders call this; a synchronous caller with JSONC text calls it first.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { parseJsonConfig, readyJsonc } from "./policy.ts";
- * import { z } from "zod";
- * const text = '{"a": 1, // one\n}';
- * await readyJsonc(text);
- * assert.ok(parseJsonConfig(text, "x.json", z.object({ a: z.number() })).a === 1);
- * ```
+ * One layer of the policy: `file` read, validated (errors name it) and
+ * ready to merge. The text may be given (a trusted project file's, checked
+ * against its hash).
  */
-export async function readyJsonc(text = "/"): Promise<void> {
-  if (_jsonc) return;
-  try {
-    JSON.parse(text);
-  } catch {
-    _jsonc = await import("jsonc-parser");
-  }
-}
-
-function _parseJsonc(text: string, file: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch { /* not plain JSON: JSONC, or an error to locate */ }
-  if (!_jsonc) {
-    throw new TypeError(`Cannot parse ${file}: JSONC text needs await readyJsonc(text) first`);
-  }
-  // JSONC: comments and trailing commas are fine (jsonc-parser, VS Code's own).
-  const errors: ParseError[] = [];
-  const json: unknown = _jsonc.parse(text, errors, { allowTrailingComma: true });
-  if (errors.length) {
-    const lines = errors.slice(0, 5).map((e) => {
-      const before = text.slice(0, e.offset).split("\n");
-      return `${file}:${before.length}:${before.at(-1)!.length + 1}: not valid JSON: ` +
-        _jsonc!.printParseErrorCode(e.error);
-    });
-    throw new ConfigError(lines.join("\n"));
-  }
-  return json;
-}
-
-/**
- * Parse the JSON (or JSONC: comments, trailing commas) text of a
- * configuration file and validate it with `schema`.
- * Throws a {@link ConfigError} with one line per problem, each naming the
- * file and the key path (`corral.json: tool_dirs[1]: Expected string, …`).
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { z } from "zod";
- * import { parseJsonConfig } from "./policy.ts";
- * const v = parseJsonConfig('{"a": 1}', "x.json", z.object({ a: z.number() }));
- * assert.ok(v.a === 1);
- * ```
- */
-export function parseJsonConfig<T extends z.ZodTypeAny>(
-  text: string,
+export async function policyLayer(
   file: string,
-  schema: T,
-): z.infer<T> {
-  const json = _parseJsonc(text, file);
-  const parsed = schema.safeParse(json);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) =>
-      `${file}: ${formatPath(i.path)}: ${_issue(i, _knownKeys(schema, i.path))}`
-    );
-    throw new ConfigError(lines.join("\n"));
-  }
-  return parsed.data;
-}
-
-function _issue(i: z.ZodIssue, known: string[]): string {
-  if (i.code === "unrecognized_keys") {
-    const key = i.keys[0] ?? "";
-    const near = i.keys.length === 1 && known.length
-      ? closestNames(key, known, 1, Math.max(2, Math.floor(key.length / 3)))
-      : [];
-    return `unknown key${i.keys.length > 1 ? "s" : ""} ${i.keys.map((k) => `"${k}"`).join(", ")}` +
-      (near.length ? ` (did you mean "${near[0]}"?)` : "");
-  }
-  if (i.code === "invalid_enum_value" && typeof i.received === "string") {
-    const options = i.options.map(String);
-    const near = closestNames(i.received, options, 1, Math.max(2, i.received.length / 2));
-    return i.message + (near.length ? ` (did you mean "${near[0]}"?)` : "");
-  }
-  return i.message;
-}
-
-/** The keys the object schema at `path` knows (for "did you mean"). */
-function _knownKeys(schema: z.ZodTypeAny, path: Array<string | number>): string[] {
-  let s: z.ZodTypeAny | undefined = schema;
-  const unwrap = (t: z.ZodTypeAny): z.ZodTypeAny =>
-    t instanceof z.ZodOptional || t instanceof z.ZodDefault ? unwrap(t._def.innerType) : t;
-  for (const step of path) {
-    if (!s) return [];
-    s = unwrap(s);
-    if (s instanceof z.ZodObject) s = (s.shape as Record<string, z.ZodTypeAny>)[String(step)];
-    else if (s instanceof z.ZodRecord) s = s._def.valueType;
-    else if (s instanceof z.ZodArray) s = s._def.type;
-    else return [];
-  }
-  if (!s) return [];
-  s = unwrap(s);
-  return s instanceof z.ZodObject ? Object.keys(s.shape) : [];
-}
-
-/** `["toolsets","files","read",0]` → `toolsets.files.read[0]`. */
-export function formatPath(path: Array<string | number>): string {
-  if (path.length === 0) return "(top level)";
-  return path.map((p, i) => typeof p === "number" ? `[${p}]` : i === 0 ? p : `.${p}`).join("");
-}
-
-/**
- * Load the policy: `file` when given (`--permissions`), else
- * `permissions.json` in corral's config directory ({@link configDir}), else
- * the file shipped with corral. A `permissions.json` in the workspace is
- * never taken silently (a tool may be able to write it): it is named in
- * `ignored` so the caller can say so.
- */
-export async function loadPolicy(
-  options: { file?: string; workspace: string; configDir?: string },
-): Promise<Policy & { ignored?: string }> {
-  const shipped = join(INSTALL_DIR, "permissions.json");
-  let file = options.file ? resolve(expandHome(options.file)) : undefined;
-  let ignored: string | undefined;
-  if (!file) {
-    const own = join(options.configDir ?? configDir(), "permissions.json");
-    file = await _exists(own) ? own : shipped;
-    const local = resolve(options.workspace, "permissions.json");
-    if (local !== file && await _exists(local)) ignored = local;
-  }
-  let text: string;
+  role: LayerRole,
+  text?: string,
+): Promise<SettingsLayer> {
   try {
-    text = await Deno.readTextFile(file);
+    text ??= await Deno.readTextFile(file);
     await readyJsonc(text);
   } catch (err) {
     throw new ConfigError(`Cannot read policy file "${file}": ${(err as Error).message}`);
   }
-  const policy = parsePolicy(text, file, options.workspace) as Policy & { ignored?: string };
-  if (ignored) policy.ignored = ignored;
+  return { file, role, data: parseJsonConfig(text, file, policyFileSchema) };
+}
+
+/**
+ * The policy of `layers` (lowest first) merged by key (core/config/layers.ts);
+ * `editFile` is where a grant is changed (default: the highest layer's file).
+ */
+export function layeredPolicy(
+  layers: SettingsLayer[],
+  workspace: string,
+  editFile?: string,
+): Policy {
+  const merged = mergeLayers(layers, POLICY_ADD_UP);
+  const files = layers.map((l) => l.file);
+  const top = files.at(-1) ?? "(built-in defaults)";
+  return new Policy(merged.value as PolicyFile, workspace, top, {
+    files,
+    origins: merged.origins,
+    editFile: editFile ?? top,
+  });
+}
+
+/** The policy file shipped with corral: the lowest layer of every policy. */
+export const SHIPPED_POLICY: string = join(INSTALL_DIR, "permissions.json");
+
+/**
+ * Load the policy: `file` alone when given; else the file shipped with
+ * corral with `permissions.json` of corral's config directory
+ * ({@link configDir}) merged over it by key. A `permissions.json` in the
+ * workspace is never taken here (a tool may be able to write it; the CLI
+ * takes a trusted one, core/config/settings.ts): it is named in `ignored`
+ * so the caller can say so.
+ */
+export async function loadPolicy(
+  options: { file?: string; workspace: string; configDir?: string },
+): Promise<Policy & { ignored?: string }> {
+  if (options.file) {
+    const file = resolve(expandHome(options.file));
+    return layeredPolicy([await policyLayer(file, "flag")], options.workspace);
+  }
+  const own = join(options.configDir ?? configDir(), "permissions.json");
+  const layers = [await policyLayer(SHIPPED_POLICY, "shipped")];
+  if (await _exists(own)) layers.push(await policyLayer(own, "user"));
+  const policy: Policy & { ignored?: string } = layeredPolicy(layers, options.workspace, own);
+  const local = resolve(options.workspace, "permissions.json");
+  if (local !== policy.file && await _exists(local)) policy.ignored = local;
   return policy;
 }
 

@@ -182,6 +182,7 @@ Deno.test("a toolset defaults to process isolation, nothing granted and default 
     max_processes: DEFAULT_LIMITS.max_processes,
     allow_override: false,
     where: "toolsets.files",
+    file: "permissions.json",
   });
 });
 

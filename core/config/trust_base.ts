@@ -35,6 +35,8 @@ export interface TrustedPath {
 export interface TrustBaseOptions {
   /** The policy file in use. */
   policyFile?: string;
+  /** Every policy file in effect (its layers: core/config/settings.ts). */
+  policyFiles?: string[];
   /** The config file in use. */
   configFile?: string | null;
   /** corral's cache directory. */
@@ -81,8 +83,8 @@ export function trustBase(options: TrustBaseOptions = {}): TrustedPath[] {
     // Other sandboxes' writes that are not applied yet (core/layers/).
     ...layerBases().map((path) => ({ path, what: "corral's write layers", secret: true })),
   ];
-  if (options.policyFile && !options.policyFile.startsWith("(")) {
-    list.push({ path: options.policyFile, what: "the policy file" });
+  for (const file of new Set([...options.policyFiles ?? [], options.policyFile ?? "("])) {
+    if (!file.startsWith("(")) list.push({ path: file, what: "the policy file" });
   }
   if (options.configFile) {
     list.push({ path: options.configFile, what: "the config file", secret: true });

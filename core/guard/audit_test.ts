@@ -240,7 +240,7 @@ Deno.test("summarizeAudit counts outcomes and the median duration per tool", () 
   assert.match(table[1], /^A\s+4\s+1\s+0\s+2\s+1\s+5$/);
 });
 
-Deno.test("sha256Hex (node:crypto, synchronous) equals WebCrypto's SHA-256 on any bytes", async () => {
+Deno.test("sha256Hex (synchronous) equals WebCrypto's SHA-256 on any bytes", async () => {
   let seed = 11;
   for (let n = 0; n < 300; n++) {
     const bytes = new Uint8Array(n * 7).map(() =>

@@ -38,6 +38,8 @@ export interface EgressOptions {
    * (`servers.<name>`): a refusal names the operator's change.
    */
   listedIn?: string;
+  /** The permissions.json that list is in (default: named as `permissions.json`). */
+  listedFile?: string;
   /** Resolve a name to its addresses (default: `node:dns` lookup, every address). */
   resolve?: (hostname: string) => Promise<string[]>;
 
@@ -93,7 +95,7 @@ export async function decideEgress(
       address: "",
       refused: options.listedIn
         ? `${host}:${port} is not on the net list of ${options.listedIn}: to allow it, add the ` +
-          `host to ${options.listedIn}.net in permissions.json`
+          `host to ${options.listedIn}.net in ${options.listedFile ?? "permissions.json"}`
         : `${host}:${port} is not on this tool's net list`,
     };
   }

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { dirname, isAbsolute, join } from "node:path";
+import { basename, dirname, isAbsolute, join } from "node:path";
 import { namespaceBase } from "./namespace.ts";
 
 /**
@@ -69,8 +69,10 @@ async function _find(options: BwrapProbeOptions): Promise<string | undefined> {
   try {
     path = Deno.env.get("PATH");
   } catch { /* no env permission */ }
-  for (const dir of (path ?? "/usr/local/bin:/usr/bin:/bin").split(":")) {
-    if (!isAbsolute(dir)) continue;
+  // No PATH, or an empty one (a GUI app, a client config): the system's own folders. Deno
+  // then sets PATH to its own `node_compat_bin` folder (npm's bin shims), which is no PATH.
+  const dirs = (path ?? "").split(":").filter((d) => isAbsolute(d) && !_denoShims(d));
+  for (const dir of dirs.length ? dirs : ["/usr/local/bin", "/usr/bin", "/bin"]) {
     const candidate = join(dir, "bwrap");
     try {
       const st = Deno.statSync(candidate);
@@ -98,6 +100,11 @@ async function _find(options: BwrapProbeOptions): Promise<string | undefined> {
     }
   }
   return undefined;
+}
+
+/** Deno's folder of npm bin shims, which it puts on an empty PATH. */
+function _denoShims(dir: string): boolean {
+  return basename(dir) === "node_compat_bin";
 }
 
 function _readProbe(file: string | undefined): _ProbeRecord | undefined {

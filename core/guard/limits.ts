@@ -51,7 +51,8 @@ export interface SandboxLimits {
   release(): Promise<{ hitProcessLimit: boolean }>;
 }
 
-interface _Found {
+/** What the probe found: the mechanism, where groups are made, whether this is root. */
+export interface LimitsProbe {
   kind: LimitKind;
   /** Parent directories new groups are made in (v1: pids, memory). */
   parents: string[];
@@ -59,7 +60,14 @@ interface _Found {
   root: boolean;
 }
 
+type _Found = LimitsProbe;
+
 let _found: _Found | undefined;
+
+/** What the probe found (probing now when it has not yet: a blocking `/bin/sh`). */
+export function limitsProbe(): LimitsProbe {
+  return _probe();
+}
 
 /** `/bin/sh -c script` with `args`, a clean environment, stdout captured. */
 function _shCommand(script: string, args: string[]): Deno.Command {
@@ -83,7 +91,9 @@ function _sh(script: string, args: string[]): { ok: boolean; out: string } {
 }
 
 // Finds the mechanism, and removes the empty groups left by corral hosts
-// that are gone (a host may exit before its last group is reaped).
+// that are gone (a host may exit before its last group is reaped). Files are
+// read by the shell's own read: each other program is a process more at
+// every start.
 const _PROBE = `
 id -u
 sweep() { for sd in "$1"/corral-*; do
@@ -96,14 +106,15 @@ if [ -f $r/cgroup.controllers ] && grep -qw pids $r/cgroup.controllers &&
    grep -qw memory $r/cgroup.controllers && try $r &&
    echo "+pids +memory" > $r/cgroup.subtree_control 2>/dev/null; then
   sweep $r; echo "cgroup2 $r"; exit 0; fi
-own() { sed -n "s/^[0-9]*:\\([^:]*,\\)*$1\\(,[^:]*\\)*:\\(.*\\)$/\\3/p" /proc/self/cgroup | head -n1; }
+own() { while IFS=: read -r _n c path; do
+  case ",$c," in *",$1,"*) echo "$path"; return;; esac; done < /proc/self/cgroup; }
 p=$r/pids$(own pids); m=$r/memory$(own memory)
 if try "$p" && try "$m"; then sweep "$p"; sweep "$m"; echo "cgroup1 $p $m"; exit 0; fi
 echo rlimit`;
 
 function _probe(): _Found {
-  if (_found) return _found;
-  return _parseProbe(_sh(_PROBE, []).out);
+  // Once per process: a second probe (a sandbox start, then the banner) would block again.
+  return _found ??= _parseProbe(_sh(_PROBE, []).out);
 }
 
 let _probing: Promise<void> | undefined;
@@ -157,18 +168,20 @@ export function limitKind(): LimitKind {
 const _RELEASE = `hit=0
 for g in "$@"; do
   if [ -f "$g/pids.events" ]; then
-    n=$(sed -n 's/^max //p' "$g/pids.events"); [ "\${n:-0}" -gt 0 ] && hit=1; fi
+    while read -r k n; do [ "$k" = max ] && [ "\${n:-0}" -gt 0 ] && hit=1; done < "$g/pids.events"
+  fi
 done
 echo "hit=$hit"
-for round in 1 2 3 4 5 6 7 8 9 10; do
+round=0
+while [ $round -lt 100 ]; do round=$((round + 1))
   left=0
   for g in "$@"; do
     [ -d "$g" ] || continue
-    for p in $(cat "$g/cgroup.procs" 2>/dev/null); do kill -9 "$p" 2>/dev/null; left=1; done
+    while read -r p; do kill -9 "$p" 2>/dev/null; left=1; done 2>/dev/null < "$g/cgroup.procs"
     rmdir "$g" 2>/dev/null || left=1
   done
   [ "$left" = 0 ] && exit 0
-  sleep 0.05
+  sleep 0.005
 done`;
 
 /**
@@ -184,8 +197,7 @@ done`;
  * assert.ok(limitsMissing(true) === undefined);
  * ```
  */
-export function limitsMissing(allowRlimit: boolean): string | undefined {
-  const found = _probe();
+export function limitsMissing(allowRlimit: boolean, found = _probe()): string | undefined {
   if (found.kind !== "rlimit" || !found.root || allowRlimit) return undefined;
   return "no writable cgroup here, and rlimits do not bind root, so the sandbox's processes " +
     "and memory cannot be limited: make /sys/fs/cgroup writable (cgroup v2 or v1 pids and " +
@@ -206,10 +218,13 @@ export function limitsMissing(allowRlimit: boolean): string | undefined {
  * await l.release();
  * ```
  */
-export function createLimits(spec: LimitSpec, allowRlimit = false): SandboxLimits {
-  const missing = limitsMissing(allowRlimit);
+export function createLimits(
+  spec: LimitSpec,
+  allowRlimit = false,
+  found: LimitsProbe = _probe(),
+): SandboxLimits {
+  const missing = limitsMissing(allowRlimit, found);
   if (missing) throw new Error(missing);
-  const found = _probe();
   const name = `corral-${Deno.pid}-${crypto.randomUUID().slice(0, 12)}`;
   const groups = found.parents.map((p) => `${p}/${name}`);
   // The groups themselves are made by the sandbox's first process, just
@@ -310,8 +325,9 @@ export function spawnLimited(
   command: string,
   args: string[],
   o: { openBinds: boolean; cwd: string; env: Record<string, string> },
+  found?: LimitsProbe,
 ): LimitedChild {
-  const limits = createLimits(spec, allowRlimit);
+  const limits = createLimits(spec, allowRlimit, found);
   const wrapped = limitedCommand(limits, command, args, o.openBinds);
   try {
     const child = new Deno.Command(wrapped.command, {

@@ -8,7 +8,8 @@
  *
  * @module
  */
-import { dirname, join } from "node:path";
+import { join } from "node:path";
+import { libraryDirs } from "./library_dirs.ts";
 import { OWN_ETC } from "./namespace_etc.ts";
 
 /** What the deno runtime needs inside a namespace. */
@@ -76,7 +77,8 @@ let _runtime: Promise<RuntimeFiles> | undefined;
 
 /**
  * The runtime files of this process (memoized): its binary, the folders of
- * its shared libraries, and Deno's cache (run in the host).
+ * its shared libraries, and Deno's cache (run in the host). The first
+ * caller may name a cache file for the libraries (./library_dirs.ts).
  *
  * @example
  * ```ts
@@ -86,21 +88,13 @@ let _runtime: Promise<RuntimeFiles> | undefined;
  * assert.ok(rt.exec.startsWith("/") && rt.denoDir.startsWith("/"));
  * ```
  */
-export function runtimeFiles(): Promise<RuntimeFiles> {
-  return _runtime ??= _runtimeFiles();
+export function runtimeFiles(cacheFile?: string): Promise<RuntimeFiles> {
+  return _runtime ??= _runtimeFiles(cacheFile);
 }
 
-async function _runtimeFiles(): Promise<RuntimeFiles> {
+async function _runtimeFiles(cacheFile?: string): Promise<RuntimeFiles> {
   const exec = Deno.realPathSync(Deno.execPath());
-  const libDirs = new Set<string>();
-  try {
-    const io = { stdin: "null", stdout: "piped", stderr: "null" } as const;
-    const out = await new Deno.Command("ldd", { args: [exec], ...io }).output();
-    for (const line of new TextDecoder().decode(out.stdout).split("\n")) {
-      const m = line.match(/(\/\S+)\s+\(0x/);
-      if (m) libDirs.add(dirname(m[1]));
-    }
-  } catch { /* no ldd: the fallback below */ }
+  const libDirs = new Set(await libraryDirs(exec, cacheFile));
   if (libDirs.size === 0) {
     for (const d of ["/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/lib64", "/lib"]) {
       if (_stat(d)) libDirs.add(d);

@@ -7,8 +7,8 @@
  * @module
  */
 import { failure, type ToolResult, withFault } from "../tool/result.ts";
-import { CallCancelled, CallTimedOut } from "./call_lane.ts";
 import type { HostedCall, HostedServer } from "./hosted_server.ts";
+import { hostedRuntime } from "./hosted_runtime.ts";
 import { hostedResult } from "./hosted_tools.ts";
 
 /**
@@ -27,6 +27,8 @@ export async function runHostedCall(
     const raw = await server.call(serverTool, args, ctx);
     return hostedResult(tool, raw, ctx.policy.max_output_bytes);
   } catch (err) {
+    // Loaded with the server it failed on (./hosted_runtime.ts): at hand, never a start's cost.
+    const { CallCancelled, CallTimedOut } = await hostedRuntime();
     // As corral's own tools report it (core/sandbox/sandbox.ts); the server keeps running.
     if (err instanceof CallCancelled) {
       return withFault(failure(tool, "cancelled"), "error", "cancelled");

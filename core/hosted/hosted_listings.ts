@@ -120,7 +120,7 @@ export async function allPages<T>(
 /** What {@link HostedListings} needs from the servers. */
 export interface ListingsDeps {
   /** The server instances of a session (principal) that may start, by name. */
-  listable(session: string): Array<[string, HostedServer]>;
+  listable(session: string): Promise<Array<[string, HostedServer]>>;
   /** Secret values: a started server's are added; everything listed is scrubbed of them. */
   secrets: Set<string>;
   /** A resource read or a prompt got (the audit log). */
@@ -150,7 +150,7 @@ export class HostedListings {
     onLeftOut?: (left: LeftOut[]) => void,
   ): Promise<Array<Record<string, unknown>>> {
     const { parts, leftOut } = await gatherListings(
-      this.#parts("resources", session, (client, signal) =>
+      await this.#parts("resources", session, (client, signal) =>
         allPages(async (cursor) => {
           const o = { signal, timeout: LIST_TIMEOUT_MS };
           const p = cursor ? { cursor } : {};
@@ -192,7 +192,7 @@ export class HostedListings {
     onLeftOut?: (left: LeftOut[]) => void,
   ): Promise<Array<Record<string, unknown>>> {
     const { parts, leftOut } = await gatherListings(
-      this.#parts("prompts", session, (client, signal) =>
+      await this.#parts("prompts", session, (client, signal) =>
         allPages(async (cursor) => {
           const r = await client.listPrompts(cursor ? { cursor } : {}, {
             signal,
@@ -232,7 +232,7 @@ export class HostedListings {
   /** The running clients of the servers that may start and offer `what`. */
   async #clients(what: "resources" | "prompts", session: string): Promise<Array<[string, Client]>> {
     const out: Array<[string, Client]> = [];
-    for (const [name, server] of this.#deps.listable(session)) {
+    for (const [name, server] of await this.#deps.listable(session)) {
       try {
         const client = await this.#started(server);
         if (client.getServerCapabilities()?.[what]) out.push([name, client]);
@@ -242,12 +242,12 @@ export class HostedListings {
   }
 
   /** Each server's part of a listing of `what`: started, asked if it offers `what`. */
-  #parts<T>(
+  async #parts<T>(
     what: "resources" | "prompts",
     session: string,
     list: (client: Client, signal: AbortSignal) => Promise<T[]>,
-  ): Array<[string, ListPart<T>]> {
-    return this.#deps.listable(session).map(([name, server]) => [name, async (signal) => {
+  ): Promise<Array<[string, ListPart<T>]>> {
+    return (await this.#deps.listable(session)).map(([name, server]) => [name, async (signal) => {
       const client = await this.#started(server);
       return client.getServerCapabilities()?.[what] ? await list(client, signal) : undefined;
     }]);

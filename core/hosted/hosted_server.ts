@@ -26,6 +26,8 @@ import {
 import { pinned, type ToolDefinition } from "./approvals.ts";
 import { CallLane, CallTimedOut } from "./call_lane.ts";
 import type { SandboxLayers } from "../layers/settle_layers.ts";
+
+export { CallCancelled, CallTimedOut } from "./call_lane.ts";
 import { type Launched, launchServer, type LaunchSpec } from "./launch.ts";
 import { OutputBudget } from "./output_budget.ts";
 import { type ChannelEventKind, type OutputBudgets, StdioChannel } from "./stdio_channel.ts";

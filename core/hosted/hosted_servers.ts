@@ -32,7 +32,8 @@ import {
 import { type ChangeReport, isEmptyReport } from "../layers/change_report.ts";
 import { settleAfter } from "../sandbox/settled_result.ts";
 import { runHostedCall } from "./hosted_call.ts";
-import { type HostedCall, HostedServer } from "./hosted_server.ts";
+import type { HostedCall, HostedServer } from "./hosted_server.ts";
+import { hostedRuntime } from "./hosted_runtime.ts";
 import { hostedTools } from "./hosted_tools.ts";
 import { HostedListings, type LeftOut } from "./hosted_listings.ts";
 
@@ -169,7 +170,7 @@ export class HostedServers {
     const entry = name ? this.entry(name) : undefined;
     if (!entry || !serverTool) return _error(failure(tool, "no hosted server offers it"), "gone");
     this.#sweep();
-    const server = this.#server(entry, ctx.policy, ctx.grant, ctx.session, ctx.identity);
+    const server = await this.#server(entry, ctx.policy, ctx.grant, ctx.session, ctx.identity);
     try {
       await server.ensure();
     } catch (err) {
@@ -202,7 +203,7 @@ export class HostedServers {
   async approve(name: string, policy: SandboxPolicy, grant: Grant): Promise<string[]> {
     const entry = this.entry(name);
     if (!entry) throw new Error(`no server "${name}" in corral.json`);
-    const server = this.#server(entry, policy, grant, _APPROVING);
+    const server = await this.#server(entry, policy, grant, _APPROVING);
     try {
       await server.ensure();
       writeApproved(name, server.tools, this.#dir);
@@ -255,14 +256,14 @@ export class HostedServers {
   }
 
   /** The server instances of `session` that may start and have approved tools. */
-  #listable(session: string): Array<[string, HostedServer]> {
+  async #listable(session: string): Promise<Array<[string, HostedServer]>> {
     const out: Array<[string, HostedServer]> = [];
     for (const entry of this.entries) {
       const policy = this.#policies.get(entry.name);
       if (!policy || !readApproved(entry.name, this.#dir)) continue;
       const grant = effectiveGrant(serverLetters(policy), policy, this.#options.host);
       if (grant.missing) continue;
-      out.push([entry.name, this.#server(entry, policy, grant.grant, session)]);
+      out.push([entry.name, await this.#server(entry, policy, grant.grant, session)]);
     }
     return out;
   }
@@ -295,17 +296,20 @@ export class HostedServers {
    * The server instance of `entry` for `session`: two sessions (principals)
    * never share one; `corral servers approve` has one of its own.
    */
-  #server(
+  async #server(
     entry: ServerEntry,
     policy: SandboxPolicy,
     grant: Grant,
     session = "",
     identity?: string,
-  ) {
+  ): Promise<HostedServer> {
     const key = `${entry.name}\0${session}`;
     const approving = session === _APPROVING;
     this.#used.set(key, performance.now());
     let s = this.#servers.get(key);
+    if (s) return s;
+    const { HostedServer } = await hostedRuntime();
+    s = this.#servers.get(key); // another call may have made it meanwhile
     if (s) return s;
     const o = this.#options;
     s = new HostedServer({

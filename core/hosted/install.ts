@@ -14,9 +14,9 @@
  * @module
  */
 import { join, resolve } from "node:path";
-import { envVar } from "../config/env_var.ts";
 import type { ServerEntry } from "../config/server_config.ts";
 import { installStep, packageSpec } from "./install_step.ts";
+import { serversDir } from "./servers_dir.ts";
 import { installPypi } from "./pypi_install.ts";
 import { checkVenv } from "./venv_integrity.ts";
 
@@ -51,18 +51,7 @@ export interface InstallRecord {
   time: string;
 }
 
-/**
- * Where hosted servers are installed: `CORRAL_SERVERS_DIR`, else
- * `$XDG_CACHE_HOME/corral/servers`, else `~/.cache/corral/servers`; always
- * absolute (a relative value is taken from the current folder now, so the
- * install records hold paths that work from any folder later).
- */
-export function serversDir(): string {
-  const explicit = envVar("CORRAL_SERVERS_DIR");
-  if (explicit) return resolve(explicit);
-  const xdg = envVar("XDG_CACHE_HOME");
-  return resolve(xdg || join(envVar("HOME") || "/root", ".cache"), "corral", "servers");
-}
+export { serversDir } from "./servers_dir.ts";
 
 /** The folder of one package at one version (absolute: a relative `root` is resolved). */
 export function installDir(entry: ServerEntry, root = serversDir()): string {

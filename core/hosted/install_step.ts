@@ -5,7 +5,9 @@
  *
  * @module
  */
+import { basename } from "node:path";
 import type { ServerEntry } from "../config/server_config.ts";
+import { childErrorText, QUIET_CHILD_ENV } from "../guard/child_output.ts";
 
 /** `npm:name@1.2.3` or `name==1.2.3`: how an entry's package is named in messages. */
 export function packageSpec(entry: ServerEntry): string {
@@ -20,9 +22,11 @@ export function installError(entry: ServerEntry, reason: string): Error {
 }
 
 /**
- * Run `command args` (the host's environment plus `env`); returns its
- * stdout. Throws an {@link installError} with the end of its stderr, saying
- * so when the package index could not be reached or has no such version.
+ * Run `command args` (the host's environment plus `env`, with colour,
+ * prompts and backtraces off); returns its stdout. Throws an
+ * {@link installError} with the lines of its output that say why (never
+ * stack frames nor escapes), saying so when the package index could not be
+ * reached or has no such version.
  */
 export async function installStep(
   entry: ServerEntry,
@@ -33,22 +37,24 @@ export async function installStep(
 ): Promise<string> {
   const out = await new Deno.Command(command, {
     args,
-    env: { ...env, PIP_NO_INPUT: "1" },
+    env: { ...QUIET_CHILD_ENV, ...env, PIP_NO_INPUT: "1" },
     ...(cwd ? { cwd } : {}),
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
   }).output();
   if (!out.success) {
-    const err = new TextDecoder().decode(out.stderr).trim().split("\n").slice(-3).join(" ");
+    const dec = new TextDecoder();
+    const err = childErrorText(`${dec.decode(out.stderr)}\n${dec.decode(out.stdout)}`) ||
+      `exit code ${out.code}`;
     const unreachable =
-      /No matching distribution|Could not find a version|NewConnectionError|ProxyError|network/i
+      /No matching distribution|Could not find a version|Could not find npm package|NewConnectionError|ProxyError|network/i
         .test(err);
     throw installError(
       entry,
-      `${
-        unreachable ? "the package index could not be reached or has no such version: " : ""
-      }${command} ${args[0]} failed: ${err.slice(0, 600)}`,
+      `${unreachable ? "the package index could not be reached or has no such version: " : ""}${
+        basename(command)
+      } ${args[0]} failed: ${err}`,
     );
   }
   return new TextDecoder().decode(out.stdout);

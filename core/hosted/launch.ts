@@ -82,7 +82,7 @@ export async function launchServer(spec: LaunchSpec): Promise<Launched> {
     throw new Error(
       `needs the sandbox namespace, but no working bwrap was found: install bubblewrap ` +
         `(apt-get install bubblewrap), or opt out explicitly with "jail": "off" in ` +
-        `permissions.json ${p.where}`,
+        `${p.where} of ${p.file ?? "permissions.json"}`,
     );
   }
   const record = entry.kind === "command" ? undefined : installed(entry, spec.serversDir);
@@ -147,7 +147,7 @@ async function _command(
     );
   }
   const out = g.net.length
-    ? await serverEgress(g.net, spec.policy.where, spec.onConnection, injected)
+    ? await serverEgress(g.net, spec.policy, spec.onConnection, injected)
     : undefined;
   const cmd = out ? out.wrap(rt.exec, own.command) : own.command;
   if (out) Object.assign(env, out.env);

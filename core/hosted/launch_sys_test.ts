@@ -15,7 +15,7 @@ Deno.test("sys is refused for a server that is not run by Deno, naming the entry
     const grant = { read: [], write: [], run: [], net: [] };
     await assert.rejects(
       launchServer({ entry, grant, policy, workspace: ws }),
-      /"sys" in permissions\.json servers\.cmd applies only to npm servers/,
+      /"sys" in servers\.cmd of \S*permissions\.json applies only to npm servers/,
     );
   } finally {
     await Deno.remove(ws, { recursive: true });

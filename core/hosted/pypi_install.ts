@@ -18,7 +18,7 @@
  * @module
  */
 import { basename, join } from "node:path";
-import { sha256Hex } from "../guard/sha256.ts";
+import { sha256Hex, useNativeSha256 } from "../guard/sha256.ts";
 import type { ServerEntry } from "../config/server_config.ts";
 import type { InstallRecord, PypiDistribution } from "./install.ts";
 import { installError, installStep } from "./install_step.ts";
@@ -56,6 +56,7 @@ async function _install(entry: ServerEntry, dir: string): Promise<InstallRecord>
   const spec = `${entry.package}==${entry.version}`;
   await installStep(entry, pip, ["download", ..._PIP, "--no-deps", "--dest", dist, spec], {});
   const file = await _onlyFile(entry, dist);
+  await useNativeSha256();
   const sha256 = sha256Hex(await Deno.readFile(file));
   if (entry.sha256 && sha256 !== entry.sha256) {
     throw installError(

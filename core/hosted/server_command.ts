@@ -43,7 +43,9 @@ export function serverCommand(
   if (entry.kind === "npm" && record) return _npm(entry, record, g, p, args);
   if (p.sys?.length) {
     throw new Error(
-      `"sys" in permissions.json ${p.where} applies only to npm servers (Deno's --allow-sys)`,
+      `"sys" in ${p.where} of ${
+        p.file ?? "permissions.json"
+      } applies only to npm servers (Deno's --allow-sys)`,
     );
   }
   if (entry.kind === "pypi" && record) {

@@ -31,7 +31,6 @@ import {
 import { isIpAddress } from "../guard/net_guard.ts";
 import { operatorCerts, TRUST_IN_NAMESPACE, trustVars, writeTrust } from "../guard/trust_store.ts";
 import { type InjectedSecret, SecretInjector } from "../guard/egress_inject.ts";
-import { SandboxCa } from "../guard/sandbox_ca.ts";
 import { etcFiles } from "../guard/namespace_etc.ts";
 
 const _here = (p: string) => new URL(p, import.meta.url).pathname;
@@ -64,21 +63,25 @@ export interface ServerEgress {
 const _PIN_TIMEOUT_MS = 5_000;
 
 /**
- * Start a hosted server's egress for its net list `net` (set in `listedIn`).
+ * Start a hosted server's egress for its net list `net` (set at `listed.where` of `listed.file`).
  * The forwarders' names are resolved now, at grant time, and kept for the
  * server's life: the proxy connects to that address, and inside the
  * namespace the name leads to it too.
  */
 export async function serverEgress(
   net: string[],
-  listedIn: string,
+  listed: { where: string; file?: string },
   onConnection?: (r: EgressRecord) => void,
   injected: InjectedSecret[] = [],
   resolveName?: (hostname: string) => Promise<string[]>,
 ): Promise<ServerEgress> {
-  _injectable(injected, net, listedIn);
+  const listedIn = listed.where;
+  _injectable(injected, net, listedIn, listed.file);
   // Secrets injected at egress: a CA of this server's own, trusted by it alone.
-  const ca = injected.length ? await SandboxCa.create() : undefined;
+  // (Loaded only then: the X.509 library costs a start that injects nothing.)
+  const ca = injected.length
+    ? await (await import("../guard/sandbox_ca.ts")).SandboxCa.create()
+    : undefined;
   const named = forwardsOf(net);
   const names = [...new Set(named.map((f) => f.host).filter((h) => !isIpAddress(h)))];
   const resolve = pinnedResolver(names, resolveName);
@@ -92,6 +95,7 @@ export async function serverEgress(
   const egress = startEgress(run, {
     allowed: net,
     listedIn,
+    ...(listed.file ? { listedFile: listed.file } : {}),
     resolve,
     ...(onConnection ? { onConnection } : {}),
     ...(ca ? { inject: new SecretInjector(injected, ca, operatorCerts()) } : {}),
@@ -141,7 +145,12 @@ function _within<T>(p: Promise<T>, ms: number): Promise<T> {
 }
 
 /** Each host a secret is injected for must be on the net list: else it could never go there. */
-function _injectable(injected: InjectedSecret[], net: string[], listedIn: string): void {
+function _injectable(
+  injected: InjectedSecret[],
+  net: string[],
+  listedIn: string,
+  file = "permissions.json",
+): void {
   const hosts = new Set(
     net.map((e) => e.replace(/:\d+$/, "").replace(/^\[|\]$/g, "").toLowerCase()),
   );
@@ -150,7 +159,7 @@ function _injectable(injected: InjectedSecret[], net: string[], listedIn: string
     if (missing) {
       throw new Error(
         `the secret ${s.name} is injected for ${missing}, which is not on the net list of ` +
-          `${listedIn}: add it to ${listedIn}.net in permissions.json`,
+          `${listedIn}: add it to ${listedIn}.net in ${file}`,
       );
     }
   }

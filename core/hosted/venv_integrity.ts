@@ -15,7 +15,7 @@
  * @module
  */
 import { dirname, join } from "node:path";
-import { sha256Hex } from "../guard/sha256.ts";
+import { sha256Hex, useNativeSha256 } from "../guard/sha256.ts";
 
 /** The manifest file of a venv: beside it, in its install folder. */
 export function manifestFile(venv: string): string {
@@ -35,6 +35,7 @@ export function manifestDigest(text: string): string {
 export async function venvManifest(root: string): Promise<string> {
   const entries: Array<{ rel: string; line?: string }> = [];
   await _walk(root, "", entries);
+  await useNativeSha256();
   // Hash a few files at once; the host keeps serving meanwhile.
   const files = entries.filter((e) => e.line === undefined);
   for (let i = 0; i < files.length; i += 16) {

@@ -195,8 +195,10 @@ function _toolIssues(t: ToolInfo, all: ToolInfo[], source: ToolsetSource): Check
       add(
         `declares "${l}" (${
           LETTER_NAMES[l]
-        }) but permissions.json ${source.policy.where} grants no ${kind}; ` +
-          `add "${kind}": [...] to "plugins": { "${source.id.split("/").pop()}": {...} }`,
+        }) but ${source.policy.where} grants no ${kind}; add "${kind}": [...] to "plugins": ` +
+          `{ "${source.id.split("/").pop()}": {...} } in ${
+            source.policy.file ?? "permissions.json"
+          }`,
       );
     }
   }

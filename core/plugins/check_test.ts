@@ -20,7 +20,7 @@ Deno.test("check catches each contract breach and names the tool", async () => {
   assert.match(of("OddLetters").join(), /unknown permission letter "q"/);
   assert.match(
     of("WantsWrite").join(),
-    /declares "w" \(write\) but permissions\.json plugins\.default grants no write/,
+    /declares "w" \(write\) but plugins\.default grants no write; add "write": .* in \S*permissions\.json/,
   );
   assert.deepEqual(report.passed.map((p) => p.name), ["Fine"]);
   const text = formatCheckReport(report, ROOT);

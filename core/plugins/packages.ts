@@ -5,45 +5,18 @@
  *
  * @module
  */
-import { basename, dirname, join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { type CorralConfig, parseConfig } from "../config/corral_config.ts";
 import { expandHome } from "../config/env_var.ts";
 import { INSTALL_DIR } from "../config/install_dir.ts";
 import { type Policy, readyJsonc } from "../config/policy.ts";
 import type { ToolsetSource } from "../registry/catalog.ts";
+import { childErrorText, QUIET_CHILD_ENV } from "../guard/child_output.ts";
 import { ConfigError } from "../tool/errors.ts";
-import { errorReason, graphEscape, stemOf } from "./plugin_files.ts";
+import { errorReason, importHosts, isRemoteSpecifier, packageName } from "../config/plugin_set.ts";
+import { graphEscape } from "./plugin_files.ts";
 
-/**
- * The plugin name of a package specifier or path: the npm/jsr package name,
- * or the file stem (the directory name for `mod.ts`/`index.ts`).
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { packageName } from "./packages.ts";
- * assert.ok(packageName("npm:@acme/weather@1.2.0/tools") === "@acme/weather");
- * assert.ok(packageName("jsr:@acme/dice@^1") === "@acme/dice");
- * assert.ok(packageName("./vendor/stocks/mod.ts") === "stocks");
- * ```
- */
-export function packageName(spec: string): string {
-  const m = /^(?:npm|jsr):\/?(@[^/@]+\/[^/@]+|[^/@]+)/.exec(spec);
-  if (m) return m[1];
-  let path = spec;
-  if (/^https?:/.test(spec)) {
-    try {
-      path = new URL(spec).pathname;
-    } catch { /* keep as is */ }
-  }
-  const stem = stemOf(basename(path));
-  return ["mod", "index", "main"].includes(stem) ? basename(dirname(path)) || stem : stem;
-}
-
-/** Whether a package specifier is remote (`npm:`, `jsr:`, `http(s):`) rather than a local path. */
-export function isRemoteSpecifier(spec: string): boolean {
-  return /^(npm|jsr|https?):/.test(spec);
-}
+export { importHosts, isRemoteSpecifier, packageName } from "../config/plugin_set.ts";
 
 /**
  * The toolset source of one package plugin, or a one-line reason it was
@@ -52,7 +25,7 @@ export function isRemoteSpecifier(spec: string): boolean {
  */
 export async function packageSource(
   spec: string,
-  config: Pick<CorralConfig, "baseDir" | "services">,
+  config: Pick<CorralConfig, "baseDir" | "services" | "packageBase">,
   policy: Policy,
   where = `corral.json: plugins "${spec}"`,
 ): Promise<ToolsetSource | string> {
@@ -61,7 +34,7 @@ export async function packageSource(
   let module = spec;
   if (!isRemoteSpecifier(spec)) {
     const path = resolve(
-      config.baseDir,
+      config.packageBase?.[spec] ?? config.baseDir,
       expandHome(spec.startsWith("file://") ? new URL(spec).pathname : spec),
     );
     try {
@@ -86,29 +59,6 @@ export async function packageSource(
     config: config.services[name],
     imports: importHosts(spec),
   };
-}
-
-/**
- * The hosts a remote package's code is imported from: the host of an
- * `https:`/`http:` specifier, `jsr.io` for `jsr:`; none for `npm:` and paths.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { importHosts } from "./packages.ts";
- * assert.ok(importHosts("https://example.com:8443/mod.ts")[0] === "example.com:8443");
- * ```
- */
-export function importHosts(spec: string): string[] {
-  if (spec.startsWith("jsr:")) return ["jsr.io"];
-  if (/^https?:/.test(spec)) {
-    try {
-      return [new URL(spec).host];
-    } catch {
-      return [];
-    }
-  }
-  return [];
 }
 
 /**
@@ -145,6 +95,7 @@ export async function installPlugin(
       ...importHosts(spec).map((h) => `--allow-import=${h}`),
       target,
     ],
+    env: QUIET_CHILD_ENV,
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
@@ -152,11 +103,9 @@ export async function installPlugin(
   const res = await cmd.output();
   const output = new TextDecoder().decode(res.stdout) + new TextDecoder().decode(res.stderr);
   if (!res.success) {
-    // One clear line: Deno's first error, without its backtrace.
-    // deno-lint-ignore no-control-regex
-    const first = output.replace(/\x1b\[[0-9;]*m/g, "").split("\n")
-      .map((l) => l.trim()).find((l) => /^error:/i.test(l)) ?? output.trim().split("\n")[0];
-    throw new ConfigError(`Cannot install ${spec}: ${first.replace(/^error:\s*/i, "")}`);
+    // What Deno says is wrong, without its backtrace, progress or colours.
+    const why = childErrorText(output) || `deno cache exited with ${res.code}`;
+    throw new ConfigError(`Cannot install ${spec}: ${why.replace(/^error:\s*/i, "")}`);
   }
   let raw: Record<string, unknown> = {};
   try {

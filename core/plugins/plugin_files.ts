@@ -1,15 +1,19 @@
 /**
- * The files of a file-drop directory: which are plugin modules, and which
- * are rejected because they (or a file they import) leave the directory,
- * for instance through a symlink. The sandbox of a plugin gets read access
- * to its whole local import graph, so an escape would widen its grant.
+ * Whether a plugin stays inside its folder: its file (a symlink's target
+ * too) and every local file it imports must lie in its directory (or in
+ * corral's own `core/`). The sandbox of a plugin gets read access to its
+ * whole local import graph, so an escape would widen its grant. Which files
+ * are plugins is the settings' part (core/config/plugin_set.ts).
  *
  * @module
  */
-import { basename, extname, join } from "node:path";
+import { dirname } from "node:path";
 import { CORE_DIR } from "../config/install_dir.ts";
+import { dirPluginFiles, type PluginCandidate, stemOf } from "../config/plugin_set.ts";
 import { isInside } from "../guard/paths.ts";
 import { localModuleGraph } from "../sandbox/module_graph.ts";
+
+export { errorReason, isPluginFileName, stemOf } from "../config/plugin_set.ts";
 
 /** The plugin files of one directory, and the files rejected with the reason. */
 export interface DirScan {
@@ -22,56 +26,46 @@ export interface DirScan {
 }
 
 /**
- * Scan a file-drop directory: files ending `.ts`, `.js` or `.mjs`, not
- * starting with `_`, not `*_test.*`, sorted by name. A file (or a file it
- * imports) whose real path leaves the directory, for instance through a
- * symlink, is rejected. corral's own `core/` may be imported.
+ * Scan a file-drop directory: its plugin files (core/config/plugin_set.ts),
+ * sorted by name, each checked by {@link confinement}. corral's own `core/`
+ * may be imported.
  */
 export async function scanPluginDir(dir: string): Promise<DirScan> {
   const out: DirScan = { entries: [], files: [], rejected: [] };
   const root = await Deno.realPath(dir);
-  const found: Array<{ name: string; link: boolean }> = [];
-  // Sync: one call for the whole listing, where the async form pays a trip per batch.
-  for (const e of Deno.readDirSync(dir)) {
-    if (!e.isFile && !e.isSymlink) continue;
-    if (!isPluginFileName(e.name)) continue;
-    found.push({ name: e.name, link: e.isSymlink });
-  }
-  found.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-  // Files are checked concurrently (a start with many plugins stays fast);
-  // results keep the sorted order.
-  const checked = await _mapLimit(found, 32, async ({ name, link }) => {
-    const path = join(dir, name);
-    let real = join(root, name); // a plain file in a real directory is its own real path
-    if (link) {
-      try {
-        real = await Deno.realPath(path);
-      } catch (err) {
-        return { rejected: `rejected ${path}: cannot resolve it (${errorReason(err)})` };
-      }
-      if (!isInside(real, root)) {
-        return {
-          rejected:
-            `rejected ${path}: it is a symlink to ${real}, outside the plugin directory ${dir}`,
-        };
-      }
-      if (!(await Deno.stat(real)).isFile) return {};
-    }
-    const escape = await graphEscape(real, root);
-    if (escape) return { rejected: `rejected ${path}: ${escape}` };
-    return { entry: { file: real, stem: stemOf(name) } };
-  });
-  for (const c of checked) {
-    if (c.rejected) out.rejected.push(c.rejected);
-    if (c.entry) {
-      out.entries.push(c.entry);
-      out.files.push(c.entry.file);
+  const files = await dirPluginFiles(dir, root, out.rejected);
+  const checked = await mapLimit(files, 32, (f) => confinement({ ...f, root }));
+  for (const [i, c] of checked.entries()) {
+    if (c === "skip") continue;
+    if (c) out.rejected.push(`rejected ${files[i].path}: ${c}`);
+    else {
+      out.entries.push({ file: files[i].module, stem: stemOf(files[i].path.split("/").pop()!) });
+      out.files.push(files[i].module);
     }
   }
   return out;
 }
 
-async function _mapLimit<T, R>(
+/**
+ * Why `candidate` is rejected, `"skip"` when it is no file after all (a
+ * symlink to a folder), or undefined: it stays inside its folder. A remote
+ * package has no folder to stay in.
+ */
+export async function confinement(
+  candidate: Pick<PluginCandidate, "module" | "path" | "root" | "link">,
+): Promise<string | undefined | "skip"> {
+  const { module, path, root, link } = candidate;
+  if (!root) return undefined;
+  try {
+    if (!(await Deno.stat(module)).isFile) return "skip";
+  } catch {
+    return "skip";
+  }
+  return await graphEscape(module, root, link ? dirname(path) : undefined);
+}
+
+/** `fn` over `items`, at most `limit` at once; results keep the order. */
+export async function mapLimit<T, R>(
   items: T[],
   limit: number,
   fn: (item: T) => Promise<R>,
@@ -88,12 +82,6 @@ async function _mapLimit<T, R>(
   return out;
 }
 
-/** Whether a file name is a plugin module: `.ts`/`.js`/`.mjs`, no `_` prefix, no `_test`. */
-export function isPluginFileName(name: string): boolean {
-  if (!/\.(ts|js|mjs)$/.test(name) || name.endsWith(".d.ts")) return false;
-  return !name.startsWith("_") && !/_test\.(ts|js|mjs)$/.test(name);
-}
-
 let _coreReal: Promise<string> | undefined;
 /** A quoted specifier that names a local file: `./`, `../`, `/` or `file:`. */
 const _LOCAL_SPECIFIER = /["'](?:\.{1,2}\/|\/|file:)/;
@@ -103,35 +91,31 @@ const _LOCAL_SPECIFIER = /["'](?:\.{1,2}\/|\/|file:)/;
  * resolves outside it, e.g. through a symlinked directory), or undefined.
  * Files of corral's own `core/` are allowed. The sandbox gets read access
  * to every file of this graph, so an escape would widen the plugin's grant.
+ * With `linkedFrom` (the folder of the symlink that named it), `file`
+ * itself must lie in `root` too.
  */
-export async function graphEscape(file: string, root: string): Promise<string | undefined> {
+export async function graphEscape(
+  file: string,
+  root: string,
+  linkedFrom?: string,
+): Promise<string | undefined> {
   const core = await (_coreReal ??= Deno.realPath(CORE_DIR).catch(() => CORE_DIR));
   // Plugin files are small: a sync read is far cheaper than a promise each.
   const text = Deno.readTextFileSync(file);
-  // Most plugins import only packages ("zod", npm:…): no local file to follow.
-  if (!_LOCAL_SPECIFIER.test(text)) return undefined;
   const read = (f: string) => Promise.resolve(f === file ? text : Deno.readTextFileSync(f));
-  for (const f of await localModuleGraph([file], {}, read)) {
-    if (f === file) continue;
+  // Most plugins import only packages ("zod", npm:…): no local file to follow.
+  const graph = _LOCAL_SPECIFIER.test(text) ? await localModuleGraph([file], {}, read) : [file];
+  for (const f of graph) {
+    if (f === file && linkedFrom === undefined) continue;
     let real = f;
     try {
       real = await Deno.realPath(f);
     } catch { /* missing: judge the path as written */ }
-    if (isInside(real, root) || isInside(real, core)) continue;
+    if (isInside(real, root) || (f !== file && isInside(real, core))) continue;
+    if (f === file) return `it is a symlink to ${real}, outside the plugin directory ${linkedFrom}`;
     const link = real === f ? "" : ` (through a symlink: ${f} -> ${real})`;
     return `it imports ${real}${link}, outside the plugin directory ${root} ` +
       `(a plugin may import files of its own directory and corral's core/)`;
   }
   return undefined;
-}
-
-/** The stem of a file name: `dice.ts` → `dice`. */
-export function stemOf(name: string): string {
-  return basename(name, extname(name));
-}
-
-/** Why a file operation failed, in a few words (`not found`, or the error's message). */
-export function errorReason(err: unknown): string {
-  if (err instanceof Deno.errors.NotFound) return "not found";
-  return err instanceof Error ? err.message : String(err);
 }

@@ -13,50 +13,20 @@
  *
  * @module
  */
-import { join, resolve, sep } from "node:path";
-import { CONFIG_FILE_NAME, type CorralConfig, emptyConfig } from "../config/corral_config.ts";
-import { envVar, expandHome } from "../config/env_var.ts";
-import { configDir, INSTALL_DIR } from "../config/install_dir.ts";
+import { type CorralConfig, emptyConfig } from "../config/corral_config.ts";
+import { type PluginDirSetting, pluginDirSettings } from "../config/plugin_dirs.ts";
+import { type PluginSet, pluginSet } from "../config/plugin_set.ts";
 import type { Policy } from "../config/policy.ts";
 import type { ToolsetSource } from "../registry/catalog.ts";
-import { packageSource } from "./packages.ts";
-import { errorReason, scanPluginDir } from "./plugin_files.ts";
+import { confinement, mapLimit } from "./plugin_files.ts";
 
-/**
- * The user's own file-drop directory, loaded by default (before the
- * configured ones): `plugins/` in corral's config directory
- * (`~/.config/corral/plugins`). Part of the trust base like the directory
- * around it.
- */
-export function defaultPluginDir(): string {
-  return join(configDir(), "plugins");
-}
-
-/**
- * corral's example plugins (RollDice, Greet, ChangeCase, Slugify): loaded by
- * `corral demo`, or when the user names the folder (`tool_dirs`,
- * `CORRAL_TOOL_DIRS`); never offered to an agent nobody chose them for.
- */
-export const EXAMPLES_DIR: string = join(INSTALL_DIR, "plugins");
-
-/** The environment variable listing more file-drop directories, colon-separated. */
-export const TOOL_DIRS_ENV = "CORRAL_TOOL_DIRS";
-
-/**
- * The directories of a `CORRAL_TOOL_DIRS`-style value (colon-separated, like
- * PATH; empty parts ignored; `~` expanded; relative to `base`).
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { splitToolDirs } from "./plugins.ts";
- * assert.ok(splitToolDirs("a::/b", "/w").join(",") === "/w/a,/b");
- * ```
- */
-export function splitToolDirs(value: string | undefined, base: string): string[] {
-  if (!value) return [];
-  return value.split(":").filter((p) => p.trim() !== "").map((p) => resolve(base, expandHome(p)));
-}
+export {
+  defaultPluginDir,
+  EXAMPLES_DIR,
+  splitToolDirs,
+  TOOL_DIRS_ENV,
+} from "../config/plugin_dirs.ts";
+export { uniqueLabels } from "../config/plugin_set.ts";
 
 /** One file-drop directory and what its scan found. */
 export interface PluginDir {
@@ -88,6 +58,11 @@ export interface PluginSourceOptions {
   policy: Policy;
   /** The loaded `corral.json` (default: none). */
   config?: CorralConfig;
+  /**
+   * The directories to scan, as the settings decided them
+   * (core/config/settings.ts); default: decided here from the options below.
+   */
+  dirs?: PluginDirSetting[];
   /** Value of `CORRAL_TOOL_DIRS`; default: read from the environment. `null`: ignore it. */
   envDirs?: string | null;
   /** Directory relative `CORRAL_TOOL_DIRS` entries resolve against (default: cwd). */
@@ -108,100 +83,47 @@ export interface PluginSourceOptions {
  */
 export async function pluginSources(options: PluginSourceOptions): Promise<PluginSources> {
   const config = options.config ?? emptyConfig(options.workspace);
-  const warnings: string[] = [];
-  const declared: Array<{ dir: string; origin: string; quiet: boolean }> = [];
-  const defaultDir = options.defaultDir === undefined ? defaultPluginDir() : options.defaultDir;
-  if (defaultDir && config.defaultPluginDir) {
-    declared.push({ dir: resolve(defaultDir), origin: "default", quiet: true });
-  }
-  if (options.examples) declared.push({ dir: EXAMPLES_DIR, origin: "corral demo", quiet: false });
-  for (const dir of config.toolDirs) {
-    declared.push({ dir, origin: `${config.file ?? CONFIG_FILE_NAME} tool_dirs`, quiet: false });
-  }
-  const envValue = options.envDirs === undefined ? envVar(TOOL_DIRS_ENV) : options.envDirs;
-  for (
-    const dir of splitToolDirs(
-      envValue ?? undefined,
-      options.envBase ?? options.workspace ?? Deno.cwd(),
-    )
-  ) {
-    declared.push({ dir, origin: TOOL_DIRS_ENV, quiet: false });
-  }
-
-  // Resolve and de-duplicate (the same real directory is scanned once).
-  const found: Array<{ dir: string; real: string; origin: string }> = [];
-  for (const d of declared) {
-    let real: string;
-    try {
-      real = await Deno.realPath(d.dir);
-      if (!(await Deno.stat(real)).isDirectory) throw new Error("not a directory");
-    } catch (err) {
-      if (!d.quiet) {
-        warnings.push(`plugin directory ${d.dir} (from ${d.origin}) skipped: ${errorReason(err)}`);
-      }
-      continue;
-    }
-    if (found.some((f) => f.real === real)) continue;
-    found.push({ dir: d.dir, real, origin: d.origin });
-  }
-  const labels = uniqueLabels(found.map((f) => f.dir));
-
-  const dirs: PluginDir[] = [];
-  const sources: ToolsetSource[] = [];
-  for (const [i, f] of found.entries()) {
-    const scan = await scanPluginDir(f.dir);
-    warnings.push(...scan.rejected);
-    dirs.push({ dir: f.dir, real: f.real, label: labels[i], origin: f.origin, files: scan.files });
-    for (const { file, stem } of scan.entries) {
-      const id = `plugin:${labels[i]}/${stem}`;
-      sources.push({
-        id,
-        kind: "plugin",
-        modules: [file],
-        policy: options.policy.plugin(id, stem),
-        config: config.services[stem],
-      });
-    }
-  }
-
-  for (const [i, spec] of config.plugins.entries()) {
-    const pkg = await packageSource(
-      spec,
-      config,
-      options.policy,
-      `${config.file ?? "corral.json"}: plugins[${i}] "${spec}"`,
-    );
-    if (typeof pkg === "string") warnings.push(pkg);
-    else sources.push(pkg);
-  }
-  return { sources, dirs, warnings };
+  const dirs = options.dirs ?? pluginDirSettings(config, {
+    envDirs: options.envDirs,
+    envBase: options.envBase ?? options.workspace ?? Deno.cwd(),
+    defaultDir: options.defaultDir,
+    examples: options.examples,
+  });
+  return await confinePlugins(await pluginSet(options.policy, config, dirs));
 }
 
 /**
- * Short unique labels for directories: the basename, lengthened with parent
- * names until every label is unique (`plugins`, `a/tools`, `b/tools`).
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { uniqueLabels } from "./plugins.ts";
- * assert.ok(uniqueLabels(["/x/a/tools", "/y/b/tools", "/z/p"]).join() === "a/tools,b/tools,p");
- * ```
+ * The plugins the settings name (core/config/plugin_set.ts) that stay
+ * inside their folder, as toolset sources in load order; each rejected one
+ * is a warning line naming it and why.
  */
-export function uniqueLabels(dirs: string[]): string[] {
-  const parts = dirs.map((d) => resolve(d).split(sep).filter(Boolean));
-  const depth = dirs.map(() => 1);
-  for (let round = 0; round < 64; round++) {
-    const labels = parts.map((p, i) => p.slice(-depth[i]).join("/") || "/");
-    let changed = false;
-    for (let i = 0; i < labels.length; i++) {
-      const clash = labels.some((l, j) => j !== i && l === labels[i]);
-      if (clash && depth[i] < parts[i].length) {
-        depth[i]++;
-        changed = true;
-      }
+export async function confinePlugins(set: PluginSet): Promise<PluginSources> {
+  const warnings = [...set.warnings];
+  // Checked concurrently (a start with many plugins stays fast); results keep the order.
+  const verdicts = await mapLimit(set.candidates, 32, confinement);
+  const sources: ToolsetSource[] = [];
+  const files = new Map<string, string[]>();
+  for (const [i, c] of set.candidates.entries()) {
+    const verdict = verdicts[i];
+    if (verdict === "skip") continue;
+    if (verdict) {
+      warnings.push(
+        c.kind === "package"
+          ? `package plugin ${c.id.slice("package:".length)} rejected: ${verdict}`
+          : `rejected ${c.path}: ${verdict}`,
+      );
+      continue;
     }
-    if (!changed) return labels.map((l, i) => labels.indexOf(l) === i ? l : `${l}~${i + 1}`);
+    sources.push({
+      id: c.id,
+      kind: c.kind,
+      modules: [c.module],
+      policy: c.policy,
+      config: c.config,
+      ...(c.kind === "package" ? { imports: c.imports ?? [] } : {}),
+    });
+    if (c.root && c.kind === "plugin") files.set(c.root, [...files.get(c.root) ?? [], c.module]);
   }
-  return parts.map((p) => p.join("/"));
+  const dirs = set.dirs.map((d) => ({ ...d, files: files.get(d.real) ?? [] }));
+  return { sources, dirs, warnings };
 }

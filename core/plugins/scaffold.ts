@@ -6,8 +6,8 @@
  *
  * @module
  */
-import { isAbsolute, join, relative, resolve } from "node:path";
-import { CORE_DIR, INSTALL_DIR } from "../config/install_dir.ts";
+import { join, resolve } from "node:path";
+import { AUTHOR_API, INSTALL_DIR } from "../config/install_dir.ts";
 import { parsePermissions } from "../tool/permissions.ts";
 import { TOOL_NAME_PATTERN } from "../tool/tool.ts";
 
@@ -92,23 +92,10 @@ export async function scaffoldTool(options: ScaffoldOptions): Promise<Scaffolded
       if (await _exists(f)) throw new TypeError(`${f} already exists (not overwritten)`);
     }
   }
-  const core = coreImportBase(dir);
-  const spec: _Spec = { name, permissions, stem, core, reads: permissions.includes("r") };
+  const spec: _Spec = { name, permissions, stem, reads: permissions.includes("r") };
   await Deno.writeTextFile(file, style === "class" ? _classTool(spec) : _moduleTool(spec));
   await Deno.writeTextFile(test, _testFile(spec));
   return { file, test, stem, permissions, policyHint: policyHint(stem, permissions) };
-}
-
-/**
- * How a file in `dir` imports corral's core: a relative path inside corral,
- * else the absolute path (`/opt/corral/core`).
- */
-export function coreImportBase(dir: string): string {
-  const rel = relative(resolve(dir), CORE_DIR);
-  if (!isAbsolute(rel) && relative(INSTALL_DIR, resolve(dir)).split("/")[0] !== "..") {
-    return rel.startsWith(".") ? rel : `./${rel}`;
-  }
-  return CORE_DIR;
 }
 
 /**
@@ -137,7 +124,6 @@ interface _Spec {
   name: string;
   permissions: string;
   stem: string;
-  core: string;
   reads: boolean;
 }
 
@@ -194,7 +180,7 @@ function _classTool(s: _Spec): string {
     return { success: true, text, length: text.length };
   }`;
   return `${_header(s)}import { z } from "zod";
-${_importLine(imports, `${s.core}/mod.ts`)}
+${_importLine(imports, AUTHOR_API)}
 
 ${s.reads ? _READ_INPUT : _ECHO_INPUT}
 
@@ -216,7 +202,7 @@ function _moduleTool(s: _Spec): string {
   const imports = s.reads
     ? "fsError, resolveInside, runHarness, type ToolCallContext, type ToolConfig"
     : "runHarness, type ToolConfig";
-  const importText = _importLine(imports, `${s.core}/mod.ts`);
+  const importText = _importLine(imports, AUTHOR_API);
   const fn = s.reads
     ? `    function: async ({ path }: z.infer<typeof input>, ctx: ToolCallContext) => {
       ctx.report("start", \`Reading \${path}\`);
@@ -287,7 +273,7 @@ function _testFile(s: _Spec): string {
     join(INSTALL_DIR, "deno.json")
   } ${s.stem}_test.ts
 import assert from "node:assert/strict";
-import { collectTools, invokeTool, testContext } from "${s.core}/testing.ts";
+import { collectTools, invokeTool, testContext } from "${AUTHOR_API}/testing";
 import * as plugin from "./${s.stem}.ts";
 
 Deno.test("${s.name} follows the tool contract and ${

@@ -15,7 +15,7 @@ import {
   canonicalJson,
   classifyResult,
 } from "../guard/audit.ts";
-import { sha256Hex } from "../guard/sha256.ts";
+import { sha256Hex, useNativeSha256 } from "../guard/sha256.ts";
 import type { EgressRecord } from "../guard/egress.ts";
 import { redact, scrubText } from "../guard/redact.ts";
 import type { AskKind } from "../sandbox/protocol.ts";
@@ -25,6 +25,8 @@ import type { Catalog } from "./catalog.ts";
 import { type ChangeReport, changesOf, isEmptyReport } from "../layers/change_report.ts";
 
 const _ENCODER = new TextEncoder();
+/** Bytes of arguments from which node:crypto is worth its load. */
+const _NATIVE_FROM = 16 * 1024;
 
 /** The identity of calls that name none: the command line, stdio, the library. */
 export const LOCAL_IDENTITY = "local";
@@ -126,6 +128,8 @@ export class CallAudit {
     const entry = catalog.anyEntry(name);
     const info = entry?.info;
     const canonical = _ENCODER.encode(canonicalJson(args ?? null));
+    // Large arguments are hashed natively (short ones at once, in TypeScript).
+    if (canonical.length > _NATIVE_FROM) await useNativeSha256();
     try {
       await audit.append({
         time,

@@ -209,13 +209,22 @@ export class CallRunner {
     await this.#pool.close();
   }
 
-  /** Secrets scrubbed from the whole result; no host path outside the workspace in its error. */
+  /**
+   * Secrets scrubbed from the whole result; no host path outside the
+   * workspace in its error, nor in the text blocks of a failure (a hosted
+   * server's error travels in both: the same text is cut the same way).
+   */
   #clean(result: ToolResult, name: string): ToolResult {
     const out = scrubDeep(result, this.#options.secrets);
+    const ws = this.#options.workspace;
     if (typeof out.error === "string") {
-      out.error = hideHostPaths(
-        _policyHint(out.error, this.#options.catalog, name),
-        this.#options.workspace,
+      out.error = hideHostPaths(_policyHint(out.error, this.#options.catalog, name), ws);
+    }
+    if (out.success === false && Array.isArray(out.content_blocks)) {
+      out.content_blocks = out.content_blocks.map((b) =>
+        b?.type === "text" && typeof b.text === "string"
+          ? { ...b, text: hideHostPaths(_policyHint(b.text, this.#options.catalog, name), ws) }
+          : b
       );
     }
     return out;
@@ -330,9 +339,12 @@ export class CallRunner {
       (args as Record<string, unknown>)[when] === true;
     if (!info.confirm && !destroys) return undefined;
     const name = info.name;
-    const rule = this.#options.policy.confirm(name);
+    const policy = this.#options.policy;
+    const rule = policy.confirm(name);
     if (rule === "never") {
-      const why = `refused by policy (permissions.json tools.${name}.confirm is "never")`;
+      const why = `refused by policy (tools.${name}.confirm is "never" in ${
+        policy.origin(`tools.${name}.confirm`)
+      })`;
       return withFault(failure(name, why), "denied", "policy");
     }
     if (rule === "ask") {
@@ -340,7 +352,8 @@ export class CallRunner {
       if (!yes) {
         const why = options.confirm
           ? "not confirmed"
-          : `needs confirmation: approve it (corral call --yes) or set tools.${name}.confirm to "always" in permissions.json`;
+          : `needs confirmation: approve it (corral call --yes) or set tools.${name}.confirm ` +
+            `to "always" in ${policy.editFile}`;
         return withFault(failure(name, why), "denied", "confirmation");
       }
     }
@@ -408,7 +421,9 @@ function _policyHint(error: string, catalog: Catalog, name: string): string {
   const policy = catalog.anyEntry(name)?.source.policy;
   error = error.replace(
     /this tool's entry in permissions\.json/g,
-    `permissions.json ${policy?.own ?? policy?.where ?? "(this tool's entry)"}`,
+    `${policy?.own ?? policy?.where ?? "(this tool's entry)"} of ${
+      policy?.file ?? "permissions.json"
+    }`,
   );
   return error.replace(
     /Requires (read|write|run|net) access to "([^"]+)", run again with the --allow-\w+ flag/,
@@ -419,10 +434,12 @@ function _policyHint(error: string, catalog: Catalog, name: string): string {
       // A hosted server holds a letter by its list alone: the list is the operator's change.
       if (source?.kind === "server") {
         return `server "${source.id}" may not ${kind} "${what}": to allow it, add it to ` +
-          `${entry}.${kind} in permissions.json`;
+          `${entry}.${kind} in ${where?.file ?? "permissions.json"}`;
       }
       return `this tool may not ${kind} "${what}": to allow it, give the tool the letter ` +
-        `${_LETTER[kind]} and add it to "${kind}" of permissions.json ${entry}`;
+        `${_LETTER[kind]} and add it to "${kind}" of ${entry} in ${
+          where?.file ?? "permissions.json"
+        }`;
     },
   );
 }

@@ -62,6 +62,8 @@ export interface ToolInfo {
   isolation: "worker" | "process";
   /** What a call of this tool may use. */
   grant: Grant;
+  /** Why it runs in a worker, not the policy's process sandbox (the host's Deno flags). */
+  fallback?: string;
   confirm: boolean;
   /** Calls need confirmation when this argument is truthy (e.g. `overwrite`). */
   confirmWhen?: string;
@@ -158,6 +160,18 @@ export class Catalog {
    */
   confine(source: ToolsetSource, grant: Grant): { status: JailStatus; missing?: string } {
     const p = source.policy;
+    // A worker forced by the host's flags (./host_fallback.ts) holds files only for corral's
+    // own read-only tools, which check every path they open; nothing there writes or runs.
+    if (
+      p.fallback && holdsFilesOrCommands(grant) &&
+      (source.kind !== "builtin" || grant.write.length || grant.run.length)
+    ) {
+      return {
+        status: "none",
+        missing: `needs the sandbox namespace, but ${p.fallback}: start corral with ` +
+          `--allow-run (and --allow-write for corral's caches) for its process sandbox`,
+      };
+    }
     if (p.isolation === "worker" || p.jail === "off") return { status: "none" };
     if (this.#options.bwrap) return { status: "bwrap" };
     if (!holdsFilesOrCommands(grant)) return { status: "none" };
@@ -167,7 +181,7 @@ export class Catalog {
         `needs the sandbox namespace, but ${
           this.#options.bwrapMissing ?? "no working bwrap was found"
         }: install bubblewrap (apt-get install bubblewrap), or opt out explicitly with ` +
-        `"jail": "off" in permissions.json ${p.where}`,
+        `"jail": "off" in ${p.where} of ${p.file ?? "permissions.json"}`,
     };
   }
 
@@ -299,9 +313,9 @@ export class Catalog {
       if (decision.grant.run.length === 0) {
         decision.missing = `needs x (run) for ${
           t.commands.join(", ")
-        }: permissions.json ${source.policy.where}.run does not list ${
-          t.commands.length > 1 ? "them" : "it"
-        }`;
+        }: ${source.policy.where}.run in ${
+          source.policy.file ?? "permissions.json"
+        } does not list ${t.commands.length > 1 ? "them" : "it"}`;
       }
     }
     // A grant reached through a link a tool could have made is no grant at all.
@@ -332,6 +346,7 @@ export class Catalog {
       reason,
       isolation: source.policy.isolation,
       grant: decision.grant,
+      ...(source.policy.fallback ? { fallback: source.policy.fallback } : {}),
       // Without the namespace it needs, the tool runs nowhere: no jail to show (not an opt-out).
       ...(jail.missing ? {} : { jail: jail.status }),
       confirm: t.confirm,
@@ -350,7 +365,7 @@ export class Catalog {
         if (!source.policy.allow_override) {
           info.status = "dropped";
           info.reason = `would take ${what}; allow it with "allow_override": true in ` +
-            `permissions.json ${source.policy.where}`;
+            `${source.policy.where} of ${source.policy.file ?? "permissions.json"}`;
           this.warn(
             `WARNING: tool "${t.name}" from ${_full(source, module)} dropped: ${info.reason}`,
           );
@@ -364,7 +379,9 @@ export class Catalog {
           info.status = "dropped";
           info.reason = `would replace built-in tool from ${
             _display(prev.module, workspace)
-          }; allow it with "allow_override": true in permissions.json ${source.policy.where}`;
+          }; allow it with "allow_override": true in ${source.policy.where} of ${
+            source.policy.file ?? "permissions.json"
+          }`;
           this.warn(
             `WARNING: tool "${t.name}" from ${_full(source, module)} dropped: ${info.reason}`,
           );

@@ -20,6 +20,9 @@ import { Batcher, batchKey } from "./discovery_batch.ts";
 import { hostVars } from "./host_vars.ts";
 
 /** Discovery sandboxes running at once (each is a process for plugins). */
+/** Sources being discovered at once (cache look-ups: reading and hashing files). */
+const _DISCOVERY_CONCURRENCY = 256;
+
 const _SANDBOX_SLOTS = (() => {
   try {
     return Math.max(2, Math.min(8, navigator.hardwareConcurrency * 2));
@@ -83,6 +86,39 @@ export class Discovery {
         options.reporter.line(`[discovery] ${scrubText(text, options.secrets)}`, "dim"),
       namespace: options.namespace,
     });
+  }
+
+  /**
+   * Discover `sources` (`ceilings` their widest grants) and hand each to
+   * `register` in the given order, so that "last registered wins" does not
+   * depend on timing: unchanged ones straight from the cache, the others
+   * discovered at once, {@link _DISCOVERY_CONCURRENCY} at a time.
+   */
+  async discoverInOrder(
+    sources: ToolsetSource[],
+    ceilings: Grant[],
+    register: (source: ToolsetSource, metas: ModuleMeta[]) => void,
+  ): Promise<void> {
+    await this.prime(sources.map((source, i) => ({ source, ceiling: ceilings[i] })));
+    const cached = sources.map((source, i) => this.cached(source, ceilings[i]));
+    const found: Array<Promise<ModuleMeta[]> | undefined> = new Array(sources.length);
+    let next = 0;
+    const start = () => {
+      while (next < sources.length && cached[next]) next++;
+      if (next >= sources.length) return;
+      const i = next++;
+      found[i] = this.discover(sources[i], ceilings[i]);
+      found[i]!.then(start, start);
+    };
+    for (let k = 0; k < _DISCOVERY_CONCURRENCY; k++) start();
+    for (let i = 0; i < sources.length; i++) {
+      if (cached[i]) {
+        register(sources[i], cached[i]!);
+        continue;
+      }
+      while (!found[i]) await Promise.race(found.filter(Boolean));
+      register(sources[i], await found[i]!);
+    }
   }
 
   /**

@@ -2,11 +2,13 @@
  * Every grant path there is: what each sandbox's namespace pins where it
  * lies inside that sandbox's write grant (core/guard/namespace.ts), so that
  * a tool with a wide write grant cannot swap a narrower sandbox's folder,
- * or a folder above it, for a symlink.
+ * or a folder above it, for a symlink. And the folders of the plugin
+ * sources, which the trust base protects.
  *
  * @module
  */
 import type { Policy } from "../config/policy.ts";
+import { pluginRoot, type TrustedPath } from "../config/trust_base.ts";
 import type { ToolsetSource } from "./catalog.ts";
 
 /**
@@ -31,4 +33,14 @@ export function grantPaths(policy: Policy, sources: ToolsetSource[], workspace: 
   const paths = new Set([workspace]);
   for (const e of entries) for (const p of [...e.read, ...e.write]) paths.add(p);
   return [...paths];
+}
+
+/** The folders of plugin and package sources: part of the trust base. */
+export function pluginRoots(sources: ToolsetSource[]): TrustedPath[] {
+  const roots = new Set<string>();
+  for (const s of sources) {
+    if (s.kind === "builtin") continue;
+    for (const m of s.modules) if (m.startsWith("/")) roots.add(pluginRoot(m));
+  }
+  return [...roots].map((path) => ({ path, what: "a plugin directory" }));
 }

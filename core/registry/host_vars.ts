@@ -26,7 +26,8 @@ export function hostVars(policy: Pick<SandboxPolicy, "env">): Record<string, str
   for (const name of ["PATH", "LANG", "TERM", ...policy.env]) {
     try {
       const v = Deno.env.get(name);
-      if (v !== undefined) vars[name] = v;
+      // An empty PATH (a GUI app's) is no PATH: the subprocesses get the system's default.
+      if (v !== undefined && (v !== "" || name !== "PATH")) vars[name] = v;
     } catch { /* no env permission for it */ }
   }
   return vars;

@@ -12,7 +12,7 @@
  * @module
  */
 import { dirname, join, resolve } from "node:path";
-import { checkWrites, pluginRoot, trustBase, type TrustedPath } from "../config/trust_base.ts";
+import { checkWrites, trustBase, type TrustedPath } from "../config/trust_base.ts";
 import type { Grant } from "../tool/tool.ts";
 import { loadPolicy, type Policy } from "../config/policy.ts";
 import { AuditLog } from "../guard/audit.ts";
@@ -21,6 +21,8 @@ import { probeLimits } from "../guard/limits.ts";
 import { runtimeFiles } from "../guard/namespace.ts";
 import { secretValues } from "../guard/redact.ts";
 import { type HostPrivileges, hostPrivileges } from "../sandbox/grant.ts";
+import { processSandboxMissing } from "../sandbox/host_flags.ts";
+import { hostFallback } from "./host_fallback.ts";
 import type { ModuleMeta } from "../sandbox/protocol.ts";
 import type { Sandbox } from "../sandbox/sandbox.ts";
 import { sandboxEntryFiles } from "../sandbox/sandbox_files.ts";
@@ -33,9 +35,9 @@ import { CallRunner, type RegistryCallOptions } from "./call_runner.ts";
 import { Catalog, type LoadProblem, type ToolInfo, type ToolsetSource } from "./catalog.ts";
 import { Discovery } from "./discovery.ts";
 import { defaultCacheDir } from "./discovery_cache.ts";
-import { grantPaths } from "./grant_paths.ts";
+import { grantPaths, pluginRoots } from "./grant_paths.ts";
 import { HostedServers } from "../hosted/hosted_servers.ts";
-import { serversDir } from "../hosted/install.ts";
+import { serversDir } from "../hosted/servers_dir.ts";
 import { serverMetas, serverSource } from "./server_toolsets.ts";
 import type { RegistryOptions } from "./registry_options.ts";
 import type { SandboxPool } from "./sandbox_pool.ts";
@@ -44,9 +46,6 @@ import { prepareSealedRuntime } from "../sandbox/sealed_runtime.ts";
 export type { LoadProblem, SourceKind, ToolInfo, ToolsetSource, ToolStatus } from "./catalog.ts";
 export type { RegistryCallOptions } from "./call_runner.ts";
 export type { RegistryOptions } from "./registry_options.ts";
-
-/** Sources being discovered at once (cache look-ups: reading and hashing files). */
-const _DISCOVERY_CONCURRENCY = 256;
 
 /**
  * The catalog of tools and the way to call them.
@@ -61,35 +60,43 @@ const _DISCOVERY_CONCURRENCY = 256;
  * ```
  */
 export class Registry {
-  readonly workspace: string;
-  readonly policy: Policy;
-  readonly host: HostPrivileges;
-  readonly reporter: Reporter;
+  // Set once, by create(): the registry is built from its options, in #open.
+  workspace!: string;
+  policy!: Policy;
+  host!: HostPrivileges;
+  reporter!: Reporter;
   /** Modules that failed to load. */
-  readonly problems: LoadProblem[];
+  problems!: LoadProblem[];
   /** Collisions, dropped tools and policy typos, as reported. */
-  readonly warnings: string[];
-  readonly #catalog: Catalog;
-  readonly #discovery: Discovery;
-  readonly #runner: CallRunner;
+  warnings!: string[];
+  #catalog!: Catalog;
+  #discovery!: Discovery;
+  #runner!: CallRunner;
   /** Secret values of config sections, scrubbed from every text shown. */
   readonly #secrets = new Set<string>();
 
   /** What no tool may change (and, for secrets, read). */
-  readonly trusted: TrustedPath[];
+  trusted!: TrustedPath[];
   /** The hosted MCP servers (core/hosted/). */
-  readonly hosted: HostedServers;
+  hosted!: HostedServers;
   /** Called when the tools on offer changed at run time (a hosted server's approval state). */
   onToolsChanged?: () => void;
+  #options: RegistryOptions;
 
-  private constructor(
+  /** The registry of `options`, built by {@link Registry.create}. */
+  private constructor(options: RegistryOptions) {
+    this.#options = options;
+  }
+
+  /** Its parts, from what {@link Registry.create} found. */
+  #build(
     workspace: string,
     policy: Policy,
     host: HostPrivileges,
     bwrap: string | undefined,
     cacheDir: string | null,
-    options: RegistryOptions,
-  ) {
+  ): void {
+    const options = this.#options;
     this.workspace = workspace;
     this.policy = policy;
     this.host = host;
@@ -115,7 +122,7 @@ export class Registry {
     const installs = resolve(options.serversDir ?? serversDir());
     const approvals = options.approvalsDir ? resolve(options.approvalsDir) : undefined;
     this.trusted = [
-      ...trustBase({ policyFile: policy.file, cacheDir, auditPath, workspace }),
+      ...trustBase({ policyFiles: policy.files, cacheDir, auditPath, workspace }),
       ...(options.trusted ?? []),
       ...(options.servers?.length ? [{ path: installs, what: "the hosted servers" }] : []),
       ...(approvals ? [{ path: approvals, what: "the approvals" }] : []),
@@ -123,7 +130,7 @@ export class Registry {
     const namespace = (source: ToolsetSource, grant: Grant) => {
       if (source.policy.isolation !== "process") return undefined;
       if (this.#catalog.confine(source, grant).status !== "bwrap" || !bwrap) return undefined;
-      const trusted = [...this.trusted, ..._pluginRoots(this.#catalog.sources())];
+      const trusted = [...this.trusted, ...pluginRoots(this.#catalog.sources())];
       return {
         bwrap,
         protect: trusted.map((t) => t.path),
@@ -190,8 +197,9 @@ export class Registry {
     const write = source.policy.write.filter((p) =>
       this.host.letters.includes("w") && this.host.denoGranted("write", p)
     );
-    if (!write.length) return;
-    const trusted = [...this.trusted, ..._pluginRoots(sources)];
+    // In a worker fallback no tool that writes loads (the catalog refuses it): nothing to mask.
+    if (!write.length || source.policy.fallback) return;
+    const trusted = [...this.trusted, ...pluginRoots(sources)];
     const masked = source.policy.isolation === "process" &&
       this.#catalog.confine(source, { read: [], write, run: [], net: [] }).status === "bwrap";
     checkWrites(write, source.policy.where, trusted, masked);
@@ -199,6 +207,13 @@ export class Registry {
 
   /** Build the catalog: autoloaded built-ins, requested toolsets, then other sources. */
   static async create(options: RegistryOptions = {}): Promise<Registry> {
+    const registry = new Registry(options);
+    await registry.#open();
+    return registry;
+  }
+
+  async #open(): Promise<void> {
+    let options = this.#options;
     const workspace = Deno.realPathSync(resolve(options.workspace ?? Deno.cwd()));
     const policy = options.policy ??
       await loadPolicy({ file: options.policyFile, workspace });
@@ -211,11 +226,15 @@ export class Registry {
       : options.bwrap ?? undefined;
     // What the first process sandbox will need, found while the catalog is built.
     void probeLimits();
-    if (bwrap) runtimeFiles().then((rt) => prepareSealedRuntime(rt.exec)).catch(() => {});
+    const libs = cacheDir ? join(cacheDir, "runtime_libs.json") : undefined;
+    if (bwrap) runtimeFiles(libs).then((rt) => prepareSealedRuntime(rt.exec)).catch(() => {});
     sandboxEntryFiles().catch(() => {});
-    options = { ...options, reserved: options.reserved ?? await reservedToolNames() };
-    const registry = new Registry(workspace, policy, host, bwrap, cacheDir, options);
-    const catalog = registry.#catalog;
+    options = this.#options = {
+      ...options,
+      reserved: options.reserved ?? await reservedToolNames(),
+    };
+    this.#build(workspace, policy, host, bwrap, cacheDir);
+    const catalog = this.#catalog;
     if (options.auditPath) {
       // The log exists from the start, so that the namespace can keep it out of reach.
       await Deno.mkdir(dirname(resolve(options.auditPath)), { recursive: true }).catch(() => {});
@@ -223,7 +242,9 @@ export class Registry {
         .catch(() => {});
     }
     if (cacheDir) await Deno.mkdir(cacheDir, { recursive: true }).catch(() => {});
-    const plugins = options.sources ?? [];
+    // A host whose flags forbid process sandboxes runs its toolsets in workers (host_fallback.ts).
+    const fallback = processSandboxMissing();
+    const plugins = (options.sources ?? []).map((s) => hostFallback(s, fallback));
     if (!options.noBuiltins) {
       const declared = await builtinToolsets();
       const known = Object.keys(declared).join(", ");
@@ -239,26 +260,29 @@ export class Registry {
       for (const name of policy.toolsetNames()) {
         if (!(name in declared)) {
           catalog.warn(
-            `Warning: ${policy.file}: toolsets.${name}: no built-in toolset has that name ` +
+            `Warning: ${policy.origin(`toolsets.${name}`)}: toolsets.${name}: no built-in ` +
+              `toolset has that name ` +
               `(built-in toolsets: ${known}; plugins go under "plugins")`,
           );
         }
       }
-      const builtins = await Promise.all(names.map((name) => builtinSource(name, policy)));
-      for (const b of builtins) registry.#checkTrust(b, plugins);
-      for (const b of builtins) await registry.#loadSource(b);
+      const builtins = (await Promise.all(names.map((name) => builtinSource(name, policy))))
+        .map((b) => hostFallback(b, fallback));
+      for (const b of builtins) this.#checkTrust(b, plugins);
+      await this.#loadSources(builtins); // at once: registration keeps their order
     }
-    for (const p of plugins) registry.#checkTrust(p, plugins);
-    await registry.#loadSources(plugins);
-    registry.#reserved = options.reserved!;
-    for (const e of options.servers ?? []) registry.#loadServer(e.name, bwrap);
-    await registry.#discovery.save();
+    for (const p of plugins) this.#checkTrust(p, plugins);
+    await this.#loadSources(plugins);
+    this.#reserved = options.reserved!;
+    for (const e of options.servers ?? []) this.#loadServer(e.name, bwrap);
+    await this.#discovery.save();
     for (const name of policy.toolNames()) {
       if (!catalog.entries().some((e) => e.info.name === name)) {
-        catalog.warn(`Warning: ${policy.file}: tools.${name}: no loaded tool has that name`);
+        catalog.warn(
+          `Warning: ${policy.origin(`tools.${name}`)}: tools.${name}: no loaded tool has that name`,
+        );
       }
     }
-    return registry;
   }
 
   /** How many modules were imported in a sandbox (cache misses), for tests. */
@@ -280,7 +304,7 @@ export class Registry {
       );
     }
     if (this.#catalog.has(name)) return this.list().filter((t) => t.toolset === name);
-    const source = await builtinSource(name, this.policy);
+    const source = hostFallback(await builtinSource(name, this.policy), processSandboxMissing());
     this.#checkTrust(source, this.#catalog.sources());
     await this.#loadSource(source);
     await this.#discovery.save();
@@ -289,6 +313,7 @@ export class Registry {
 
   /** Add a toolset source (plugin or package) at run time. */
   async addSource(source: ToolsetSource): Promise<ToolInfo[]> {
+    source = hostFallback(source, processSandboxMissing());
     this.#checkTrust(source, [...this.#catalog.sources(), source]);
     await this.#loadSource(source);
     await this.#discovery.save();
@@ -383,37 +408,17 @@ export class Registry {
     await Promise.all([this.hosted.close(), this.#runner.close()]);
   }
 
-  /**
-   * Load sources in order. Discovery (the sandbox work) of several sources
-   * runs at once, `_DISCOVERY_CONCURRENCY` at a time; registration keeps the
-   * given order, so "last registered wins" does not depend on timing.
-   */
+  /** Load sources in order (./discovery.ts `discoverInOrder`: at once, registered in order). */
   async #loadSources(sources: ToolsetSource[]): Promise<void> {
-    // Unchanged sources come straight from the cache; the others are discovered.
-    const ceilings = sources.map((source) => this.#catalog.ceiling(source));
     for (const source of sources) {
       for (const s of secretValues(source.config)) this.#secrets.add(s);
     }
-    await this.#discovery.prime(sources.map((source, i) => ({ source, ceiling: ceilings[i] })));
-    const cached = sources.map((source, i) => this.#discovery.cached(source, ceilings[i]));
-    const found: Array<Promise<ModuleMeta[]> | undefined> = new Array(sources.length);
-    let next = 0;
-    const start = () => {
-      while (next < sources.length && cached[next]) next++;
-      if (next >= sources.length) return;
-      const i = next++;
-      found[i] = this.#discovery.discover(sources[i], ceilings[i]);
-      found[i]!.then(start, start);
-    };
-    for (let k = 0; k < _DISCOVERY_CONCURRENCY; k++) start();
-    for (let i = 0; i < sources.length; i++) {
-      if (cached[i]) {
-        this.#register(sources[i], cached[i]!);
-        continue;
-      }
-      while (!found[i]) await Promise.race(found.filter(Boolean));
-      this.#register(sources[i], await found[i]!);
-    }
+    const ceilings = sources.map((source) => this.#catalog.ceiling(source));
+    await this.#discovery.discoverInOrder(
+      sources,
+      ceilings,
+      (s, metas) => this.#register(s, metas),
+    );
   }
 
   #loadSource(source: ToolsetSource): Promise<void> {
@@ -432,14 +437,4 @@ export class Registry {
       });
     }
   }
-}
-
-/** The folders of plugin and package sources: part of the trust base. */
-function _pluginRoots(sources: ToolsetSource[]): TrustedPath[] {
-  const roots = new Set<string>();
-  for (const s of sources) {
-    if (s.kind === "builtin") continue;
-    for (const m of s.modules) if (m.startsWith("/")) roots.add(pluginRoot(m));
-  }
-  return [...roots].map((path) => ({ path, what: "a plugin directory" }));
 }

@@ -24,6 +24,8 @@ export interface AskLimits {
   /** Where the entry is, for messages: `plugins.default`. */
   where?: string;
   own?: string;
+  /** The permissions.json to edit (default: named as `permissions.json`). */
+  file?: string;
 }
 
 /** Sends a question to the call's own client; `ended` aborts when the call returns. */
@@ -56,7 +58,7 @@ export class AskRefusedError extends Error {
  * ```
  */
 export class AskBudget {
-  readonly #limits: Required<Omit<AskLimits, "where" | "own">>;
+  readonly #limits: Required<Omit<AskLimits, "where" | "own" | "file">>;
   readonly #entry: string;
   readonly #send: AskSender | undefined;
   readonly #audit: AskAudit;
@@ -74,7 +76,9 @@ export class AskBudget {
       max_asks_at_once: limits.max_asks_at_once ?? DEFAULT_MAX_ASKS_AT_ONCE,
       max_ask_bytes: limits.max_ask_bytes ?? DEFAULT_MAX_ASK_BYTES,
     };
-    this.#entry = limits.own ?? limits.where ?? "defaults";
+    this.#entry = `${limits.own ?? limits.where ?? "defaults"} or defaults of ${
+      limits.file ?? "permissions.json"
+    }`;
     this.#send = send;
     this.#audit = audit;
   }
@@ -130,8 +134,7 @@ export class AskBudget {
 
   #admit(kind: AskKind, params: unknown): void {
     const l = this.#limits;
-    const key = (name: string) =>
-      `(the limit "${name}" is set in permissions.json ${this.#entry} or defaults)`;
+    const key = (name: string) => `(the limit "${name}" is set in ${this.#entry})`;
     if (this.ended) {
       throw new AskRefusedError(
         `the call has ended: a ${kind} request is only possible while its own call runs`,
@@ -161,7 +164,7 @@ export class AskBudget {
     if (this.#bytes + bytes > cap) {
       throw new AskRefusedError(
         `${what} would pass ${cap} bytes of requests and answers in this call (the limit ` +
-          `"max_ask_bytes" is set in permissions.json ${this.#entry} or defaults)`,
+          `"max_ask_bytes" is set in ${this.#entry})`,
       );
     }
     this.#bytes += bytes;

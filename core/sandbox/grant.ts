@@ -41,7 +41,7 @@ export function hostPrivileges(letters = "rwxn"): HostPrivileges {
 /** The outcome of {@link effectiveGrant}. */
 export interface GrantDecision {
   grant: Grant;
-  /** Why the tool cannot load (the first missing letter), or undefined. */
+  /** Why the tool cannot load (every missing letter, each with its fix), or undefined. */
   missing?: string;
 }
 
@@ -64,35 +64,48 @@ export function effectiveGrant(
 ): GrantDecision {
   const grant: Grant = { read: [], write: [], run: [], net: [], env: [...policy.env] };
   if (policy.planted) grant.planted = [...policy.planted];
-  let missing: string | undefined;
+  // Every missing letter at once, grouped by what the operator changes.
+  const flags: Letter[] = [], empty: Letter[] = [], denied: Array<[Letter, string]> = [];
   for (const l of LETTERS) {
     if (!letters.includes(l)) continue;
     const kind = _KIND[l];
     const values = policy[kind];
-    if (!host.letters.includes(l)) {
-      missing ??= `needs ${l} (${LETTER_NAMES[l]}): start corral with -${l}`;
-      continue;
+    if (!host.letters.includes(l)) flags.push(l);
+    else if (values.length === 0) empty.push(l);
+    else {
+      const refused = values.find((v) => !host.denoGranted(kind, v));
+      if (refused !== undefined) denied.push([l, refused]);
+      else grant[kind] = [...values];
     }
-    if (values.length === 0) {
-      // The narrowest fix: the plugin's own entry, not plugins.default for everyone.
-      const fix = policy.own ?? policy.where;
-      missing ??= `needs ${l} (${LETTER_NAMES[l]}): permissions.json grants no ${
-        _what(kind)
-      } to ${policy.where} (add "${kind}": [...] ${
-        fix !== policy.where ? `to ${fix}, this plugin's own entry` : "there"
-      })`;
-      continue;
-    }
-    const refused = values.find((v) => !host.denoGranted(kind, v));
-    if (refused !== undefined) {
-      missing ??= `needs ${l} (${LETTER_NAMES[l]}): start corral with ${
-        LETTER_FLAGS[l]
-      } (Deno does not grant ${kind} of "${refused}")`;
-      continue;
-    }
-    grant[kind] = [...values];
   }
-  return missing ? { grant, missing } : { grant };
+  const why: string[] = [];
+  if (flags.length) {
+    why.push(`${_needs(flags)}: start corral with ${flags.map((l) => `-${l}`).join(" ")}`);
+  }
+  if (empty.length) {
+    // The narrowest fix: the plugin's own entry, not plugins.default for everyone.
+    const fix = policy.own ?? policy.where;
+    const kinds = empty.map((l) => _KIND[l]);
+    why.push(
+      `${_needs(empty)}: ${policy.file ?? "permissions.json"} grants no ${
+        kinds.map(_what).join(", no ")
+      } to ${policy.where} (add ${kinds.map((k) => `"${k}": [...]`).join(", ")} ${
+        fix !== policy.where ? `to ${fix}, this plugin's own entry` : "there"
+      })`,
+    );
+  }
+  if (denied.length) {
+    why.push(
+      `${_needs(denied.map(([l]) => l))}: start corral with ${
+        denied.map(([l]) => LETTER_FLAGS[l]).join(" ")
+      } (Deno does not grant ${denied.map(([l, v]) => `${_KIND[l]} of "${v}"`).join(", ")})`,
+    );
+  }
+  return why.length ? { grant, missing: why.join("; ") } : { grant };
+}
+
+function _needs(letters: Letter[]): string {
+  return `needs ${letters.map((l) => `${l} (${LETTER_NAMES[l]})`).join(", ")}`;
 }
 
 /** The most a sandbox of this policy may hold on this host (for discovery). */

@@ -88,11 +88,24 @@ Deno.test("effectiveGrant missing-letter messages name the letter, its meaning a
   assert.equal(effectiveGrant("n", _policy(), host).missing, "needs n (net): start corral with -n");
 });
 
-Deno.test("effectiveGrant reports the first missing letter in r, w, x, n order", () => {
+Deno.test("effectiveGrant names every missing letter in one refusal, in r, w, x, n order", () => {
   const { host } = _host("r");
   assert.equal(
     effectiveGrant("rwxn", _policy(), host).missing,
-    "needs w (write): start corral with -w",
+    "needs w (write), x (run), n (net): start corral with -w -x -n",
+  );
+  // Each cause with its own fix: a flag, an empty list (named in the file to edit), Deno.
+  const mixed = effectiveGrant(
+    "rwxn",
+    _policy({ run: [], file: "/home/me/.config/corral/permissions.json" }),
+    { letters: "rwx", denoGranted: (_k, v) => v !== "/ws" },
+  ).missing;
+  assert.equal(
+    mixed,
+    "needs n (net): start corral with -n; " +
+      "needs x (run): /home/me/.config/corral/permissions.json grants no commands to " +
+      'toolsets.files (add "run": [...] there); ' +
+      'needs r (read): start corral with --allow-read (Deno does not grant read of "/ws")',
   );
 });
 

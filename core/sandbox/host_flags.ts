@@ -13,6 +13,32 @@
  * @module
  */
 
+/**
+ * Why this host cannot start a process sandbox (its Deno flags do not grant
+ * running the launcher shells and the deno binary: `deno run --allow-read
+ * main.ts`), or undefined when it can.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { processSandboxMissing } from "./host_flags.ts";
+ * assert.equal(processSandboxMissing(), undefined); // the tests run with -A
+ * ```
+ */
+export function processSandboxMissing(): string | undefined {
+  for (const command of ["/bin/bash", "/bin/sh", Deno.execPath()]) {
+    let state = "denied";
+    try {
+      state = Deno.permissions.querySync({ name: "run", command }).state;
+    } catch { /* not queryable: not granted */ }
+    if (state !== "granted") {
+      return `the host has no --allow-run (Deno does not grant run of "${command}"): ` +
+        `no process sandbox can start`;
+    }
+  }
+  return undefined;
+}
+
 /** The host's permission flags, as in deno.json's `corral` task. */
 export const HOST_PERMISSION_FLAGS = [
   "--allow-read",

@@ -5,6 +5,7 @@
  * @module
  */
 import { dirname, isAbsolute, resolve } from "node:path";
+import { AUTHOR_API_FILES } from "../config/install_dir.ts";
 
 /**
  * An import, re-export or literal dynamic import; group 1 or 2 is its
@@ -55,7 +56,8 @@ export async function localModuleGraph(
 
 /**
  * The local file `spec` names when imported from `from` (relative,
- * absolute, `file:` or a local import map entry), or null.
+ * absolute, `file:`, a local import map entry, or corral's authoring API
+ * `@corral/corral`), or null.
  *
  * @example
  * ```ts
@@ -63,6 +65,7 @@ export async function localModuleGraph(
  * import { resolveLocal } from "./module_graph.ts";
  * assert.equal(resolveLocal("../b.ts", "/p/lib/a.ts"), "/p/b.ts");
  * assert.equal(resolveLocal("zod", "/p/a.ts"), null);
+ * assert.ok(resolveLocal("@corral/corral", "/p/a.ts")!.endsWith("/core/mod.ts"));
  * ```
  */
 export function resolveLocal(
@@ -73,6 +76,7 @@ export function resolveLocal(
   if (spec.startsWith("./") || spec.startsWith("../")) return resolve(dirname(from), spec);
   if (spec.startsWith("file://")) return new URL(spec).pathname;
   if (isAbsolute(spec)) return spec;
+  if (Object.hasOwn(AUTHOR_API_FILES, spec)) return AUTHOR_API_FILES[spec];
   for (const [key, value] of Object.entries(importMap)) {
     const hit = key.endsWith("/") ? spec.startsWith(key) : spec === key;
     if (hit && (value.startsWith("./") || value.startsWith("../") || value.startsWith("/"))) {

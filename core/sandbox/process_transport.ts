@@ -28,6 +28,7 @@ import { type StartedLayers, startLayers } from "../layers/start_layers.ts";
 import type { SandboxLayers } from "../layers/settle_layers.ts";
 import { childArgs, childEnv, selfHosted } from "./child_command.ts";
 import { exitReason } from "./exit_reason.ts";
+import { adoptPrestarted, type LaunchPlan, noteLaunch } from "./prestart.ts";
 import type { HostMessage, SandboxEnv } from "./protocol.ts";
 import { sealedNamespace } from "./sealed_runtime.ts";
 import { wireChild } from "./sandbox_wire.ts";
@@ -52,9 +53,17 @@ interface _Launch {
 /** Start a child process sandbox for `spec`. */
 export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transport {
   const launch = _prepare(spec);
-  let started: LimitedChild;
+  const hello = {
+    read: spec.read,
+    write: spec.grant.write,
+    run: spec.grant.run,
+    net: spec.grant.net,
+    import: spec.imports,
+    ...(launch.egress ? { egress: EGRESS_SOCKET_IN_NAMESPACE } : {}),
+  };
+  let started: LimitedChild & { token?: string };
   try {
-    started = _spawn(spec, launch);
+    started = _spawn(spec, launch, JSON.stringify(hello));
   } catch (err) {
     _undo(launch);
     throw err;
@@ -65,14 +74,9 @@ export function startProcess(spec: TransportSpec, hooks: TransportHooks): Transp
   const p = spec.policy;
   const t = wireChild(child, hooks, {
     label: spec.label,
-    hello: {
-      read: spec.read,
-      write: spec.grant.write,
-      run: spec.grant.run,
-      net: spec.grant.net,
-      import: spec.imports,
-      ...(launch.egress ? { egress: EGRESS_SOCKET_IN_NAMESPACE } : {}),
-    },
+    hello,
+    // A sandbox started ahead already holds its token and hello (./prestart.ts).
+    ...(started.token ? { sent: started.token } : {}),
     // The sandbox caps results itself; this bounds what a hostile one can send.
     lineLimit: p.max_output_bytes + 1_048_576,
     outgoing: launch.insidePath ? (m) => _withPath(m, launch.insidePath!) : undefined,
@@ -109,7 +113,9 @@ function _prepare(spec: TransportSpec): _Launch {
   const ns = spec.namespace;
   // In a namespace the runtime and pid 1 are execute-only copies (./sealed_runtime.ts).
   // Made first, so that a failure leaves nothing behind.
-  const sealed = ns && !selfHosted() ? sealedNamespace(ns.runtime.exec) : undefined;
+  const sealed = ns && !selfHosted()
+    ? sealedNamespace(ns.runtime.exec, spec.grant.run.length > 0)
+    : undefined;
   // A namespaced sandbox that holds `n` reaches the network only through the host's egress
   // proxy, bridged into the namespace by the child.
   const egress = ns && spec.grant.net.length
@@ -208,20 +214,35 @@ function _env(spec: TransportSpec, env: Record<string, string>): Record<string, 
   return env;
 }
 
-/** Spawn the child in limits of its own: processes and memory of the whole sandbox. */
-function _spawn(spec: TransportSpec, launch: _Launch): LimitedChild {
+/**
+ * Spawn the child in limits of its own: processes and memory of the whole sandbox. A
+ * sandbox the CLI started ahead with exactly this plan and `hello` is adopted instead
+ * (./prestart.ts): it comes with the token it was given.
+ */
+function _spawn(
+  spec: TransportSpec,
+  launch: _Launch,
+  hello: string,
+): LimitedChild & { token?: string } {
   const p = spec.policy;
   const ns = spec.namespace !== undefined;
   try {
     // In the namespace, the launcher binds what it opened and checked (core/guard/launcher.ts).
     // No descriptor the host inherited reaches it either. It stands nowhere a tool could swap.
-    return spawnLimited(
-      { pids: p.max_processes, memoryMb: p.memory_mb + 256 },
-      p.limits === "rlimit",
-      launch.command,
-      launch.args,
-      { openBinds: ns, cwd: ns ? "/" : spec.workspace, env: launch.env },
-    );
+    const plan: LaunchPlan = {
+      init: hello,
+      spec: { pids: p.max_processes, memoryMb: p.memory_mb + 256 },
+      allowRlimit: p.limits === "rlimit",
+      command: launch.command,
+      args: launch.args,
+      openBinds: ns,
+      cwd: ns ? "/" : spec.workspace,
+      env: launch.env,
+    };
+    const ahead = adoptPrestarted(plan);
+    if (!spec.grant.write.length && !launch.egress && !launch.folders) noteLaunch(plan, spec);
+    if (ahead) return { ...ahead.started, token: ahead.token };
+    return spawnLimited(plan.spec, plan.allowRlimit, plan.command, plan.args, plan);
   } catch (err) {
     if (err instanceof Deno.errors.NotCapable) {
       throw new Error(

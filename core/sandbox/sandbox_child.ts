@@ -33,6 +33,8 @@ interface _Init {
   import?: string[];
   /** The egress proxy's socket: bridge 127.0.0.1:3128 to it (see core/guard/egress.ts). */
   egress?: string;
+  /** Built-in tool modules to load now, before a call asks (a sandbox started ahead). */
+  preload?: string[];
 }
 
 const _encoder = new TextEncoder();
@@ -96,6 +98,10 @@ async function _drop(init: _Init): Promise<Record<string, string>> {
  * ```
  */
 export async function runSandboxChild(options: { worker?: boolean } = {}): Promise<void> {
+  // corral's runtime (no tool code in it) loads while the host sends the token: a sandbox
+  // started ahead (./prestart.ts) is ready as soon as the host adopts it.
+  const runtime = options.worker ? undefined : import("./sandbox_runtime.ts");
+  runtime?.catch(() => {});
   const lines = _lines(Deno.stdin.read.bind(Deno.stdin));
   const token = (await lines.next()).value as string;
   const init = JSON.parse((await lines.next()).value as string) as _Init;
@@ -131,7 +137,7 @@ export async function runSandboxChild(options: { worker?: boolean } = {}): Promi
     const offset: number = apply(offsetOf, bytes, []);
     while (done < size) done += writeSync(new U8(buffer, offset + done, size - done));
   };
-  const { runSandbox } = await import("./sandbox_runtime.ts");
+  const { runSandbox, warmCalls } = await runtime!;
   const onHost = runSandbox(out);
   for (const key of ["close"]) {
     try {
@@ -146,6 +152,10 @@ export async function runSandboxChild(options: { worker?: boolean } = {}): Promi
   }
   const isolated = _isolatedLoads(init, out);
   out({ type: "ready", held });
+  // A sandbox started ahead loads the built-in toolset's modules while the host works (the
+  // call imports the same module record; a failure is reported by the call that needs it).
+  if (init.preload?.length) warmCalls();
+  for (const m of init.preload ?? []) import(`file://${m}`).catch(() => {});
   for await (const line of lines) {
     if (!line) continue;
     let msg: HostMessage;

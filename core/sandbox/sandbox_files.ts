@@ -8,6 +8,7 @@
  */
 import { join } from "node:path";
 import { codeStoreDir, INSTALL_DIR } from "../config/install_dir.ts";
+import { probeLimits } from "../guard/limits.ts";
 import { isWithin, runtimeFiles } from "../guard/namespace.ts";
 import type { Grant } from "../tool/tool.ts";
 import { CACHE_FORMAT, privateDenoCache } from "./emit_cache.ts";
@@ -78,6 +79,9 @@ export async function prepareSandboxFiles(o: {
   process: boolean;
   namespace?: Omit<SandboxNamespace, "runtime">;
 }): Promise<SandboxFiles> {
+  // A process sandbox starts in limits: their probe (begun by the registry) is awaited here,
+  // never run again synchronously at the start.
+  const probing = o.process ? probeLimits() : undefined;
   const local = o.modules.filter((m) => m.startsWith("/"));
   const unpinned = local.filter((m) => !o.pins || !(m in o.pins));
   const pins: Pins = { ...(unpinned.length ? await pinGraph(unpinned) : {}), ...o.pins };
@@ -91,6 +95,7 @@ export async function prepareSandboxFiles(o: {
   const files = [...pinned.paths.values()].filter((p) => p.startsWith("/"));
   const code = [...(await sandboxEntryFiles()), ...files];
   const read = [...o.grant.read, ...code];
+  await probing;
   if (!o.process || !o.namespace) return { read, code: [], pinned };
   const runtime = await runtimeFiles();
   // A compiled binary cannot run `deno info`/`deno install`: it keeps Deno's cache as it is.

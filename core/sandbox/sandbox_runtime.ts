@@ -38,12 +38,21 @@ function _current(): number | undefined {
   return _als?.getStore();
 }
 
+/**
+ * Load what a first call needs (AsyncLocalStorage, and so Deno's Node
+ * layer) now: a sandbox started ahead of a call (./prestart.ts) does it
+ * while the host works, not when the call arrives.
+ */
+export function warmCalls(): void {
+  _alsLoading ??= import("node:async_hooks").then(({ AsyncLocalStorage }) => {
+    _als = new AsyncLocalStorage<number>();
+  });
+}
+
 /** Run `fn` as call `id`, with the call's id in the async context. */
 async function _asCall<R>(id: number, fn: () => Promise<R>): Promise<R> {
   if (!_als) {
-    _alsLoading ??= import("node:async_hooks").then(({ AsyncLocalStorage }) => {
-      _als = new AsyncLocalStorage<number>();
-    });
+    warmCalls();
     await _alsLoading;
   }
   return await _als!.run(id, fn);

@@ -16,6 +16,11 @@ export interface WireOptions {
   label: string;
   /** The first message after the token: the grant the child narrows to. */
   hello: unknown;
+  /**
+   * The token a sandbox started ahead was given with this very hello
+   * (./prestart.ts): neither is sent again.
+   */
+  sent?: string;
   /** Largest line read from the sandbox (the host's own cap on results). */
   lineLimit: number;
   /** How a message is changed before it is sent (PATH as the namespace sees it). */
@@ -43,9 +48,13 @@ export interface WireOptions {
  *   label: "cat", hello: { read: [] }, lineLimit: 1024, kill: () => child.kill(),
  *   ended: async (s) => `exited ${s.code}`,
  * });
+ * // cat echoes the hello: a log line, not a frame.
+ * for (let i = 0; i < 400 && !logs.some((l) => l.includes('"read":[]')); i++) {
+ *   await new Promise((r) => setTimeout(r, 5));
+ * }
  * t.kill();
  * await t.ended;
- * assert.ok(logs.some((l) => l.includes('"read":[]'))); // cat echoes the hello: not a frame
+ * assert.ok(logs.some((l) => l.includes('"read":[]')));
  * assert.match(why, /exited/);
  * ```
  */
@@ -54,7 +63,7 @@ export function wireChild(
   hooks: TransportHooks,
   o: WireOptions,
 ): Transport {
-  const token = crypto.randomUUID().replaceAll("-", "");
+  const token = o.sent ?? crypto.randomUUID().replaceAll("-", "");
   const writer = child.stdin.getWriter();
   const enc = new TextEncoder();
   let dead = false;
@@ -74,8 +83,7 @@ export function wireChild(
       o.kill();
     },
   };
-  write(token + "\n");
-  write(JSON.stringify(o.hello) + "\n");
+  if (!o.sent) write(`${token}\n${JSON.stringify(o.hello)}\n`);
   const mark = FRAME_MARK + token;
   readLines(child.stdout, o.lineLimit, (line) => {
     // The last mark on the line; a frame alone on its line (the usual case) found without

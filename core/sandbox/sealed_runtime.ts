@@ -71,7 +71,9 @@ const _INIT = 'exec 3<&0; "$@" <&3 3<&- & p=$!; exec 0</dev/null 1>/dev/null 3<&
  * What seals a namespace: bwrap arguments (the execute-only runtime over
  * `exec`, the execute-only shell over `/bin/sh`'s real path, run as pid 1)
  * and the command that runs before the runtime's own
- * (`[...command, exec, ...args]`).
+ * (`[...command, exec, ...args]`). Not `required` (the sandbox may run no
+ * program): nothing to seal against, so no seal when the copies cannot be
+ * made.
  *
  * @example
  * ```ts
@@ -82,8 +84,22 @@ const _INIT = 'exec 3<&0; "$@" <&3 3<&- & p=$!; exec 0</dev/null 1>/dev/null 3<&
  * assert.equal(s.command[0], sandboxInit());
  * ```
  */
-export function sealedNamespace(exec: string): { bwrap: string[]; command: string[] } {
+export function sealedNamespace(
+  exec: string,
+  required = true,
+): { bwrap: string[]; command: string[] } {
   const sh = sandboxInit();
+  // A sandbox that may run no program (no `x`) has no subprocess to keep out of its
+  // runtime: where the copies cannot be made (a host without write access to corral's code
+  // store), it runs the runtime as it is, rather than not at all.
+  if (!required) {
+    try {
+      sealedRuntime(exec);
+      sealedRuntime(sh);
+    } catch {
+      return { bwrap: [], command: [] };
+    }
+  }
   return {
     bwrap: [
       "--as-pid-1",

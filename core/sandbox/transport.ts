@@ -64,6 +64,8 @@ export interface TransportSpec {
   workspace: string;
   /** Module files, entry points and corral's deno.json/deno.lock (bound read-only). */
   code?: string[];
+  /** The toolset's module files (a sandbox started ahead may load built-in ones early). */
+  modules?: string[];
   /** Run the process sandbox in this namespace (absent: no namespace, an opt-out). */
   namespace?: SandboxNamespace;
   /** Every connection through the sandbox's egress proxy, allowed or refused. */

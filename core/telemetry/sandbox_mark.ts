@@ -1,15 +1,23 @@
 /**
- * Marking the traced call running now with how it got its sandbox: loads
- * only the OpenTelemetry API (a no-op unless Deno exports spans), never the
- * metrics.
+ * Marking the traced call running now with how it got its sandbox. Only
+ * corral's call spans (./spans.ts) are marked: that module hands over the
+ * OpenTelemetry API when it loads, so a host that traces nothing (the CLI)
+ * never loads the API for this.
  *
  * @module
  */
-import { trace } from "@opentelemetry/api";
+import type { trace as Trace } from "@opentelemetry/api";
+
+let _trace: typeof Trace | undefined;
+
+/** The OpenTelemetry API of the call spans (./spans.ts calls it as it loads). */
+export function useTrace(trace: typeof Trace): void {
+  _trace = trace;
+}
 
 /**
  * Mark the call running now (the active span, if any) as having started its
- * sandbox or reused one; a no-op without OpenTelemetry or outside a call.
+ * sandbox or reused one; a no-op without call spans or outside a call.
  *
  * @example
  * ```ts
@@ -18,5 +26,5 @@ import { trace } from "@opentelemetry/api";
  * ```
  */
 export function markSandbox(how: "start" | "reuse"): void {
-  trace.getActiveSpan()?.setAttribute("corral.sandbox", how);
+  _trace?.getActiveSpan()?.setAttribute("corral.sandbox", how);
 }

@@ -9,6 +9,10 @@
  */
 import { SpanStatusCode, trace } from "@opentelemetry/api";
 import { type CallOutcome, type CorralMetrics, telemetry } from "./metrics.ts";
+import { useTrace } from "./sandbox_mark.ts";
+
+// The sandbox marks (./sandbox_mark.ts) go on these spans.
+useTrace(trace);
 
 /** What is known of a call when it starts. */
 export interface CallInfo {

@@ -81,6 +81,8 @@ export interface ArgLimitPolicy {
   where?: string;
   /** A plugin's own key when it is served by `plugins.default`. */
   own?: string;
+  /** The permissions.json to edit (default: named as `permissions.json`). */
+  file?: string;
 }
 
 /**
@@ -102,11 +104,12 @@ export function argLimitRefusal(args: unknown, policy: ArgLimitPolicy): string |
   const m = measureArgs(args ?? null, maxDepth, maxBytes);
   if (!m.over) return undefined;
   const entry = policy.own ?? policy.where ?? "defaults";
+  const file = policy.file ?? "permissions.json";
   return m.over === "depth"
     ? `arguments too deep: nested more than ${maxDepth} levels (the limit "max_arg_depth" ` +
-      `is set in permissions.json ${entry} or defaults)`
+      `is set in ${entry} or defaults of ${file})`
     : `arguments too large: more than ${maxBytes} bytes as JSON (the limit "max_arg_bytes" ` +
-      `is set in permissions.json ${entry} or defaults)`;
+      `is set in ${entry} or defaults of ${file})`;
 }
 
 /** UTF-8 length of `s`, counted only up to a little past `budget`. */

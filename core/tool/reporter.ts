@@ -152,6 +152,11 @@ export class Reporter {
     this.#sink(text + end);
   }
 
+  /** Whether this reporter prints nothing (`--quiet`). */
+  get quiet(): boolean {
+    return this.#quiet;
+  }
+
   /** Close a line left open by a report with `end: ""`. */
   finish(): void {
     if (this.#open) this.#sink("\n");

@@ -8,6 +8,13 @@
 import { join } from "node:path";
 import { fsError } from "../../core/guard/paths.ts";
 
+/**
+ * Folders the files tools never walk into when they walk a tree (ListFiles
+ * recursive, SearchText): a repository's own store and installed packages.
+ * The folder itself is still listed; naming it as the path walks it.
+ */
+export const SKIPPED_DIRS: ReadonlySet<string> = new Set([".git", "node_modules"]);
+
 /** One entry met on the walk. */
 export interface WalkEntry {
   entry: Deno.DirEntry;

@@ -2,14 +2,15 @@ import { relative } from "node:path";
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool/tool.ts";
 import { fsError, resolveInside } from "../../core/guard/paths.ts";
-import { walkFolder } from "./_walk.ts";
+import { SKIPPED_DIRS, walkFolder } from "./_walk.ts";
 
 const input = z.object({
   path: z.string().min(1).default(".").describe(
     "Folder to list, relative to the workspace (default: the workspace itself)",
   ),
   recursive: z.boolean().default(false).describe(
-    "Also list the contents of sub-folders (symbolic links are listed, never followed)",
+    "Also list the contents of sub-folders (symbolic links are listed, never followed; " +
+      ".git and node_modules are listed but not entered, as SearchText skips them)",
   ),
   max_results: z.number().int().min(1).max(10_000).default(200).describe(
     "Stop after this many entries",
@@ -64,7 +65,7 @@ export class ListFiles extends BaseTool {
     let truncated = false;
     for await (
       const { entry, shown, full } of walkFolder(real, path, {
-        descend: () => recursive,
+        descend: (e) => recursive && !SKIPPED_DIRS.has(e.name),
         signal: this.signal,
       })
     ) {

@@ -2,12 +2,12 @@ import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool/tool.ts";
 import { fsError, resolveInside } from "../../core/guard/paths.ts";
 import { readChecked } from "./_read.ts";
-import { walkFolder } from "./_walk.ts";
+import { SKIPPED_DIRS, walkFolder } from "./_walk.ts";
 
 /** Files larger than this are skipped. */
 export const MAX_SEARCH_FILE_BYTES = 2_000_000;
 /** Folders never searched. */
-const _SKIP_DIRS = new Set([".git", "node_modules"]);
+
 /** Longest line text returned per match. */
 const _MAX_LINE_CHARS = 300;
 
@@ -113,7 +113,7 @@ export class SearchText extends BaseTool {
       await searchFile(real, path, top.size);
     } else if (top.isDirectory) {
       const walk = walkFolder(real, path, {
-        descend: (e) => !_SKIP_DIRS.has(e.name),
+        descend: (e) => !SKIPPED_DIRS.has(e.name),
         onUnreadable: () => skipped.unreadable++,
         signal: this.signal,
       });
