@@ -40,7 +40,7 @@ export type ListPart<T> = (signal: AbortSignal) => Promise<T[] | undefined>;
  * const { parts, leftOut } = await gatherListings([
  *   ["a", () => Promise.resolve([1, 2])],
  *   ["b", () => Promise.reject(new Error("down"))],
- *   ["c", () => new Promise(() => {})],
+ *   ["c", () => new Promise<number[]>(() => {})],
  *   ["d", () => Promise.resolve(undefined)],
  * ], 50);
  * assert.deepEqual(parts, [["a", [1, 2]]]);
