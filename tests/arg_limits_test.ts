@@ -60,6 +60,8 @@ async function _registry(ws: string, audit: string, limits: Record<string, unkno
     noBuiltins: true,
     cacheDir: null,
     auditPath: audit,
+    // Every refusal written in full (not counted per window): each attack's line is read below.
+    auditLimits: { refusalWindowMs: 0 },
     reporter: new Reporter({ sink: (t) => lines.push(t), color: false }),
     sources: [{
       id: "fixture",

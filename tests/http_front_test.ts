@@ -94,17 +94,48 @@ Deno.test("slowloris: partial request heads are answered 408 and dropped after -
   assert.ok(await _listed(corral.url), "the host still answers");
 });
 
-Deno.test("one client address holds at most --max-client-conns connections: beyond it 429, and a freed slot serves again", async () => {
+Deno.test("one client address holds at most --max-client-conns: a connection without a whole head gives way to a new one; beyond connections with heads, 429; a freed slot serves again", async () => {
   await using ws = await tempWorkspace();
   await using corral = await startHttpCorral(
-    ["--http", "127.0.0.1:0", "--stateless", "--max-client-conns", "3", "--head-timeout", "60"],
+    [
+      ...["--http", "127.0.0.1:0", "--stateless", "--max-client-conns", "3"],
+      ...["--head-timeout", "60", "--body-timeout", "60", "--min-body-rate", "0"],
+    ],
     ws,
   );
   const url = new URL(corral.url);
   const port = Number(url.port);
-  const held: Deno.Conn[] = [];
-  for (let i = 0; i < 3; i++) held.push(await Deno.connect({ hostname: "127.0.0.1", port }));
-  for (let i = 0; i < 5; i++) {
+  // Three connections that never finish their heads: a real request pushes out the oldest.
+  const headless: Deno.Conn[] = [];
+  for (let i = 0; i < 3; i++) {
+    const c = await Deno.connect({ hostname: "127.0.0.1", port });
+    await c.write(new TextEncoder().encode(`POST ${url.pathname} HTTP/1.1\r\n`));
+    headless.push(c);
+    await new Promise((r) => setTimeout(r, 50)); // in this order
+  }
+  // A connection gets a second to send its head before it can be pushed out.
+  await new Promise((r) => setTimeout(r, 1200));
+  const real = await Deno.connect({ hostname: "127.0.0.1", port });
+  await real.write(new TextEncoder().encode(_request(url)));
+  const answer = await _readAll(real);
+  assert.match(answer, /^HTTP\/1\.1 200/);
+  assert.match(answer, /"WordCount"/);
+  assert.doesNotMatch(await _readAll(headless[0], 5_000), /^OPEN/, "the oldest gave way");
+  assert.match(await _readAll(headless[1], 500), /^OPEN/, "the others are still open");
+  headless[2].close();
+  // Three connections that sent their heads and send their bodies slowly: they are requests,
+  // not given up for a newcomer; beyond them the newcomer is refused.
+  const slow: Deno.Conn[] = [];
+  const head =
+    `POST ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\n` +
+    `Accept: application/json, text/event-stream\r\nContent-Length: ${LIST.length}\r\n\r\n`;
+  for (let i = 0; i < 3; i++) {
+    const c = await Deno.connect({ hostname: "127.0.0.1", port });
+    await c.write(new TextEncoder().encode(head + LIST.slice(0, 5)));
+    slow.push(c);
+  }
+  await new Promise((r) => setTimeout(r, 300));
+  for (let i = 0; i < 3; i++) {
     const extra = await Deno.connect({ hostname: "127.0.0.1", port });
     await extra.write(new TextEncoder().encode(_request(url))).catch(() => 0);
     const answer = await _readAll(extra);
@@ -116,16 +147,13 @@ Deno.test("one client address holds at most --max-client-conns connections: beyo
     );
     assert.doesNotMatch(answer, /"WordCount"/);
   }
-  // One held connection sends its request: served, then closed (one request per connection).
-  await held[0].write(new TextEncoder().encode(_request(url)));
-  const served = await _readAll(held[0]);
-  assert.match(served, /^HTTP\/1\.1 200/);
-  assert.match(served, /"WordCount"/);
-  // Its slot is free again: a fresh connection is served.
+  // One slow request finishes its body: served, then closed; its slot serves a fresh one.
+  await slow[0].write(new TextEncoder().encode(LIST.slice(5)));
+  assert.match(await _readAll(slow[0]), /"WordCount"/);
   const fresh = await Deno.connect({ hostname: "127.0.0.1", port });
   await fresh.write(new TextEncoder().encode(_request(url)));
   assert.match(await _readAll(fresh), /"WordCount"/);
-  for (const c of held.slice(1)) c.close();
+  for (const c of slow.slice(1)) c.close();
 });
 
 Deno.test("--head-timeout and --max-client-conns are checked and only apply with --http", async () => {

@@ -267,14 +267,17 @@ Deno.test("/metrics needs its own token and counts calls by identity and outcome
   await bob.close();
 });
 
-Deno.test("calls at once per identity: beyond limits.concurrent a tool error, and the slot frees", async () => {
+Deno.test("calls at once per identity: beyond limits.concurrent (no queue) the request waits a moment, then 429; the slot frees", async () => {
   await using t = await setup();
   const erin = await connect(t.server.url, t.tokens.erin);
-  const long = erin.callTool({ name: "Sleep", arguments: { ms: 1500 } });
+  const long = erin.callTool({ name: "Sleep", arguments: { ms: 2500 } });
   await new Promise((r) => setTimeout(r, 300));
-  const refused = await erin.callTool({ name: "Sleep", arguments: { ms: 1 } });
-  assert.equal(refused.isError, true);
-  assert.match(JSON.stringify(refused.content), /already has 1 calls running/);
+  const started = performance.now();
+  await assert.rejects(
+    erin.callTool({ name: "Sleep", arguments: { ms: 1 } }),
+    /Too many requests: .*erin.* already has 1 calls running/,
+  );
+  assert.ok(performance.now() - started >= 900, "it waited for room before the refusal");
   // Another identity is not held back by erin's limit.
   const bob = await connect(t.server.url, t.tokens.bob);
   assert.equal((await bob.callTool({ name: "Sleep", arguments: { ms: 1 } })).isError, false);

@@ -2,7 +2,8 @@
  * `corral audit PATH [--identity NAME] [--tool X] [--outcome O] [--since T]
  * [--until T] [--json]`: the calls of an audit log that match every filter,
  * summed up per tool (calls, each outcome, the median duration), or as
- * JSON lines with `--json`.
+ * JSON lines with `--json`; the log's rotated files are read too, and lines
+ * that count refusals add to the counts. Every field is printed escaped.
  *
  * @module
  */
@@ -13,6 +14,7 @@ import {
   formatAuditSummary,
   parseTime,
   readAudit,
+  safeJsonLine,
   summarizeAudit,
 } from "../guard/audit.ts";
 import { closestNames } from "../config/closest.ts";
@@ -39,10 +41,12 @@ export async function auditCommand(values: CliValues, rest: string[]): Promise<n
   } catch (err) {
     throw new ConfigError(`cannot read audit log "${path}": ${(err as Error).message}`);
   }
+  // Every field escaped (line feeds, C1 controls, bidi overrides too): whatever a caller put
+  // in a tool name prints as that one field, never as a row of its own.
   if (values.json) {
-    for (const r of read.records) out(JSON.stringify(r));
+    for (const r of [...read.records, ...read.refusals]) out(safeJsonLine(r));
   } else {
-    out(terminalSafe(formatAuditSummary(summarizeAudit(read.records))));
+    out(terminalSafe(formatAuditSummary(summarizeAudit(read.records, read.refusals))));
   }
   if (read.bad) {
     const note = `(${read.bad} unreadable line${read.bad === 1 ? "" : "s"} skipped)`;

@@ -91,12 +91,38 @@ export async function cliSettings(
     permissions: values.permissions,
     config: values.config,
     audit: values.audit,
+    auditMaxBytes: auditMaxBytes(values["audit-max-bytes"]) ?? undefined,
+    sharedState: values["shared-state"],
     toolsets: values.toolset,
     letters: ["r", "w", "x", "n"].filter((l) => values[l as "r"]).join(""),
     noCache: values["no-cache"],
     examples: options.examples,
     envBase: userCwd(),
   });
+}
+
+/**
+ * `--audit-max-bytes BYTES`: the audit log's total with its rotated files
+ * (0: no rotation); null when not given. Anything else is a {@link UsageError}.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { auditMaxBytes } from "./cli_settings.ts";
+ * assert.equal(auditMaxBytes("1048576"), 1048576);
+ * assert.equal(auditMaxBytes(undefined), null);
+ * assert.throws(() => auditMaxBytes("1MB"), /--audit-max-bytes/);
+ * ```
+ */
+export function auditMaxBytes(text: string | undefined): number | null {
+  if (text === undefined) return null;
+  const n = Number(text);
+  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(n)) {
+    throw new UsageError(
+      `--audit-max-bytes must be a number of bytes (0: no rotation), got "${text}"`,
+    );
+  }
+  return n;
 }
 
 /** Inside corral's own folder, by its name or its real path (started through a symlink). */

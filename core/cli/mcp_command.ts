@@ -35,6 +35,14 @@ export async function mcpCommand(values: CliValues, session: CliSession): Promis
     allowOrigin: values["allow-origin"],
     headTimeout: values["head-timeout"],
     maxClientConns: values["max-client-conns"],
+    maxConns: values["max-conns"],
+    bodyTimeout: values["body-timeout"],
+    minBodyRate: values["min-body-rate"],
+    identitySessions: values["max-identity-sessions"],
+    identityConcurrent: values["max-identity-concurrent"],
+    identityQueue: values["max-identity-queue"],
+    identityConns: values["max-identity-conns"],
+    sharedState: values["shared-state"],
     onServe: (handle) => {
       // A hosted server's tools changed (approval, a crash): tell the clients.
       session.registry.onToolsChanged = () => void handle.notifyToolsChanged();
@@ -95,6 +103,22 @@ export interface McpCommandOptions {
   headTimeout?: string;
   /** `--max-client-conns N`. */
   maxClientConns?: string;
+  /** `--max-conns N`. */
+  maxConns?: string;
+  /** `--body-timeout SECS`. */
+  bodyTimeout?: string;
+  /** `--min-body-rate BYTES` (0: none). */
+  minBodyRate?: string;
+  /** `--max-identity-sessions N`. */
+  identitySessions?: string;
+  /** `--max-identity-concurrent N`. */
+  identityConcurrent?: string;
+  /** `--max-identity-queue N`. */
+  identityQueue?: string;
+  /** `--max-identity-conns N`. */
+  identityConns?: string;
+  /** `--shared-state URL` (read by the team side; checked here to apply with --http only). */
+  sharedState?: string;
   /** Called once the server is serving (e.g. to start `--watch`). */
   onServe?: (handle: McpHandle) => void | Promise<void>;
   /** HTTP: identities, per-identity registries and /metrics (core/cli/team_server.ts). */
@@ -125,6 +149,7 @@ export async function runMcpCommand(
   const sessionIdle = number(flags.sessionIdle, "--session-idle");
   const headTimeout = number(flags.headTimeout, "--head-timeout");
   const maxConnsPerClient = number(flags.maxClientConns, "--max-client-conns");
+  const httpLimits = _httpLimits(flags, number);
   let handle: McpHandle;
   let team: TeamServer | undefined;
   if (flags.http === undefined) {
@@ -138,6 +163,7 @@ export async function runMcpCommand(
         [flags.allowOrigin?.length, "--allow-origin"],
         [flags.headTimeout, "--head-timeout"],
         [flags.maxClientConns, "--max-client-conns"],
+        ..._HTTP_ONLY.map(([key, flag]) => [flags[key], flag] as const),
       ] as const
     ) {
       if (set) throw new ConfigError(`${flag} only applies with --http`);
@@ -193,6 +219,7 @@ export async function runMcpCommand(
       ...(sessionIdle ? { sessionIdleMs: sessionIdle * 1000 } : {}),
       ...(headTimeout ? { headTimeoutMs: headTimeout * 1000 } : {}),
       maxConnsPerClient,
+      ...httpLimits,
       allowedOrigins: flags.allowOrigin,
     });
     log(
@@ -213,4 +240,44 @@ export async function runMcpCommand(
     await team?.close();
   }
   return 0;
+}
+
+/** Flags that only apply with `--http`, besides the older ones named above. */
+const _HTTP_ONLY = [
+  ["maxConns", "--max-conns"],
+  ["bodyTimeout", "--body-timeout"],
+  ["minBodyRate", "--min-body-rate"],
+  ["identitySessions", "--max-identity-sessions"],
+  ["identityConcurrent", "--max-identity-concurrent"],
+  ["identityQueue", "--max-identity-queue"],
+  ["identityConns", "--max-identity-conns"],
+  ["sharedState", "--shared-state"],
+] as const;
+
+/** The HTTP front's and the identities' limits from their flags (checked). */
+function _httpLimits(
+  flags: McpCommandOptions,
+  number: (text: string | undefined, flag: string) => number | undefined,
+) {
+  const rate = flags.minBodyRate;
+  if (rate !== undefined && !/^\d+$/.test(rate.trim())) {
+    throw new ConfigError(
+      `--min-body-rate must be a number of bytes a second (0: none), got "${rate}"`,
+    );
+  }
+  const bodyTimeout = number(flags.bodyTimeout, "--body-timeout");
+  const identityDefaults = {
+    sessions: number(flags.identitySessions, "--max-identity-sessions"),
+    concurrent: number(flags.identityConcurrent, "--max-identity-concurrent"),
+    queued: number(flags.identityQueue, "--max-identity-queue"),
+    connections: number(flags.identityConns, "--max-identity-conns"),
+  };
+  return {
+    maxConns: number(flags.maxConns, "--max-conns"),
+    ...(bodyTimeout ? { bodyTimeoutMs: bodyTimeout * 1000 } : {}),
+    ...(rate !== undefined ? { minBodyRate: Number(rate) } : {}),
+    identityDefaults: Object.fromEntries(
+      Object.entries(identityDefaults).filter(([, v]) => v !== undefined),
+    ),
+  };
 }

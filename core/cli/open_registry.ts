@@ -89,6 +89,7 @@ export async function openRegistry(
       ...settings.pluginDirs.map((d) => ({ path: d.dir, what: "a plugin directory" })),
     ],
     ...(settings.audit ? { auditPath: settings.audit } : {}),
+    ...(config.auditMaxBytes !== null ? { auditLimits: { maxBytes: config.auditMaxBytes } } : {}),
     ...(config.auditRequired ? {} : { auditOptional: true }),
   });
   const skipped = registry.problems.length + plugins.warnings.length;

@@ -51,7 +51,9 @@ Usage:
   corral tokens add NAME [--expires 30d]    make a bearer token for the identity NAME (printed once;
                                             only its hash is kept, in auth.tokens_file); --expires:
                                             refused after that duration (s, m, h, d) or ISO time
-  corral tokens revoke NAME | list [--json] revoke NAME's token (refused from the next request) |
+  corral tokens revoke NAME | list [--json] revoke NAME's token (refused from the next request;
+                                            its calls, sessions and sandboxes end within 5 s; with
+                                            --shared-state, on every replica and its JWTs too) |
                                             the identities that have one
   corral help [COMMAND]                     this help, or one command's
 
@@ -75,6 +77,8 @@ Options:
   --audit PATH          append one JSON line per tool call to PATH (off by default)
   --ca-file FILE        trust the certificates of FILE (PEM) in every sandbox and at egress,
                         beside SSL_CERT_FILE, SSL_CERT_DIR, NODE_EXTRA_CA_CERTS, DENO_CERT
+  --audit-max-bytes N   the audit log's total with its 4 rotated files PATH.1-4 (default
+                        1073741824; 0: never rotate; corral.json audit_max_bytes)
   --quiet               no progress reports on stderr
   --http [HOST:]PORT    mcp: Streamable HTTP instead of stdio; PORT 0 picks a free port
   --token TOKEN         mcp --http: require "Authorization: Bearer TOKEN" (default
@@ -96,8 +100,25 @@ Options:
                         a call that needs another gets a tool error
   --head-timeout SECS   mcp --http: a request head must arrive whole this soon after the
                         connection opens (default 5); else 408 and the connection closes
+  --body-timeout SECS   mcp --http: a request body must arrive whole this soon after its head
+                        (default 30); else 408 and the connection closes
+  --min-body-rate B     mcp --http: bytes a second a body must average after 5 s (default
+                        1024; 0: none); else 408 and the connection closes
   --max-client-conns N  mcp --http: connections at once from one client address (default
-                        256); beyond it: 429 and the connection closes
+                        256); beyond it the oldest that has not sent a whole request head
+                        is closed, else 429
+  --max-conns N         mcp --http: connections at once in all (default 1024); beyond it the
+                        oldest without a whole request head is closed, else 503
+  --max-identity-sessions N   mcp --http: sessions of one identity (default 64; 429 beyond)
+  --max-identity-concurrent N mcp --http: calls of one identity running at once (default:
+                        half of --max-concurrent, rounded up); the rest wait their turn
+  --max-identity-queue N      mcp --http: calls of one identity waiting (default 64)
+  --max-identity-conns N      mcp --http: requests of one identity in flight (default 64)
+                        (each: identities.NAME.limits overrides it; not for the operator)
+  --shared-state URL    mcp --http: redis://HOST:PORT shared by every replica: calls per
+                        minute, sessions per identity and revocations hold across them
+                        (corral.json shared_state; tokens revoke uses it too); without it,
+                        these limits are per replica
   --allow-origin ORIGIN mcp --http: a browser origin allowed besides loopback (repeatable)
   --watch               mcp: reload plugin files that are added, changed or removed, and
                         send notifications/tools/list_changed
@@ -136,6 +157,7 @@ export const CLI_OPTIONS = {
   "no-cache": { type: "boolean" },
   audit: { type: "string" },
   "ca-file": { type: "string", multiple: true },
+  "audit-max-bytes": { type: "string" },
   tool: { type: "string" },
   since: { type: "string" },
   until: { type: "string" },
@@ -152,6 +174,14 @@ export const CLI_OPTIONS = {
   "max-sandboxes": { type: "string" },
   "head-timeout": { type: "string" },
   "max-client-conns": { type: "string" },
+  "max-conns": { type: "string" },
+  "body-timeout": { type: "string" },
+  "min-body-rate": { type: "string" },
+  "max-identity-sessions": { type: "string" },
+  "max-identity-concurrent": { type: "string" },
+  "max-identity-queue": { type: "string" },
+  "max-identity-conns": { type: "string" },
+  "shared-state": { type: "string" },
   stateless: { type: "boolean" },
   "max-body": { type: "string" },
   "max-concurrent": { type: "string" },

@@ -8,8 +8,17 @@
  * @module
  */
 import { envVar } from "../config/env_var.ts";
+import { ConfigError } from "../tool/errors.ts";
+import type { CorralConfig } from "../config/corral_config.ts";
+import { ownedFileProblem } from "../guard/owned_file.ts";
+import { operatorNotes } from "../identity/identity_policy.ts";
 import { unknownAccessNames } from "../identity/tool_access.ts";
+import type { SharedState } from "../identity/shared_state.ts";
+import { AuditLog } from "../guard/audit.ts";
+import { AuthFailures } from "../mcp/auth_failures.ts";
+import { telemetry } from "../telemetry/metrics.ts";
 import { type HttpIdentity, httpIdentityFromConfig, teamPolicy } from "../mcp/http_identity.ts";
+import { sharedStateOf } from "./shared_state_option.ts";
 import type { McpRegistry } from "../mcp/mcp_server.ts";
 import { serverToken } from "../mcp/server_token.ts";
 import type { Registry } from "../registry/registry.ts";
@@ -34,15 +43,25 @@ export async function teamServer(
   token: string | undefined,
 ): Promise<TeamServer> {
   const { config, workspace } = session.plugins;
+  await _checkConfigOwner(config);
   const policy = teamPolicy(config, workspace);
-  for (const w of unknownAccessNames(config.identities, session.registry.list())) {
+  for (
+    const w of [
+      ...unknownAccessNames(config.identities, session.registry.list()),
+      ...operatorNotes(config.identities),
+    ]
+  ) {
     session.reporter.line(`Warning: corral.json ${w}`, "yellow");
   }
   const registries = new Map<string, Registry>();
+  let state: SharedState | undefined;
   const close = async () => {
     for (const r of registries.values()) await r.close().catch(() => {});
+    await state?.close();
   };
   try {
+    // First: a shared state that cannot be reached refuses the start before anything opens.
+    state = await sharedStateOf(values, config);
     for (const ws of policy.workspaces()) {
       await Deno.mkdir(ws, { recursive: true, mode: 0o700 });
       const opened = await openRegistry({ ...values, workspace: ws }, session.reporter);
@@ -62,18 +81,46 @@ export async function teamServer(
       policy,
       registries: registries as Map<string, McpRegistry>,
       metricsToken,
-      // A rate-limited request's calls are denied lines of the identity's audit.
-      onRefused: (r) => {
-        const registry = registries.get(r.workspace) ?? session.registry;
-        for (const c of r.calls) {
-          const who = { identity: r.identity, session: r.session };
-          registry.auditRefusal(c.name, c.args, who, r.reason, r.message).catch(() => {});
-        }
-      },
+      state,
+      failures: _authFailures(config),
     });
+    if (state.where !== "this replica") {
+      session.reporter.line(`corral: limits and revocations shared through ${state.where}`);
+    }
     return { identity, metricsTokenFile, close };
   } catch (err) {
     await close();
     throw err;
   }
+}
+
+/**
+ * A config that names identities or how they authenticate decides who is
+ * the operator and who may call: like the tokens file, it must be out of
+ * other users' reach (owned by corral's user or root, not writable by
+ * others), else the server does not start.
+ */
+async function _checkConfigOwner(config: CorralConfig): Promise<void> {
+  const decides = Object.keys(config.identities).length > 0 || config.auth.jwks !== null ||
+    config.auth.operatorIdentities.length > 0;
+  if (!decides) return;
+  // Every layer of corral.json in use (user, trusted project, --config) may name them.
+  for (const file of config.files ?? (config.file ? [config.file] : [])) {
+    const problem = ownedFileProblem(file, await Deno.stat(file), {
+      what: "the config file (it names identities)",
+    });
+    if (problem) throw new ConfigError(`Cannot serve: ${problem}`);
+  }
+}
+
+/** Failed authentication: counted, logged on stderr, and audited when there is an audit log. */
+function _authFailures(config: CorralConfig): AuthFailures {
+  // The settings' audit log (corral.json `audit`, or --audit over it), rotated as the registry's.
+  const log = config.audit
+    ? new AuditLog(config.audit, { maxBytes: config.auditMaxBytes ?? undefined })
+    : undefined;
+  return new AuthFailures({
+    metrics: telemetry,
+    audit: log && ((record) => void log.append(record).catch(() => {})),
+  });
 }

@@ -3,21 +3,25 @@
  * the static bearer tokens of an HTTP server, each naming an identity. Only
  * hashes are kept (in `auth.tokens_file`, default `tokens.json` in corral's
  * config directory, mode 0600); `add` prints the token once. A token with
- * an expiry is refused from that moment on.
+ * an expiry is refused from that moment on. With a shared state
+ * (`--shared-state redis://…`), `revoke` reaches every replica, JWTs too.
  *
  * @module
  */
+import type { CorralConfig } from "../config/corral_config.ts";
 import { addToken, readTokens, revokeToken } from "../identity/token_store.ts";
 import { terminalSafe } from "../tool/reporter.ts";
 import { cliSettings } from "./cli_settings.ts";
 import { type CliValues, UsageError } from "./options.ts";
 import { out } from "./output.ts";
+import { sharedStateOf } from "./shared_state_option.ts";
 
 /** Run `corral tokens`; returns the exit code. */
 export async function tokensCommand(values: CliValues, rest: string[]): Promise<number> {
   const [sub, name, ...extra] = rest;
   if (extra.length) throw new UsageError(`tokens ${sub} takes one name, got ${rest.length - 1}`);
-  const file = (await cliSettings(values, { quiet: true })).config.auth.tokensFile;
+  const { config } = await cliSettings(values, { quiet: true });
+  const file = config.auth.tokensFile;
   if (values.expires !== undefined && sub !== "add") {
     throw new UsageError(`--expires goes with tokens add, not tokens ${sub}`);
   }
@@ -40,11 +44,7 @@ export async function tokensCommand(values: CliValues, rest: string[]): Promise<
       );
       return 0;
     }
-    if (!await revokeToken(name, file)) {
-      throw new UsageError(`no token for "${name}" in ${file} (corral tokens list)`);
-    }
-    console.error(terminalSafe(`corral: token of "${name}" revoked in ${file}`));
-    return 0;
+    return await _revoke(name, file, values, config);
   }
   if (sub !== "list") throw new UsageError(`unknown tokens command "${sub}" (add, revoke, list)`);
   if (name) throw new UsageError(`tokens list takes no arguments, got "${name}"`);
@@ -62,6 +62,41 @@ export async function tokensCommand(values: CliValues, rest: string[]): Promise<
       ? `  expires ${e.expires}`
       : `  EXPIRED ${e.expires}`;
     out(terminalSafe(`${e.name}  created ${e.created}${until}`));
+  }
+  return 0;
+}
+
+/**
+ * `tokens revoke NAME`: its static token is removed from the tokens file;
+ * with a shared state (`--shared-state`, `shared_state`), every credential
+ * of NAME issued until now (its token, its JWTs by `iat`) is refused by
+ * every replica, and their work stops within seconds.
+ */
+async function _revoke(
+  name: string,
+  file: string,
+  values: CliValues,
+  config: CorralConfig,
+): Promise<number> {
+  const removed = await revokeToken(name, file);
+  const shared = values["shared-state"] ?? config.sharedState ?? undefined;
+  if (!removed && shared === undefined) {
+    throw new UsageError(`no token for "${name}" in ${file} (corral tokens list)`);
+  }
+  if (removed) console.error(terminalSafe(`corral: token of "${name}" revoked in ${file}`));
+  if (shared !== undefined) {
+    const state = await sharedStateOf(values, config);
+    try {
+      await state.revoke(name);
+    } finally {
+      await state.close();
+    }
+    console.error(
+      terminalSafe(
+        `corral: every credential of "${name}" issued until now is revoked on every replica ` +
+          `sharing ${state.where} (tokens and JWTs)`,
+      ),
+    );
   }
   return 0;
 }

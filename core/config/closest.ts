@@ -22,6 +22,8 @@ export function closestNames(
   maxDistance = Infinity,
 ): string[] {
   return [...new Set(names)]
+    // The lengths alone bound the distance from below: a huge name costs nothing to refuse.
+    .filter((n) => Math.abs(n.length - name.length) - 1 <= maxDistance)
     .map((n) => [n, _distance(n.toLowerCase(), name.toLowerCase())] as const)
     .filter(([, d]) => d <= maxDistance)
     .sort((a, b) => a[1] - b[1])

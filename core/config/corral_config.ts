@@ -41,6 +41,12 @@ const _configSchema = z.object({
     .describe("Append one JSON line per call to this file (like --audit)"),
   audit_required: z.boolean().optional()
     .describe("Refuse calls when the audit log cannot be written (default true)"),
+  audit_max_bytes: z.number().int().nonnegative().optional()
+    .describe(
+      "Total size of the audit log and its 4 rotated files (default 1 GiB; 0: no rotation)",
+    ),
+  shared_state: z.string().regex(/^redis:\/\/[^\s/]+(\/\d*)?$/, "must be redis://HOST:PORT")
+    .optional().describe("Replicas share rate buckets, session counts, revocations (Redis)"),
   identities: identitiesSchema.optional()
     .describe("HTTP callers by name: tools, workspace, limits (core/config/team_config.ts)"),
   auth: authSchema.optional().describe("HTTP authentication: tokens file, JWKS"),
@@ -80,6 +86,10 @@ export interface CorralConfig {
   audit: string | null;
   /** Refuse calls when the audit log cannot be written (default true). */
   auditRequired: boolean;
+  /** The audit log's total with its rotated files (`audit_max_bytes`), or null: the default. */
+  auditMaxBytes: number | null;
+  /** `shared_state`: the Redis that replicas share limits through (like --shared-state), or null. */
+  sharedState: string | null;
   /** HTTP callers by name, from `identities` (empty: one identity, every tool). */
   identities: Record<string, IdentityConfig>;
   /** HTTP authentication, from `auth`. */
@@ -100,6 +110,8 @@ export function emptyConfig(baseDir: string = Deno.cwd()): CorralConfig {
     baseDir,
     audit: null,
     auditRequired: true,
+    auditMaxBytes: null,
+    sharedState: null,
     ...resolveTeamConfig(undefined, undefined, baseDir, "corral.json"),
     servers: [],
   };
@@ -135,6 +147,8 @@ function _resolved(d: ConfigFile, file: string, files?: string[]): CorralConfig 
     baseDir,
     audit: d.audit ? resolve(baseDir, expandHome(d.audit)) : null,
     auditRequired: d.audit_required ?? true,
+    auditMaxBytes: d.audit_max_bytes ?? null,
+    sharedState: d.shared_state ?? null,
     ...resolveTeamConfig(d.identities, d.auth, baseDir, file),
     servers: serverEntries(d.servers ?? {}, file),
   };

@@ -7,8 +7,9 @@
  * 2. user: corral's config directory (`~/.config/corral`, `CORRAL_CONFIG_DIR`);
  * 3. project: the workspace's files, once `corral trust` recorded them
  *    (core/config/project_trust.ts); an untrusted one is ignored, named;
- * 4. flags: `--permissions FILE`, `--config FILE`, then `--audit PATH` and
- *    `--toolset NAME` of the command line.
+ * 4. flags: `--permissions FILE`, `--config FILE`, then `--audit PATH`,
+ *    `--toolset NAME`, `--audit-max-bytes N` and `--shared-state URL` of
+ *    the command line.
  *
  * The result, one {@link Settings} object with the file each value came
  * from, is what every floor above takes: nothing above reads a settings
@@ -50,6 +51,10 @@ export interface SettingsFlags {
   config?: string;
   /** `--audit PATH`. */
   audit?: string;
+  /** `--audit-max-bytes N`: the audit log's total with its rotated files. */
+  auditMaxBytes?: number;
+  /** `--shared-state URL`: the Redis replicas share limits through. */
+  sharedState?: string;
   /** `--toolset NAME` (repeatable). */
   toolsets?: string[];
   /** The letters given (`-r -w -x -n`); empty or absent: none given, so all. */
@@ -171,6 +176,16 @@ export async function resolveSettings(flags: SettingsFlags): Promise<Settings> {
   if (flags.toolsets?.length) {
     extra.push({ file: "--toolset", role: "flag", data: { toolsets: [...flags.toolsets] } });
   }
+  if (flags.auditMaxBytes !== undefined) {
+    extra.push({
+      file: "--audit-max-bytes",
+      role: "flag",
+      data: { audit_max_bytes: flags.auditMaxBytes },
+    });
+  }
+  if (flags.sharedState !== undefined) {
+    extra.push({ file: "--shared-state", role: "flag", data: { shared_state: flags.sharedState } });
+  }
   // The file to edit: the highest of --permissions, the trusted project's, the user's.
   const editFile = policyLayers.length > 1
     ? policyLayers.at(-1)!.file
@@ -205,11 +220,16 @@ export async function resolveSettings(flags: SettingsFlags): Promise<Settings> {
   };
 }
 
-/** The config with the command line's `--audit` and `--toolset` over it. */
+/**
+ * The config with the command line's `--audit`, `--toolset`,
+ * `--audit-max-bytes` and `--shared-state` over it.
+ */
 function _withFlags(config: CorralConfig, extra: SettingsLayer[]): CorralConfig {
   const out = { ...config };
   for (const l of extra) {
     if (typeof l.data.audit === "string") out.audit = l.data.audit;
+    if (typeof l.data.audit_max_bytes === "number") out.auditMaxBytes = l.data.audit_max_bytes;
+    if (typeof l.data.shared_state === "string") out.sharedState = l.data.shared_state;
     if (Array.isArray(l.data.toolsets)) {
       out.toolsets = [...new Set([...out.toolsets, ...l.data.toolsets as string[]])];
     }

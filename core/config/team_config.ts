@@ -16,12 +16,43 @@ import { configDir } from "./install_dir.ts";
 /** What an identity name may look like (a token name, a JWT claim value). */
 export const IDENTITY_NAME = /^[A-Za-z0-9][A-Za-z0-9._@:|+-]{0,127}$/;
 
-/** The identity of the single default bearer token (`--token`, `mcp-token`). */
-export const DEFAULT_IDENTITY = "default";
+/**
+ * The operator's identity: the server's own token (`--token`, `mcp-token`),
+ * or every caller of a server without one (`--no-token`). A role of its
+ * own, never a name in the claim space: {@link IDENTITY_NAME} cannot match
+ * it (it starts with `@`), so no token name or JWT claim turns into it,
+ * unless the operator lists that name in `auth.operator_identities`.
+ */
+export const OPERATOR_IDENTITY = "@operator";
 
-const _name = z.string().regex(
-  IDENTITY_NAME,
-  "must start with a letter or digit and hold only letters, digits and . _ @ : | + - (128 at most)",
+/**
+ * Names no token or JWT may claim: `local` is what the audit log calls the
+ * command line and stdio (the operator at the machine).
+ */
+export const RESERVED_IDENTITIES: readonly string[] = ["local"];
+
+/**
+ * Whether `name` may be an identity a caller claims: an identity name
+ * ({@link IDENTITY_NAME}) that is not reserved.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { claimableIdentity, OPERATOR_IDENTITY } from "./team_config.ts";
+ * assert.ok(claimableIdentity("alice") && claimableIdentity("default"));
+ * assert.ok(!claimableIdentity(OPERATOR_IDENTITY) && !claimableIdentity("local"));
+ * ```
+ */
+export function claimableIdentity(name: unknown): name is string {
+  return typeof name === "string" && IDENTITY_NAME.test(name) &&
+    !RESERVED_IDENTITIES.includes(name);
+}
+
+const _NAME_RULE =
+  "must start with a letter or digit and hold only letters, digits and . _ @ : | + - (128 at most)";
+const _name = z.string().regex(IDENTITY_NAME, _NAME_RULE).refine(
+  (n) => !RESERVED_IDENTITIES.includes(n),
+  (n) => ({ message: `"${n}" is reserved (the audit log's name for the command line)` }),
 );
 const _list = z.object({
   allow: z.array(z.string().min(1, "must not be empty")).optional()
@@ -34,6 +65,10 @@ const _count = z.number().int().positive();
 /** `identities.<name>.limits`. */
 const _limits = z.object({
   concurrent: _count.optional().describe("Calls of this identity running at once"),
+  queued: z.number().int().nonnegative().optional()
+    .describe("Calls of this identity waiting for a slot (0: refused at once beyond concurrent)"),
+  sessions: _count.optional().describe("Sessions of this identity open at once"),
+  connections: _count.optional().describe("Requests of this identity in flight at once"),
   per_minute: _count.optional().describe("Calls of this identity per minute (token bucket)"),
   sampling_per_call: z.number().int().nonnegative().optional()
     .describe("Sampling requests one call may make (0: none)"),
@@ -54,8 +89,11 @@ export const identitySchema = z.object({
   limits: _limits.optional(),
 }).strict();
 
-/** `identities`: one entry per identity name. */
-export const identitiesSchema = z.record(_name, identitySchema);
+/** `identities`: one entry per identity name, and `@operator` for the server's own token. */
+export const identitiesSchema = z.record(
+  z.union([z.literal(OPERATOR_IDENTITY), _name]),
+  identitySchema,
+);
 
 /** `auth`. */
 export const authSchema = z.object({
@@ -80,6 +118,8 @@ export const authSchema = z.object({
     .describe("This server's URL as clients see it (protected-resource metadata)"),
   authorization_servers: z.array(z.string().url()).optional()
     .describe("OAuth authorization servers that issue tokens for it"),
+  operator_identities: z.array(_name).optional()
+    .describe("Identities (token names, JWT claim values) that are the operator (@operator)"),
 }).strict();
 
 /** One identity's policy, resolved. */
@@ -102,6 +142,9 @@ export interface IdentityConfig {
   /** Its limits; an absent one is not limited per identity. */
   limits: {
     concurrent?: number;
+    queued?: number;
+    sessions?: number;
+    connections?: number;
     perMinute?: number;
     samplingPerCall?: number;
     elicitationPerCall?: number;
@@ -127,6 +170,11 @@ export interface AuthConfig {
   resource: string | null;
   /** Authorization servers named in the protected-resource metadata. */
   authorizationServers: string[];
+  /**
+   * Identities that are the operator (`auth.operator_identities`): the only
+   * way a token name or claim value becomes {@link OPERATOR_IDENTITY}.
+   */
+  operatorIdentities: string[];
 }
 
 /**
@@ -166,6 +214,9 @@ export function resolveTeamConfig(
       shareSandboxes: d.share_sandboxes ?? false,
       limits: {
         concurrent: d.limits?.concurrent,
+        queued: d.limits?.queued,
+        sessions: d.limits?.sessions,
+        connections: d.limits?.connections,
         perMinute: d.limits?.per_minute,
         samplingPerCall: d.limits?.sampling_per_call,
         elicitationPerCall: d.limits?.elicitation_per_call,
@@ -191,6 +242,7 @@ export function resolveTeamConfig(
       workspacesDir: auth?.workspaces_dir ? path(auth.workspaces_dir) : null,
       resource: auth?.resource ?? null,
       authorizationServers: auth?.authorization_servers ?? [],
+      operatorIdentities: auth?.operator_identities ?? [],
     },
   };
 }

@@ -20,6 +20,7 @@ import { denoDir, isWithin } from "../guard/namespace.ts";
 import { ConfigError } from "../tool/errors.ts";
 import { codeStoreDir, configDir, INSTALL_DIR, layerBases } from "./install_dir.ts";
 import { pathExists } from "../guard/path_exists.ts";
+import { rotatedPaths } from "../guard/audit_rotation.ts";
 import { installedCommand } from "./risky_workspace.ts";
 
 /** One protected path and why it is protected. */
@@ -92,6 +93,11 @@ export function trustBase(options: TrustBaseOptions = {}): TrustedPath[] {
   if (options.cacheDir) list.push({ path: options.cacheDir, what: "corral's cache", secret: true });
   if (options.auditPath) {
     list.push({ path: options.auditPath, what: "the audit log", secret: true });
+    // Its rotated files (core/guard/audit_rotation.ts) are the same log (those that exist:
+    // a namespace cannot mask a file that is not there).
+    for (const p of rotatedPaths(options.auditPath).filter(pathExists)) {
+      list.push({ path: p, what: "the audit log (rotated)", secret: true });
+    }
   }
   for (const p of options.plugins ?? []) list.push({ path: p, what: "a plugin directory" });
   for (const name of options.workspace ? PROJECT_FILES : []) {

@@ -14,19 +14,27 @@
  */
 import { faultOf, type ToolResult } from "../tool/result.ts";
 import type { Grant } from "../tool/tool.ts";
+import { AUDIT_FIELD_CAP, AUDIT_LINE_CAP, capFields, capText } from "./audit_caps.ts";
 import { boundedJson, canonicalJson } from "./audit_json.ts";
+import { type AuditRefusalsRecord, RefusalTally } from "./audit_refusals.ts";
+import { DEFAULT_AUDIT_MAX_BYTES, rotateIfFull } from "./audit_rotation.ts";
 
 export { boundedJson, type BoundedJsonLimits, canonicalJson } from "./audit_json.ts";
 export {
   type AuditFilter,
+  type AuditRead,
   type AuditSummaryRow,
+  escapeField,
   formatAuditSummary,
   parseSince,
   parseTime,
   readAudit,
+  safeJsonLine,
   summarizeAudit,
 } from "./audit_query.ts";
 export { argShape } from "./audit_shape.ts";
+export { type AuditRefusalsRecord, DEFAULT_REFUSAL_WINDOW_MS } from "./audit_refusals.ts";
+export { DEFAULT_AUDIT_MAX_BYTES, rotatedPaths } from "./audit_rotation.ts";
 
 /**
  * How a call ended: `success`; `failure` (the tool answered that it
@@ -201,8 +209,31 @@ export function outcomeOf(result: ToolResult): AuditOutcome {
   return classifyResult(result).outcome;
 }
 
+/** Options of {@link AuditLog}. */
+export interface AuditLogOptions {
+  /**
+   * The total of the log and its rotated files (./audit_rotation.ts;
+   * default 1 GiB, `audit_max_bytes`); 0 never rotates.
+   */
+  maxBytes?: number;
+  /** Refusals are counted per identity and reason over windows this long (default 60 s). */
+  refusalWindowMs?: number;
+}
+
+/** Any line of the log. */
+export type AnyAuditRecord =
+  | AuditRecord
+  | AuditConnectionRecord
+  | AuditAskRecord
+  | AuditChangesRecord
+  | AuditRefusalsRecord
+  | { time: string; kind: string };
+
 /**
- * An append-only audit file. Lines of concurrent calls never interleave.
+ * An append-only audit file. Lines of concurrent calls never interleave;
+ * every string field is capped (./audit_caps.ts); the file rotates by size
+ * (./audit_rotation.ts); refusals are counted rather than written one by
+ * one (./audit_refusals.ts).
  *
  * @example
  * ```ts
@@ -216,9 +247,15 @@ export function outcomeOf(result: ToolResult): AuditOutcome {
  */
 export class AuditLog {
   readonly path: string;
+  /** The total of the log and its rotated files (0: no rotation). */
+  readonly maxBytes: number;
+  readonly #tally: RefusalTally;
+  #timer?: ReturnType<typeof setTimeout>;
 
-  constructor(path: string) {
+  constructor(path: string, options: AuditLogOptions = {}) {
     this.path = path;
+    this.maxBytes = options.maxBytes ?? DEFAULT_AUDIT_MAX_BYTES;
+    this.#tally = new RefusalTally(options.refusalWindowMs);
   }
 
   /**
@@ -243,31 +280,76 @@ export class AuditLog {
    * replaced by a marker (or, failing that, its plain fields only); only a
    * failed write rejects. The write is synchronous (open, one write, close:
    * ≈ 3 µs against ≈ 35 µs for the async one), so the lines of one process
-   * are written one after another in call order, never interleaved.
+   * are written one after another in call order, never interleaved. Then
+   * the file rotates if it is full.
    */
-  append(
-    record: AuditRecord | AuditConnectionRecord | AuditAskRecord | AuditChangesRecord,
-  ): Promise<void> {
+  append(record: AnyAuditRecord): Promise<void> {
     try {
       Deno.writeTextFileSync(this.path, _encodeLine(record), { append: true, create: true });
+      rotateIfFull(this.path, this.maxBytes);
       return Promise.resolve();
     } catch (err) {
       return Promise.reject(err);
     }
   }
+
+  /**
+   * A refused call (`denied`) of `identity` for `reason`: its line (made by
+   * `record`, only when written) is written in full when it is the first of
+   * its identity and reason in the current window, else counted; each
+   * window's count is one `kind: "refusals"` line when it ends. So a caller
+   * refused a million times writes a few lines a minute, and the refusals
+   * that are only counted cost no encoding.
+   */
+  refusal(
+    refused: { identity: string; reason: string; tool: string },
+    record: () => AuditRecord | Promise<AuditRecord>,
+  ): Promise<void> {
+    const now = performance.now();
+    const due = this.#tally.due(now);
+    const tool = capText(refused.tool, AUDIT_FIELD_CAP);
+    const first = this.#tally.admit(refused.identity, refused.reason, tool, now);
+    for (const line of due) this.append(line).catch(() => {/* best effort: the next try */});
+    this.#schedule(now);
+    return first ? Promise.resolve(record()).then((r) => this.append(r)) : Promise.resolve();
+  }
+
+  /** Write the counted refusals of every window now (when the log is closed). */
+  flush(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    for (const line of this.#tally.due(performance.now(), true)) {
+      this.append(line).catch(() => {/* closing: nothing to tell */});
+    }
+  }
+
+  #schedule(now: number): void {
+    const next = this.#tally.nextDue;
+    if (this.#timer !== undefined || next === undefined) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      const at = performance.now();
+      for (const line of this.#tally.due(at)) this.append(line).catch(() => {});
+      this.#schedule(at);
+    }, Math.max(0, next - now) + 5);
+    Deno.unrefTimer(this.#timer);
+  }
 }
 
-/** One line, whatever the record holds. */
+/** One line, whatever the record holds: its strings capped, its size bounded. */
 function _encodeLine(record: object): string {
+  const capped = capFields(record as Record<string, unknown>);
   const attempts = [
-    () => JSON.stringify(record),
-    () => JSON.stringify({ ...record, args: "[unencodable]" }),
-    () => JSON.stringify(boundedJson(record, { maxDepth: 8, maxBytes: 64 * 1024 }).value),
+    () => JSON.stringify(capped),
+    () => JSON.stringify({ ...capped, args: "[unencodable]" }),
+    () => JSON.stringify(boundedJson(capped, { maxDepth: 8, maxBytes: 16 * 1024 }).value),
   ];
   for (const attempt of attempts) {
     try {
       const text = attempt();
-      if (typeof text === "string") return text.replace(/\n/g, "\\n") + "\n";
+      if (typeof text === "string" && text.length <= AUDIT_LINE_CAP) {
+        return text.replace(/\n/g, "\\n") + "\n";
+      }
     } catch { /* the next, plainer form */ }
   }
   return `{"time":${

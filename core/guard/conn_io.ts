@@ -27,7 +27,8 @@ export async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void
 
 /**
  * Copy what `from` sends to `to` until `from` ends or either side fails,
- * through a buffer of `bufBytes`; `count` hears each chunk's size.
+ * through a buffer of `bufBytes`; `count` hears each chunk's size, `see`
+ * the chunk itself (before it is written).
  * Neither side is closed.
  */
 export async function copyConn(
@@ -35,6 +36,7 @@ export async function copyConn(
   to: Deno.Conn,
   bufBytes: number,
   count?: (n: number) => void,
+  see?: (chunk: Uint8Array) => void,
 ): Promise<void> {
   const buf = new Uint8Array(bufBytes);
   try {
@@ -42,6 +44,7 @@ export async function copyConn(
       const n = await from.read(buf);
       if (n === null) break;
       count?.(n);
+      see?.(buf.subarray(0, n));
       await writeAll(to, buf.subarray(0, n));
     }
   } catch { /* either side gone */ }

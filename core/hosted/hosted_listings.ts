@@ -1,20 +1,30 @@
 /**
- * Listings gathered from several hosted servers at once (resources,
- * resource templates, prompts): each server is asked on its own, within a
- * time limit, so that one that fails, hangs or will not start is left out
- * (and named) instead of failing or holding up the whole listing. A
- * resource is read from the server that listed it, a prompt got from the
- * server that offers it (prefixed with its server when names collide).
+ * What hosted MCP servers list besides tools: their resources, resource
+ * templates and prompts, asked of the servers a caller may reach (started
+ * in their sandboxes for the caller's principal), marked with their server,
+ * scrubbed of secrets, and each read audited. One method per listing: a new
+ * kind of listing is one more method here and one more handler in
+ * core/mcp/hosted_resources.ts. Each server is asked on its own, within
+ * {@link LIST_TIMEOUT_MS} ({@link gatherListings}): one that fails, hangs
+ * or will not start is left out (and named to `onLeftOut`) instead of
+ * failing or holding up the whole listing.
  *
  * @module
  */
 // @ts-types="@modelcontextprotocol/sdk/client/index"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { scrubDeep, scrubText } from "../guard/redact.ts";
-import type { HostedServer } from "./hosted_server.ts";
 import { offeredName } from "./hosted_tools.ts";
 
-/** How long one server may take to answer one listing (all its pages). */
+/** Who asks: the servers it may reach (absent: all) and its identity, for the audit. */
+export interface HostedCaller {
+  only?: (server: string) => boolean;
+  identity?: string;
+  /** Hears the servers left out of a listing (failed or timed out), and why. */
+  onLeftOut?: (left: LeftOut[]) => void;
+}
+
+/** How long one server may take to answer one listing (all its pages, its start included). */
 export const LIST_TIMEOUT_MS = 5_000;
 
 /** Pages of one listing read at most. */
@@ -28,6 +38,174 @@ export interface LeftOut {
 
 /** One server's part of a listing: its items, or undefined when it offers none. */
 export type ListPart<T> = (signal: AbortSignal) => Promise<T[] | undefined>;
+
+/** What {@link HostedListings} needs of the hosted servers. */
+export interface HostedListingsOptions {
+  /** The running clients of the servers that offer `what`, pass `only`, started for `session`. */
+  clients(
+    what: "resources" | "prompts",
+    session: string,
+    only?: (server: string) => boolean,
+  ): Promise<Array<[string, Client]>>;
+  /**
+   * Each server that may start and passes `only`, for `session`, and how to
+   * start it (its client; its secrets join {@link HostedListingsOptions.secrets}).
+   */
+  starts(
+    session: string,
+    only?: (server: string) => boolean,
+  ): Promise<Array<[string, () => Promise<Client>]>>;
+  /** The secrets scrubbed from what servers answer (grows as servers start). */
+  secrets(): Set<string>;
+  /** Audit one read (`resource`, `prompt`) of `server`. */
+  event(
+    server: string,
+    kind: string,
+    detail: string,
+    who: { session?: string; identity?: string },
+  ): void;
+}
+
+/** The listings of one set of hosted servers. */
+export class HostedListings {
+  readonly #o: HostedListingsOptions;
+  /** Which server listed each resource URI (a read goes to it). */
+  readonly #uris = new Map<string, string>();
+
+  constructor(options: HostedListingsOptions) {
+    this.#o = options;
+  }
+
+  /**
+   * The resources (or templates) of every server that may start, marked with
+   * their server; each server asked on its own (see {@link gatherListings}).
+   */
+  async listResources(
+    templates: boolean,
+    session: string,
+    caller: HostedCaller = {},
+  ): Promise<Array<Record<string, unknown>>> {
+    const parts = await this.#gather(
+      "resources",
+      session,
+      caller,
+      (client, signal) =>
+        allPages(async (cursor) => {
+          const o = { signal, timeout: LIST_TIMEOUT_MS };
+          const p = cursor ? { cursor } : {};
+          const r = templates
+            ? await client.listResourceTemplates(p, o)
+            : await client.listResources(p, o);
+          const items = "resourceTemplates" in r ? r.resourceTemplates : r.resources;
+          return { items: items as Array<Record<string, unknown>>, next: r.nextCursor };
+        }),
+    );
+    const out: Array<Record<string, unknown>> = [];
+    for (const [name, r] of parts) {
+      for (const x of r) {
+        if (!templates) this.#uris.set(String(x.uri), name);
+        out.push({ ...x, _meta: { ...(x._meta as object ?? {}), "corral/server": name } });
+      }
+    }
+    return scrubDeep(out, this.#o.secrets());
+  }
+
+  /** Read a resource from the server that listed it (or the only one with resources). */
+  async readResource(
+    uri: string,
+    session: string,
+    caller: HostedCaller = {},
+  ): Promise<Record<string, unknown>> {
+    const clients = await this.#o.clients("resources", session, caller.only);
+    const name = this.#uris.get(uri) ?? (clients.length === 1 ? clients[0][0] : undefined);
+    const client = clients.find(([n]) => n === name)?.[1];
+    if (!client) throw new TypeError(`no hosted server lists the resource "${uri}"`);
+    this.#o.event(name!, "resource", uri, { session, identity: caller.identity });
+    return scrubDeep(await client.readResource({ uri }), this.#o.secrets());
+  }
+
+  /** The prompts of every server that may start, named `<server>_<name>` when names collide. */
+  async listPrompts(
+    session: string,
+    caller: HostedCaller = {},
+  ): Promise<Array<Record<string, unknown>>> {
+    return (await this.#prompts(session, caller)).map(([p]) => p);
+  }
+
+  /** Get a prompt by the name {@link listPrompts} gave it (to the same caller). */
+  async getPrompt(
+    offered: string,
+    args: Record<string, string> | undefined,
+    session: string,
+    caller: HostedCaller = {},
+  ): Promise<Record<string, unknown>> {
+    // Named again for this caller: another caller's servers may name prompts otherwise.
+    const hit = (await this.#prompts(session, caller)).find(([p]) => p.name === offered);
+    if (!hit) throw new TypeError(`no hosted server offers the prompt "${offered}"`);
+    const [, name, prompt, client] = hit;
+    this.#o.event(name, "prompt", prompt, { session, identity: caller.identity });
+    const r = await client.getPrompt({ name: prompt, ...(args ? { arguments: args } : {}) });
+    return scrubDeep(r, this.#o.secrets());
+  }
+
+  /** Each prompt offered, its server, its own name there and the server's client. */
+  async #prompts(
+    session: string,
+    caller: HostedCaller,
+  ): Promise<Array<[Record<string, unknown>, string, string, Client]>> {
+    const clients = new Map<string, Client>();
+    const parts = await this.#gather("prompts", session, caller, (client, signal, name) => {
+      clients.set(name, client);
+      return allPages(async (cursor) => {
+        const r = await client.listPrompts(cursor ? { cursor } : {}, {
+          signal,
+          timeout: LIST_TIMEOUT_MS,
+        });
+        return { items: r.prompts, next: r.nextCursor };
+      });
+    });
+    const out: Array<[Record<string, unknown>, string, string, Client]> = [];
+    const taken = new Set<string>();
+    for (const [name, prompts] of parts) {
+      for (const p of prompts) {
+        const offered = offeredName(name, p.name, (n) => taken.has(n));
+        taken.add(offered);
+        const client = clients.get(name)!;
+        out.push([scrubDeep({ ...p, name: offered }, this.#o.secrets()), name, p.name, client]);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Every reachable server's part of a listing of `what`, each started and
+   * asked on its own within {@link LIST_TIMEOUT_MS}; those left out go to
+   * `caller.onLeftOut`, scrubbed of secrets.
+   */
+  async #gather<T>(
+    what: "resources" | "prompts",
+    session: string,
+    caller: HostedCaller,
+    list: (client: Client, signal: AbortSignal, name: string) => Promise<T[]>,
+  ): Promise<Array<[string, T[]]>> {
+    const starts = await this.#o.starts(session, caller.only);
+    const { parts, leftOut } = await gatherListings<T>(
+      starts.map(([name, start]) => [name, async (signal) => {
+        const client = await start();
+        return client.getServerCapabilities()?.[what]
+          ? await list(client, signal, name)
+          : undefined;
+      }]),
+    );
+    if (leftOut.length && caller.onLeftOut) {
+      const secrets = this.#o.secrets();
+      caller.onLeftOut(
+        leftOut.map((l) => ({ server: l.server, reason: scrubText(l.reason, secrets) })),
+      );
+    }
+    return parts;
+  }
+}
 
 /**
  * Ask every server for its part at once, each within `timeoutMs`; the parts
@@ -115,154 +293,4 @@ export async function allPages<T>(
     if (!cursor) break;
   }
   return out;
-}
-
-/** What {@link HostedListings} needs from the servers. */
-export interface ListingsDeps {
-  /** The server instances of a session (principal) that may start, by name. */
-  listable(session: string): Promise<Array<[string, HostedServer]>>;
-  /** Secret values: a started server's are added; everything listed is scrubbed of them. */
-  secrets: Set<string>;
-  /** A resource read or a prompt got (the audit log). */
-  onRead(server: string, kind: "resource" | "prompt", detail: string, session: string): void;
-}
-
-/** The resources and prompts of the hosted servers, gathered per server. */
-export class HostedListings {
-  readonly #deps: ListingsDeps;
-  /** Resource URI and offered prompt name → server. */
-  #uris = new Map<string, string>();
-  #prompts = new Map<string, [string, string]>();
-
-  constructor(deps: ListingsDeps) {
-    this.#deps = deps;
-  }
-
-  /**
-   * The resources (or templates) of every server of `session` that may
-   * start (started for this), marked with their server. Each server is
-   * asked on its own within {@link LIST_TIMEOUT_MS}: one that fails or times
-   * out is left out and passed to `onLeftOut`.
-   */
-  async listResources(
-    templates: boolean,
-    session: string,
-    onLeftOut?: (left: LeftOut[]) => void,
-  ): Promise<Array<Record<string, unknown>>> {
-    const { parts, leftOut } = await gatherListings(
-      await this.#parts("resources", session, (client, signal) =>
-        allPages(async (cursor) => {
-          const o = { signal, timeout: LIST_TIMEOUT_MS };
-          const p = cursor ? { cursor } : {};
-          const r = templates
-            ? await client.listResourceTemplates(p, o)
-            : await client.listResources(p, o);
-          const items = "resourceTemplates" in r ? r.resourceTemplates : r.resources;
-          return { items: items as Array<Record<string, unknown>>, next: r.nextCursor };
-        })),
-    );
-    const out: Array<Record<string, unknown>> = [];
-    for (const [name, r] of parts) {
-      for (const x of r) {
-        if (!templates) this.#uris.set(String(x.uri), name);
-        out.push({ ...x, _meta: { ...(x._meta as object ?? {}), "corral/server": name } });
-      }
-    }
-    this.#leftOut(leftOut, onLeftOut);
-    return scrubDeep(out, this.#deps.secrets);
-  }
-
-  /** Read a resource from the server that listed it (or the only one with resources). */
-  async readResource(uri: string, session: string): Promise<Record<string, unknown>> {
-    const clients = await this.#clients("resources", session);
-    const name = this.#uris.get(uri) ?? (clients.length === 1 ? clients[0][0] : undefined);
-    const client = clients.find(([n]) => n === name)?.[1];
-    if (!client) throw new TypeError(`no hosted server lists the resource "${uri}"`);
-    this.#deps.onRead(name!, "resource", uri, session);
-    return scrubDeep(await client.readResource({ uri }), this.#deps.secrets);
-  }
-
-  /**
-   * The prompts of every server of `session` that may start, named
-   * `<server>_<name>` when names collide; a server that fails or times out
-   * is left out, as for {@link HostedListings.listResources}.
-   */
-  async listPrompts(
-    session: string,
-    onLeftOut?: (left: LeftOut[]) => void,
-  ): Promise<Array<Record<string, unknown>>> {
-    const { parts, leftOut } = await gatherListings(
-      await this.#parts("prompts", session, (client, signal) =>
-        allPages(async (cursor) => {
-          const r = await client.listPrompts(cursor ? { cursor } : {}, {
-            signal,
-            timeout: LIST_TIMEOUT_MS,
-          });
-          return { items: r.prompts, next: r.nextCursor };
-        })),
-    );
-    const out: Array<Record<string, unknown>> = [];
-    this.#prompts.clear();
-    for (const [name, prompts] of parts) {
-      for (const p of prompts) {
-        const offered = offeredName(name, p.name, (n) => this.#prompts.has(n));
-        this.#prompts.set(offered, [name, p.name]);
-        out.push({ ...p, name: offered });
-      }
-    }
-    this.#leftOut(leftOut, onLeftOut);
-    return scrubDeep(out, this.#deps.secrets);
-  }
-
-  /** Get a prompt by the name {@link HostedListings.listPrompts} gave it. */
-  async getPrompt(
-    offered: string,
-    args: Record<string, string> | undefined,
-    session: string,
-  ): Promise<Record<string, unknown>> {
-    if (!this.#prompts.size) await this.listPrompts(session);
-    const [name, prompt] = this.#prompts.get(offered) ?? [];
-    const client = (await this.#clients("prompts", session)).find(([n]) => n === name)?.[1];
-    if (!client || !prompt) throw new TypeError(`no hosted server offers the prompt "${offered}"`);
-    this.#deps.onRead(name!, "prompt", prompt, session);
-    const r = await client.getPrompt({ name: prompt, ...(args ? { arguments: args } : {}) });
-    return scrubDeep(r, this.#deps.secrets);
-  }
-
-  /** The running clients of the servers that may start and offer `what`. */
-  async #clients(what: "resources" | "prompts", session: string): Promise<Array<[string, Client]>> {
-    const out: Array<[string, Client]> = [];
-    for (const [name, server] of await this.#deps.listable(session)) {
-      try {
-        const client = await this.#started(server);
-        if (client.getServerCapabilities()?.[what]) out.push([name, client]);
-      } catch { /* failed: shown by corral list; the others still answer */ }
-    }
-    return out;
-  }
-
-  /** Each server's part of a listing of `what`: started, asked if it offers `what`. */
-  async #parts<T>(
-    what: "resources" | "prompts",
-    session: string,
-    list: (client: Client, signal: AbortSignal) => Promise<T[]>,
-  ): Promise<Array<[string, ListPart<T>]>> {
-    return (await this.#deps.listable(session)).map(([name, server]) => [name, async (signal) => {
-      const client = await this.#started(server);
-      return client.getServerCapabilities()?.[what] ? await list(client, signal) : undefined;
-    }]);
-  }
-
-  async #started(server: HostedServer): Promise<Client> {
-    const client = await server.ensure();
-    for (const s of server.secrets) this.#deps.secrets.add(s);
-    return client;
-  }
-
-  /** Servers left out of a listing: to the caller, scrubbed of secrets. */
-  #leftOut(left: LeftOut[], to?: (left: LeftOut[]) => void): void {
-    if (!left.length || !to) return;
-    const secrets = this.#deps.secrets;
-    to(left.map((l) => ({ server: l.server, reason: scrubText(l.reason, secrets) })));
-  }
 }

@@ -35,7 +35,9 @@ import { runHostedCall } from "./hosted_call.ts";
 import type { HostedCall, HostedServer } from "./hosted_server.ts";
 import { hostedRuntime } from "./hosted_runtime.ts";
 import { hostedTools } from "./hosted_tools.ts";
-import { HostedListings, type LeftOut } from "./hosted_listings.ts";
+import { type HostedCaller, HostedListings } from "./hosted_listings.ts";
+// @ts-types="@modelcontextprotocol/sdk/client/index"
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 
 /** What {@link HostedServers} needs from the registry. */
 export interface HostedServersOptions {
@@ -94,8 +96,13 @@ export class HostedServers {
   #names = new Map<string, [string, string]>();
   /** The policy of each registered server that may start (undefined: it may not). */
   #policies = new Map<string, SandboxPolicy | undefined>();
-  /** Resources and prompts of the servers, gathered per server (./hosted_listings.ts). */
-  readonly #listings: HostedListings;
+  /** Resource URI and offered prompt name → server. */
+  readonly #listings = new HostedListings({
+    clients: (what, session, only) => this.#clients(what, session, only),
+    starts: (session, only) => this.#starts(session, only),
+    secrets: () => this.#options.secrets,
+    event: (server, kind, detail, who) => this.#event(server, kind, detail, who),
+  });
   /** live definition → approved definition → the fields that differ (./approvals.ts). */
   #compared = new WeakMap<ToolDefinition, WeakMap<ToolDefinition, string[]>>();
 
@@ -103,11 +110,6 @@ export class HostedServers {
     this.entries = entries;
     this.#options = options;
     this.#dir = options.approvalsDir ?? approvalsDir();
-    this.#listings = new HostedListings({
-      listable: (session) => this.#listable(session),
-      secrets: options.secrets,
-      onRead: (server, kind, detail, session) => this.#event(server, kind, detail, { session }),
-    });
   }
 
   /** The entry of a server. */
@@ -224,46 +226,56 @@ export class HostedServers {
     }));
   }
 
-  /** The resources (or templates) of the servers of `session`: see {@link HostedListings}. */
-  listResources(
-    templates = false,
-    session = "",
-    onLeftOut?: (left: LeftOut[]) => void,
-  ): Promise<Array<Record<string, unknown>>> {
-    return this.#listings.listResources(templates, session, onLeftOut);
-  }
-
+  // Resources, templates and prompts of the servers that may start (started for `session`),
+  // those `caller.only` reaches: ./hosted_listings.ts.
+  /** Resources (or templates) of the servers, marked with their server. */
+  listResources = (templates = false, session = "", caller?: HostedCaller) =>
+    this.#listings.listResources(templates, session, caller);
   /** Read a resource from the server that listed it (or the only one with resources). */
-  readResource(uri: string, session = ""): Promise<Record<string, unknown>> {
-    return this.#listings.readResource(uri, session);
-  }
+  readResource = (uri: string, session = "", caller?: HostedCaller) =>
+    this.#listings.readResource(uri, session, caller);
+  /** The prompts of the servers, named `<server>_<name>` when names collide. */
+  listPrompts = (session = "", caller?: HostedCaller) =>
+    this.#listings.listPrompts(session, caller);
+  /** Get a prompt by the name {@link listPrompts} gave it (to the same caller). */
+  getPrompt = (offered: string, args?: Record<string, string>, session = "", c?: HostedCaller) =>
+    this.#listings.getPrompt(offered, args, session, c);
 
-  /** The prompts of the servers of `session`: see {@link HostedListings}. */
-  listPrompts(
-    session = "",
-    onLeftOut?: (left: LeftOut[]) => void,
-  ): Promise<Array<Record<string, unknown>>> {
-    return this.#listings.listPrompts(session, onLeftOut);
-  }
-
-  /** Get a prompt by the name {@link listPrompts} gave it. */
-  getPrompt(
-    offered: string,
-    args?: Record<string, string>,
-    session = "",
-  ): Promise<Record<string, unknown>> {
-    return this.#listings.getPrompt(offered, args, session);
-  }
-
-  /** The server instances of `session` that may start and have approved tools. */
-  async #listable(session: string): Promise<Array<[string, HostedServer]>> {
-    const out: Array<[string, HostedServer]> = [];
+  /** The running clients of the servers that may start, offer `what` and pass `only`. */
+  /** The servers that may start and pass `only`, for `session`, and how to start each. */
+  async #starts(
+    session: string,
+    only?: (server: string) => boolean,
+  ): Promise<Array<[string, () => Promise<Client>]>> {
+    const out: Array<[string, () => Promise<Client>]> = [];
     for (const entry of this.entries) {
+      if (only && !only(entry.name)) continue;
       const policy = this.#policies.get(entry.name);
       if (!policy || !readApproved(entry.name, this.#dir)) continue;
       const grant = effectiveGrant(serverLetters(policy), policy, this.#options.host);
       if (grant.missing) continue;
-      out.push([entry.name, await this.#server(entry, policy, grant.grant, session)]);
+      const server = await this.#server(entry, policy, grant.grant, session);
+      out.push([entry.name, async () => {
+        const client = await server.ensure();
+        for (const s of server.secrets) this.#options.secrets.add(s);
+        return client;
+      }]);
+    }
+    return out;
+  }
+
+  /** The running clients of the servers that may start, pass `only` and offer `what`. */
+  async #clients(
+    what: "resources" | "prompts",
+    session: string,
+    only?: (server: string) => boolean,
+  ): Promise<Array<[string, Client]>> {
+    const out: Array<[string, Client]> = [];
+    for (const [name, start] of await this.#starts(session, only)) {
+      try {
+        const client = await start();
+        if (client.getServerCapabilities()?.[what]) out.push([name, client]);
+      } catch { /* failed: shown by corral list; the others still answer */ }
     }
     return out;
   }

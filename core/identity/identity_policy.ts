@@ -2,8 +2,9 @@
  * What each identity gets: its tool access, its workspace and its limits,
  * from `identities` of corral.json. With no `identities`, every identity
  * may use every tool. With some, an identity that has no entry is refused
- * (fail closed), except `default` (the server's own token) which keeps
- * every tool unless it has an entry. Workspaces are never shared by
+ * (fail closed), except the operator (`@operator`, the server's own token)
+ * which keeps every tool and the server's workspace unless
+ * `identities["@operator"]` says otherwise. `default` is an ordinary name. Workspaces are never shared by
  * accident: an identity without one gets `auth.workspaces_dir/<name>`, and
  * a config where a non-default identity would fall back to the server's
  * workspace is refused at start.
@@ -11,7 +12,7 @@
  * @module
  */
 import { join } from "node:path";
-import { DEFAULT_IDENTITY, type IdentityConfig } from "../config/team_config.ts";
+import { type IdentityConfig, OPERATOR_IDENTITY } from "../config/team_config.ts";
 import { ConfigError } from "../tool/errors.ts";
 import { ToolAccess } from "./tool_access.ts";
 
@@ -47,7 +48,8 @@ export class IdentityPolicy {
    * import { IdentityPolicy } from "./identity_policy.ts";
    * const p = new IdentityPolicy({}, { serverWorkspace: "/srv/ws", workspacesDir: "/srv/people" });
    * assert.equal(p.resolve("alice").workspace, "/srv/people/alice");
-   * assert.equal(p.resolve("default").workspace, "/srv/ws");
+   * assert.equal(p.resolve("@operator").workspace, "/srv/ws");
+   * assert.equal(p.resolve("default").workspace, "/srv/people/default");
    * ```
    */
   constructor(
@@ -58,7 +60,7 @@ export class IdentityPolicy {
     this.#serverWorkspace = options.serverWorkspace;
     this.#workspacesDir = options.workspacesDir;
     const homeless = Object.values(identities).filter((i) =>
-      !i.workspace && i.name !== DEFAULT_IDENTITY
+      !i.workspace && i.name !== OPERATOR_IDENTITY
     );
     if (homeless.length && !this.#workspacesDir) {
       throw new ConfigError(
@@ -99,13 +101,13 @@ export class IdentityPolicy {
     const hit = this.#cache.get(name);
     if (hit) return hit;
     const entry = Object.hasOwn(this.#entries, name) ? this.#entries[name] : undefined;
-    if (!entry && this.configured && name !== DEFAULT_IDENTITY) {
+    if (!entry && this.configured && name !== OPERATOR_IDENTITY) {
       throw new IdentityRefusedError(
         `Forbidden: the identity "${name}" has no entry in corral.json "identities"`,
       );
     }
     const workspace = entry?.workspace ??
-      (name !== DEFAULT_IDENTITY && this.#workspacesDir
+      (name !== OPERATOR_IDENTITY && this.#workspacesDir
         ? join(this.#workspacesDir, name)
         : this.#serverWorkspace);
     const resolved: ResolvedIdentity = {
@@ -118,6 +120,27 @@ export class IdentityPolicy {
     if (entry || this.#cache.size < 10_000) this.#cache.set(name, resolved);
     return resolved;
   }
+}
+
+/**
+ * Warnings about `identities` for an operator upgrading: `default` used to
+ * be the server's own token and is now an ordinary name a token or JWT may
+ * claim (the operator is `@operator`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { operatorNotes } from "./identity_policy.ts";
+ * assert.match(operatorNotes({ default: {} })[0], /identities\["@operator"\]/);
+ * assert.deepEqual(operatorNotes({ alice: {} }), []);
+ * ```
+ */
+export function operatorNotes(identities: Record<string, unknown>): string[] {
+  if (!Object.hasOwn(identities, "default")) return [];
+  return [
+    'identities.default: "default" is an ordinary identity that a token or a JWT may claim, ' +
+    `not the server's own token: that is the operator, configured as identities["${OPERATOR_IDENTITY}"]`,
+  ];
 }
 
 /** An authenticated identity that the policy does not admit (HTTP 403). */

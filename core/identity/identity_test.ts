@@ -35,7 +35,8 @@ Deno.test("tokens: stored as hashes, 0600; revoking is seen by a running store a
   assert.equal(await store.identityOf(bob), "bob");
   assert.deepEqual((await readTokens(file)).map((e) => e.name), ["bob"]);
   await assert.rejects(addToken("bob", file), /has one already/);
-  await assert.rejects(addToken("default", file), /server's own token/);
+  await assert.rejects(addToken("local", file), /reserved/);
+  await assert.rejects(addToken("@operator", file), /a name starts with/);
   await assert.rejects(addToken("../x", file), /a name starts with/);
 });
 
@@ -152,7 +153,7 @@ Deno.test("authenticator: default token, static token, JWT; anything else is 401
   });
   assert.deepEqual(await auth.authenticate(`Bearer ${"d".repeat(64)}`), {
     ok: true,
-    identity: "default",
+    identity: "@operator",
     method: "default",
   });
   assert.deepEqual(await auth.authenticate(`Bearer ${alice}`), {
@@ -181,7 +182,7 @@ Deno.test("authenticator: default token, static token, JWT; anything else is 401
   const open = new Authenticator({});
   assert.deepEqual(await open.authenticate(null), {
     ok: true,
-    identity: "default",
+    identity: "@operator",
     method: "none",
   });
 });
@@ -213,7 +214,9 @@ Deno.test("identity policy: tool lists, own workspaces, refusal of unlisted iden
   assert.ok(!a.access.allows({ name: "RunBashCode", toolset: "shell" }));
   assert.equal(p.resolve("bob").workspace, "/srv/shared");
   assert.ok(p.resolve("bob").access.allows({ name: "RunBashCode", toolset: "shell" }));
-  assert.equal(p.resolve("default").workspace, "/srv/ws");
+  assert.equal(p.resolve("@operator").workspace, "/srv/ws");
+  // "default" is an ordinary name: without an entry it is refused like any other.
+  assert.throws(() => p.resolve("default"), IdentityRefusedError);
   assert.deepEqual(p.workspaces(), ["/srv/people/alice", "/srv/shared"]);
   assert.throws(() => p.resolve("mallory"), IdentityRefusedError);
   // Two identities naming one workspace without agreeing to share it: refused.

@@ -13,8 +13,8 @@ import {
   jwtVerify,
   type JWTVerifyGetKey,
 } from "jose";
-import { IDENTITY_NAME } from "../config/team_config.ts";
-import type { AuthConfig } from "../config/team_config.ts";
+import { type AuthConfig, claimableIdentity, IDENTITY_NAME } from "../config/team_config.ts";
+import { ownedFileProblem } from "../guard/owned_file.ts";
 import { ConfigError } from "../tool/errors.ts";
 
 /** JWT settings: `auth.jwks` of corral.json, resolved. */
@@ -126,6 +126,14 @@ export class JwtVerifier {
    * saying why, or a {@link JwksUnavailableError} when the JWKS file went bad.
    */
   async verify(token: string): Promise<string> {
+    return (await this.verifyClaims(token)).identity;
+  }
+
+  /**
+   * {@link verify}, with when the token was issued (`iat`, ms since the
+   * epoch; 0 when it has none), for revocations.
+   */
+  async verifyClaims(token: string): Promise<{ identity: string; issuedAt: number }> {
     const s = this.#settings;
     if (s.file) await this.#refreshFile(s.file);
     let payload: Record<string, unknown>;
@@ -146,31 +154,34 @@ export class JwtVerifier {
         `invalid JWT: its "${s.claim}" claim is not an identity name (letters, digits, . _ @ : | + -)`,
       );
     }
-    return id;
+    if (!claimableIdentity(id)) {
+      throw new JwtRefusedError(`invalid JWT: its "${s.claim}" claim "${id}" is a reserved name`);
+    }
+    return { identity: id, issuedAt: typeof payload.iat === "number" ? payload.iat * 1000 : 0 };
   }
 }
 
-/** The file's inode, size, mtime and mode ("none" when it cannot be stat'ed). */
+/** The file's inode, size, mtime, mode and owner ("none" when it cannot be stat'ed). */
 function _stampOf(file: string): string {
   try {
     // Synchronous: about 1 µs, where an async stat waits for a thread.
     const st = Deno.statSync(file);
-    return `${st.ino}:${st.size}:${st.mtime?.getTime()}:${st.mode}`;
+    return `${st.ino}:${st.size}:${st.mtime?.getTime()}:${st.mode}:${st.uid}`;
   } catch {
     return "none";
   }
 }
 
-/** Read and check a JWKS file: public keys only, not writable by others. */
+/**
+ * Read and check a JWKS file: public keys only, owned by corral's user (or
+ * root) and not writable by others (core/guard/owned_file.ts), as the tokens
+ * file: whoever can rewrite it can sign in as anyone.
+ */
 async function _readJwksFile(file: string): Promise<JWTVerifyGetKey> {
   let jwks: JSONWebKeySet;
   try {
-    const st = await Deno.stat(file);
-    if ((st.mode ?? 0) & 0o022) {
-      throw new Error(
-        `others may write it (mode ${((st.mode ?? 0) & 0o777).toString(8)}): chmod go-w "${file}"`,
-      );
-    }
+    const problem = ownedFileProblem(file, await Deno.stat(file), { what: "it" });
+    if (problem) throw new Error(problem.replace(/^it "[^"]*" /, ""));
     jwks = JSON.parse(await Deno.readTextFile(file));
   } catch (err) {
     throw new Error(

@@ -51,7 +51,11 @@ Deno.test("JWKS file: a rotated key is seen without a restart; a file gone bad r
     ["{ not json", 0o644, /JWKS file .*jwks\.json/],
     [JSON.stringify({ keys: [] }), 0o644, /holds no "keys"/],
     [JSON.stringify({ keys: [{ ...k1.jwk, d: "private" }] }), 0o644, /private or symmetric/],
-    [JSON.stringify({ keys: [k1.jwk, k2.jwk] }), 0o666, /others may write it/],
+    [
+      JSON.stringify({ keys: [k1.jwk, k2.jwk] }),
+      0o666,
+      /may be written by others \(mode 666\): run chmod go-w/,
+    ],
   ];
   for (const [text, mode, why] of bad) {
     await _replace(file, text, mode);

@@ -1,13 +1,24 @@
 /**
  * Calls per minute per identity: a token bucket per key that holds at most
  * `perMinute` calls and refills evenly over the minute. A refusal carries
- * how many seconds to wait (HTTP `Retry-After`).
+ * how many seconds to wait (HTTP `Retry-After`). Every call counts: a
+ * request holding several (a JSON-RPC batch) takes one per call
+ * ({@link RateLimiter.takeUpTo}). This bucket is the replica's own; with
+ * `--shared-state` the same bucket lives in Redis (./redis_state.ts).
  *
  * @module
  */
 
 /** The answer of {@link RateLimiter.take}. */
 export type RateDecision = { ok: true } | { ok: false; retryAfterSeconds: number };
+
+/** The answer of {@link RateLimiter.takeUpTo}: how many calls may run, and when to retry the rest. */
+export interface RateGrant {
+  /** Calls granted (0 to the number asked). */
+  granted: number;
+  /** Seconds until one more call would be granted (at least 1). */
+  retryAfterSeconds: number;
+}
 
 interface _Bucket {
   tokens: number;
@@ -41,6 +52,24 @@ export class RateLimiter {
    * ```
    */
   take(key: string, perMinute: number, now: number = performance.now()): RateDecision {
+    const g = this.takeUpTo(key, perMinute, 1, now);
+    return g.granted ? { ok: true } : { ok: false, retryAfterSeconds: g.retryAfterSeconds };
+  }
+
+  /**
+   * Take up to `n` calls from `key`'s bucket of `perMinute`: as many as it
+   * holds, and the seconds until the next one refills.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { RateLimiter } from "./rate_limiter.ts";
+   * const r = new RateLimiter();
+   * assert.equal(r.takeUpTo("alice", 3, 30, 0).granted, 3); // a batch of 30 under 3 a minute
+   * assert.equal(r.takeUpTo("alice", 3, 30, 0).granted, 0);
+   * ```
+   */
+  takeUpTo(key: string, perMinute: number, n: number, now: number = performance.now()): RateGrant {
     const rate = perMinute / 60_000; // calls per ms
     let b = this.#buckets.get(key);
     if (!b) {
@@ -50,11 +79,12 @@ export class RateLimiter {
     }
     b.tokens = Math.min(perMinute, b.tokens + Math.max(0, now - b.at) * rate);
     b.at = now;
-    if (b.tokens >= 1) {
-      b.tokens -= 1;
-      return { ok: true };
-    }
-    return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - b.tokens) / rate / 1000)) };
+    const granted = Math.max(0, Math.min(n, Math.floor(b.tokens)));
+    b.tokens -= granted;
+    return {
+      granted,
+      retryAfterSeconds: Math.max(1, Math.ceil(Math.max(0, 1 - b.tokens) / rate / 1000)),
+    };
   }
 
   /** How many keys have a bucket. */

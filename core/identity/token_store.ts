@@ -10,9 +10,10 @@
  * @module
  */
 import { dirname } from "node:path";
+import { ownedFileProblem } from "../guard/owned_file.ts";
 import { sha256Hex } from "../guard/sha256.ts";
 import { ConfigError } from "../tool/errors.ts";
-import { DEFAULT_IDENTITY, IDENTITY_NAME } from "../config/team_config.ts";
+import { claimableIdentity, IDENTITY_NAME } from "../config/team_config.ts";
 
 /** One entry of the tokens file. */
 export interface TokenEntry {
@@ -52,7 +53,8 @@ export async function readTokens(file: string): Promise<TokenEntry[]> {
 
 /**
  * Make a token for `name`, store its hash and return the token (shown once).
- * A name that already has a token, or `default` (the server token's), is refused.
+ * A name that already has a token, or a reserved one (`local`), is refused;
+ * no name is the operator's (`@operator`, not an identity name).
  *
  * @example
  * ```ts
@@ -77,10 +79,10 @@ export async function addToken(
         "letters, digits and . _ @ : | + - (128 at most)",
     );
   }
-  if (name === DEFAULT_IDENTITY) {
+  if (!claimableIdentity(name)) {
     throw new TypeError(
-      `Cannot add a token for "${DEFAULT_IDENTITY}": that is the identity of the server's own ` +
-        "token (--token or mcp-token); pick another name",
+      `Cannot add a token for "${name}": that name is reserved (the audit log's name for the ` +
+        "command line); the server's own token is the operator (@operator); pick another name",
     );
   }
   const entries = await readTokens(file);
@@ -138,6 +140,11 @@ export class TokenStore {
    * per entry, no early exit).
    */
   async identityOf(token: string): Promise<string | null> {
+    return (await this.entryOf(token))?.name ?? null;
+  }
+
+  /** The entry of `token` (see {@link identityOf}): its name and when it was made; or null. */
+  async entryOf(token: string): Promise<TokenEntry | null> {
     await this.#refresh();
     if (!token.startsWith(_PREFIX)) return null;
     const hash = new TextEncoder().encode(sha256Hex(token));
@@ -146,7 +153,7 @@ export class TokenStore {
       if (constantTimeEqual(hash, new TextEncoder().encode(e.sha256))) found ??= e;
     }
     if (found?.expires !== undefined && !(Date.parse(found.expires) > Date.now())) return null;
-    return found?.name ?? null;
+    return found;
   }
 
   async #refresh(): Promise<void> {
@@ -172,18 +179,12 @@ export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
 }
 
 function _checkMode(file: string, st: Deno.FileInfo): void {
-  if (!st.isFile) throw new ConfigError(`tokens file "${file}" is not a regular file`);
-  const mode = st.mode ?? 0;
-  if (mode & 0o077) {
-    throw new ConfigError(
-      `tokens file "${file}" may be read or written by others (mode ` +
-        `${(mode & 0o777).toString(8)}): run chmod 600 "${file}"`,
-    );
-  }
-  const uid = Deno.uid();
-  if (uid !== null && st.uid !== null && st.uid !== uid) {
-    throw new ConfigError(`tokens file "${file}" belongs to uid ${st.uid}, not to you (${uid})`);
-  }
+  const problem = ownedFileProblem(file, st, {
+    what: "tokens file",
+    secret: true,
+    rootOwned: false,
+  });
+  if (problem) throw new ConfigError(problem);
 }
 
 function _parse(text: string, file: string): TokenEntry[] {
@@ -200,7 +201,7 @@ function _parse(text: string, file: string): TokenEntry[] {
   return tokens.map((t, i) => {
     const e = t as Partial<TokenEntry>;
     if (
-      typeof e?.name !== "string" || !IDENTITY_NAME.test(e.name) ||
+      !claimableIdentity(e?.name) ||
       typeof e.sha256 !== "string" || !/^[0-9a-f]{64}$/.test(e.sha256)
     ) {
       throw new ConfigError(`tokens file "${file}": tokens[${i}] needs a name and a sha256`);

@@ -52,6 +52,28 @@ export class ToolAccess {
       (this.#allowSets?.has(tool.toolset) ?? false);
   }
 
+  /**
+   * Whether the identity may reach the toolset `toolset` at all (a hosted
+   * server's resources and prompts): not denied, and, where allow lists
+   * exist, allowed by name or through one of its tools (`tools`, the
+   * toolset's tool names).
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { ToolAccess } from "./tool_access.ts";
+   * const a = new ToolAccess({ tools: { allow: ["read_file"], deny: [] }, toolsets: { deny: ["git"] } });
+   * assert.ok(a.reaches("fs", ["read_file", "write_file"]));
+   * assert.ok(!a.reaches("memory", ["create_entities"]) && !a.reaches("git", []));
+   * ```
+   */
+  reaches(toolset: string, tools: string[]): boolean {
+    if (this.#denySets.has(toolset)) return false;
+    if (!this.#allowTools && !this.#allowSets) return true;
+    if (this.#allowSets?.has(toolset)) return true;
+    return tools.some((t) => this.#allowTools?.has(t) && !this.#denyTools.has(t));
+  }
+
   /** The tools of `tools` it may list, in order. */
   filter<T extends ToolRef>(tools: T[]): T[] {
     return tools.filter((t) => this.allows(t));

@@ -1,24 +1,41 @@
 /**
  * The TCP front of `corral mcp --http`: Deno.serve has no limit on how long
- * a request head may take nor on connections per client, so corral accepts
- * the connections itself. Each client address holds at most
- * `maxConnsPerClient` connections (beyond: 429 and close); each connection
- * must send its whole request head within `headTimeoutMs` (else 408 and
- * close; a head over 64 KiB gets 431). The head is then passed, with
- * `Connection: close`, to the HTTP server listening on a private unix socket,
- * and the bytes flow both ways until it ends the response: one request per
- * connection, so every request's head is timed.
+ * a request head or body may take nor on connections per client, so corral
+ * accepts the connections itself (./front_conns.ts: at most `maxConns`, and
+ * `maxConnsPerClient` per client address; beyond either, the oldest
+ * connection that has not sent a whole head gives way, else 503 or 429).
+ * Each connection must send its whole request head within `headTimeoutMs`
+ * (else 408 and close; a head over 64 KiB gets 431), then its whole body
+ * within `bodyTimeoutMs`, at `minBodyRate` bytes a second or more once
+ * `bodyGraceMs` have passed (else 408, or a plain close when the answer has
+ * begun). The head is then passed, with `Connection: close` and the client's
+ * address in `corral-client-address` (any such header from the client is
+ * dropped), to the HTTP server listening on a private unix socket, and the
+ * bytes flow both ways until it ends the response: one request per
+ * connection, so every request's head and body are timed.
  *
  * @module
  */
 import { closeConn, copyConn, writeAll } from "../guard/conn_io.ts";
+import { bodyFraming, BodyMeter } from "../guard/http_body.ts";
 import { readHttpHead } from "../guard/http_head.ts";
 import { join } from "node:path";
+import { FrontConns } from "./front_conns.ts";
 
 /** Default of `--head-timeout`: seconds a client may take to send a request head. */
 export const DEFAULT_HEAD_TIMEOUT_MS = 5_000;
 /** Default of `--max-client-conns`: connections one client address may hold. */
 export const DEFAULT_MAX_CONNS_PER_CLIENT = 256;
+/** Default of `--max-conns`: connections the front holds at once. */
+export const DEFAULT_MAX_CONNS = 1024;
+/** Default of `--body-timeout`: a request body must arrive whole this soon after its head. */
+export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
+/** Default of `--min-body-rate`: bytes a second a body must average once its grace is over. */
+export const DEFAULT_MIN_BODY_RATE = 1024;
+/** How long a body may arrive slower than the minimum rate at first. */
+export const DEFAULT_BODY_GRACE_MS = 5_000;
+/** The header that tells the server behind the front which address a request came from. */
+export const CLIENT_ADDRESS_HEADER = "corral-client-address";
 const _MAX_HEAD = 64 * 1024;
 
 /** Options of {@link listenFront}. */
@@ -29,6 +46,22 @@ export interface HttpFrontOptions {
   headTimeoutMs?: number;
   /** Connections at once from one client address. */
   maxConnsPerClient?: number;
+  /** Connections at once in all. */
+  maxConns?: number;
+  /** A request body must be complete this long after its head (ms). */
+  bodyTimeoutMs?: number;
+  /** Bytes a second a body must average once `bodyGraceMs` have passed. */
+  minBodyRate?: number;
+  /** How long a body may be slower than `minBodyRate` at first (ms). */
+  bodyGraceMs?: number;
+}
+
+/** The timing rules of one connection. */
+interface _Timing {
+  headMs: number;
+  bodyMs: number;
+  minRate: number;
+  graceMs: number;
 }
 
 /** A listening front; {@link HttpFront.start} once the server listens on {@link HttpFront.socket}. */
@@ -57,34 +90,34 @@ export interface HttpFront {
  * ```
  */
 export function listenFront(options: HttpFrontOptions): HttpFront {
-  const headMs = options.headTimeoutMs ?? DEFAULT_HEAD_TIMEOUT_MS;
-  const cap = options.maxConnsPerClient ?? DEFAULT_MAX_CONNS_PER_CLIENT;
+  const timing: _Timing = {
+    headMs: options.headTimeoutMs ?? DEFAULT_HEAD_TIMEOUT_MS,
+    bodyMs: options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS,
+    minRate: options.minBodyRate ?? DEFAULT_MIN_BODY_RATE,
+    graceMs: options.bodyGraceMs ?? DEFAULT_BODY_GRACE_MS,
+  };
+  const conns = new FrontConns(
+    options.maxConns ?? DEFAULT_MAX_CONNS,
+    options.maxConnsPerClient ?? DEFAULT_MAX_CONNS_PER_CLIENT,
+  );
   const listener = Deno.listen({ hostname: options.hostname, port: options.port });
   const dir = Deno.makeTempDirSync({ prefix: "corral-http-" }); // 0700: only this user
   const socket = join(dir, "http.sock");
-  const perClient = new Map<string, number>();
   const open = new Set<Deno.Conn>();
   let finished: Promise<void> = Promise.resolve();
   const serve = async (conn: Deno.Conn) => {
     const who = (conn.remoteAddr as Deno.NetAddr).hostname;
-    const n = (perClient.get(who) ?? 0) + 1;
-    if (n > cap) {
-      await _answer(
-        conn,
-        429,
-        `Too many connections from ${who}: ${cap} at once (--max-client-conns); retry later`,
-      );
+    const admitted = conns.admit(who, () => closeConn(conn));
+    if (!admitted.ok) {
+      await _answer(conn, admitted.status, admitted.message);
       return closeConn(conn);
     }
-    perClient.set(who, n);
     open.add(conn);
     try {
-      await _relay(conn, socket, headMs);
+      await _relay(conn, socket, who, timing, (phase) => conns.phase(admitted.id, phase));
     } finally {
       open.delete(conn);
-      const left = (perClient.get(who) ?? 1) - 1;
-      if (left > 0) perClient.set(who, left);
-      else perClient.delete(who);
+      conns.release(admitted.id);
       closeConn(conn);
     }
   };
@@ -113,18 +146,24 @@ export function listenFront(options: HttpFrontOptions): HttpFront {
   };
 }
 
-/** Read the head in time, then relay the connection to the server on `socket`. */
-async function _relay(conn: Deno.Conn, socket: string, headMs: number): Promise<void> {
+/** Read the head in time, then relay the connection (its body timed) to the server on `socket`. */
+async function _relay(
+  conn: Deno.Conn,
+  socket: string,
+  who: string,
+  timing: _Timing,
+  phase: (p: "body" | "open") => void,
+): Promise<void> {
   let late = false;
   const timer = setTimeout(() => {
     late = true;
     _answer(
       conn,
       408,
-      `Request timeout: no complete request head within ${headMs / 1000} s ` +
+      `Request timeout: no complete request head within ${timing.headMs / 1000} s ` +
         "(--head-timeout)",
     ).finally(() => closeConn(conn));
-  }, headMs);
+  }, timing.headMs);
   const head = await readHttpHead(conn, _MAX_HEAD).finally(() => clearTimeout(timer));
   if (late) return;
   if (head === "too large") {
@@ -135,28 +174,86 @@ async function _relay(conn: Deno.Conn, socket: string, headMs: number): Promise<
   if (!/^[A-Z]+ \S+ HTTP\/1\.[01]$/.test(lines[0])) {
     return await _answer(conn, 400, "Bad Request: not an HTTP/1.1 request line");
   }
-  const kept = lines.filter((l, i) => i === 0 || !/^(connection|keep-alive)\s*:/i.test(l));
+  const framing = bodyFraming(lines);
+  if (framing.kind === "bad") return await _answer(conn, 400, `Bad Request: ${framing.why}`);
+  const meter = new BodyMeter(framing);
+  phase(meter.feed(head.rest) ? "open" : "body");
+  const kept = lines.filter((l, i) =>
+    i === 0 || !/^(connection|keep-alive|corral-client-address)\s*:/i.test(l)
+  );
   const server = await Deno.connect({ transport: "unix", path: socket });
+  const sent = { bytes: 0 };
+  const body = _bodyClock(conn, server, meter, timing, sent);
   try {
     await writeAll(
       server,
-      new TextEncoder().encode(`${kept.join("\r\n")}\r\nConnection: close\r\n\r\n`),
+      new TextEncoder().encode(
+        `${kept.join("\r\n")}\r\n${CLIENT_ADDRESS_HEADER}: ${who}\r\nConnection: close\r\n\r\n`,
+      ),
     );
     if (head.rest.length) await writeAll(server, head.rest);
-    await Promise.race([_copy(conn, server, true), _copy(server, conn, false)]);
+    await Promise.race([
+      _fromClient(conn, server, meter, () => phase("open")),
+      copyConn(server, conn, 64 * 1024, (n) => sent.bytes += n),
+    ]);
   } finally {
+    body.stop();
     closeConn(server);
   }
 }
 
-/** Copy until `from` ends; the client's end only half-closes the server side. */
-async function _copy(from: Deno.Conn, to: Deno.Conn, halfClose: boolean): Promise<void> {
-  await copyConn(from, to, 64 * 1024);
-  if (!halfClose) return;
+/**
+ * The body's clock: once its time is up, or its average rate is below the
+ * minimum after the grace, the client gets 408 (unless the answer has
+ * begun) and both sides are closed.
+ */
+function _bodyClock(
+  conn: Deno.Conn,
+  server: Deno.Conn,
+  meter: BodyMeter,
+  t: _Timing,
+  sent: { bytes: number },
+): { stop(): void } {
+  const start = performance.now();
+  const tick = setInterval(() => {
+    if (meter.done) return clearInterval(tick);
+    const elapsed = performance.now() - start;
+    let why = "";
+    if (elapsed >= t.bodyMs) {
+      why = `no complete request body within ${t.bodyMs / 1000} s (--body-timeout)`;
+    } else if (elapsed >= t.graceMs && meter.received < (t.minRate * elapsed) / 1000) {
+      why = `the request body arrives slower than ${t.minRate} bytes a second (--min-body-rate)`;
+    }
+    if (!why) return;
+    clearInterval(tick);
+    const close = () => {
+      closeConn(server);
+      closeConn(conn);
+    };
+    if (sent.bytes > 0) return close();
+    _answer(conn, 408, `Request timeout: ${why}`).finally(close);
+  }, Math.min(250, t.graceMs, t.bodyMs));
+  return { stop: () => clearInterval(tick) };
+}
+
+/**
+ * Copy the client's bytes to the server, metering the body; the client's
+ * end only half-closes the server side (the response decides when the
+ * relay ends).
+ */
+async function _fromClient(
+  from: Deno.Conn,
+  to: Deno.Conn,
+  meter: BodyMeter,
+  whole: () => void,
+): Promise<void> {
+  await copyConn(from, to, 64 * 1024, undefined, (chunk) => {
+    if (!meter.done && meter.feed(chunk)) whole();
+  });
   try {
     await to.closeWrite();
   } catch { /* gone */ }
-  await new Promise(() => {}); // the response decides when the relay ends
+  await new Promise(() => {});
 }
 
 const _PHRASE: Record<number, string> = {
@@ -164,6 +261,7 @@ const _PHRASE: Record<number, string> = {
   408: "Request Timeout",
   429: "Too Many Requests",
   431: "Request Header Fields Too Large",
+  503: "Service Unavailable",
 };
 
 /** A JSON-RPC error answer, as the server's own refusals look, then the connection ends. */
@@ -172,7 +270,9 @@ async function _answer(conn: Deno.Conn, status: number, message: string): Promis
     JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }),
   );
   const head = `HTTP/1.1 ${status} ${_PHRASE[status]}\r\nContent-Type: application/json\r\n` +
-    `Content-Length: ${body.length}\r\n${status === 429 ? "Retry-After: 5\r\n" : ""}` +
+    `Content-Length: ${body.length}\r\n${
+      status === 429 || status === 503 ? "Retry-After: 5\r\n" : ""
+    }` +
     "Connection: close\r\n\r\n";
   try {
     await writeAll(conn, new TextEncoder().encode(head));

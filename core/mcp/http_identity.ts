@@ -3,17 +3,18 @@
  * protected-resource metadata, `/metrics` behind its own token), the
  * bearer token or JWT of every other request resolved to an identity
  * (401 with `WWW-Authenticate`, 403 for an identity the policy does not
- * admit), calls per minute per identity (429 with `Retry-After`), and the
- * registry each identity's sessions see: only its tools, its calls at once,
- * its questions per call, each call traced and counted under its name.
+ * admit; each counted and logged per client address, ./auth_failures.ts),
+ * calls per minute per identity counted per call (429 with `Retry-After`;
+ * ./call_ticket.ts), the shared state that replicas count limits in
+ * (core/identity/shared_state.ts; unreachable: 503), the revocation watch
+ * (./revocation_watch.ts), and the registry each identity's sessions see
+ * (./identity_registry.ts).
  *
  * @module
  */
-import { closestNames } from "../config/closest.ts";
 import type { CorralConfig } from "../config/corral_config.ts";
-import { AskBudget } from "../identity/ask_budget.ts";
+import { escapeField } from "../guard/audit.ts";
 import { Authenticator } from "../identity/authenticator.ts";
-import { ConcurrencyLimiter } from "../identity/concurrency_limiter.ts";
 import {
   IdentityPolicy,
   IdentityRefusedError,
@@ -27,15 +28,21 @@ import {
   resourceUrl,
   wwwAuthenticate,
 } from "../identity/protected_resource.ts";
-import { RateLimiter } from "../identity/rate_limiter.ts";
+import { LocalState, type SharedState } from "../identity/shared_state.ts";
 import { TokenStore } from "../identity/token_store.ts";
 import { type CorralMetrics, telemetry } from "../telemetry/metrics.ts";
 import { metricsResponse } from "../telemetry/metrics_endpoint.ts";
-import { traceCall } from "../telemetry/spans.ts";
-import { outcomeOf } from "../guard/audit.ts";
 import { ConfigError } from "../tool/errors.ts";
+import { AuthFailures } from "./auth_failures.ts";
+import { CallTicket } from "./call_ticket.ts";
+import { CLIENT_ADDRESS_HEADER } from "./http_front.ts";
+import { refuse } from "./http_refusal.ts";
+import { identityRegistry } from "./identity_registry.ts";
 import type { McpRegistry } from "./mcp_server.ts";
+import { RevocationWatch } from "./revocation_watch.ts";
 import { revocableStream } from "./revocable_stream.ts";
+
+export { identityRegistry, sharedPrincipal } from "./identity_registry.ts";
 
 /** What {@link HttpIdentity} needs. */
 export interface HttpIdentityOptions {
@@ -60,43 +67,48 @@ export interface HttpIdentityOptions {
   registries?: Map<string, McpRegistry>;
   /** How often an open GET stream's token is checked again (default 5 s). */
   streamRecheckMs?: number;
-  /** Told of the calls of a request refused after authentication (429): for the audit log. */
-  onRefused?: (refused: RefusedCalls) => void;
+  /** Where the limits are counted (default: this replica's own, {@link LocalState}). */
+  state?: SharedState;
+  /** Failed authentication, counted and logged per address (default: logged on stderr). */
+  failures?: AuthFailures;
+  /** How often live work's credentials are checked again (default 1 s). */
+  revocationCheckMs?: number;
 }
 
-/** The calls of one request refused before any session saw them (see {@link HttpIdentityOptions.onRefused}). */
-export interface RefusedCalls {
-  /** Who sent them. */
-  identity: string;
-  /** The identity's workspace (its registry writes the lines). */
-  workspace: string;
-  /** The request's `Mcp-Session-Id`, or `(none)`. */
-  session: string;
-  /** Each `tools/call` of the request: the tool's name and its arguments. */
-  calls: Array<{ name: string; args: unknown }>;
-  /** A word for the audit's `reason` (`rate_limit`). */
-  reason: string;
-  /** The refusal as the client got it. */
-  message: string;
-}
-
-/** A request that may go on: who sent it and the registry its session sees. */
+/** A request that may go on: who sent it, with which credential. */
 export interface Admitted {
   /** The identity's policy. */
   identity: ResolvedIdentity;
+  /** The request's `Authorization` header (its work ends when it is revoked). */
+  credential: string | null;
 }
 
 /** The identity side of one HTTP server. */
 export class HttpIdentity {
+  /** Where limits are counted: this replica, or every replica's Redis. */
+  readonly state: SharedState;
+  /** Ends the work of revoked credentials. */
+  readonly watch: RevocationWatch;
   #o: HttpIdentityOptions;
-  #rates = new RateLimiter();
-  #running = new ConcurrencyLimiter();
+  #failures: AuthFailures;
   #views = new Map<string, { registry: McpRegistry; view: McpRegistry }>();
   #gate?: { readonly waiting: number };
 
   /** The identity side for `options`. */
   constructor(options: HttpIdentityOptions) {
     this.#o = options;
+    this.state = options.state ?? new LocalState();
+    this.#failures = options.failures ??
+      new AuthFailures({ metrics: options.metrics ?? telemetry });
+    const auth = options.authenticator;
+    this.watch = new RevocationWatch((a) => auth.authenticate(a), options.revocationCheckMs);
+    // A revocation heard from any replica ends the work it covers now, not at the next round.
+    this.state.onRevoked(() => void this.watch.check());
+  }
+
+  /** Whether requests carry tokens at all (false: `--no-token`). */
+  get required(): boolean {
+    return this.#o.authenticator.required;
   }
 
   /**
@@ -142,16 +154,19 @@ export class HttpIdentity {
   }
 
   /**
-   * Authenticate `req` and apply its identity's calls per minute (a
-   * `tools/call` on `mcpPath` takes one; a body over `maxBody` is left to the
-   * transport): a Response to send back (401, 403, 429, 500), or who it is.
+   * Authenticate `req`: a Response to send back (401, 403, 500; 503 while
+   * a shared state cannot be reached), or who it is. Refusals are counted
+   * and logged per client address.
    */
-  async admit(req: Request, mcpPath: string, maxBody: number): Promise<Response | Admitted> {
-    const auth = await this.#o.authenticator.authenticate(req.headers.get("authorization"));
+  async admit(req: Request, mcpPath: string): Promise<Response | Admitted> {
+    const credential = req.headers.get("authorization");
+    const auth = await this.#o.authenticator.authenticate(credential);
+    const source = req.headers.get(CLIENT_ADDRESS_HEADER) ?? "(unknown)";
     if (!auth.ok) {
       if (auth.detail) console.error(`corral: authentication: ${auth.detail}`);
+      else this.#failures.record(source, auth.status, escapeField(auth.message, 200));
       const meta = metadataUrl(resourceUrl(req, mcpPath, this.#o.resource ?? null));
-      return _jsonRpcError(auth.status, auth.message, {
+      return refuse(auth.status, auth.message, {
         "WWW-Authenticate": wwwAuthenticate(meta, auth.tokenSent ? auth.message : undefined),
       });
     }
@@ -159,48 +174,54 @@ export class HttpIdentity {
     try {
       identity = this.#o.policy.resolve(auth.identity);
     } catch (err) {
-      if (err instanceof IdentityRefusedError) return _jsonRpcError(403, err.message);
-      throw err;
+      if (!(err instanceof IdentityRefusedError)) throw err;
+      this.#failures.record(source, 403, escapeField(err.message, 200));
+      return refuse(403, err.message);
     }
     if (
       identity.workspace !== this.#o.policy.serverWorkspace &&
       !this.#o.registries?.has(identity.workspace)
     ) {
-      return _jsonRpcError(
-        403,
-        `Forbidden: no workspace is open for "${identity.name}" (${identity.workspace}); ` +
-          'name the identity in corral.json "identities" and restart the server',
-      );
+      const message = `Forbidden: no workspace is open for "${identity.name}" ` +
+        `(${identity.workspace}); name the identity in corral.json "identities" and restart the server`;
+      this.#failures.record(source, 403, escapeField(message, 200));
+      return refuse(403, message);
     }
-    const perMinute = identity.limits.perMinute;
-    const calls = perMinute && req.method === "POST" && new URL(req.url).pathname === mcpPath
-      ? await _callsIn(req, maxBody)
-      : [];
-    if (perMinute && calls.length > 0) {
-      const d = this.#rates.take(identity.name, perMinute);
-      if (!d.ok) {
-        (this.#o.metrics ?? telemetry).recordCall({
-          tool: "(rate limited)",
-          toolset: "",
-          identity: identity.name,
-          outcome: "denied",
-          durationMs: 0,
-        });
-        const message = `Too many requests: "${identity.name}" may make ${perMinute} calls ` +
-          `per minute (identities.${identity.name}.limits.per_minute); retry in ` +
-          `${d.retryAfterSeconds} s`;
-        this.#o.onRefused?.({
-          identity: identity.name,
-          workspace: identity.workspace,
-          session: req.headers.get("mcp-session-id") ?? "(none)",
-          calls,
-          reason: "rate_limit",
-          message,
-        });
-        return _jsonRpcError(429, message, { "Retry-After": String(d.retryAfterSeconds) });
-      }
+    // Fail closed: with shared limits out of reach, no one is let through unlimited.
+    const trouble = this.state.trouble;
+    if (trouble) return refuse(503, `Service unavailable: ${trouble}; retry later`, _RETRY);
+    return { identity, credential };
+  }
+
+  /**
+   * Calls per minute: take one from `who`'s bucket for each of `calls`
+   * (each call of a batch counts). Undefined when it has no such limit; a
+   * ticket for what was granted (`granted` 0: answer 429 with its
+   * `retryAfterSeconds`); a 503 when a shared state cannot be reached.
+   */
+  async takeCalls(who: Admitted, calls: number): Promise<CallTicket | Response | undefined> {
+    const { name, limits } = who.identity;
+    const perMinute = limits.perMinute;
+    if (!perMinute || calls === 0) return undefined;
+    let grant;
+    try {
+      grant = await this.state.takeCalls(name, perMinute, calls);
+    } catch (err) {
+      return refuse(503, `Service unavailable: ${(err as Error).message}; retry later`, _RETRY);
     }
-    return { identity };
+    const message = `Too many requests: "${name}" may make ${perMinute} calls per minute ` +
+      `(identities.${name}.limits.per_minute, counted in ${this.state.where}); retry in ` +
+      `${grant.retryAfterSeconds} s`;
+    if (grant.granted < calls) {
+      (this.#o.metrics ?? telemetry).recordCall({
+        tool: "(rate limited)",
+        toolset: "",
+        identity: name,
+        outcome: "denied",
+        durationMs: 0,
+      });
+    }
+    return new CallTicket(grant.granted, message, grant.retryAfterSeconds);
   }
 
   /**
@@ -215,109 +236,24 @@ export class HttpIdentity {
     }
     const hit = this.#views.get(identity.name);
     if (hit && hit.registry === registry) return hit.view;
-    const view = identityRegistry(registry, identity, this.#running, this.#o.metrics);
+    const view = identityRegistry(registry, identity, this.#o.metrics);
     if (this.#views.size >= 10_000) this.#views.clear(); // many JWT subjects: views are cheap
     this.#views.set(identity.name, { registry, view });
     return view;
   }
+
+  /** Stop watching and report what was counted (the server closes). */
+  close(): void {
+    this.watch.close();
+    this.#failures.flush();
+  }
 }
 
-/**
- * `registry` as `identity` sees it: only the tools it may use are listed
- * or callable (another is an unknown tool, with "did you mean" among its
- * own); at most `limits.concurrent` of its calls run at once; each call's
- * questions are capped; every call is traced and counted under its name.
- */
-export function identityRegistry(
-  registry: McpRegistry,
-  identity: ResolvedIdentity,
-  running: ConcurrencyLimiter = new ConcurrencyLimiter(),
-  metrics: CorralMetrics = telemetry,
-): McpRegistry {
-  const { access, limits, name: who } = identity;
-  const own = (): string[] => access.filter(registry.list()).map((t) => t.name);
-  // identities.<name>.share_sandboxes: every session of it is one principal, whose
-  // sandboxes close when the last session that called ends (or when idle).
-  const shared = identity.shareSandboxes ? sharedPrincipal(who) : undefined;
-  const calling = new Set<string>();
-  return {
-    loaded: () => access.filter(registry.loaded()),
-    list: () => access.filter(registry.list()),
-    // A session that ends closes its sandboxes through the view too.
-    endPrincipal: (principal) => {
-      if (shared === undefined) return registry.endPrincipal?.(principal) ?? Promise.resolve();
-      calling.delete(principal);
-      if (calling.size > 0) return Promise.resolve();
-      return registry.endPrincipal?.(shared) ?? Promise.resolve();
-    },
-    // A refusal names who was refused, whatever the session said.
-    auditRefusal: (name, args, options, reason, message) =>
-      registry.auditRefusal?.(name, args, { ...options, identity: who }, reason, message) ??
-        Promise.resolve(),
-    unknownToolMessage: (name) => {
-      const near = closestNames(name, own(), 3, Math.max(2, Math.floor(name.length / 3)));
-      return `Unknown tool "${name}"` + (near.length ? ` (did you mean: ${near.join(", ")}?)` : "");
-    },
-    call: async (name, args, options = {}) => {
-      const tool = registry.list().find((t) => t.name === name);
-      if (!tool || !access.allows(tool)) {
-        throw new TypeError(`Unknown tool "${name}"`);
-      }
-      const session = options.session ?? options.principal;
-      if (shared !== undefined) {
-        if (options.principal !== undefined && options.principal !== shared) {
-          calling.add(options.principal);
-        }
-        options = { ...options, principal: shared, session };
-      }
-      const info = { tool: name, toolset: tool.toolset, identity: who, session };
-      const release = limits.concurrent ? running.tryAcquire(who, limits.concurrent) : () => {};
-      if (!release) {
-        const message = `"${who}" already has ${limits.concurrent} calls running ` +
-          `(identities.${who}.limits.concurrent); try again when one ends`;
-        await registry.auditRefusal?.(name, args, { ...options, identity: who }, "limits", message)
-          .catch(() => {});
-        return await traceCall(
-          info,
-          () => Promise.resolve({ success: false, error: `Cannot run tool "${name}": ${message}` }),
-          () => "denied",
-          metrics,
-        );
-      }
-      const budget = new AskBudget(limits);
-      const onAsk = options.onAsk &&
-        ((
-          kind: Parameters<NonNullable<typeof options.onAsk>>[0],
-          params: unknown,
-          signal?: AbortSignal,
-        ) => {
-          const why = budget.take(kind === "sample" ? "sampling" : "elicitation");
-          return why ? Promise.reject(new Error(why)) : options.onAsk!(kind, params, signal);
-        });
-      try {
-        return await traceCall(
-          info,
-          // The audit line names who called (core/registry/call_audit.ts).
-          () => registry.call(name, args, { ...options, identity: who, onAsk }),
-          // The audit's outcome: failure (the tool's answer), error or denied (core/guard/audit.ts).
-          outcomeOf,
-          metrics,
-        );
-      } finally {
-        release();
-      }
-    },
-  };
-}
-
-/** The principal of an identity's sessions when they share sandboxes (and of its stateless calls). */
-export function sharedPrincipal(identity: string): string {
-  return `identity:${identity}`;
-}
+const _RETRY = { "Retry-After": "5" };
 
 /**
  * The identity side of an HTTP server from corral.json: the default token
- * (the identity `default`), the tokens file, the JWKS, the identities.
+ * (the operator, `@operator`), the tokens file, the JWKS, the identities.
  * `--no-token` (no default token) cannot go with identities or a JWKS.
  */
 export async function httpIdentityFromConfig(
@@ -330,7 +266,12 @@ export async function httpIdentityFromConfig(
     metricsToken?: string;
     onScrape?: () => void;
     registries?: Map<string, McpRegistry>;
-    onRefused?: (refused: RefusedCalls) => void;
+    /** Where limits are counted (default: this replica's own). */
+    state?: SharedState;
+    /** Failed authentication: counted and logged per address. */
+    failures?: AuthFailures;
+    /** How often live work's credentials are checked again (default 1 s). */
+    revocationCheckMs?: number;
   },
 ): Promise<HttpIdentity> {
   const team = Object.keys(config.identities).length > 0 || config.auth.jwks !== null;
@@ -338,14 +279,17 @@ export async function httpIdentityFromConfig(
     throw new ConfigError(
       "identities and auth.jwks in corral.json need the server's own token too (--token, " +
         "CORRAL_MCP_TOKEN, or on loopback the one corral makes): without it (--no-token) every " +
-        'caller would be "default"',
+        'caller would be the operator ("@operator")',
     );
   }
+  const state = options.state ?? new LocalState();
   const authenticator = options.defaultToken
     ? new Authenticator({
       defaultToken: options.defaultToken,
       tokens: new TokenStore(config.auth.tokensFile),
       jwt: config.auth.jwks ? await JwtVerifier.create(config.auth.jwks) : undefined,
+      operatorIdentities: config.auth.operatorIdentities,
+      revokedAt: (name) => state.revokedAt(name),
     })
     : new Authenticator({});
   return new HttpIdentity({
@@ -356,7 +300,9 @@ export async function httpIdentityFromConfig(
     resource: config.auth.resource,
     authorizationServers: config.auth.authorizationServers,
     onScrape: options.onScrape,
-    onRefused: options.onRefused,
+    state,
+    failures: options.failures,
+    revocationCheckMs: options.revocationCheckMs,
   });
 }
 
@@ -368,65 +314,5 @@ export function teamPolicy(
   return new IdentityPolicy(config.identities, {
     serverWorkspace,
     workspacesDir: config.auth.workspacesDir,
-  });
-}
-
-/**
- * The `tools/call` requests a JSON-RPC body holds. A copy of the body is
- * read, at most `maxBytes` of it: a larger one holds none (the transport
- * refuses it whole).
- */
-async function _callsIn(
-  req: Request,
-  maxBytes: number,
-): Promise<Array<{ name: string; args: unknown }>> {
-  if (!req.body) return [];
-  const reader = req.clone().body!.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    size += value.length;
-    if (size > maxBytes) {
-      // Not awaited: a tee branch's cancel settles only once the other branch is done too.
-      reader.cancel().catch(() => {});
-      return [];
-    }
-    chunks.push(value);
-  }
-  let body: unknown;
-  try {
-    body = JSON.parse(new TextDecoder().decode(_concat(chunks, size)));
-  } catch {
-    return []; // the transport answers a parse error
-  }
-  const list = (Array.isArray(body) ? body : [body]) as Array<
-    { method?: unknown; params?: { name?: unknown; arguments?: unknown } } | null
-  >;
-  return list.filter((m) => m?.method === "tools/call").map((m) => ({
-    name: String(m?.params?.name ?? ""),
-    args: m?.params?.arguments ?? {},
-  }));
-}
-
-function _concat(chunks: Uint8Array[], size: number): Uint8Array {
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
-}
-
-function _jsonRpcError(
-  status: number,
-  message: string,
-  headers: Record<string, string> = {},
-): Response {
-  return Response.json({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }, {
-    status,
-    headers,
   });
 }

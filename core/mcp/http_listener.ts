@@ -15,6 +15,9 @@ export interface ListenOptions {
   port: number;
   headTimeoutMs?: number;
   maxConnsPerClient?: number;
+  maxConns?: number;
+  bodyTimeoutMs?: number;
+  minBodyRate?: number;
 }
 
 /** The front and the server behind it (not yet started: call `front.start()`). */
@@ -28,9 +31,9 @@ export function listenHttp(
   options: ListenOptions,
   handle: (req: Request) => Promise<Response>,
 ): HttpListener {
-  const { hostname, port, headTimeoutMs, maxConnsPerClient } = options;
+  const { hostname, port } = options;
   try {
-    const front = listenFront({ hostname, port, headTimeoutMs, maxConnsPerClient });
+    const front = listenFront(options);
     const httpServer = Deno.serve({
       path: front.socket,
       onListen: () => {/* the caller prints the URL */},

@@ -17,6 +17,10 @@ function _fakeServer(running: { n: number }, closed: string[], name: string): Co
       closed.push(name);
       return Promise.resolve();
     },
+    revoke: () => {
+      closed.push(`${name} (revoked)`);
+      return Promise.resolve();
+    },
   };
 }
 
@@ -58,21 +62,28 @@ Deno.test("idle expiry never ends a session with a call in flight, and ends it o
         },
       };
     };
-    const a = await sessions.open(real(busy, "busy"), init(1), undefined, 1 << 20);
-    const b = await sessions.open(real(idle, "idle"), init(2), undefined, 1 << 20);
+    const open = (state: { n: number }, name: string, id: number) =>
+      sessions.open(real(state, name), undefined, undefined, (t) => t.handleRequest(init(id)));
+    const a = await open(busy, "busy", 1);
+    const b = await open(idle, "idle", 2);
     const busyId = a.headers.get("mcp-session-id")!;
     const idleId = b.headers.get("mcp-session-id")!;
     await a.body?.cancel();
     await b.body?.cancel();
     assert.ok(busyId && idleId);
-    // Well past the idle time: the idle one goes, the busy one stays (many sweeps).
+    // Well past the idle time: the idle one goes, the busy one stays (many sweeps). Pings
+    // (requests that are not use) do not keep the idle one alive.
     for (let i = 0; i < 5; i++) {
       await new Promise((r) => setTimeout(r, 60));
+      sessions.find(idleId, undefined, false);
       sessions.expire();
     }
     assert.deepEqual(closed, ["idle"]);
-    assert.ok(sessions.find(busyId, undefined), "the session with a call in flight was expired");
-    assert.equal(sessions.find(idleId, undefined), undefined);
+    assert.ok(
+      sessions.find(busyId, undefined, false),
+      "the session with a call in flight was expired",
+    );
+    assert.equal(sessions.find(idleId, undefined, false), undefined);
     // Its call ends: from then on it is idle like any other.
     busy.n = 0;
     await new Promise((r) => setTimeout(r, 80));

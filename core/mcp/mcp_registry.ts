@@ -6,7 +6,7 @@
  */
 import type { RegistryCallOptions, ToolInfo } from "../registry/registry.ts";
 import type { ToolResult } from "../tool/result.ts";
-import type { HostedServers } from "../hosted/hosted_servers.ts";
+import type { HostedResources } from "./hosted_resources.ts";
 
 /** The registry an MCP server serves. */
 export interface McpRegistry {
@@ -28,6 +28,6 @@ export interface McpRegistry {
     reason: string,
     message: string,
   ): Promise<void>;
-  /** Hosted MCP servers: their resources and prompts are served too (core/hosted/). */
-  hosted?: HostedServers;
+  /** Hosted MCP servers: their resources and prompts are served too (./hosted_resources.ts). */
+  hosted?: HostedResources;
 }

@@ -20,7 +20,12 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 // @ts-types="@modelcontextprotocol/sdk/shared/transport"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { corralVersion } from "../config/version.ts";
-import { CallGate, DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUE } from "./call_gate.ts";
+import {
+  CallGate,
+  DEFAULT_MAX_CONCURRENT,
+  DEFAULT_MAX_QUEUE,
+  type GateCaller,
+} from "./call_gate.ts";
 import { serveHostedResources } from "./hosted_resources.ts";
 import { LogLevel } from "./log_level.ts";
 import type { McpRegistry } from "./mcp_registry.ts";
@@ -56,6 +61,8 @@ export interface McpServerOptions {
   principal?: string;
   /** Who this session is, for the audit log (an HTTP identity; default `local`). */
   identity?: string;
+  /** This session's caller at the gate: its own queue and caps (default: none of its own). */
+  caller?: GateCaller;
 }
 
 export { DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUE } from "./call_gate.ts";
@@ -70,6 +77,11 @@ export interface CorralMcpServer {
   notifyToolsChanged(): Promise<void>;
   /** Close the connection (and end its own principal). */
   close(): Promise<void>;
+  /**
+   * Its credential was revoked: its calls stop at once (audited `denied`,
+   * `revoked`), then it closes like {@link close}.
+   */
+  revoke(reason: Error): Promise<void>;
   /** Whom its calls are for: no other session's calls share their sandboxes. */
   readonly principal: string;
   /** Its calls running now: a session with a call in flight is not idle. */
@@ -114,6 +126,7 @@ export function createMcpServer(
     gate,
     principal,
     identity: options.identity,
+    caller: options.caller,
     elicitation: options.elicitation,
     logLevel,
   });
@@ -159,6 +172,12 @@ function _session(
       await server.sendToolListChanged().catch(() => {/* not connected any more */});
     },
     async close() {
+      connected = false;
+      await server.close();
+      principal.end();
+    },
+    async revoke(reason) {
+      principal.revoke(reason);
       connected = false;
       await server.close();
       principal.end();

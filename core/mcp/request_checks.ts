@@ -45,7 +45,7 @@ export function requestChecks(
     if (forbidden) return forbidden;
     let who: Admitted | undefined;
     if (team) {
-      const answered = await team.route(req, path) ?? await team.admit(req, path, maxBody);
+      const answered = await team.route(req, path) ?? await team.admit(req, path);
       if (answered instanceof Response) return answered;
       who = answered;
     } else {

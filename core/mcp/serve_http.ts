@@ -2,11 +2,13 @@
  * MCP over Streamable HTTP at `/mcp`, with `Deno.serve`: sessions (or
  * none, `stateless`, for load balancers), and the checks every request
  * passes first: Host and Origin against DNS rebinding, the bearer token,
- * the path and the body size.
+ * the path and the body size; then, with identities, the identity's
+ * connections, its calls per minute (each call counts) and its sessions.
  *
  * Put together here from one file per concern: listening
- * (./http_listener.ts, ./listen_address.ts), the checks
- * (./request_checks.ts, identities in ./http_identity.ts), sessions
+ * (./http_listener.ts, ./http_front.ts, ./listen_address.ts), the checks
+ * (./request_checks.ts, identities in ./http_identity.ts, their caps in
+ * ./identity_caps.ts), the body (./rpc_body.ts), sessions
  * (./http_sessions.ts, ./session_request.ts) or none
  * (./stateless_request.ts), the instance's call gate (./call_gate.ts).
  *
@@ -14,9 +16,17 @@
  */
 import { ConfigError } from "../tool/errors.ts";
 import { CallGate, DEFAULT_MAX_QUEUE } from "./call_gate.ts";
+import { ticketAuth } from "./call_ticket.ts";
 import type { Admitted, HttpIdentity } from "./http_identity.ts";
 import { type HttpListener, listenHttp } from "./http_listener.ts";
+import { refuse } from "./http_refusal.ts";
 import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_MS, HttpSessions } from "./http_sessions.ts";
+import {
+  type IdentityCaps,
+  identityCaps,
+  type IdentityDefaults,
+  identityDefaults,
+} from "./identity_caps.ts";
 import { isLoopback } from "./listen_address.ts";
 import {
   type CorralMcpServer,
@@ -27,8 +37,9 @@ import {
   type McpServerOptions,
 } from "./mcp_server.ts";
 import { requestChecks } from "./request_checks.ts";
-import { serveInSession } from "./session_request.ts";
-import { serveStateless } from "./stateless_request.ts";
+import { readRpcBody, type RpcBody } from "./rpc_body.ts";
+import { serveInSession, sessionPrincipal } from "./session_request.ts";
+import { serveStateless, statelessBusy } from "./stateless_request.ts";
 
 export { isLoopback, parseListenAddress } from "./listen_address.ts";
 export { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_MS } from "./http_sessions.ts";
@@ -60,6 +71,14 @@ export interface McpHttpOptions extends McpServerOptions {
   headTimeoutMs?: number;
   /** Connections at once from one client address (default 256); beyond it 429, closed. */
   maxConnsPerClient?: number;
+  /** Connections at once in all (default 1024); beyond it 503, closed. */
+  maxConns?: number;
+  /** A request body must be whole this long after its head (default 30 s); else 408. */
+  bodyTimeoutMs?: number;
+  /** Bytes a second a body must average after 5 s (default 1024); else 408. */
+  minBodyRate?: number;
+  /** What one identity may hold at once, for identities without limits of their own. */
+  identityDefaults?: Partial<IdentityDefaults>;
   /**
    * Identities (./http_identity.ts): every request's token names one, which
    * decides its tools, workspace and limits; it replaces the `token` check,
@@ -82,7 +101,8 @@ export interface McpHttpHandle extends McpHandle {
  * Serve over Streamable HTTP at `/mcp` with `Deno.serve`. Binding a
  * non-loopback address without a token throws a {@link ConfigError}.
  * Requests are checked in this order: Host and Origin (403), bearer token
- * (401), path (404), body size (413).
+ * (401), path (404), body size (413), the identity's connections (429),
+ * its calls per minute (429).
  */
 export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHttpHandle {
   const { hostname, loopback, token, maxBody, maxConcurrent } = _settings(options);
@@ -90,11 +110,13 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
   const gate = new CallGate(maxConcurrent, options.maxQueue ?? DEFAULT_MAX_QUEUE);
   const path = options.path ?? "/mcp";
   const team = options.team;
+  const defaults = identityDefaults(maxConcurrent, options.identityDefaults);
   // Telemetry: the identities' /metrics shows the calls waiting at the gate.
   team?.observeGate(gate);
   const sessions = new HttpSessions(
     options.maxSessions ?? DEFAULT_MAX_SESSIONS,
     options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS,
+    team,
   );
   const check = requestChecks({
     loopback,
@@ -106,20 +128,146 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
   });
   const newServer = _serverFactory(registry, { ...options, gate }, team);
   const stateless = options.stateless === true;
+  const conns = new Map<string, number>();
   const handle = async (req: Request): Promise<Response> => {
     const caller = await check(req);
     if (caller instanceof Response) return caller;
     const { who } = caller;
     if (stateless) {
-      return await serveStateless(req, gate, who, maxBody, (more) => newServer(who, more));
+      const busy = statelessBusy(req, gate);
+      if (busy) return busy;
     }
-    const res = await serveInSession(req, sessions, who, maxBody, () => newServer(who, {}));
+    const caps = who ? identityCaps(who.identity, defaults) : undefined;
+    // An identity holds at most its own number of requests in flight (open streams too).
+    const release = who && caps ? _holdConn(conns, who, caps) : () => {};
+    if (typeof release !== "function") {
+      // Audited (counted per window) like a refused call: the request's calls are unread.
+      team!.registryFor(registry, who!.identity)
+        .auditRefusal?.("(request)", null, { session: "(none)" }, "connections", release.message)
+        .catch(() => {});
+      return release.response;
+    }
+    let res: Response;
+    try {
+      res = await _serve(req, who, caps);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    return _whenDone(res, release);
+  };
+  const _serve = async (req: Request, who?: Admitted, caps?: IdentityCaps) => {
+    let body: RpcBody | undefined;
+    if (req.method === "POST") {
+      const read = await readRpcBody(req, maxBody);
+      if (read instanceof Response) return read;
+      body = read;
+    }
+    // Refused whole, before any call is dispatched: calls of a caller whose queue is full (a
+    // flood costs one answer a request, not one a call), and calls beyond its rate.
+    const refused = (reason: string, message: string, retry: number) => {
+      // Each refused call is audited (counted per window) under the caller's own principal.
+      const view = team!.registryFor(registry, who!.identity);
+      const session = stateless
+        ? `identity:${who!.identity.name}`
+        : sessionPrincipal(req, sessions, who);
+      for (const c of body!.calls) {
+        view.auditRefusal?.(c.name, c.args, { session }, reason, message).catch(() => {});
+      }
+      return refuse(429, message, { "Retry-After": String(retry) });
+    };
+    // A caller with no room waits a moment for some (its flood slowed to what its calls free).
+    if (who && caps && body?.calls.length && !(await gate.roomFor(caps.gate, _ROOM_WAIT_MS))) {
+      return refused("limits", `Too many requests: ${gate.refusal(caps.gate)}`, 1);
+    }
+    const ticket = who && team && body ? await team.takeCalls(who, body.calls.length) : undefined;
+    if (ticket instanceof Response) return ticket;
+    if (ticket && ticket.granted === 0) {
+      return refused("rate_limit", ticket.message, ticket.retryAfterSeconds);
+    }
+    const authInfo = ticketAuth(ticket);
+    if (stateless) {
+      return await serveStateless(req, {
+        who,
+        body,
+        authInfo,
+        watch: team?.watch,
+        endPrincipal: (p) =>
+          who
+            ? team!.registryFor(registry, who.identity).endPrincipal?.(p) ?? Promise.resolve()
+            : Promise.resolve(),
+      }, (more) => newServer(who, caps, more));
+    }
+    const res = await serveInSession(
+      { req, who, body, authInfo, maxSessions: caps?.sessions },
+      sessions,
+      () => newServer(who, caps, {}),
+    );
     // An open GET stream ends once its token no longer names its identity (revoked, expired).
     return team && who ? team.watchStream(req, res, who) : res;
   };
   const listener = listenHttp({ ...options, hostname }, handle);
   listener.front.start();
-  return _running(listener, sessions, path);
+  return _running(listener, sessions, path, team);
+}
+
+/** How long a request of calls waits for room in its caller's queue before its 429. */
+const _ROOM_WAIT_MS = 1_000;
+
+/** Count a request of `who` in flight: its release, or a 429 (and why) beyond its connections. */
+function _holdConn(
+  conns: Map<string, number>,
+  who: Admitted,
+  caps: IdentityCaps,
+): (() => void) | { response: Response; message: string } {
+  const name = who.identity.name;
+  const n = conns.get(name) ?? 0;
+  if (n >= caps.connections) {
+    const message = `Too many connections: "${name}" may have ${caps.connections} requests ` +
+      `in flight (identities.${name}.limits.connections or --max-identity-conns); retry later`;
+    return { response: refuse(429, message, { "Retry-After": "1" }), message };
+  }
+  conns.set(name, n + 1);
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    const left = (conns.get(name) ?? 1) - 1;
+    if (left > 0) conns.set(name, left);
+    else conns.delete(name);
+  };
+}
+
+/** `res`, with `done` called once its body has ended (or was cancelled), or at once without one. */
+function _whenDone(res: Response, done: () => void): Response {
+  if (!res.body) {
+    done();
+    return res;
+  }
+  const reader = res.body.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(c) {
+      try {
+        const { value, done: end } = await reader.read();
+        if (end) {
+          done();
+          c.close();
+        } else c.enqueue(value);
+      } catch (err) {
+        done();
+        c.error(err);
+      }
+    },
+    cancel(reason) {
+      done();
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(body, {
+    status: res.status,
+    statusText: res.statusText,
+    headers: res.headers,
+  });
 }
 
 /** The handle of a started server: its address, and closing sessions, then listener. */
@@ -127,6 +275,7 @@ function _running(
   { front, httpServer }: HttpListener,
   sessions: HttpSessions,
   path: string,
+  team: HttpIdentity | undefined,
 ): McpHttpHandle {
   const addr = front.addr;
   const shown = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
@@ -139,6 +288,7 @@ function _running(
     notifyToolsChanged: () => sessions.notifyToolsChanged(),
     close: () => {
       closing ??= (async () => {
+        team?.close();
         await sessions.closeAll();
         await httpServer.shutdown();
         front.close();
@@ -172,17 +322,23 @@ function _settings(options: McpHttpOptions) {
 
 /**
  * A new MCP server for a caller: with identities, over only its identity's
- * tools in its workspace (`registryFor`), its calls audited as it.
+ * tools in its workspace (`registryFor`), its calls audited as it, in its
+ * own queue at the gate.
  */
 function _serverFactory(
   registry: McpRegistry,
   serverOptions: McpServerOptions,
   team: HttpIdentity | undefined,
-): (who: Admitted | undefined, more: McpServerOptions) => CorralMcpServer {
-  return (who, more) =>
+): (
+  who: Admitted | undefined,
+  caps: IdentityCaps | undefined,
+  more: McpServerOptions,
+) => CorralMcpServer {
+  return (who, caps, more) =>
     createMcpServer(who ? team!.registryFor(registry, who.identity) : registry, {
       ...serverOptions,
       ...more,
       ...(who ? { identity: who.identity.name } : {}),
+      ...(caps ? { caller: caps.gate } : {}),
     });
 }

@@ -8,11 +8,13 @@
  */
 import { join } from "node:path";
 import { configDir } from "../config/install_dir.ts";
+import { ownedFileProblem } from "../guard/owned_file.ts";
 
 /**
  * The token in `dir/mcp-token` (or `dir/NAME`, e.g. `metrics-token`), made
  * when missing (32 random bytes, hex).
- * A file that others may read is refused: its token is replaced.
+ * A file that others may read, or that another user owns (they could put
+ * their own token in it, and be the operator), is refused: its token is replaced.
  *
  * @example
  * ```ts
@@ -33,7 +35,8 @@ export async function serverToken(
   try {
     const st = await Deno.stat(file);
     const token = (await Deno.readTextFile(file)).trim();
-    if (st.isFile && ((st.mode ?? 0) & 0o077) === 0 && /^[0-9a-f]{32,}$/.test(token)) {
+    const problem = ownedFileProblem(file, st, { what: name, secret: true, rootOwned: false });
+    if (!problem && /^[0-9a-f]{32,}$/.test(token)) {
       return { token, file, created: false };
     }
   } catch { /* none yet */ }

@@ -13,6 +13,7 @@ export class SessionPrincipal {
   #ended = false;
   /** Calls of this session running now (an idle sweep never ends a busy session). */
   running = 0;
+  readonly #stop = new AbortController();
 
   /**
    * `given`: a principal from outside, kept when the session closes;
@@ -25,9 +26,22 @@ export class SessionPrincipal {
     this.name = given ?? `session:${crypto.randomUUID()}`;
   }
 
-  /** True once its own principal has ended: a call arriving now starts nothing. */
+  /** True once its own principal has ended (or was revoked): a call arriving now starts nothing. */
   get ended(): boolean {
-    return this.#ended;
+    return this.#ended || this.#stop.signal.aborted;
+  }
+
+  /** Aborted when the session's credential is revoked: every call of the session stops. */
+  get signal(): AbortSignal {
+    return this.#stop.signal;
+  }
+
+  /**
+   * The session's credential was revoked: its calls stop now (the abort's
+   * reason says so, for the audit), and no new call starts.
+   */
+  revoke(reason: Error): void {
+    if (!this.#stop.signal.aborted) this.#stop.abort(reason);
   }
 
   /** End its own principal (once): its sandboxes close, with all they started. */

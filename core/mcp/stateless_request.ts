@@ -4,25 +4,37 @@
  * unread, so that a balancer can retry elsewhere), else served on its own
  * with one JSON answer. Its principal is its caller: the identity, or a
  * digest of its bearer token, so its requests share sandboxes, no one
- * else's do.
+ * else's do. While it runs it is live work of its credential: revoked, its
+ * calls stop and its identity's sandboxes close.
  *
  * @module
  */
 // @ts-types="@modelcontextprotocol/sdk/server/webStandardStreamableHttp"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+// @ts-types="@modelcontextprotocol/sdk/server/auth/types"
+import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
+import { CredentialRevokedError } from "../tool/errors.ts";
 import type { CallGate } from "./call_gate.ts";
 import type { Admitted } from "./http_identity.ts";
 import { refuse } from "./http_refusal.ts";
+import { sharedPrincipal } from "./identity_registry.ts";
 import type { CorralMcpServer, McpServerOptions } from "./mcp_server.ts";
+import type { RevocationWatch } from "./revocation_watch.ts";
+import type { RpcBody } from "./rpc_body.ts";
 
-/** Serve `req` (checked) from `who` on its own; `newServer` makes its MCP server. */
-export async function serveStateless(
-  req: Request,
-  gate: CallGate,
-  who: Admitted | undefined,
-  maxBody: number,
-  newServer: (more: McpServerOptions) => CorralMcpServer,
-): Promise<Response> {
+/** A stateless request's caller: who, its parsed body, its call ticket. */
+export interface StatelessCaller {
+  who?: Admitted;
+  body?: RpcBody;
+  authInfo?: AuthInfo;
+  /** Ends its work when its credential is revoked. */
+  watch?: RevocationWatch;
+  /** Close a principal's sandboxes (the identity's registry view). */
+  endPrincipal?: (principal: string) => Promise<void>;
+}
+
+/** Refused before its body is read while every slot and the queue are full: a 429. */
+export function statelessBusy(req: Request, gate: CallGate): Response | undefined {
   if (req.method !== "POST") {
     return refuse(405, "Method not allowed: a stateless server only takes POST", {
       Allow: "POST",
@@ -35,21 +47,43 @@ export async function serveStateless(
       "Retry-After": "1",
     });
   }
+  return undefined;
+}
+
+/** Serve `req` (checked) from `c.who` on its own; `newServer` makes its MCP server. */
+export async function serveStateless(
+  req: Request,
+  c: StatelessCaller,
+  newServer: (more: McpServerOptions) => CorralMcpServer,
+): Promise<Response> {
   // A stateless caller is its bearer token: its requests share sandboxes, no one else's do.
   // With identities, a stateless caller is its identity (a JWT may be renewed).
-  const principal = who
-    ? `identity:${who.identity.name}`
+  const principal = c.who
+    ? sharedPrincipal(c.who.identity.name)
     : await _callerKey(req.headers.get("authorization"));
   const mcp = newServer({ elicitation: false, principal });
   const transport = new WebStandardStreamableHTTPServerTransport({
-    maxRequestBodySize: maxBody,
     sessionIdGenerator: undefined,
     // One JSON answer per request, no event stream: a replica that dies mid-call
     // gives the balancer and the client an error, never a stream left open.
     enableJsonResponse: true,
   });
   await mcp.connect(transport);
-  return await transport.handleRequest(req);
+  const who = c.who;
+  const unhold = who && c.watch?.hold({
+    identity: who.identity.name,
+    credential: () => who.credential,
+    end: (why) => {
+      console.error(`corral: stopped a request of "${who.identity.name}": ${why}`);
+      mcp.revoke(new CredentialRevokedError(who.identity.name)).catch(() => {});
+      c.endPrincipal?.(principal).catch(() => {});
+    },
+  });
+  try {
+    return await transport.handleRequest(req, { parsedBody: c.body?.parsed, authInfo: c.authInfo });
+  } finally {
+    unhold?.();
+  }
 }
 
 /** The principal of a stateless caller: a digest of its credentials (never the token itself). */

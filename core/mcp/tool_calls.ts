@@ -1,8 +1,10 @@
 /**
- * `tools/call`: an unknown name is refused (audited `denied`), the call
- * waits for a slot of the instance's gate (beyond its queue a tool error,
- * audited), then runs in the registry with the call's notifications and
- * asks; its result is mapped to MCP.
+ * `tools/call`: an unknown name is refused (audited `denied`), a call
+ * beyond what its request's rate ticket holds is refused (`rate_limit`),
+ * the call waits for a slot of the instance's gate in its caller's queue
+ * (served round robin; beyond the caller's or the instance's queue a tool
+ * error, audited), then runs in the registry with the call's notifications
+ * and asks; its result is mapped to MCP. A revoked session's calls stop.
  *
  * @module
  */
@@ -16,7 +18,8 @@ import {
   McpError,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { ToolResult } from "../tool/result.ts";
-import type { CallGate } from "./call_gate.ts";
+import type { CallGate, GateCaller } from "./call_gate.ts";
+import { ticketOf } from "./call_ticket.ts";
 import type { CallExtra } from "./call_extra.ts";
 import { CallNotifications } from "./call_notifications.ts";
 import { callToolResult, errorResult } from "./call_result.ts";
@@ -30,6 +33,8 @@ export interface ToolCallContext {
   registry: McpRegistry;
   /** The instance's gate. */
   gate: CallGate;
+  /** The session's caller at the gate: its queue and caps (default: no caps of its own). */
+  caller?: GateCaller;
   /** The session's principal. */
   principal: SessionPrincipal;
   /** Who the session is, for the audit log. */
@@ -67,9 +72,11 @@ async function _call(
   args: Record<string, unknown>,
   extra: CallExtra,
 ): Promise<CallToolResult> {
-  const release = await _admit(context, name, args, extra.signal);
-  if (typeof release !== "function") return release;
   const { registry, principal, identity } = context;
+  // The caller's revocation stops the call too (its reason tells the audit).
+  const signal = AbortSignal.any([extra.signal, principal.signal]);
+  const release = await _admit(context, name, args, signal, extra);
+  if (typeof release !== "function") return release;
   const notes = new CallNotifications(extra, name, context.logLevel);
   const { confirm, onAsk } = clientAsks(server, extra, context.elicitation);
   let result: ToolResult;
@@ -84,7 +91,7 @@ async function _call(
       // The audit line's session is the principal: one per MCP session (or stateless caller).
       session: principal.name,
       ...(identity ? { identity } : {}),
-      signal: extra.signal,
+      signal,
       onReport: notes.onReport,
       onLog: (text) => notes.log("debug", text),
       confirm,
@@ -103,15 +110,17 @@ async function _call(
 
 /**
  * Refused before the registry runs it, audited here as `denied`: an unknown
- * name (an MCP error), no slot (a tool error). Else the slot's release.
+ * name (an MCP error), beyond the request's rate ticket or with no slot (a
+ * tool error). Else the slot's release.
  */
 async function _admit(
   context: ToolCallContext,
   name: string,
   args: unknown,
   signal: AbortSignal,
+  extra: CallExtra,
 ): Promise<(() => void) | CallToolResult> {
-  const { registry, gate } = context;
+  const { registry, gate, caller } = context;
   const who = {
     principal: context.principal.name,
     session: context.principal.name,
@@ -122,10 +131,15 @@ async function _admit(
     await registry.auditRefusal?.(name, args, who, "unknown_tool", message).catch(() => {});
     throw new McpError(ErrorCode.InvalidParams, message);
   }
-  const release = await gate.acquire(signal);
+  // Calls per minute: each call of the request takes one of what its admission granted.
+  const ticket = ticketOf(extra);
+  if (ticket && !ticket.take()) {
+    await registry.auditRefusal?.(name, args, who, "rate_limit", ticket.message).catch(() => {});
+    return errorResult(`Cannot run tool "${name}": ${ticket.message}`);
+  }
+  const release = await gate.acquire(signal, caller);
   if (release) return release;
-  const message = `too busy: ${gate.running} calls running and ${gate.waiting} waiting ` +
-    `(--max-concurrent ${gate.slots}, --max-queue ${gate.queue}); try again shortly`;
+  const message = gate.refusal(caller);
   await registry.auditRefusal?.(name, args, who, "limits", message).catch(() => {});
   return errorResult(`Cannot run tool "${name}": ${message}`);
 }

@@ -89,12 +89,14 @@ export async function watchPlugins(options: WatchOptions): Promise<PluginWatcher
     const now = registry.sources().filter(_managed).map((s) => s.id);
     let from = order.findIndex((s, i) => stale(s) || now[i] !== s.id);
     if (from === -1) from = order.length;
-    for (const id of now.slice(from)) await registry.removeSource(id);
-    for (const s of order.slice(from)) {
+    const again = order.slice(from);
+    for (const s of again) {
       if (stale(s)) options.log?.(`${known.has(s.id) ? "reloading" : "loading"} ${s.id}`);
-      await registry.addSource(s);
-      if (s.kind === "plugin") known.set(s.id, digests.get(s.id)!);
     }
+    // Discovered first, then swapped in one step: no call sees a state in between.
+    const changedIds = again.filter(stale).map((s) => s.id);
+    await registry.replaceSources(now.slice(from), again, changedIds);
+    for (const s of again) if (s.kind === "plugin") known.set(s.id, digests.get(s.id)!);
     const changed = _fingerprint(registry) !== before;
     if (changed) await options.onChange();
     return changed;

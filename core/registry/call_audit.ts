@@ -10,6 +10,7 @@ import type { SandboxPolicy } from "../config/policy.ts";
 import {
   argShape,
   type AuditLog,
+  type AuditRecord,
   type AuditWho,
   boundedJson,
   canonicalJson,
@@ -20,9 +21,15 @@ import type { EgressRecord } from "../guard/egress.ts";
 import { redact, scrubText } from "../guard/redact.ts";
 import type { AskKind } from "../sandbox/protocol.ts";
 import type { Reporter } from "../tool/reporter.ts";
-import type { ToolResult } from "../tool/result.ts";
+import { CredentialRevokedError } from "../tool/errors.ts";
+import { failure, type ToolResult, withFault } from "../tool/result.ts";
 import type { Catalog } from "./catalog.ts";
-import { type ChangeReport, changesOf, isEmptyReport } from "../layers/change_report.ts";
+import {
+  type ChangeReport,
+  changesOf,
+  isEmptyReport,
+  withChanges,
+} from "../layers/change_report.ts";
 
 const _ENCODER = new TextEncoder();
 /** Bytes of arguments from which node:crypto is worth its load. */
@@ -58,6 +65,30 @@ export function auditWho(
     identity: o.identity ?? LOCAL_IDENTITY,
     session: o.session ?? o.principal ?? LOCAL_IDENTITY,
   };
+}
+
+/**
+ * A call stopped because its caller's token was revoked (its signal's
+ * reason): refused (`denied`, `revoked`) whatever the sandbox said, with
+ * what it changed before it was stopped still attached for its line.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { CredentialRevokedError } from "../tool/errors.ts";
+ * import { faultOf } from "../tool/result.ts";
+ * import { revokedResult } from "./call_audit.ts";
+ * const stop = new AbortController();
+ * stop.abort(new CredentialRevokedError("alice"));
+ * const r = revokedResult({ success: true }, "X", stop.signal);
+ * assert.deepEqual(faultOf(r), { outcome: "denied", reason: "revoked" });
+ * ```
+ */
+export function revokedResult(raw: ToolResult, name: string, signal?: AbortSignal): ToolResult {
+  if (!(signal?.reason instanceof CredentialRevokedError)) return raw;
+  const changed = changesOf(raw);
+  const out = withFault(failure(name, signal.reason.message), "denied", "revoked");
+  return changed ? withChanges(out, changed) : out;
 }
 
 /** The audit lines of one call runner. */
@@ -127,11 +158,11 @@ export class CallAudit {
     const { audit, catalog, reporter, secrets } = this.#o;
     const entry = catalog.anyEntry(name);
     const info = entry?.info;
-    const canonical = _ENCODER.encode(canonicalJson(args ?? null));
-    // Large arguments are hashed natively (short ones at once, in TypeScript).
-    if (canonical.length > _NATIVE_FROM) await useNativeSha256();
-    try {
-      await audit.append({
+    const line = async (): Promise<AuditRecord> => {
+      const canonical = _ENCODER.encode(canonicalJson(args ?? null));
+      // Large arguments are hashed natively (short ones at once, in TypeScript).
+      if (canonical.length > _NATIVE_FROM) await useNativeSha256();
+      return {
         time,
         ...who,
         tool: name,
@@ -149,7 +180,18 @@ export class CallAudit {
         ...(outcome.reason ? { reason: outcome.reason } : {}),
         ...(result.error ? { error: scrubText(result.error, secrets) } : {}),
         ..._changes(result),
-      });
+      };
+    };
+    try {
+      // Refusals (the caller's limits, unknown tools, bad arguments) are counted per identity
+      // and reason rather than written one by one (core/guard/audit_refusals.ts); a
+      // revocation that stopped a call, and a call that changed files, are always written.
+      if (
+        outcome.outcome === "denied" && outcome.reason !== "revoked" && !_changes(result).changes
+      ) {
+        const refused = { identity: who.identity, reason: outcome.reason ?? "", tool: name };
+        await audit.refusal(refused, line);
+      } else await audit.append(await line());
     } catch (err) {
       reporter.line(
         `Warning: ${name} ran, but its audit line could not be written to ${audit.path}: ` +

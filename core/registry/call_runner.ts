@@ -29,7 +29,7 @@ import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
 import type { Catalog, CatalogEntry, ToolInfo, ToolsetSource } from "./catalog.ts";
 import type { HostedCallContext } from "../hosted/hosted_servers.ts";
 import { hostVars } from "./host_vars.ts";
-import { auditWho, CallAudit } from "./call_audit.ts";
+import { auditWho, CallAudit, revokedResult } from "./call_audit.ts";
 import type { ChangeReport } from "../layers/change_report.ts";
 import { sink as telemetry } from "../telemetry/metrics_sink.ts";
 
@@ -151,6 +151,7 @@ export class CallRunner {
       await this.#audit!.call(who, name, args, time, started, thrown, { outcome, reason });
       throw err;
     }
+    raw = revokedResult(raw, name, options.signal); // its caller's token revoked: refused
     // Classified before cleaning: the marks of core/tool/result.ts are on this object only...
     const outcome = classifyResult(raw);
     let result = this.#clean(raw, name);
@@ -204,8 +205,9 @@ export class CallRunner {
     await this.#pool.closeKeys((key) => key.startsWith(`${id}|`));
   }
 
-  /** Stop every sandbox. */
+  /** Stop every sandbox; the refusals counted so far are written. */
   async close(): Promise<void> {
+    this.#options.audit?.flush();
     await this.#pool.close();
   }
 

@@ -1,9 +1,9 @@
 /**
- * Every grant path there is: what each sandbox's namespace pins where it
- * lies inside that sandbox's write grant (core/guard/namespace.ts), so that
- * a tool with a wide write grant cannot swap a narrower sandbox's folder,
- * or a folder above it, for a symlink. And the folders of the plugin
- * sources, which the trust base protects.
+ * Every grant path there is: no sandbox's write layer may apply a link at
+ * or above one (core/layers/change_rules.ts), so that a tool with a wide
+ * write grant cannot swap a narrower sandbox's folder, or a folder above it,
+ * for a symlink. And the folders of the plugin sources, which the trust
+ * base protects.
  *
  * @module
  */

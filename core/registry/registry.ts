@@ -12,8 +12,7 @@
  * @module
  */
 import { dirname, join, resolve } from "node:path";
-import { checkWrites, trustBase, type TrustedPath } from "../config/trust_base.ts";
-import type { Grant } from "../tool/tool.ts";
+import { trustBase, type TrustedPath } from "../config/trust_base.ts";
 import { loadPolicy, type Policy } from "../config/policy.ts";
 import { AuditLog } from "../guard/audit.ts";
 import { findBwrap } from "../guard/jail.ts";
@@ -35,7 +34,8 @@ import { CallRunner, type RegistryCallOptions } from "./call_runner.ts";
 import { Catalog, type LoadProblem, type ToolInfo, type ToolsetSource } from "./catalog.ts";
 import { Discovery } from "./discovery.ts";
 import { defaultCacheDir } from "./discovery_cache.ts";
-import { grantPaths, pluginRoots } from "./grant_paths.ts";
+import { pluginRoots } from "./grant_paths.ts";
+import { checkSourceTrust, sandboxNamespace } from "./sandbox_namespace.ts";
 import { HostedServers } from "../hosted/hosted_servers.ts";
 import { serversDir } from "../hosted/servers_dir.ts";
 import { serverMetas, serverSource } from "./server_toolsets.ts";
@@ -127,18 +127,7 @@ export class Registry {
       ...(options.servers?.length ? [{ path: installs, what: "the hosted servers" }] : []),
       ...(approvals ? [{ path: approvals, what: "the approvals" }] : []),
     ];
-    const namespace = (source: ToolsetSource, grant: Grant) => {
-      if (source.policy.isolation !== "process") return undefined;
-      if (this.#catalog.confine(source, grant).status !== "bwrap" || !bwrap) return undefined;
-      const trusted = [...this.trusted, ...pluginRoots(this.#catalog.sources())];
-      return {
-        bwrap,
-        protect: trusted.map((t) => t.path),
-        hide: trusted.filter((t) => t.secret).map((t) => t.path),
-        trust: trusted.map((t) => ({ path: t.path, what: t.what })),
-        grantPaths: grantPaths(policy, this.#catalog.sources(), workspace),
-      };
-    };
+    const namespace = sandboxNamespace(this.#catalog, this.trusted, bwrap, policy, workspace);
     this.#discovery = new Discovery({
       workspace,
       cacheDir,
@@ -149,7 +138,7 @@ export class Registry {
       onConnection: (id, r) => this.#runner.auditConnection(id, r),
       onChanges: (id, report) => this.#runner.auditChanges(id, report),
     });
-    const audit = auditPath ? new AuditLog(auditPath) : undefined;
+    const audit = auditPath ? new AuditLog(auditPath, options.auditLimits) : undefined;
     this.hosted = new HostedServers(options.servers ?? [], {
       workspace,
       host,
@@ -188,21 +177,9 @@ export class Registry {
 
   #reserved = new Map<string, string>();
 
-  /**
-   * Refuse a source whose write grant overlaps the trust base (see
-   * core/config/trust_base.ts): inside it always, holding it when its
-   * sandbox runs without the namespace.
-   */
+  /** Refuse a source whose write grant overlaps the trust base (./sandbox_namespace.ts). */
   #checkTrust(source: ToolsetSource, sources: ToolsetSource[]): void {
-    const write = source.policy.write.filter((p) =>
-      this.host.letters.includes("w") && this.host.denoGranted("write", p)
-    );
-    // In a worker fallback no tool that writes loads (the catalog refuses it): nothing to mask.
-    if (!write.length || source.policy.fallback) return;
-    const trusted = [...this.trusted, ...pluginRoots(sources)];
-    const masked = source.policy.isolation === "process" &&
-      this.#catalog.confine(source, { read: [], write, run: [], net: [] }).status === "bwrap";
-    checkWrites(write, source.policy.where, trusted, masked);
+    checkSourceTrust(source, [...this.trusted, ...pluginRoots(sources)], this.host, this.#catalog);
   }
 
   /** Build the catalog: autoloaded built-ins, requested toolsets, then other sources. */
@@ -318,6 +295,37 @@ export class Registry {
     await this.#loadSource(source);
     await this.#discovery.save();
     return this.list().filter((t) => t.toolset === source.id);
+  }
+
+  /**
+   * Replace the toolsets `remove` by `sources` in one step (`--watch`: from
+   * the first changed plugin on, every later one again, in load order): the
+   * new ones are discovered first, then the catalog goes from the old set to
+   * the new at once, so that no call ever sees a state in between (a later
+   * plugin's tool briefly overridden by an earlier one). The sandboxes of
+   * `stale` toolsets (changed or gone) stop afterwards.
+   */
+  async replaceSources(
+    remove: string[],
+    sources: ToolsetSource[],
+    stale: string[],
+  ): Promise<void> {
+    sources = sources.map((s) => hostFallback(s, processSandboxMissing()));
+    const kept = this.#catalog.sources().filter((s) => !remove.includes(s.id));
+    for (const source of sources) this.#checkTrust(source, [...kept, ...sources]);
+    for (const source of sources) {
+      for (const v of secretValues(source.config)) this.#secrets.add(v);
+    }
+    const found: Array<[ToolsetSource, ModuleMeta[]]> = [];
+    await this.#discovery.discoverInOrder(
+      sources,
+      sources.map((source) => this.#catalog.ceiling(source)),
+      (source, metas) => found.push([source, metas]),
+    );
+    for (const id of remove) this.#catalog.remove(id);
+    for (const [source, metas] of found) this.#register(source, metas);
+    await this.#discovery.save();
+    for (const id of stale) await this.#runner.closeToolset(id);
   }
 
   /** Remove a toolset (e.g. a deleted plugin file); its sandboxes stop. */

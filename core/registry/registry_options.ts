@@ -4,6 +4,7 @@
  * @module
  */
 import type { Policy } from "../config/policy.ts";
+import type { AuditLogOptions } from "../guard/audit.ts";
 import type { ServerEntry } from "../config/server_config.ts";
 import type { TrustedPath } from "../config/trust_base.ts";
 import type { HostPrivileges } from "../sandbox/grant.ts";
@@ -40,6 +41,11 @@ export interface RegistryOptions {
   auditPath?: string;
   /** Run calls even when the audit log cannot be written (default: refuse them). */
   auditOptional?: boolean;
+  /**
+   * The audit log's bounds: its total with its rotated files (default 1 GiB;
+   * 0: never rotate), the window refusals are counted over (default 60 s).
+   */
+  auditLimits?: AuditLogOptions;
   /** The bwrap binary of the sandbox namespace; `null`: none (tests). Default: detected. */
   bwrap?: string | null;
   /**

@@ -43,6 +43,7 @@ export class CorralMetrics {
   #sandboxes: client.Gauge;
   #queue: client.Gauge;
   #egress: client.Counter<"verdict">;
+  #authFailures: client.Counter<"status">;
   #otel = _otelInstruments();
 
   /** Fresh metrics, registered in {@link registry}. */
@@ -75,6 +76,12 @@ export class CorralMetrics {
       name: "corral_egress_connections_total",
       help: "Outgoing connections of tools by the egress guard's verdict",
       labelNames: ["verdict"] as const,
+      registers,
+    });
+    this.#authFailures = new client.Counter({
+      name: "corral_auth_failures_total",
+      help: "HTTP requests refused by authentication (401) or for an identity not admitted (403)",
+      labelNames: ["status"] as const,
       registers,
     });
   }
@@ -117,6 +124,12 @@ export class CorralMetrics {
     this.#otel.egress.add(1, { "corral.verdict": verdict });
   }
 
+  /** One request refused by authentication (`401`) or for its identity (`403`). */
+  authFailure(status: number): void {
+    this.#authFailures.inc({ status: String(status) });
+    this.#otel.authFailures.add(1, { "corral.status": status });
+  }
+
   /** The Prometheus text exposition of every metric. */
   render(): Promise<string> {
     return this.registry.metrics();
@@ -144,6 +157,9 @@ function _otelInstruments() {
     }),
     egress: meter.createCounter("corral.egress.connections", {
       description: "Outgoing connections by verdict",
+    }),
+    authFailures: meter.createCounter("corral.auth.failures", {
+      description: "HTTP requests refused by authentication",
     }),
   };
 }

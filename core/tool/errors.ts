@@ -65,3 +65,24 @@ export class ConfigError extends Error {
     this.name = "ConfigError";
   }
 }
+
+/**
+ * The credential a call's session was opened with was revoked (or expired)
+ * while the call ran: the reason of the abort that stops it, so the audit
+ * says `denied` / `revoked` rather than a caller's cancellation.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { CredentialRevokedError } from "./errors.ts";
+ * const err = new CredentialRevokedError("alice");
+ * assert.match(err.message, /"alice" was revoked/);
+ * ```
+ */
+export class CredentialRevokedError extends Error {
+  /** Create the error for `identity`'s revoked credential. */
+  constructor(identity: string, options?: ErrorOptions) {
+    super(`the token of "${identity}" was revoked (or expired) while the call ran`, options);
+    this.name = "CredentialRevokedError";
+  }
+}

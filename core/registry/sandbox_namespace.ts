@@ -1,0 +1,63 @@
+/**
+ * What a toolset's process sandbox gets besides its grant when it runs in
+ * the namespace (core/guard/namespace.ts): bwrap, the trust base to keep
+ * read-only and the secrets to hide (with corral's own and the plugin
+ * folders), and every grant path (no link is applied at or above one,
+ * core/layers/change_rules.ts); and the refusal of a write grant that
+ * overlaps the trust base.
+ *
+ * @module
+ */
+import type { Policy } from "../config/policy.ts";
+import { checkWrites, type TrustedPath } from "../config/trust_base.ts";
+import type { HostPrivileges } from "../sandbox/grant.ts";
+import type { SandboxOptions } from "../sandbox/sandbox_options.ts";
+import type { Grant } from "../tool/tool.ts";
+import type { Catalog, ToolsetSource } from "./catalog.ts";
+import { grantPaths, pluginRoots } from "./grant_paths.ts";
+
+/**
+ * The namespace of a source's sandboxes with `grant`, or undefined when
+ * they run without one (a worker, an opt-out, no bwrap).
+ */
+export function sandboxNamespace(
+  catalog: Catalog,
+  trustBase: TrustedPath[],
+  bwrap: string | undefined,
+  policy: Policy,
+  workspace: string,
+): (source: ToolsetSource, grant: Grant) => SandboxOptions["namespace"] {
+  return (source, grant) => {
+    if (source.policy.isolation !== "process") return undefined;
+    if (catalog.confine(source, grant).status !== "bwrap" || !bwrap) return undefined;
+    const trusted = [...trustBase, ...pluginRoots(catalog.sources())];
+    return {
+      bwrap,
+      protect: trusted.map((t) => t.path),
+      hide: trusted.filter((t) => t.secret).map((t) => t.path),
+      trust: trusted.map((t) => ({ path: t.path, what: t.what })),
+      grantPaths: grantPaths(policy, catalog.sources(), workspace),
+    };
+  };
+}
+
+/**
+ * Refuse a source whose write grant overlaps the trust base `trusted`
+ * (core/config/trust_base.ts): inside it always, holding it when its
+ * sandbox runs without the namespace. Throws a ConfigError naming both.
+ */
+export function checkSourceTrust(
+  source: ToolsetSource,
+  trusted: TrustedPath[],
+  host: HostPrivileges,
+  catalog: Catalog,
+): void {
+  const write = source.policy.write.filter((p) =>
+    host.letters.includes("w") && host.denoGranted("write", p)
+  );
+  // In a worker fallback no tool that writes loads (the catalog refuses it): nothing to mask.
+  if (!write.length || source.policy.fallback) return;
+  const masked = source.policy.isolation === "process" &&
+    catalog.confine(source, { read: [], write, run: [], net: [] }).status === "bwrap";
+  checkWrites(write, source.policy.where, trusted, masked);
+}
