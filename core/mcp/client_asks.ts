@@ -8,7 +8,11 @@
 // @ts-types="@modelcontextprotocol/sdk/server/index"
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 // @ts-types="@modelcontextprotocol/sdk/types"
-import { CreateMessageResultSchema, ElicitResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CreateMessageResultSchema,
+  CreateMessageResultWithToolsSchema,
+  ElicitResultSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import type { ToolInfo } from "../registry/registry.ts";
 import type { CallExtra } from "./call_extra.ts";
 
@@ -78,6 +82,11 @@ function _asker(
     if (kind === "sample" && !caps.sampling) {
       throw new Error("the client does not support sampling (sampling/createMessage)");
     }
+    // Sampling with tools (2025-11-25): only a client that says so; its answer may be an array.
+    const withTools = kind === "sample" && samplesWithTools(params);
+    if (withTools && !caps.sampling?.tools) {
+      throw new Error("the client does not support sampling with tools (sampling.tools)");
+    }
     if (kind === "elicit" && (!caps.elicitation || elicitation === false)) {
       throw new Error("the client cannot be asked here (no elicitation)");
     }
@@ -86,11 +95,46 @@ function _asker(
         method: kind === "sample" ? "sampling/createMessage" : "elicitation/create",
         params: params as Record<string, unknown>,
       } as Parameters<CallExtra["sendRequest"]>[0],
-      (kind === "sample" ? CreateMessageResultSchema : ElicitResultSchema) as never,
+      (kind === "elicit"
+        ? ElicitResultSchema
+        : withTools
+        ? CreateMessageResultWithToolsSchema
+        : CreateMessageResultSchema) as never,
       {
         signal: ended ? AbortSignal.any([extra.signal, ended]) : extra.signal,
         timeout: _CONFIRM_TIMEOUT_MS,
       },
     );
   };
+}
+
+/**
+ * Whether a sampling request uses tools (2025-11-25): it offers `tools` or a
+ * `toolChoice`, or a message holds tool use or tool results. Its answer may
+ * then be a content array with tool use, and only a client with
+ * `sampling.tools` is asked.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { samplesWithTools } from "./client_asks.ts";
+ * assert.equal(samplesWithTools({ messages: [], maxTokens: 5 }), false);
+ * assert.equal(samplesWithTools({ messages: [], maxTokens: 5, tools: [] }), true);
+ * const result = { role: "user", content: [{ type: "tool_result", toolUseId: "1", content: [] }] };
+ * assert.equal(samplesWithTools({ messages: [result], maxTokens: 5 }), true);
+ * ```
+ */
+export function samplesWithTools(params: unknown): boolean {
+  if (typeof params !== "object" || params === null) return false;
+  const p = params as { tools?: unknown; toolChoice?: unknown; messages?: unknown };
+  if (p.tools !== undefined || p.toolChoice !== undefined) return true;
+  if (!Array.isArray(p.messages)) return false;
+  return p.messages.some((m) => {
+    const content = (m as { content?: unknown } | null)?.content;
+    const blocks = Array.isArray(content) ? content : [content];
+    return Array.isArray(content) ||
+      blocks.some((b) =>
+        ["tool_use", "tool_result"].includes((b as { type?: string })?.type ?? "")
+      );
+  });
 }

@@ -6,6 +6,8 @@
  * secrets. Over HTTP an identity's view (./identity_registry.ts) offers
  * only the servers it may reach. Each listing is one handler here; a new
  * kind of listing is one more {@link HostedResources} method and handler.
+ * A server that fails or times out is left out of a listing, and named in
+ * a log notification to the client.
  *
  * @module
  */
@@ -26,6 +28,8 @@ import {
 export interface HostedCaller {
   only?: (server: string) => boolean;
   identity?: string;
+  /** Hears the servers left out of a listing (failed or timed out), and why. */
+  onLeftOut?: (left: Array<{ server: string; reason: string }>) => void;
 }
 
 /**
@@ -76,14 +80,25 @@ export function serveHostedResources(
       );
     }
   };
+  // A server that failed or timed out is left out of a listing: the client is told which.
+  const leftOut = (what: string): HostedCaller => ({
+    onLeftOut: (left) => {
+      const data = `${what}: left out ${left.map((l) => l.reason).join("; ")}`;
+      server.sendLoggingMessage({ level: "warning", logger: "corral", data }).catch(() => {});
+    },
+  });
   // The session's principal: the same server instances as its tool calls, its own alone.
   server.setRequestHandler(ListResourcesRequestSchema, () =>
     guard(async () => ({
-      resources: await hosted.listResources(false, principal),
+      resources: await hosted.listResources(false, principal, leftOut("resources/list")),
     })) as never);
   server.setRequestHandler(ListResourceTemplatesRequestSchema, () =>
     guard(async () => ({
-      resourceTemplates: await hosted.listResources(true, principal),
+      resourceTemplates: await hosted.listResources(
+        true,
+        principal,
+        leftOut("resources/templates/list"),
+      ),
     })) as never);
   server.setRequestHandler(
     ReadResourceRequestSchema,
@@ -91,7 +106,10 @@ export function serveHostedResources(
   );
   server.setRequestHandler(
     ListPromptsRequestSchema,
-    () => guard(async () => ({ prompts: await hosted.listPrompts(principal) })) as never,
+    () =>
+      guard(async () => ({
+        prompts: await hosted.listPrompts(principal, leftOut("prompts/list")),
+      })) as never,
   );
   server.setRequestHandler(
     GetPromptRequestSchema,

@@ -115,10 +115,14 @@ function _hostedView(
   };
   return {
     entries: hosted.entries.filter((e) => caller.only(e.name)),
-    listResources: (templates, principal) =>
-      hosted.listResources(templates, principalOf(principal), caller),
+    listResources: (templates, principal, c) =>
+      hosted.listResources(templates, principalOf(principal), {
+        ...caller,
+        onLeftOut: c?.onLeftOut,
+      }),
     readResource: (uri, principal) => hosted.readResource(uri, principalOf(principal), caller),
-    listPrompts: (principal) => hosted.listPrompts(principalOf(principal), caller),
+    listPrompts: (principal, c) =>
+      hosted.listPrompts(principalOf(principal), { ...caller, onLeftOut: c?.onLeftOut }),
     getPrompt: (name, args, principal) =>
       hosted.getPrompt(name, args, principalOf(principal), caller),
   };
