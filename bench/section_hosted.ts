@@ -7,6 +7,7 @@
  * @module
  */
 import type { HostedResult } from "./hosted.ts";
+import { DB_WAYS, type DbWay, type HostedDbResult } from "./hosted_db.ts";
 import type { ServerResult } from "./mcp.ts";
 import { fmtMs, median, runChild, WARMUP_CALLS } from "./lib.ts";
 import { goal, log, SECTIONS, type Sizes, spread, table } from "./report.ts";
@@ -56,6 +57,7 @@ export async function sectionHosted(sizes: Sizes): Promise<string> {
     target: "≤ 1.3×",
     pass: ok(corral, node) ? p50Ratio <= 1.3 : false,
   });
+  const db = await _database(sizes);
   return [
     SECTIONS[10],
     "",
@@ -75,6 +77,47 @@ export async function sectionHosted(sizes: Sizes): Promise<string> {
     table(
       ["way", "start-up", "start spread", "warm-up p50", "p50", "p99", "p50 spread (blocks)"],
       [row("node, direct (baseline)", node), row("srt", srt), row("**corral, hosted**", corral)],
+    ),
+    "",
+    db,
+  ].join("\n");
+}
+
+/** A database call through the forwarder against the same server with `"jail": "off"`. */
+async function _database(sizes: Sizes): Promise<string> {
+  const calls = Math.max(10, Math.round(sizes.mcpCalls / 2));
+  log(`9. hosted database server: ${calls} queries each way (jail off, in the jail)`);
+  const r = await runChild<HostedDbResult>("hosted_db.ts", [String(calls)]);
+  const { off, jailed } = r.ways;
+  const ok = !off.error && !jailed.error;
+  const ratio = ok ? jailed.p50! / off.p50! : NaN;
+  goal({
+    id: "9c",
+    goal: "hosted database call p50 (PostgreSQL through the forwarder): jail ≤ 1.3× jail off",
+    corral: jailed.error ? "error" : fmtMs(jailed.p50!),
+    baseline: off.error ? "error" : fmtMs(off.p50!),
+    ratio,
+    target: "≤ 1.3×",
+    pass: ok ? ratio <= 1.3 : false,
+  });
+  const row = (label: string, w: DbWay) =>
+    w.error
+      ? [label, `error: ${w.error.replaceAll("|", "\\|").slice(0, 300)}`, "", ""]
+      : [label, fmtMs(w.p50!), fmtMs(w.p99!), spread(w.blockMedians!, fmtMs)];
+  const labels: Record<typeof DB_WAYS[number], string> = {
+    off: '`"jail": "off"` (baseline: no namespace, no proxy)',
+    jailed: "**in the jail**: forwarder and egress proxy",
+  };
+  return [
+    "`@modelcontextprotocol/server-postgres@0.6.2` hosted by corral (`corral mcp -r`) against a " +
+    "PostgreSQL the benchmark starts on a free port, the same SDK client calling `query` " +
+    `(\`${r.sql}\`) ${r.calls} times each way, in blocks that alternate: with \`"jail": "off"\` ` +
+    "the server connects by itself; in the jail, granted `127.0.0.1:PORT`, its connection goes " +
+    "through the forwarder in its namespace and the egress proxy (audited).",
+    "",
+    table(
+      ["way", "p50", "p99", "p50 spread (blocks)"],
+      DB_WAYS.map((w) => row(labels[w], r.ways[w])),
     ),
   ].join("\n");
 }

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { readAudit } from "../core/guard/audit.ts";
 import { Registry } from "../core/registry/registry.ts";
+import { OUTPUT_BURST_BYTES, OUTPUT_BYTES_PER_SECOND } from "../core/hosted/output_budget.ts";
 import {
   approve,
   HOSTED_FIXTURES,
@@ -379,6 +380,54 @@ Deno.test("hostile server: a stderr flood with terminal escapes is cut and made 
     // deno-lint-ignore no-control-regex
     assert.ok(spam.every((x) => !/[\x1b\x07]/.test(x)), "a raw escape reached the terminal");
     assert.ok((await serverEvents(l)).some((e) => e.event === "flood"));
+  } finally {
+    await registry.close();
+  }
+});
+
+Deno.test("hostile server: a stderr flood by bytes (100 MB in long lines) is bounded in bytes, with one audit line a second", async () => {
+  await using l = await hostedLayout();
+  await (await approved(l)).close();
+  const { registry, lines } = await hostedRegistry(l, hostile(), { hostile: { read: ["."] } });
+  try {
+    const started = performance.now();
+    const r = await registry.call("gush", {});
+    assert.equal(r.success, true, JSON.stringify(r));
+    await new Promise((r) => setTimeout(r, 500));
+    const seconds = (performance.now() - started) / 1000;
+    const bytes = lines.filter((x) => x.includes("ggg")).reduce((n, x) => n + x.length, 0);
+    // At most the burst, the rate for the time it took, and one line over (65 KB lines).
+    const bound = OUTPUT_BURST_BYTES + OUTPUT_BYTES_PER_SECOND * seconds + 70_000;
+    assert.ok(bytes > 0 && bytes <= bound, `${bytes} bytes of stderr reached the host (${bound})`);
+    const output = (await serverEvents(l)).filter((e) => e.event === "output");
+    assert.ok(output.length >= 1, "the drop was not audited");
+    assert.ok(output.length <= Math.ceil(seconds) + 1, `${output.length} audit lines`);
+    assert.match(output[0].detail, /stderr dropped: over \d+ bytes a second/);
+    // It still answers.
+    assert.equal((await registry.call("env", {})).success, true);
+  } finally {
+    await registry.close();
+  }
+});
+
+Deno.test("hostile server: a flood of large log notifications is bounded in bytes for the call's caller", async () => {
+  await using l = await hostedLayout();
+  const registry = await approved(l);
+  try {
+    let bytes = 0;
+    const started = performance.now();
+    const r = await registry.call("chatter", {}, { onLog: (t) => bytes += t.length });
+    assert.equal(r.success, true, JSON.stringify(r));
+    const seconds = (performance.now() - started) / 1000;
+    // 120 MB sent; the burst and the rate (and one notification over) reach the caller.
+    const bound = OUTPUT_BURST_BYTES + OUTPUT_BYTES_PER_SECOND * seconds + 61_000;
+    assert.ok(bytes > 0 && bytes <= bound, `${bytes} bytes of logs reached the caller (${bound})`);
+    const output = (await serverEvents(l)).filter((e) => e.event === "output");
+    assert.ok(
+      output.some((e) => /log notifications dropped/.test(e.detail)),
+      JSON.stringify(output),
+    );
+    assert.equal((await registry.call("env", {})).success, true);
   } finally {
     await registry.close();
   }

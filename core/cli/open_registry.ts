@@ -5,16 +5,18 @@
  *
  * @module
  */
+import { resolve } from "node:path";
 import type { CorralConfig } from "../config/corral_config.ts";
 import type { Policy } from "../config/policy.ts";
 import type { Settings } from "../config/settings.ts";
 import { probeLimits } from "../guard/limits.ts";
+import { useCaFiles } from "../guard/trust_store.ts";
 import { confinePlugins } from "../plugins/plugins.ts";
 import { registryBanner } from "../registry/banner.ts";
 import { Registry } from "../registry/registry.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { cliSettings } from "./cli_settings.ts";
-import type { CliValues } from "./options.ts";
+import { type CliValues, UsageError } from "./options.ts";
 import { userCwd } from "./user_cwd.ts";
 
 /** The folder the user ran corral from (see core/cli/user_cwd.ts); the settings of a command. */
@@ -59,6 +61,14 @@ export async function openRegistry(
   const notes = _settingsNotes(settings, command === "mcp" || (command === "list" && human));
   const { config, policy } = settings;
   const plugins = await confinePlugins(settings.plugins);
+  // The operator's extra trust store, for every sandbox (core/guard/trust_store.ts).
+  if (values["ca-file"]?.length) {
+    try {
+      useCaFiles(values["ca-file"].map((f) => resolve(userCwd(), f)));
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
   const registry = await Registry.create({
     privileges: settings.letters,
     toolsets: settings.toolsets,

@@ -75,6 +75,8 @@ Options:
   --yes                 approve calls of tools that need confirmation
   --no-cache            do not read or write the discovery cache
   --audit PATH          append one JSON line per tool call to PATH (off by default)
+  --ca-file FILE        trust the certificates of FILE (PEM) in every sandbox and at egress,
+                        beside SSL_CERT_FILE, SSL_CERT_DIR, NODE_EXTRA_CA_CERTS, DENO_CERT
   --audit-max-bytes N   the audit log's total with its 4 rotated files PATH.1-4 (default
                         1073741824; 0: never rotate; corral.json audit_max_bytes)
   --quiet               no progress reports on stderr
@@ -154,6 +156,7 @@ export const CLI_OPTIONS = {
   yes: { type: "boolean" },
   "no-cache": { type: "boolean" },
   audit: { type: "string" },
+  "ca-file": { type: "string", multiple: true },
   "audit-max-bytes": { type: "string" },
   tool: { type: "string" },
   since: { type: "string" },

@@ -15,6 +15,7 @@ import { ConfigError } from "../tool/errors.ts";
 const _NAME = /^[a-zA-Z][a-zA-Z0-9_-]{0,31}$/;
 // An exact version only: nothing is resolved at start.
 const _NPM = /^(@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*@\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$/;
+const _HOST = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)$/;
 const _PYPI = /^[A-Za-z0-9][A-Za-z0-9._-]*==[0-9][0-9A-Za-z.+!-]*$/;
 
 /** The zod schema of one `servers.<name>` entry. */
@@ -33,9 +34,23 @@ export const serverEntrySchema = z.object({
     z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a variable name"),
     z.union([
       z.string(),
-      z.object({ secret: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/) }).strict(),
+      z.object({
+        secret: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/),
+        inject: z.object({
+          hosts: z.array(z.string().regex(_HOST, "must be a host name or address")).min(1)
+            .describe("The hosts it goes to (over TLS); the server holds a placeholder"),
+          header: z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, "must be a header name")
+            .describe("The request header it goes in"),
+          format: z.string().regex(/\{\}/, 'must hold "{}" where the secret goes').optional()
+            .describe('The header\'s value, "{}" for the secret (default "{}")'),
+        }).strict().optional().describe(
+          "Injected at egress: the server never sees the secret (README, Hosting MCP servers)",
+        ),
+      }).strict(),
     ]),
-  ).optional().describe('Environment: plain values, or {"secret": "HOST_VARIABLE"}'),
+  ).optional().describe(
+    'Environment: plain values, or {"secret": "HOST_VARIABLE"} (with "inject": put in at egress)',
+  ),
   tools: z.object({
     allow: z.array(z.string()).optional(),
     deny: z.array(z.string()).optional(),
@@ -52,6 +67,13 @@ export const serversSchema = z.record(z.string(), serverEntrySchema);
 /** How a hosted server starts. */
 export type ServerKind = "npm" | "pypi" | "command";
 
+/** A secret of a server's environment: read from a host variable; maybe injected at egress. */
+export interface EnvSecret {
+  secret: string;
+  /** Put in at egress, for these hosts, in this header: the server holds a placeholder. */
+  inject?: { hosts: string[]; header: string; format?: string };
+}
+
 /** One hosted server, validated. */
 export interface ServerEntry {
   /** Its name: the toolset's name, the prefix of colliding tool names. */
@@ -66,8 +88,8 @@ export interface ServerEntry {
   /** The command (pypi: a program of the venv; command: the whole command line). */
   command: string[];
   args: string[];
-  /** Plain values, or the name of a host variable holding a secret. */
-  env: Record<string, string | { secret: string }>;
+  /** Plain values, or the name of a host variable holding a secret (maybe injected at egress). */
+  env: Record<string, string | EnvSecret>;
   allow?: string[];
   deny: string[];
   confirm: Record<string, boolean>;

@@ -126,6 +126,8 @@ export interface AuditConnectionRecord extends Partial<AuditWho> {
   reason?: string;
   bytes_out: number;
   bytes_in: number;
+  /** The names of the secrets put in at egress (core/guard/egress_inject.ts), never values. */
+  injected?: string[];
 }
 
 /**

@@ -19,55 +19,17 @@
 import { join } from "node:path";
 import { closeConn, copyConn, writeAll } from "./conn_io.ts";
 import { readHttpHead } from "./http_head.ts";
-import { classifyAddress, isIpAddress } from "./net_guard.ts";
+import { decideEgress, type EgressOptions, type EgressRecord } from "./egress_decision.ts";
+import type { SecretInjector } from "./egress_inject.ts";
 
 export { EGRESS_LISTEN, EGRESS_SOCKET_IN_NAMESPACE, EGRESS_URL, proxyVars } from "./egress_env.ts";
-
-/** One connection the proxy decided on. */
-export interface EgressRecord {
-  /** The host as asked (a name or an address). */
-  host: string;
-  port: number;
-  /** The address connected to (or the first refused one); "" when none. */
-  address: string;
-  verdict: "allowed" | "refused";
-  /** Why it was refused. */
-  reason?: string;
-  /** Bytes from the tool to the server, and back. */
-  bytesOut: number;
-  bytesIn: number;
-}
-
-/** What an {@link EgressProxy} enforces. */
-export interface EgressOptions {
-  /** The grant's `net` list (`host`, `host:port`, or `*`). */
-  allowed: string[];
-  /**
-   * Where that list is set, when it is a hosted server's own
-   * (`servers.<name>`): a refusal names the operator's change.
-   */
-  listedIn?: string;
-  /** The permissions.json that list is in (default: named as `permissions.json`). */
-  listedFile?: string;
-  /** Resolve a name to its addresses (default: `node:dns` lookup, every address). */
-  resolve?: (hostname: string) => Promise<string[]>;
-  /** Called once per connection when it ends (or is refused). */
-  onConnection?: (record: EgressRecord) => void;
-  /** This machine's own addresses (default: its interfaces'): refused unless listed. */
-  ownAddresses?: Set<string>;
-}
-
-let _own: Set<string> | undefined;
-
-/** The addresses of this machine's interfaces (needs sys; empty when it cannot tell). */
-export function ownAddresses(): Set<string> {
-  if (_own) return _own;
-  _own = new Set();
-  try {
-    for (const i of Deno.networkInterfaces()) _own.add(i.address.toLowerCase());
-  } catch { /* no sys permission */ }
-  return _own;
-}
+export {
+  decideEgress,
+  type EgressOptions,
+  type EgressRecord,
+  ownAddresses,
+  pinnedResolver,
+} from "./egress_decision.ts";
 
 const _MAX_HEAD = 64 * 1024;
 /** How long a client may take to send its request head. */
@@ -77,75 +39,6 @@ export const MAX_CONNECTIONS_PER_PROXY = 64;
 /** Connections all proxies of this host serve at once. */
 export const MAX_CONNECTIONS_TOTAL = 512;
 let _openTotal = 0;
-
-/**
- * Decide on `host:port` for a grant: the address to connect to, or why not.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { decideEgress } from "./egress.ts";
- * const d = await decideEgress("127.0.0.1", 80, { allowed: ["*"] });
- * assert.ok(d.refused?.includes("loopback"));
- * const ok = await decideEgress("127.0.0.1", 80, { allowed: ["127.0.0.1:80"] });
- * assert.ok(ok.address === "127.0.0.1");
- * ```
- */
-export async function decideEgress(
-  host: string,
-  port: number,
-  options: EgressOptions,
-): Promise<{ address: string; refused?: string }> {
-  const name = host.replace(/^\[|\]$/g, "").toLowerCase();
-  const listed = options.allowed.some((e) => {
-    const entry = e.toLowerCase();
-    return entry === name || entry === `${name}:${port}` ||
-      entry === `[${name}]:${port}` || entry === `[${name}]`;
-  });
-  if (!listed && !options.allowed.includes("*")) {
-    return {
-      address: "",
-      refused: options.listedIn
-        ? `${host}:${port} is not on the net list of ${options.listedIn}: to allow it, add the ` +
-          `host to ${options.listedIn}.net in ${options.listedFile ?? "permissions.json"}`
-        : `${host}:${port} is not on this tool's net list`,
-    };
-  }
-  let addresses: string[];
-  try {
-    addresses = isIpAddress(name) ? [name] : await (options.resolve ?? _lookupAll)(name);
-  } catch (err) {
-    return { address: "", refused: `${host} did not resolve: ${(err as Error).message}` };
-  }
-  if (addresses.length === 0) return { address: "", refused: `${host} did not resolve` };
-  if (listed) return { address: addresses[0] };
-  const own = options.ownAddresses ?? ownAddresses();
-  for (const address of addresses) {
-    const kind = classifyAddress(address);
-    if (kind !== "public") {
-      return {
-        address,
-        refused: `refused ${host}:${port}: it is a ${kind} address (only public addresses ` +
-          `may be reached unless permissions.json lists the host explicitly)`,
-      };
-    }
-    if (own.has(address.toLowerCase())) {
-      return {
-        address,
-        refused: `refused ${host}:${port}: it is an address of this machine (only other ` +
-          `machines may be reached unless permissions.json lists the host explicitly)`,
-      };
-    }
-  }
-  return { address: addresses[0] };
-}
-
-async function _lookupAll(hostname: string): Promise<string[]> {
-  // Loaded on the first lookup: node:dns costs every host start tens of milliseconds.
-  const { lookup } = await import("node:dns/promises");
-  const found = await lookup(hostname, { all: true, verbatim: true });
-  return found.map((a) => a.address);
-}
 
 /**
  * An egress proxy listening on a unix socket. One per sandbox: it holds
@@ -234,105 +127,80 @@ export class EgressProxy {
     } catch { /* gone */ }
   }
 
+  /** One client: its request head, the target, the decision, then the relay. */
   async #serve(client: Deno.Conn): Promise<void> {
     const timer = setTimeout(() => closeConn(client), _HEAD_TIMEOUT_MS);
     // An oversized head is refused like one that never ends.
     const read = await readHttpHead(client, _MAX_HEAD).finally(() => clearTimeout(timer));
     const head = read === "too large" ? undefined : read;
     if (!head) {
-      this.#options.onConnection?.({
-        host: "",
-        port: 0,
-        address: "",
-        verdict: "refused",
+      this.#options.onConnection?.(_record("", 0, "refused", {
         reason: "no request head (too large, or not sent within 10 s)",
-        bytesOut: 0,
-        bytesIn: 0,
-      });
+      }));
       return;
     }
-    const text = new TextDecoder().decode(head.head);
-    const [requestLine, ...headerLines] = text.split("\r\n");
-    const [method, target, version] = requestLine.split(" ");
-    let host: string;
-    let port: number;
-    let forward: Uint8Array | undefined;
-    if (method === "CONNECT") {
-      const m = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(target ?? "");
-      if (!m) return await _refuse(client, 400, `bad CONNECT target ${target}`);
-      host = m[1];
-      port = Number(m[2]);
-    } else {
-      let url: URL;
-      try {
-        url = new URL(target);
-      } catch {
-        return await _refuse(client, 400, "the proxy takes absolute http:// URLs or CONNECT");
-      }
-      if (url.protocol !== "http:") {
-        return await _refuse(client, 400, `${url.protocol} requests go through CONNECT`);
-      }
-      host = url.hostname;
-      port = Number(url.port || 80);
-      // A tool whose CONNECT failed asks why (fetch hides a tunnel's answer): the decision
-      // (or the refusal just made for that host and port) is the answer; nothing is connected.
-      if (headerLines.some((l) => /^x-corral-why\s*:/i.test(l))) {
-        return await this.#why(client, host, port);
-      }
-      // Origin-form to the server; one request per connection.
-      const headers = headerLines.filter((l) =>
-        l && !/^(proxy-[a-z-]*|connection|keep-alive)\s*:/i.test(l)
-      );
-      forward = new TextEncoder().encode(
-        `${method} ${url.pathname}${url.search} ${version}\r\n${
-          headers.join("\r\n")
-        }\r\nConnection: close\r\n\r\n`,
-      );
-    }
-    const record: EgressRecord = {
-      host,
-      port,
-      address: "",
-      verdict: "refused",
-      bytesOut: 0,
-      bytesIn: 0,
-    };
-    const decision = await decideEgress(host, port, this.#options);
+    const t = _target(new TextDecoder().decode(head.head));
+    if ("error" in t) return await _refuse(client, 400, t.error);
+    // A tool whose CONNECT failed asks why (fetch hides a tunnel's answer): the decision
+    // (or the refusal just made for that host and port) is the answer; nothing is connected.
+    if (t.why) return await this.#why(client, t.host, t.port);
+    const record = _record(t.host, t.port, "refused");
+    const decision = await decideEgress(t.host, t.port, this.#options);
     record.address = decision.address;
     if (decision.refused) {
       record.reason = decision.refused;
       this.#options.onConnection?.(record);
-      if (!forward) this.#remember(host, port, decision.refused);
+      if (!t.forward) this.#remember(t.host, t.port, decision.refused);
       return await _refuse(client, 403, decision.refused);
     }
+    const inject = this.#options.inject;
+    if (inject && !t.forward) return await this.#injected(client, head.rest, t, record, inject);
+    const clear = t.forward ? _latin1(t.forward) + _latin1(head.rest) : "";
+    const leak = inject?.foreign(clear, t.host, true);
+    if (leak) {
+      record.reason = inject!.refusal(leak, t.host, t.port, true);
+      this.#options.onConnection?.(record);
+      return await _refuse(client, 403, record.reason);
+    }
+    await this.#relay(client, head.rest, t, record);
+  }
+
+  /** Connect to the address decided on and relay both ways; audited when it ends. */
+  async #relay(
+    client: Deno.Conn,
+    rest: Uint8Array,
+    t: _Target,
+    record: EgressRecord,
+  ): Promise<void> {
     let server: Deno.Conn;
     try {
       // The address that was checked: no second lookup.
-      server = await Deno.connect({ hostname: decision.address, port });
+      server = await Deno.connect({ hostname: record.address, port: t.port });
+      (server as Deno.TcpConn).setNoDelay(true);
     } catch (err) {
       record.reason = `cannot connect: ${(err as Error).message}`;
       this.#options.onConnection?.(record);
-      if (!forward) this.#remember(host, port, record.reason);
+      if (!t.forward) this.#remember(t.host, t.port, record.reason);
       return await _refuse(client, 502, record.reason);
     }
     this.#open.add(server);
     record.verdict = "allowed";
     try {
-      if (forward) {
-        await writeAll(server, forward);
-        record.bytesOut += forward.length;
+      if (t.forward) {
+        await writeAll(server, t.forward);
+        record.bytesOut += t.forward.length;
       } else {
-        await writeAll(
-          client,
-          new TextEncoder().encode("HTTP/1.1 200 Connection established\r\n\r\n"),
-        );
+        await writeAll(client, _ESTABLISHED);
       }
-      if (head.rest.length) {
-        await writeAll(server, head.rest);
-        record.bytesOut += head.rest.length;
+      if (rest.length) {
+        await writeAll(server, rest);
+        record.bytesOut += rest.length;
       }
+      const inject = this.#options.inject;
       await Promise.all([
-        _pipe(client, server, (n) => record.bytesOut += n),
+        inject
+          ? this.#watched(client, server, t, record, inject)
+          : _pipe(client, server, (n) => record.bytesOut += n),
         _pipe(server, client, (n) => record.bytesIn += n),
       ]);
     } finally {
@@ -341,8 +209,138 @@ export class EgressProxy {
       this.#options.onConnection?.(record);
     }
   }
+
+  /** Client to server in clear, cut where a placeholder would pass (./egress_inject.ts). */
+  async #watched(
+    client: Deno.Conn,
+    server: Deno.Conn,
+    t: _Target,
+    record: EgressRecord,
+    inject: SecretInjector,
+  ): Promise<void> {
+    let tail = "";
+    const keep = Math.max(0, ...inject.secrets.map((s) => s.placeholder.length - 1));
+    try {
+      for await (const chunk of client.readable) {
+        const text = tail + _latin1(chunk);
+        const leak = inject.foreign(text, t.host, true);
+        if (leak) {
+          record.verdict = "refused";
+          record.reason = inject.refusal(leak, t.host, t.port, true);
+          closeConn(server);
+          closeConn(client);
+          return;
+        }
+        tail = text.slice(-keep);
+        await writeAll(server, chunk);
+        record.bytesOut += chunk.length;
+      }
+    } catch { /* closed */ }
+    try {
+      await (server as Deno.TcpConn).closeWrite();
+    } catch { /* closed */ }
+  }
+
+  /** A tunnel of a sandbox holding injected secrets (./egress_inject.ts); audited when it ends. */
+  async #injected(
+    client: Deno.Conn,
+    rest: Uint8Array,
+    t: _Target,
+    record: EgressRecord,
+    inject: SecretInjector,
+  ): Promise<void> {
+    record.verdict = "allowed";
+    try {
+      await writeAll(client, _ESTABLISHED);
+      let first: Uint8Array | Promise<Uint8Array | null> = rest;
+      if (!rest.length) {
+        // Whether it speaks TLS is in its first bytes; a client that waits for the server
+        // (SMTP, SSH) says nothing: after a moment the tunnel goes on in clear.
+        const buf = new Uint8Array(16 * 1024);
+        const read = client.read(buf).then((n) => n === null ? null : buf.subarray(0, n));
+        const said = await Promise.race([read, _sleep(_QUIET_MS).then(() => undefined)]);
+        if (said === null) return;
+        first = said ?? read;
+      }
+      const o = await inject.tunnel(client, first, t.host, t.port, record.address);
+      record.bytesOut = o.bytesOut;
+      record.bytesIn = o.bytesIn;
+      if (o.injected.length) record.injected = o.injected;
+      if (o.refused) {
+        record.verdict = "refused";
+        record.reason = o.refused;
+      }
+    } catch (err) {
+      record.verdict = "refused";
+      record.reason ??= `cannot connect: ${(err as Error).message}`;
+    } finally {
+      this.#options.onConnection?.(record);
+    }
+  }
 }
 
+/** What a request head asks the proxy for. */
+interface _Target {
+  host: string;
+  port: number;
+  /** An absolute-form http:// request: its head as sent on to the server. */
+  forward?: Uint8Array;
+  /** It asks why its CONNECT was refused (x-corral-why). */
+  why?: boolean;
+}
+
+/** The target of a request head: `CONNECT host:port`, or an absolute `http://` request. */
+function _target(text: string): _Target | { error: string } {
+  const [requestLine, ...headerLines] = text.split("\r\n");
+  const [method, target, version] = requestLine.split(" ");
+  if (method === "CONNECT") {
+    const m = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(target ?? "");
+    if (!m) return { error: `bad CONNECT target ${target}` };
+    return { host: m[1], port: Number(m[2]) };
+  }
+  let url: URL;
+  try {
+    url = new URL(target);
+  } catch {
+    return { error: "the proxy takes absolute http:// URLs or CONNECT" };
+  }
+  if (url.protocol !== "http:") return { error: `${url.protocol} requests go through CONNECT` };
+  const host = url.hostname;
+  const port = Number(url.port || 80);
+  if (headerLines.some((l) => /^x-corral-why\s*:/i.test(l))) return { host, port, why: true };
+  // Origin-form to the server; one request per connection.
+  const headers = headerLines.filter((l) =>
+    l && !/^(proxy-[a-z-]*|connection|keep-alive)\s*:/i.test(l)
+  );
+  const forward = new TextEncoder().encode(
+    `${method} ${url.pathname}${url.search} ${version}\r\n${
+      headers.join("\r\n")
+    }\r\nConnection: close\r\n\r\n`,
+  );
+  return { host, port, forward };
+}
+
+function _record(
+  host: string,
+  port: number,
+  verdict: "allowed" | "refused",
+  more: Partial<EgressRecord> = {},
+): EgressRecord {
+  return { host, port, address: "", verdict, bytesOut: 0, bytesIn: 0, ...more };
+}
+
+function _latin1(b: Uint8Array): string {
+  return new TextDecoder("latin1").decode(b);
+}
+
+/** How long a client may say nothing before its tunnel is taken to be in clear. */
+const _QUIET_MS = 500;
+
+function _sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+const _ESTABLISHED = new TextEncoder().encode("HTTP/1.1 200 Connection established\r\n\r\n");
 const _NOT_REFUSED = "HTTP/1.1 204 No Content\r\nX-Corral-Allowed: 1\r\nConnection: close\r\n\r\n";
 
 async function _refuse(conn: Deno.Conn, status: number, reason: string): Promise<void> {

@@ -16,7 +16,14 @@
  *    sandbox's own (core/layers/): bwrap binds the overlay (`LAYER/m`) at
  *    ROOT, so every write lands in the upper layer and nothing the sandbox
  *    makes, mount points included, appears on the host;
- * 4. passes bwrap its arguments on a pipe (`--args`): no host path in its
+ * 4. for {@link NETNS_ARG}` ADDRESSES` (a sandbox with forwarders,
+ *    ./egress_forward.ts), makes the network namespace itself, before bwrap
+ *    (which then keeps it, `--share-net`): checks that it is a new one,
+ *    brings its loopback up with ADDRESSES on it, and lets every port be
+ *    listened on there (`ip_unprivileged_port_start` 0, in that namespace
+ *    only), so the forwarders listen on a granted address and port, 443 or
+ *    5432 alike, while the sandbox holds no capability at all;
+ * 5. passes bwrap its arguments on a pipe (`--args`): no host path in its
  *    argv, which the namespace's `/proc/1/cmdline` would show.
  *
  * A path that is no longer exactly itself, or a layer that cannot be
@@ -40,6 +47,14 @@ export const VERIFY_ARG = "--corral-verify";
  */
 export const OVERLAY_ARG = "--corral-overlay";
 
+/**
+ * A pseudo-option of the bwrap arguments: `--corral-netns ADDRESSES` (comma
+ * separated, `-` for none) has the launcher make the network namespace, as
+ * above; bwrap gets `--share-net` in its place. Never without
+ * `--unshare-all` before it.
+ */
+export const NETNS_ARG = "--corral-netns";
+
 /** Exit code of a launcher that refused a path that changed, or a layer. */
 export const REFUSED_EXIT = 96;
 
@@ -62,9 +77,22 @@ const _CLOSE_INHERITED =
 const _REFUSE =
   `refuse() { printf '${REFUSED_MARK}%s\\t%s\\n' "$1" "$2" >&2; exit ${REFUSED_EXIT}; }`;
 
-// Runs in the new mount namespace: each layer's lower is the folder the launcher opened.
-const _MOUNT_LAYERS = `${_REFUSE}
-b=$1; afd=$2; o=$3; shift 3
+// Runs in the new namespaces: the network's set up (when asked), then each layer's lower is the
+// folder the launcher opened.
+const _STAGE = `${_REFUSE}
+b=$1; afd=$2; o=$3; hostns=$4; addrs=$5; shift 5
+if [ "$hostns" != - ]; then
+  [ "$(readlink /proc/self/ns/net)" != "$hostns" ] || refuse network "(no network namespace of its own)"
+  ip() { PATH=/usr/sbin:/sbin:/usr/bin:/bin command ip "$@" 2>/dev/null; }
+  ip link set lo up || refuse network "(its loopback cannot be brought up: iproute2's ip is needed)"
+  for x in \${addrs//,/ }; do
+    [ "$x" = - ] && continue
+    case $x in *:*) ip -6 addr add "$x" dev lo nodad ;; *) ip addr add "$x" dev lo ;; esac ||
+      refuse "$x" "(cannot be put on the namespace's loopback)"
+  done
+  echo 0 2>/dev/null >/proc/sys/net/ipv4/ip_unprivileged_port_start ||
+    refuse network "(ports below 1024 cannot be opened to its forwarders)"
+fi
 while [ "$1" != -- ]; do
   fd=$1; l=$2; p=$3; shift 3
   PATH=/usr/bin:/bin mount --bind "/proc/self/fd/$fd" "$l/l" 2>/dev/null &&
@@ -78,11 +106,16 @@ exec "$b" --args "$afd" -- "$@"`;
 const _LAUNCH = `${_REFUSE}
 launch() {
   local b=$1 x p l fd i; shift
-  local -a a=() fds=() want=() shut=() links=() procs=() ovl=()
+  local -a a=() fds=() want=() shut=() links=() procs=() ovl=() ns=()
+  local addrs=- hostns=-
   while [ $# -gt 0 ]; do
     x=$1; shift
     case $x in
       --) break ;;
+      ${NETNS_ARG})
+        addrs=$1; shift
+        hostns=$(readlink /proc/self/ns/net) || refuse network "(its namespace cannot be read)"
+        a+=(--share-net) ;;
       --bind-fd|--ro-bind-fd|${VERIFY_ARG}|${OVERLAY_ARG})
         p=$1; shift
         if [ "$x" = ${OVERLAY_ARG} ]; then
@@ -108,11 +141,13 @@ launch() {
     for fd in "\${shut[@]}"; do exec {fd}<&-; done
   fi
   exec {fd}< <(printf '%s\\0' "\${a[@]}")
-  if [ \${#ovl[@]} -gt 0 ]; then
+  [ \${#ovl[@]} -gt 0 ] && ns+=(-m --propagation private)
+  [ "$hostns" != - ] && ns+=(-n)
+  if [ \${#ns[@]} -gt 0 ]; then
     if [ "$EUID" = 0 ]; then
-      exec "$UNSHARE" -m --propagation private -- /bin/bash -c "$MOUNT_LAYERS" corral-layers "$b" "$fd" ${_OVERLAY_ROOT} "\${ovl[@]}" -- "$@"
+      exec "$UNSHARE" "\${ns[@]}" -- /bin/bash -c "$STAGE" corral-stage "$b" "$fd" ${_OVERLAY_ROOT} "$hostns" "$addrs" "\${ovl[@]}" -- "$@"
     fi
-    exec "$UNSHARE" -U --map-root-user -m --propagation private -- /bin/bash -c "$MOUNT_LAYERS" corral-layers "$b" "$fd" ${_OVERLAY_USER} "\${ovl[@]}" -- "$@"
+    exec "$UNSHARE" -U --map-root-user "\${ns[@]}" -- /bin/bash -c "$STAGE" corral-stage "$b" "$fd" ${_OVERLAY_USER} "$hostns" "$addrs" "\${ovl[@]}" -- "$@"
   fi
   exec "$b" --args "$fd" -- "$@"
 }
@@ -132,7 +167,7 @@ launch() {
  * ```
  */
 export function launcherScript(): string {
-  return _CLOSE_INHERITED + `MOUNT_LAYERS=${_quote(_MOUNT_LAYERS)}\n` +
+  return _CLOSE_INHERITED + `STAGE=${_quote(_STAGE)}\n` +
     `UNSHARE=${_quote(unshareBinary())}\n` + _LAUNCH;
 }
 

@@ -25,7 +25,7 @@ import { dirname, isAbsolute, join } from "node:path";
 import { EGRESS_SOCKET_IN_NAMESPACE } from "./egress_env.ts";
 import { grantMounts } from "./grant_mounts.ts";
 import { isWithin } from "./is_within.ts";
-import { VERIFY_ARG } from "./launcher.ts";
+import { NETNS_ARG, VERIFY_ARG } from "./launcher.ts";
 import { type RuntimeFiles, runtimeMounts, SYSTEM_DIRS } from "./namespace_runtime.ts";
 import { OWN_MOUNTS, reaches } from "./own_mounts.ts";
 
@@ -68,6 +68,18 @@ export interface NamespaceSpec {
   egressDir?: string;
   /** Name resolution and certificates (a sandbox that holds `n`). */
   netFiles?: boolean;
+  /**
+   * The launcher makes the network namespace (./launcher.ts `NETNS_ARG`),
+   * with these addresses on its loopback: a sandbox with forwarders
+   * (./egress_forward.ts). Absent: bwrap makes it (only loopback).
+   */
+  netns?: readonly string[];
+  /**
+   * corral's own `passwd`, `group`, `hosts` and `resolv.conf`
+   * (./namespace_etc.ts `etcFiles`), bound with the system runtime or the
+   * name-resolution files; absent: none of them.
+   */
+  etc?: string;
   /** The working directory inside. */
   cwd: string;
 }
@@ -153,7 +165,14 @@ export function namespaceArgs(spec: NamespaceSpec): string[] {
 export function namespaceLayout(spec: NamespaceSpec): NamespaceLayout {
   const rt = spec.runtime;
   const args = namespaceBase(spec.net);
-  args.push(...runtimeMounts(rt, { system: spec.system, netFiles: !!(spec.net || spec.netFiles) }));
+  if (spec.netns && !spec.net) args.push(NETNS_ARG, spec.netns.join(",") || "-");
+  args.push(
+    ...runtimeMounts(rt, {
+      system: spec.system,
+      netFiles: !!(spec.net || spec.netFiles),
+      ...(spec.etc ? { etc: spec.etc } : {}),
+    }),
+  );
   const grant = grantMounts(spec);
   args.push(...grant.args);
   // No tool builds a namespace of its own from inside this one.

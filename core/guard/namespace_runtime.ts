@@ -2,13 +2,15 @@
  * What the deno runtime and a tool's subprocesses need inside a sandbox
  * namespace, bound read-only: the running binary and the folders of its
  * shared libraries, Deno's cache, and for a tool that holds `x` a system
- * runtime (`/usr`, `/bin`, `/lib*` and a minimal `/etc` without shadow files,
- * keys or anything of the host's). Used by ./namespace.ts.
+ * runtime (`/usr`, `/bin`, `/lib*` and a minimal `/etc`: no shadow files,
+ * no keys, no accounts of the host's: `passwd`, `group`, `hosts` and
+ * `resolv.conf` are corral's own, ./namespace_etc.ts). Used by ./namespace.ts.
  *
  * @module
  */
 import { join } from "node:path";
 import { libraryDirs } from "./library_dirs.ts";
+import { OWN_ETC } from "./namespace_etc.ts";
 
 /** What the deno runtime needs inside a namespace. */
 export interface RuntimeFiles {
@@ -22,13 +24,15 @@ export interface RuntimeFiles {
   own?: Array<[from: string, to: string]>;
 }
 
-/** The `/etc` entries a system runtime gets: no shadow files, no keys, no host secrets. */
+/**
+ * The host's `/etc` entries a system runtime gets, read-only: how names and
+ * libraries are looked up, the time zone, certificates, shell and Python
+ * defaults, the OS release. No shadow files, no keys, no host secrets, no
+ * accounts: `passwd`, `group`, `hosts` and `resolv.conf` are corral's own
+ * (./namespace_etc.ts).
+ */
 export const SYSTEM_ETC: readonly string[] = [
-  "/etc/passwd",
-  "/etc/group",
-  "/etc/hosts",
   "/etc/host.conf",
-  "/etc/resolv.conf",
   "/etc/nsswitch.conf",
   "/etc/gai.conf",
   "/etc/ld.so.cache",
@@ -49,11 +53,9 @@ export const SYSTEM_ETC: readonly string[] = [
   "/etc/locale.alias",
 ];
 
-/** The `/etc` entries a sandbox holding the network gets (names, certificates). */
+/** The host's `/etc` entries a sandbox holding the network gets (name lookup, certificates). */
 export const NET_ETC: readonly string[] = [
-  "/etc/hosts",
   "/etc/host.conf",
-  "/etc/resolv.conf",
   "/etc/nsswitch.conf",
   "/etc/gai.conf",
   "/etc/ssl/certs",
@@ -133,8 +135,10 @@ export function denoDir(): string {
 /**
  * The bwrap arguments that bind the runtime read-only: with `system` the
  * system runtime and its `/etc`, with `netFiles` (and no system runtime)
- * the name-resolution files and certificates; then the binary's libraries,
- * the binary and Deno's cache.
+ * the name-resolution files and certificates, each with corral's own
+ * `passwd`, `group`, `hosts` and `resolv.conf` from the folder `etc`
+ * (./namespace_etc.ts; without it, none at all); then the binary's
+ * libraries, the binary and Deno's cache.
  *
  * @example
  * ```ts
@@ -147,7 +151,7 @@ export function denoDir(): string {
  */
 export function runtimeMounts(
   rt: RuntimeFiles,
-  o: { system: boolean; netFiles: boolean },
+  o: { system: boolean; netFiles: boolean; etc?: string },
 ): string[] {
   const args: string[] = [];
   if (o.system) {
@@ -155,6 +159,9 @@ export function runtimeMounts(
     for (const e of SYSTEM_ETC) args.push("--ro-bind-try", e, e);
   } else if (o.netFiles) {
     for (const e of NET_ETC) args.push("--ro-bind-try", e, e);
+  }
+  if ((o.system || o.netFiles) && o.etc) {
+    for (const name of OWN_ETC) args.push("--ro-bind", join(o.etc, name), `/etc/${name}`);
   }
   for (const d of rt.libDirs) args.push("--ro-bind-try", d, d);
   args.push("--ro-bind", rt.exec, rt.exec);

@@ -1,21 +1,32 @@
 /**
  * The first process inside a hosted server's namespace when it holds `n`:
  * it bridges `127.0.0.1:3128` to the host's egress proxy socket (the only
- * way out of the namespace), then runs the server with the same stdio and
- * exits with it. Run as `deno run bridge.ts SOCKET -- COMMAND ARGS…`.
- * It imports only the bridge itself (../guard/egress_env.ts, which imports
- * nothing): both run inside the sandbox.
+ * way out of the namespace), listens for the forwarders of its `host:port`
+ * grants and answers their names (../guard/forward_bridge.ts), then runs
+ * the server with the same stdio and exits with it. Run as
+ * `deno run bridge.ts SOCKET FORWARDS_JSON -- COMMAND ARGS…`.
+ * It imports only the bridges themselves (../guard/egress_env.ts,
+ * ../guard/forward_bridge.ts and ../guard/egress_forward.ts, which import
+ * nothing else): they run inside the sandbox.
  *
  * @module
  */
 import { bridgeEgress } from "../guard/egress_env.ts";
+import type { Forward } from "../guard/egress_forward.ts";
+import { bridgeForwards, serveNames } from "../guard/forward_bridge.ts";
 
-const [socket, sep, command, ...args] = Deno.args;
+const [socket, forwardsJson, sep, command, ...args] = Deno.args;
 if (sep !== "--" || !socket || !command) {
-  console.error("usage: egress_bridge.ts SOCKET -- COMMAND ARGS...");
+  console.error("usage: egress_bridge.ts SOCKET FORWARDS_JSON -- COMMAND ARGS...");
   Deno.exit(2);
 }
 bridgeEgress(socket);
+const forwards = JSON.parse(forwardsJson) as Forward[];
+if (forwards.length) {
+  // Every forwarder listens before the server starts: none of its own can take the port.
+  bridgeForwards(socket, forwards);
+  await serveNames(forwards).catch(() => {});
+}
 
 const child = new Deno.Command(command, {
   args,

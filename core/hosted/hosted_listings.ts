@@ -4,13 +4,16 @@
  * in their sandboxes for the caller's principal), marked with their server,
  * scrubbed of secrets, and each read audited. One method per listing: a new
  * kind of listing is one more method here and one more handler in
- * core/mcp/hosted_resources.ts.
+ * core/mcp/hosted_resources.ts. Each server is asked on its own, within
+ * {@link LIST_TIMEOUT_MS} ({@link gatherListings}): one that fails, hangs
+ * or will not start is left out (and named to `onLeftOut`) instead of
+ * failing or holding up the whole listing.
  *
  * @module
  */
 // @ts-types="@modelcontextprotocol/sdk/client/index"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { scrubDeep } from "../guard/redact.ts";
+import { scrubDeep, scrubText } from "../guard/redact.ts";
 import { askingThrough, type HostedCall } from "./hosted_server.ts";
 import { offeredName } from "./hosted_tools.ts";
 
@@ -18,9 +21,26 @@ import { offeredName } from "./hosted_tools.ts";
 export interface HostedCaller {
   only?: (server: string) => boolean;
   identity?: string;
+  /** Hears the servers left out of a listing (failed or timed out), and why. */
+  onLeftOut?: (left: LeftOut[]) => void;
   /** Answers a server's questions (sampling, elicitation) while it serves this caller's request. */
   onAsk?: HostedCall["onAsk"];
 }
+
+/** How long one server may take to answer one listing (all its pages, its start included). */
+export const LIST_TIMEOUT_MS = 5_000;
+
+/** Pages of one listing read at most. */
+export const MAX_LIST_PAGES = 100;
+
+/** A server left out of a listing, and why. */
+export interface LeftOut {
+  server: string;
+  reason: string;
+}
+
+/** One server's part of a listing: its items, or undefined when it offers none. */
+export type ListPart<T> = (signal: AbortSignal) => Promise<T[] | undefined>;
 
 /** What {@link HostedListings} needs of the hosted servers. */
 export interface HostedListingsOptions {
@@ -30,6 +50,14 @@ export interface HostedListingsOptions {
     session: string,
     only?: (server: string) => boolean,
   ): Promise<Array<[string, Client]>>;
+  /**
+   * Each server that may start and passes `only`, for `session`, and how to
+   * start it (its client; its secrets join {@link HostedListingsOptions.secrets}).
+   */
+  starts(
+    session: string,
+    only?: (server: string) => boolean,
+  ): Promise<Array<[string, () => Promise<Client>]>>;
   /** The secrets scrubbed from what servers answer (grows as servers start). */
   secrets(): Set<string>;
   /** Audit one read (`resource`, `prompt`) of `server`. */
@@ -51,18 +79,33 @@ export class HostedListings {
     this.#o = options;
   }
 
-  /** The resources (or templates) of every server that may start, marked with their server. */
+  /**
+   * The resources (or templates) of every server that may start, marked with
+   * their server; each server asked on its own (see {@link gatherListings}).
+   */
   async listResources(
     templates: boolean,
     session: string,
     caller: HostedCaller = {},
   ): Promise<Array<Record<string, unknown>>> {
+    const parts = await this.#gather(
+      "resources",
+      session,
+      caller,
+      (client, signal) =>
+        allPages(async (cursor) => {
+          const o = { signal, timeout: LIST_TIMEOUT_MS };
+          const p = cursor ? { cursor } : {};
+          const r = templates
+            ? await client.listResourceTemplates(p, o)
+            : await client.listResources(p, o);
+          const items = "resourceTemplates" in r ? r.resourceTemplates : r.resources;
+          return { items: items as Array<Record<string, unknown>>, next: r.nextCursor };
+        }),
+    );
     const out: Array<Record<string, unknown>> = [];
-    for (const [name, client] of await this.#o.clients("resources", session, caller.only)) {
-      const r = templates
-        ? (await client.listResourceTemplates()).resourceTemplates
-        : (await client.listResources()).resources;
-      for (const x of r as Array<Record<string, unknown>>) {
+    for (const [name, r] of parts) {
+      for (const x of r) {
         if (!templates) this.#uris.set(String(x.uri), name);
         out.push({ ...x, _meta: { ...(x._meta as object ?? {}), "corral/server": name } });
       }
@@ -158,15 +201,144 @@ export class HostedListings {
     session: string,
     caller: HostedCaller,
   ): Promise<Array<[Record<string, unknown>, string, string, Client]>> {
+    const clients = new Map<string, Client>();
+    const parts = await this.#gather("prompts", session, caller, (client, signal, name) => {
+      clients.set(name, client);
+      return allPages(async (cursor) => {
+        const r = await client.listPrompts(cursor ? { cursor } : {}, {
+          signal,
+          timeout: LIST_TIMEOUT_MS,
+        });
+        return { items: r.prompts, next: r.nextCursor };
+      });
+    });
     const out: Array<[Record<string, unknown>, string, string, Client]> = [];
     const taken = new Set<string>();
-    for (const [name, client] of await this.#o.clients("prompts", session, caller.only)) {
-      for (const p of (await client.listPrompts()).prompts) {
+    for (const [name, prompts] of parts) {
+      for (const p of prompts) {
         const offered = offeredName(name, p.name, (n) => taken.has(n));
         taken.add(offered);
+        const client = clients.get(name)!;
         out.push([scrubDeep({ ...p, name: offered }, this.#o.secrets()), name, p.name, client]);
       }
     }
     return out;
   }
+
+  /**
+   * Every reachable server's part of a listing of `what`, each started and
+   * asked on its own within {@link LIST_TIMEOUT_MS}; those left out go to
+   * `caller.onLeftOut`, scrubbed of secrets.
+   */
+  async #gather<T>(
+    what: "resources" | "prompts",
+    session: string,
+    caller: HostedCaller,
+    list: (client: Client, signal: AbortSignal, name: string) => Promise<T[]>,
+  ): Promise<Array<[string, T[]]>> {
+    const starts = await this.#o.starts(session, caller.only);
+    const { parts, leftOut } = await gatherListings<T>(
+      starts.map(([name, start]) => [name, async (signal) => {
+        const client = await start();
+        return client.getServerCapabilities()?.[what]
+          ? await list(client, signal, name)
+          : undefined;
+      }]),
+    );
+    if (leftOut.length && caller.onLeftOut) {
+      const secrets = this.#o.secrets();
+      caller.onLeftOut(
+        leftOut.map((l) => ({ server: l.server, reason: scrubText(l.reason, secrets) })),
+      );
+    }
+    return parts;
+  }
+}
+
+/**
+ * Ask every server for its part at once, each within `timeoutMs`; the parts
+ * in the servers' order, and those left out (failed or timed out).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { gatherListings } from "./hosted_listings.ts";
+ * const { parts, leftOut } = await gatherListings([
+ *   ["a", () => Promise.resolve([1, 2])],
+ *   ["b", () => Promise.reject(new Error("down"))],
+ *   ["c", () => new Promise<number[]>(() => {})],
+ *   ["d", () => Promise.resolve(undefined)],
+ * ], 50);
+ * assert.deepEqual(parts, [["a", [1, 2]]]);
+ * assert.deepEqual(leftOut.map((l) => l.server), ["b", "c"]);
+ * assert.match(leftOut[1].reason, /did not answer within 50 ms/);
+ * ```
+ */
+export async function gatherListings<T>(
+  servers: Array<[name: string, part: ListPart<T>]>,
+  timeoutMs = LIST_TIMEOUT_MS,
+): Promise<{ parts: Array<[string, T[]]>; leftOut: LeftOut[] }> {
+  const settled = await Promise.all(servers.map(([name, part]) => _within(name, part, timeoutMs)));
+  const parts: Array<[string, T[]]> = [];
+  const leftOut: LeftOut[] = [];
+  for (const [i, s] of settled.entries()) {
+    const server = servers[i][0];
+    if ("reason" in s) leftOut.push({ server, reason: s.reason });
+    else if (s.items) parts.push([server, s.items]);
+  }
+  return { parts, leftOut };
+}
+
+async function _within<T>(
+  name: string,
+  part: ListPart<T>,
+  timeoutMs: number,
+): Promise<{ items: T[] | undefined } | { reason: string }> {
+  const abort = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<{ reason: string }>((resolve) => {
+    timer = setTimeout(() => {
+      abort.abort();
+      resolve({ reason: `server "${name}" did not answer within ${timeoutMs} ms` });
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([
+      part(abort.signal).then(
+        (items) => ({ items }),
+        (err) => ({ reason: `server "${name}": ${(err as Error).message}` }),
+      ),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Every page of a listing: `page(cursor)` until it gives no next cursor
+ * (at most {@link MAX_LIST_PAGES}).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { allPages } from "./hosted_listings.ts";
+ * const pages: Record<string, { items: number[]; next?: string }> = {
+ *   "": { items: [1], next: "b" }, b: { items: [2] },
+ * };
+ * assert.deepEqual(await allPages((c) => Promise.resolve(pages[c ?? ""])), [1, 2]);
+ * ```
+ */
+export async function allPages<T>(
+  page: (cursor?: string) => Promise<{ items: T[]; next?: string }>,
+): Promise<T[]> {
+  const out: T[] = [];
+  let cursor: string | undefined;
+  for (let n = 0; n < MAX_LIST_PAGES; n++) {
+    const r = await page(cursor);
+    out.push(...r.items);
+    cursor = r.next;
+    if (!cursor) break;
+  }
+  return out;
 }

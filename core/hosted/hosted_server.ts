@@ -29,7 +29,8 @@ import type { SandboxLayers } from "../layers/settle_layers.ts";
 
 export { CallCancelled, CallTimedOut } from "./call_lane.ts";
 import { type Launched, launchServer, type LaunchSpec } from "./launch.ts";
-import { type ChannelEventKind, StdioChannel } from "./stdio_channel.ts";
+import { OutputBudget } from "./output_budget.ts";
+import { type ChannelEventKind, type OutputBudgets, StdioChannel } from "./stdio_channel.ts";
 
 /** What one call of a hosted tool brings along. */
 export interface HostedCall {
@@ -93,6 +94,8 @@ export class HostedServer {
   #failures = 0;
   #notBefore = 0;
   #calls = new Set<HostedCall>();
+  /** Its stderr and log bytes: one budget for the session, across restarts. */
+  readonly #output: OutputBudgets = { stderr: new OutputBudget(), log: new OutputBudget() };
 
   constructor(spec: LaunchSpec, hooks: HostedServerHooks) {
     this.#spec = spec;
@@ -218,6 +221,7 @@ export class HostedServer {
     });
     const channel: StdioChannel = new StdioChannel(launched.child, {
       lane,
+      output: this.#output,
       onEvent: (kind, detail, count) => {
         if (kind === "garbage") garbage = count;
         this.#hooks.onEvent(kind, `${detail} (${count} so far)`);
@@ -229,7 +233,8 @@ export class HostedServer {
     });
     const client = new Client(
       { name: "corral", version: "0.1.0" },
-      { capabilities: { sampling: {}, elicitation: {} } },
+      // Sampling with tools passes through; a client of corral's that cannot is refused then.
+      { capabilities: { sampling: { tools: {} }, elicitation: {} } },
     );
     _serverOf.set(client, this);
     client.setRequestHandler(CreateMessageRequestSchema, (r) => this.#ask("sample", r.params));

@@ -99,6 +99,7 @@ export class HostedServers {
   /** Resource URI and offered prompt name → server. */
   readonly #listings = new HostedListings({
     clients: (what, session, only) => this.#clients(what, session, only),
+    starts: (session, only) => this.#starts(session, only),
     secrets: () => this.#options.secrets,
     event: (server, kind, detail, who) => this.#event(server, kind, detail, who),
   });
@@ -247,12 +248,12 @@ export class HostedServers {
     this.#listings.subscribe(uri, on, session, c);
 
   /** The running clients of the servers that may start, offer `what` and pass `only`. */
-  async #clients(
-    what: "resources" | "prompts",
+  /** The servers that may start and pass `only`, for `session`, and how to start each. */
+  async #starts(
     session: string,
     only?: (server: string) => boolean,
-  ): Promise<Array<[string, Client]>> {
-    const out: Array<[string, Client]> = [];
+  ): Promise<Array<[string, () => Promise<Client>]>> {
+    const out: Array<[string, () => Promise<Client>]> = [];
     for (const entry of this.entries) {
       if (only && !only(entry.name)) continue;
       const policy = this.#policies.get(entry.name);
@@ -260,10 +261,26 @@ export class HostedServers {
       const grant = effectiveGrant(serverLetters(policy), policy, this.#options.host);
       if (grant.missing) continue;
       const server = await this.#server(entry, policy, grant.grant, session);
-      try {
+      out.push([entry.name, async () => {
         const client = await server.ensure();
         for (const s of server.secrets) this.#options.secrets.add(s);
-        if (client.getServerCapabilities()?.[what]) out.push([entry.name, client]);
+        return client;
+      }]);
+    }
+    return out;
+  }
+
+  /** The running clients of the servers that may start, pass `only` and offer `what`. */
+  async #clients(
+    what: "resources" | "prompts",
+    session: string,
+    only?: (server: string) => boolean,
+  ): Promise<Array<[string, Client]>> {
+    const out: Array<[string, Client]> = [];
+    for (const [name, start] of await this.#starts(session, only)) {
+      try {
+        const client = await start();
+        if (client.getServerCapabilities()?.[what]) out.push([name, client]);
       } catch { /* failed: shown by corral list; the others still answer */ }
     }
     return out;

@@ -11,25 +11,24 @@
  *
  * @module
  */
-import { isAbsolute, join } from "node:path";
+import { join } from "node:path";
 import type { SandboxPolicy } from "../config/policy.ts";
 import type { ServerEntry } from "../config/server_config.ts";
 import { configDir } from "../config/install_dir.ts";
-import { envVar } from "../config/env_var.ts";
-import { EGRESS_SOCKET_IN_NAMESPACE, EGRESS_URL, proxyVars } from "../guard/egress_env.ts";
-import { type EgressRecord, type StartedEgress, startEgress } from "../guard/egress.ts";
+import type { EgressRecord, StartedEgress } from "../guard/egress.ts";
 import { type LimitedChild, spawnLimited } from "../guard/limits.ts";
-import { NAMESPACE_HOME, namespaceLayout, runtimeFiles } from "../guard/namespace.ts";
+import { namespaceLayout, runtimeFiles } from "../guard/namespace.ts";
+import { etcFiles } from "../guard/namespace_etc.ts";
 import type { ChangeReport } from "../layers/change_report.ts";
 import type { SandboxLayers } from "../layers/settle_layers.ts";
 import { type StartedLayers, startLayers } from "../layers/start_layers.ts";
 import type { Grant } from "../tool/tool.ts";
 import { installed, type InstallRecord } from "./install.ts";
+import { serverCommand } from "./server_command.ts";
+import { serverEgress } from "./server_egress.ts";
+import { serverEnv } from "./server_env.ts";
+import type { InjectedSecret } from "../guard/egress_inject.ts";
 import { checkVenv } from "./venv_integrity.ts";
-import { pathExists } from "../guard/path_exists.ts";
-
-const _BRIDGE = new URL("./egress_bridge.ts", import.meta.url).pathname;
-const _BRIDGE_CODE = [_BRIDGE, new URL("../guard/egress_env.ts", import.meta.url).pathname];
 
 /** What starting one server needs. */
 export interface LaunchSpec {
@@ -96,8 +95,14 @@ export async function launchServer(spec: LaunchSpec): Promise<Launched> {
       `run \`corral servers install ${entry.name}\` to install it again`,
     );
   }
-  const { env, secrets } = serverEnv(entry, spec.workspace);
-  const start = await _command(spec, record, env);
+  const { env, secrets, injected } = serverEnv(entry, spec.workspace);
+  if (injected.length && !spec.namespace) {
+    throw new Error(
+      `a secret injected at egress needs the sandbox namespace and its proxy; with "jail": ` +
+        `"off" give the secret without "inject"`,
+    );
+  }
+  const start = await _command(spec, record, env, injected);
   let started: LimitedChild;
   try {
     // In the namespace, the launcher binds what it opened and checked (core/guard/launcher.ts).
@@ -125,24 +130,28 @@ async function _command(
   spec: LaunchSpec,
   record: InstallRecord | undefined,
   env: Record<string, string>,
+  injected: InjectedSecret[],
 ): Promise<_Start> {
   const g = spec.grant;
-  const rt = await runtimeFiles();
-  const own = _serverCommand(spec.entry, record, g, spec.policy, spec.workspace);
+  const own = serverCommand(spec.entry, record, g, spec.policy, spec.workspace);
+  if (own.path) env.PATH = [...own.path, env.PATH].join(":");
   if (own.denoDir) env.DENO_DIR = own.denoDir;
-  const egress = g.net.length
-    ? startEgress(join(configDir(), "run"), {
-      allowed: g.net,
-      listedIn: spec.policy.where,
-      listedFile: spec.policy.file,
-      onConnection: spec.onConnection,
-    })
-    : undefined;
-  const cmd = egress ? _behindBridge(rt.exec, own.command) : own.command;
-  if (egress) Object.assign(env, proxyVars(EGRESS_URL));
-  const start: _Start = { program: cmd[0], args: cmd.slice(1), env, egress };
   const ns = spec.namespace;
-  if (!ns) return start;
+  // Without the namespace (`"jail": "off"`) there is no proxy: the host's network, as opted out.
+  if (!ns) return { program: own.command[0], args: own.command.slice(1), env };
+  const rt = await runtimeFiles();
+  if (injected.length && !g.net.length) {
+    throw new Error(
+      `the secret ${injected[0].name} is injected at egress, but ${spec.policy.where} has no ` +
+        `net list: add its hosts to ${spec.policy.where}.net in permissions.json`,
+    );
+  }
+  const out = g.net.length
+    ? await serverEgress(g.net, spec.policy, spec.onConnection, injected)
+    : undefined;
+  const cmd = out ? out.wrap(rt.exec, own.command) : own.command;
+  if (out) Object.assign(env, out.env);
+  const start: _Start = { program: ns.bwrap, args: [], env, egress: out?.egress };
   try {
     // The write roots are layers of the server's own (core/layers/).
     start.folders = startLayers(g.write, spec.workspace, g.planted, {
@@ -153,7 +162,7 @@ async function _command(
       bwrap: ns.bwrap,
       runtime: { ...rt, denoDir: own.denoDir ?? rt.denoDir },
       read: g.read,
-      code: [...own.code, ...(egress ? _BRIDGE_CODE : [])],
+      code: [...own.code, ...(out?.code ?? [])],
       write: g.write,
       protect: ns.protect,
       hide: ns.hide,
@@ -161,36 +170,19 @@ async function _command(
       system: own.system,
       net: false,
       netFiles: g.net.length > 0,
-      ...(egress ? { egressDir: egress.dir } : {}),
+      // corral's own passwd, group, hosts (the forwarders' names) and resolv.conf.
+      etc: out?.etc ?? etcFiles(join(configDir(), "run"), []),
+      ...(out ? { egressDir: out.egress.dir } : {}),
+      ...(out?.netns ? { netns: out.netns } : {}),
       cwd: spec.workspace,
     });
     start.layers = start.folders?.open(layout.artifacts);
     start.args = [...layout.args, "--", ...cmd];
-    start.program = ns.bwrap;
     return start;
   } catch (err) {
     _undo(start);
     throw err;
   }
-}
-
-/** `command` behind the egress bridge (./egress_bridge.ts), which listens where the proxy is. */
-function _behindBridge(deno: string, command: string[]): string[] {
-  return [
-    deno,
-    "run",
-    "--no-prompt",
-    "--no-config",
-    "--no-lock",
-    `--allow-net=127.0.0.1:3128,unix:${EGRESS_SOCKET_IN_NAMESPACE}`,
-    `--allow-read=${EGRESS_SOCKET_IN_NAMESPACE}`,
-    `--allow-write=${EGRESS_SOCKET_IN_NAMESPACE}`,
-    `--allow-run=${command[0]}`,
-    _BRIDGE,
-    EGRESS_SOCKET_IN_NAMESPACE,
-    "--",
-    ...command,
-  ];
 }
 
 /** Kill and exit of a spawned server: its limits, proxy and layers given back once. */
@@ -231,122 +223,4 @@ function _undo(start: _Start): void {
   start.egress?.close();
   start.layers?.retire();
   void start.folders?.remove();
-}
-
-/**
- * The server's whole environment: a small fixed base, its own entries with
- * `${workspace}` filled in, and each `{"secret": "NAME"}` read from the
- * host's variable NAME (missing: an error naming it). Nothing else of the
- * host's environment reaches it.
- */
-export function serverEnv(
-  entry: ServerEntry,
-  workspace: string,
-): { env: Record<string, string>; secrets: string[] } {
-  const env: Record<string, string> = {
-    PATH: "/usr/local/bin:/usr/bin:/bin",
-    HOME: NAMESPACE_HOME,
-    LANG: "C.UTF-8",
-    NO_COLOR: "1",
-    DENO_NO_UPDATE_CHECK: "1",
-    PYTHONDONTWRITEBYTECODE: "1",
-  };
-  const secrets: string[] = [];
-  for (const [k, v] of Object.entries(entry.env)) {
-    if (typeof v === "string") {
-      env[k] = v.replaceAll("${workspace}", workspace);
-      continue;
-    }
-    const value = envVar(v.secret);
-    if (value === undefined) {
-      throw new Error(
-        `the secret ${k} is read from the host variable ${v.secret}, which is not set`,
-      );
-    }
-    env[k] = value;
-    if (value.length >= 4) secrets.push(value);
-  }
-  return { env, secrets };
-}
-
-/** The server's own command line and what it needs mounted. */
-function _serverCommand(
-  entry: ServerEntry,
-  record: InstallRecord | undefined,
-  g: Grant,
-  p: SandboxPolicy,
-  workspace: string,
-): { command: string[]; code: string[]; denoDir?: string; system: boolean } {
-  const args = entry.args.map((a) => a.replaceAll("${workspace}", workspace));
-  if (entry.kind === "npm" && record) {
-    // `"*"` in a net list is every host (Deno takes no `*` host): the proxy still checks each.
-    const flag = (name: string, l: string[]) =>
-      name === "net" && l.includes("*")
-        ? ["--allow-net"]
-        : l.length
-        ? [`--allow-${name}=${[...new Set(l)].join(",")}`]
-        : [];
-    return {
-      command: [
-        Deno.execPath(),
-        "run",
-        "--no-prompt",
-        "--cached-only",
-        "--frozen",
-        "--no-config",
-        `--lock=${record.lock}`,
-        // Its own installed packages too (mounted read-only): jsdom reads its stylesheet at start.
-        ...flag("read", [...g.read, join(record.dir, "npm")]),
-        ...flag("write", g.write),
-        ...flag("run", g.run),
-        ...flag("net", g.net),
-        // What it may learn of the machine: only the names permissions.json lists.
-        ...flag("sys", p.sys ?? []),
-        // The environment is already only what the entry names.
-        "--allow-env",
-        `--v8-flags=--max-old-space-size=${p.memory_mb}`,
-        `npm:${entry.package}@${entry.version}`,
-        ...args,
-      ],
-      code: [record.lock!],
-      denoDir: record.dir,
-      system: g.run.length > 0,
-    };
-  }
-  if (p.sys?.length) {
-    throw new Error(
-      `"sys" in ${p.where} of ${
-        p.file ?? "permissions.json"
-      } applies only to npm servers (Deno's --allow-sys)`,
-    );
-  }
-  if (entry.kind === "pypi" && record) {
-    const program = isAbsolute(entry.command[0])
-      ? entry.command[0]
-      : join(record.dir, "bin", entry.command[0]);
-    // A program outside the venv (a script the operator names) is bound read-only too.
-    const own = program.startsWith(record.dir + "/") || !pathExists(program) ? [] : [program];
-    return {
-      command: [join(record.dir, "bin", "python3"), program, ...entry.command.slice(1), ...args],
-      code: [record.dir, ...(record.pythonHome ? [record.pythonHome] : []), ...own],
-      system: true,
-    };
-  }
-  const [program, ...rest] = entry.command;
-  const resolved = _which(program);
-  // Absolute paths of the command line that exist are its code: bound read-only.
-  // (the system runtime is bound already: /usr, /bin, /lib…).
-  const code = [resolved, ...rest].filter((a) =>
-    isAbsolute(a) && pathExists(a) && !/^\/(usr|bin|sbin|lib\w*)\//.test(a)
-  );
-  return { command: [resolved, ...rest, ...args], code, system: true };
-}
-
-function _which(program: string): string {
-  if (isAbsolute(program)) return program;
-  for (const d of ["/usr/local/bin", "/usr/bin", "/bin"]) {
-    if (pathExists(join(d, program))) return join(d, program);
-  }
-  if (program === "deno") return Deno.execPath();
-  throw new Error(`command "${program}" was not found in /usr/local/bin, /usr/bin or /bin`);
 }

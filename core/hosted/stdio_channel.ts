@@ -7,7 +7,9 @@
  * - a line that is not a JSON-RPC message is dropped;
  * - a response whose id corral never sent (or already answered) is dropped;
  * - notifications and requests from the server beyond a rate
- *   ({@link FLOOD_BURST}, then {@link FLOOD_PER_SECOND} a second) are dropped.
+ *   ({@link FLOOD_BURST}, then {@link FLOOD_PER_SECOND} a second) are dropped;
+ * - its stderr and its log notifications are bounded in bytes, per second
+ *   and per session (./output_budget.ts): what is over is dropped.
  *
  * Each refusal is reported through `onEvent` (the audit log), at most once
  * a second per kind with a count. A {@link CallLane} given in the options
@@ -26,6 +28,7 @@ import {
   JSONRPCResponseSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { CallLane } from "./call_lane.ts";
+import { OutputBudget } from "./output_budget.ts";
 
 /** The largest message accepted from a server (16 MiB). */
 export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -37,7 +40,13 @@ export const FLOOD_PER_SECOND = 200;
 const _ENCODER = new TextEncoder();
 
 /** What a server did that was refused. */
-export type ChannelEventKind = "oversized" | "garbage" | "forged" | "flood";
+export type ChannelEventKind = "oversized" | "garbage" | "forged" | "flood" | "output";
+
+/** The byte budgets of a server's stderr and log notifications (kept across its restarts). */
+export interface OutputBudgets {
+  stderr: OutputBudget;
+  log: OutputBudget;
+}
 
 /** Options of a {@link StdioChannel}. */
 export interface ChannelOptions {
@@ -48,6 +57,8 @@ export interface ChannelOptions {
   maxMessageBytes?: number;
   /** The lane of corral's own `tools/call` requests, written through {@link StdioChannel.write}. */
   lane?: CallLane;
+  /** Bytes of stderr and log notifications it may still send (default: fresh budgets). */
+  output?: OutputBudgets;
 }
 
 /** The SDK transport over a child's stdin/stdout. */
@@ -65,11 +76,13 @@ export class StdioChannel implements Transport {
   #refill = performance.now();
   #counts = new Map<ChannelEventKind, { n: number; last: number }>();
   #closed = false;
+  readonly #output: OutputBudgets;
 
   constructor(child: Deno.ChildProcess, options: ChannelOptions) {
     this.#child = child;
     this.#options = options;
     this.#writer = child.stdin.getWriter();
+    this.#output = options.output ?? { stderr: new OutputBudget(), log: new OutputBudget() };
   }
 
   start(): Promise<void> {
@@ -88,6 +101,10 @@ export class StdioChannel implements Transport {
         return;
       }
       tokens--;
+      if (!this.#output.stderr.take(l.length + 1)) {
+        this.#event("output", _overBudget("stderr", this.#output.stderr));
+        return;
+      }
       this.#options.onStderr(l);
     }, () => {});
     return Promise.resolve();
@@ -135,6 +152,9 @@ export class StdioChannel implements Transport {
       }
     } else if (!this.#take()) {
       this.#event("flood", `${m.method} dropped: over ${FLOOD_PER_SECOND} messages a second`);
+      return;
+    } else if (m.method === "notifications/message" && !this.#output.log.take(line.length)) {
+      this.#event("output", _overBudget("log notifications", this.#output.log));
       return;
     }
     this.accepted++;
@@ -187,6 +207,15 @@ export class StdioChannel implements Transport {
     c.last = now;
     this.#options.onEvent(kind, detail, c.n);
   }
+}
+
+/** Why output was dropped: which bound, and how much so far. */
+function _overBudget(what: string, b: OutputBudget): string {
+  const l = b.limits;
+  const bound = b.exhausted
+    ? `over ${l.perSession} bytes in this session`
+    : `over ${l.perSecond} bytes a second (bursts of ${l.burst})`;
+  return `${what} dropped: ${bound}; ${b.dropped} bytes dropped`;
 }
 
 /**

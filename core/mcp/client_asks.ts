@@ -119,6 +119,14 @@ function _asker(
   // `ended` aborts when the call returns: a question still open is withdrawn.
   return async (kind, raw, ended) => {
     const { method, capability } = ASK_METHODS[kind];
+    const params = unkeyed(raw).params;
+    if (kind === "sample" && !caps.sampling) {
+      throw new Error("the client does not support sampling (sampling/createMessage)");
+    }
+    // Sampling with tools (2025-11-25): only a client that says so; its answer may be an array.
+    if (kind === "sample" && samplesWithTools(params) && !caps.sampling?.tools) {
+      throw new Error("the client does not support sampling with tools (sampling.tools)");
+    }
     if (kind === "elicit" && (!caps.elicitation || elicitation === false)) {
       throw new Error("the client cannot be asked here (no elicitation)");
     }
@@ -126,11 +134,42 @@ function _asker(
       throw new Error(`the client does not support ${capability} (${method})`);
     }
     return await extra.sendRequest(
-      { method, params: unkeyed(raw).params },
+      { method, params },
       {
         signal: ended ? AbortSignal.any([extra.signal, ended]) : extra.signal,
         timeout: _CONFIRM_TIMEOUT_MS,
       },
     );
   };
+}
+
+/**
+ * Whether a sampling request uses tools (2025-11-25): it offers `tools` or a
+ * `toolChoice`, or a message holds tool use or tool results. Its answer may
+ * then be a content array with tool use, and only a client with
+ * `sampling.tools` is asked.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { samplesWithTools } from "./client_asks.ts";
+ * assert.equal(samplesWithTools({ messages: [], maxTokens: 5 }), false);
+ * assert.equal(samplesWithTools({ messages: [], maxTokens: 5, tools: [] }), true);
+ * const result = { role: "user", content: [{ type: "tool_result", toolUseId: "1", content: [] }] };
+ * assert.equal(samplesWithTools({ messages: [result], maxTokens: 5 }), true);
+ * ```
+ */
+export function samplesWithTools(params: unknown): boolean {
+  if (typeof params !== "object" || params === null) return false;
+  const p = params as { tools?: unknown; toolChoice?: unknown; messages?: unknown };
+  if (p.tools !== undefined || p.toolChoice !== undefined) return true;
+  if (!Array.isArray(p.messages)) return false;
+  return p.messages.some((m) => {
+    const content = (m as { content?: unknown } | null)?.content;
+    const blocks = Array.isArray(content) ? content : [content];
+    return Array.isArray(content) ||
+      blocks.some((b) =>
+        ["tool_use", "tool_result"].includes((b as { type?: string })?.type ?? "")
+      );
+  });
 }

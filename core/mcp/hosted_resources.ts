@@ -6,6 +6,8 @@
  * secrets. Over HTTP an identity's view (./identity_registry.ts) offers
  * only the servers it may reach. Each listing is one handler here; a new
  * kind of listing is one more {@link HostedResources} method and handler.
+ * A server that fails or times out is left out of a listing, and named in
+ * a log notification to the client.
  *
  * @module
  */
@@ -24,6 +26,8 @@ import type { InputRounds } from "./input_rounds.ts";
 export interface HostedCaller {
   only?: (server: string) => boolean;
   identity?: string;
+  /** Hears the servers left out of a listing (failed or timed out), and why. */
+  onLeftOut?: (left: Array<{ server: string; reason: string }>) => void;
   /** Answers a server's questions (sampling, elicitation) while it serves this request. */
   onAsk?: ClientAsks["onAsk"];
 }
@@ -98,14 +102,25 @@ export function serveHostedResources(
       throw _protocolError(err);
     }
   };
+  // A server that failed or timed out is left out of a listing: the client is told which.
+  const leftOut = (what: string): HostedCaller => ({
+    onLeftOut: (left) => {
+      const data = `${what}: left out ${left.map((l) => l.reason).join("; ")}`;
+      server.sendLoggingMessage({ level: "warning", logger: "corral", data }).catch(() => {});
+    },
+  });
   // The session's principal: the same server instances as its tool calls, its own alone.
   server.setRequestHandler("resources/list", () =>
     guard(async () => ({
-      resources: await hosted.listResources(false, principal),
+      resources: await hosted.listResources(false, principal, leftOut("resources/list")),
     })) as never);
   server.setRequestHandler("resources/templates/list", () =>
     guard(async () => ({
-      resourceTemplates: await hosted.listResources(true, principal),
+      resourceTemplates: await hosted.listResources(
+        true,
+        principal,
+        leftOut("resources/templates/list"),
+      ),
     })) as never);
   server.setRequestHandler("resources/read", (r) =>
     guard(async () => {
@@ -129,7 +144,10 @@ export function serveHostedResources(
   );
   server.setRequestHandler(
     "prompts/list",
-    () => guard(async () => ({ prompts: await hosted.listPrompts(principal) })) as never,
+    () =>
+      guard(async () => ({
+        prompts: await hosted.listPrompts(principal, leftOut("prompts/list")),
+      })) as never,
   );
   server.setRequestHandler("prompts/get", (r, ctx) => {
     const get = (onAsk: HostedCaller["onAsk"]) =>

@@ -124,10 +124,14 @@ function _hostedView(
   };
   return {
     entries: hosted.entries.filter((e) => caller.only(e.name)),
-    listResources: (templates, principal) =>
-      hosted.listResources(templates, principalOf(principal), caller),
+    listResources: (templates, principal, c) =>
+      hosted.listResources(templates, principalOf(principal), {
+        ...caller,
+        onLeftOut: c?.onLeftOut,
+      }),
     readResource: (uri, principal) => hosted.readResource(uri, principalOf(principal), caller),
-    listPrompts: (principal) => hosted.listPrompts(principalOf(principal), caller),
+    listPrompts: (principal, c) =>
+      hosted.listPrompts(principalOf(principal), { ...caller, onLeftOut: c?.onLeftOut }),
     getPrompt: (name, args, principal, c) =>
       hosted.getPrompt(name, args, principalOf(principal), { ...caller, onAsk: c?.onAsk }),
     complete: (params, principal) => hosted.complete(params, principalOf(principal), caller),

@@ -141,6 +141,7 @@ export class CallAudit {
       ...(r.reason ? { reason: r.reason } : {}),
       bytes_out: r.bytesOut,
       bytes_in: r.bytesIn,
+      ...(r.injected ? { injected: r.injected } : {}),
     }).catch((err) => this.#warn(err));
   }
 

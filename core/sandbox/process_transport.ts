@@ -22,6 +22,8 @@ import {
 } from "../guard/egress.ts";
 import { type LimitedChild, spawnLimited } from "../guard/limits.ts";
 import { NAMESPACE_HOME, namespaceLayout, namespacePath } from "../guard/namespace.ts";
+import { etcFiles } from "../guard/namespace_etc.ts";
+import { hostTrustFile, TRUST_IN_NAMESPACE, trustVars, writeTrust } from "../guard/trust_store.ts";
 import { type StartedLayers, startLayers } from "../layers/start_layers.ts";
 import type { SandboxLayers } from "../layers/settle_layers.ts";
 import { childArgs, childEnv, selfHosted } from "./child_command.ts";
@@ -127,7 +129,7 @@ function _prepare(spec: TransportSpec): _Launch {
     ? [`${EGRESS_LISTEN.hostname}:${EGRESS_LISTEN.port}`, `unix:${EGRESS_SOCKET_IN_NAMESPACE}`]
     : [];
   const args = childArgs(spec, sock, bridge);
-  if (!ns) return { command: Deno.execPath(), args, env: _env(spec, childEnv()) };
+  if (!ns) return { command: Deno.execPath(), args, env: _env(spec, _hostTrust(childEnv())) };
   const launch: _Launch = { command: ns.bwrap, args: [], env: {}, egress };
   try {
     launch.folders = _layerFolders(spec);
@@ -170,6 +172,8 @@ function _mounts(
     system: g.run.length > 0,
     net: false,
     netFiles: g.net.length > 0,
+    // corral's own passwd, group, hosts and resolv.conf: no account or name of the host's.
+    ...(g.run.length || g.net.length ? { etc: etcFiles(join(configDir(), "run"), []) } : {}),
     ...(launch.egress ? { egressDir: launch.egress.dir } : {}),
     cwd: spec.workspace,
   });
@@ -191,7 +195,17 @@ function _mounts(
   const bound = { read: g.read, write: g.write, system: g.run.length > 0 };
   launch.insidePath = (path) => namespacePath(path, bound);
   env.PATH = launch.insidePath(env.PATH ?? "");
+  // The operator's trust store, read-only beside the proxy's socket (core/guard/trust_store.ts).
+  if (launch.egress && writeTrust(launch.egress.dir)) {
+    Object.assign(env, trustVars(TRUST_IN_NAMESPACE));
+  }
   launch.env = _env(spec, launch.egress ? { ...env, ...proxyVars(EGRESS_URL) } : env);
+}
+
+/** Without the namespace: the operator's trust store for Deno's TLS (DENO_CERT), as a file. */
+function _hostTrust(env: Record<string, string>): Record<string, string> {
+  const file = hostTrustFile(join(configDir(), "run"));
+  return file ? { ...env, DENO_CERT: file } : env;
 }
 
 /** The environment with the heap limit of a compiled binary's child. */

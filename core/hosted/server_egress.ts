@@ -1,0 +1,166 @@
+/**
+ * A hosted server's way out of its namespace, when it holds `n`: its own
+ * egress proxy (core/guard/egress.ts) on a unix socket, and inside the
+ * namespace the bridge (./egress_bridge.ts) that listens where HTTP
+ * clients find the proxy (`127.0.0.1:3128`, `HTTP(S)_PROXY`) and, for each
+ * `host:port` of its net list, a forwarder at that name and port for any
+ * TCP protocol (core/guard/egress_forward.ts), with the names in its
+ * `/etc/hosts` and answered by its own name server. The launcher makes its
+ * network namespace then (core/guard/launcher.ts): ports below 1024 and
+ * granted addresses are the forwarders' there, with no capability given.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { configDir } from "../config/install_dir.ts";
+import {
+  type EgressRecord,
+  pinnedResolver,
+  type StartedEgress,
+  startEgress,
+} from "../guard/egress.ts";
+import { EGRESS_SOCKET_IN_NAMESPACE, EGRESS_URL, proxyVars } from "../guard/egress_env.ts";
+import {
+  extraAddresses,
+  type Forward,
+  forwardNames,
+  forwardsOf,
+  hostPort,
+  placeForwards,
+} from "../guard/egress_forward.ts";
+import { isIpAddress } from "../guard/net_guard.ts";
+import { operatorCerts, TRUST_IN_NAMESPACE, trustVars, writeTrust } from "../guard/trust_store.ts";
+import { type InjectedSecret, SecretInjector } from "../guard/egress_inject.ts";
+import { etcFiles } from "../guard/namespace_etc.ts";
+
+const _here = (p: string) => new URL(p, import.meta.url).pathname;
+const _BRIDGE = _here("./egress_bridge.ts");
+/** The bridge's own files, bound read-only into the namespace. */
+const _BRIDGE_CODE = [
+  _BRIDGE,
+  _here("../guard/egress_env.ts"),
+  _here("../guard/forward_bridge.ts"),
+  _here("../guard/egress_forward.ts"),
+];
+
+/** What {@link serverEgress} made: the proxy, and what the namespace needs for it. */
+export interface ServerEgress {
+  egress: StartedEgress;
+  forwards: Forward[];
+  /** Variables of the server's environment (the proxy). */
+  env: Record<string, string>;
+  /** Files bound read-only (the bridge's code). */
+  code: string[];
+  /** corral's own `/etc` files, `hosts` holding the forwarders' names. */
+  etc: string;
+  /** Addresses the launcher puts on the namespace's loopback; undefined: no forwarder. */
+  netns?: string[];
+  /** `command` run behind the bridge (with the deno binary `deno`). */
+  wrap(deno: string, command: string[]): string[];
+}
+
+/** How long a forwarder's name may take to resolve at start before it keeps a loopback alias. */
+const _PIN_TIMEOUT_MS = 5_000;
+
+/**
+ * Start a hosted server's egress for its net list `net` (set at `listed.where` of `listed.file`).
+ * The forwarders' names are resolved now, at grant time, and kept for the
+ * server's life: the proxy connects to that address, and inside the
+ * namespace the name leads to it too.
+ */
+export async function serverEgress(
+  net: string[],
+  listed: { where: string; file?: string },
+  onConnection?: (r: EgressRecord) => void,
+  injected: InjectedSecret[] = [],
+  resolveName?: (hostname: string) => Promise<string[]>,
+): Promise<ServerEgress> {
+  const listedIn = listed.where;
+  _injectable(injected, net, listedIn, listed.file);
+  // Secrets injected at egress: a CA of this server's own, trusted by it alone.
+  // (Loaded only then: the X.509 library costs a start that injects nothing.)
+  const ca = injected.length
+    ? await (await import("../guard/sandbox_ca.ts")).SandboxCa.create()
+    : undefined;
+  const named = forwardsOf(net);
+  const names = [...new Set(named.map((f) => f.host).filter((h) => !isIpAddress(h)))];
+  const resolve = pinnedResolver(names, resolveName);
+  const pinned = new Map<string, string>();
+  await Promise.all(names.map(async (name) => {
+    const found = await _within(resolve(name), _PIN_TIMEOUT_MS).catch(() => undefined);
+    if (found?.[0]) pinned.set(name, found[0]);
+  }));
+  const forwards = placeForwards(named, pinned);
+  const run = join(configDir(), "run");
+  const egress = startEgress(run, {
+    allowed: net,
+    listedIn,
+    ...(listed.file ? { listedFile: listed.file } : {}),
+    resolve,
+    ...(onConnection ? { onConnection } : {}),
+    ...(ca ? { inject: new SecretInjector(injected, ca, operatorCerts()) } : {}),
+  });
+  // The operator's trust store, read-only beside the proxy's socket, and its own CA if any.
+  const trusted = writeTrust(egress.dir, ca ? [ca.certPem] : []);
+  return {
+    egress,
+    forwards,
+    env: { ...proxyVars(EGRESS_URL), ...(trusted ? trustVars(TRUST_IN_NAMESPACE) : {}) },
+    code: _BRIDGE_CODE,
+    etc: etcFiles(run, forwardNames(forwards)),
+    ...(forwards.length ? { netns: extraAddresses(forwards) } : {}),
+    wrap: (deno, command) => _behindBridge(deno, command, forwards),
+  };
+}
+
+/** `command` behind the egress bridge (./egress_bridge.ts), which listens where the proxy is. */
+function _behindBridge(deno: string, command: string[], forwards: Forward[]): string[] {
+  const listen = forwards.map((f) => hostPort(f.listen, f.port));
+  // Its name server, when it has forwarders (the launcher lets it take port 53).
+  if (forwards.length) listen.push("127.0.0.1:53");
+  return [
+    deno,
+    "run",
+    "--no-prompt",
+    "--no-config",
+    "--no-lock",
+    `--allow-net=${["127.0.0.1:3128", `unix:${EGRESS_SOCKET_IN_NAMESPACE}`, ...listen].join(",")}`,
+    `--allow-read=${EGRESS_SOCKET_IN_NAMESPACE}`,
+    `--allow-write=${EGRESS_SOCKET_IN_NAMESPACE}`,
+    `--allow-run=${command[0]}`,
+    _BRIDGE,
+    EGRESS_SOCKET_IN_NAMESPACE,
+    JSON.stringify(forwards),
+    "--",
+    ...command,
+  ];
+}
+
+function _within<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([
+    p,
+    new Promise<T>((_, reject) => timer = setTimeout(() => reject(new Error("timed out")), ms)),
+  ]).finally(() => clearTimeout(timer));
+}
+
+/** Each host a secret is injected for must be on the net list: else it could never go there. */
+function _injectable(
+  injected: InjectedSecret[],
+  net: string[],
+  listedIn: string,
+  file = "permissions.json",
+): void {
+  const hosts = new Set(
+    net.map((e) => e.replace(/:\d+$/, "").replace(/^\[|\]$/g, "").toLowerCase()),
+  );
+  for (const s of injected) {
+    const missing = s.hosts.find((h) => !hosts.has(h.replace(/^\[|\]$/g, "")) && !hosts.has("*"));
+    if (missing) {
+      throw new Error(
+        `the secret ${s.name} is injected for ${missing}, which is not on the net list of ` +
+          `${listedIn}: add it to ${listedIn}.net in ${file}`,
+      );
+    }
+  }
+}
