@@ -2,25 +2,25 @@
  * The host's side of ./tree_applier.ts: one applier process per write root
  * of this corral process, started on the first settlement that has
  * something to write there and stopped when no sandbox over that root is
- * left. Its launcher (`/bin/bash`) opens the root, checks that what it
- * opened is exactly the path (no symlink in any component, nothing renamed,
- * as core/guard/launcher.ts does for a sandbox), and makes it the
- * applier's current folder: every write lands in that folder, however its
- * name is swapped later. A root replaced since the sandbox saw it (another
- * folder now has its name) is refused.
+ * left. It runs in a namespace of its own (core/guard/launcher.ts opens the
+ * root, checks that what it opened is exactly the path, no symlink in any
+ * component and nothing renamed, and bwrap binds that open folder): the
+ * root is the only thing it can write. Deno opens every path by name, so a
+ * folder of the root swapped for a link at the wrong moment could still
+ * lead a write elsewhere; in the namespace, elsewhere is the root itself,
+ * corral's layers (read-only), the runtime (read-only) or the namespace's
+ * own `/tmp`: never the host's tree outside the root. A root replaced since
+ * the sandbox saw it (another folder now has its name) is refused.
  *
  * @module
  */
+import { findBwrap } from "../guard/jail.ts";
+import { launcherScript } from "../guard/launcher.ts";
+import { NAMESPACE_HOME, namespaceBase } from "../guard/namespace.ts";
+import { runtimeFiles } from "../guard/namespace_runtime.ts";
 import type { ApplierOp, ApplierResult } from "./tree_applier.ts";
 
 const _ENTRY = new URL("./tree_applier.ts", import.meta.url).pathname;
-
-// Open, check, enter; then the applier, whose `.` is the folder that was opened.
-const _LAUNCH = `exec 3<"$1" || exit 96
-[ "$(PATH=/usr/bin:/bin readlink /proc/self/fd/3)" = "$1" ] || { echo "corral-refused $1" >&2; exit 96; }
-cd /proc/self/fd/3 || exit 96
-exec 3<&-
-exec "$2" run --no-prompt --no-config --no-lock --quiet --allow-read=.,"$3" --allow-write=. --allow-run="$4" "$5" "$4"`;
 
 interface _Applier {
   child: Deno.ChildProcess;
@@ -85,15 +85,57 @@ export async function applyInRoot(
   return await done;
 }
 
-async function _start(root: string, layers: string): Promise<_Applier> {
-  const child = new Deno.Command("/bin/bash", {
-    args: ["-c", _LAUNCH, "corral-applier", root, Deno.execPath(), layers, _ln(), _ENTRY],
+/**
+ * The applier's namespace: nothing of the host's but the runtime and the
+ * applier's module (read-only), corral's layers (read-only) and the root,
+ * bound from the folder the launcher opened and checked, writable. Deno's
+ * cache is the namespace's own `/tmp`: the module needs no other.
+ */
+async function _command(root: string, layers: string): Promise<Deno.Command> {
+  const bwrap = await findBwrap();
+  if (!bwrap) {
+    throw new Error(`cannot write ${root}: bubblewrap is needed to apply a sandbox's changes`);
+  }
+  const rt = await runtimeFiles();
+  const ns = [
+    ...namespaceBase(false),
+    ...rt.libDirs.flatMap((d) => ["--ro-bind-try", d, d]),
+    ...["--ro-bind", rt.exec, rt.exec],
+    ...["--bind-fd", root, root],
+    ...["--ro-bind", layers, layers],
+    ...["--ro-bind", _ENTRY, _ENTRY],
+    ...["--chdir", root],
+  ];
+  const deno = [rt.exec, "run", "--no-prompt", "--no-config", "--no-lock", "--quiet"];
+  return new Deno.Command("/bin/bash", {
+    args: [
+      "-c",
+      launcherScript() + 'launch "$@"',
+      "corral-applier",
+      bwrap,
+      ...ns,
+      "--",
+      ...deno,
+      "--allow-read",
+      "--allow-write",
+      _ENTRY,
+    ],
     stdin: "piped",
     stdout: "piped",
     stderr: "piped",
     clearEnv: true,
-    env: { PATH: "/usr/bin:/bin", NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1", ..._denoDir() },
-  }).spawn();
+    env: {
+      PATH: "/usr/bin:/bin",
+      NO_COLOR: "1",
+      DENO_NO_UPDATE_CHECK: "1",
+      DENO_DIR: `${NAMESPACE_HOME}/deno`,
+      HOME: NAMESPACE_HOME,
+    },
+  });
+}
+
+async function _start(root: string, layers: string): Promise<_Applier> {
+  const child = (await _command(root, layers)).spawn();
   const a: _Applier = {
     child,
     ino: -1,
@@ -146,23 +188,4 @@ async function _stderr(stream: ReadableStream<Uint8Array>): Promise<string> {
     text = (text + chunk).slice(-2000);
   }
   return text.trim().split("\n").at(-1) ?? "";
-}
-
-function _ln(): string {
-  for (const p of ["/usr/bin/ln", "/bin/ln"]) {
-    try {
-      if (Deno.statSync(p).isFile) return p;
-    } catch { /* not there */ }
-  }
-  return "/usr/bin/ln";
-}
-
-function _denoDir(): Record<string, string> {
-  try {
-    const d = Deno.env.get("DENO_DIR");
-    const home = Deno.env.get("HOME");
-    return { ...(d ? { DENO_DIR: d } : {}), ...(home ? { HOME: home } : {}) };
-  } catch {
-    return {};
-  }
 }

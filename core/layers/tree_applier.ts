@@ -6,8 +6,10 @@
  * the root's inode): a name swapped for a symlink at any moment moves it
  * elsewhere, which is seen and refused before anything is written, and the
  * write itself names only the last component, in the folder it stands in.
- * It holds read of the layers' folder and of the root, write of the root,
- * and `ln` (a symlink needs unscoped permissions in Deno), nothing else.
+ * Deno still opens that by its full name, so a swap between the check and
+ * the open is not seen here: what bounds it is the namespace the applier
+ * runs in (./root_applier.ts), where the root is the only writable folder.
+ * It holds unscoped read and write there (a symlink needs them in Deno).
  *
  * Protocol: one JSON request per line on stdin
  * (`{ id, ops: [{ op, rel, from?, mode?, keep? }] }`), one JSON answer per
@@ -35,7 +37,6 @@ export interface ApplierResult {
   sig?: { kind: string; ino: number; size: number; mtimeMs: number } | null;
 }
 
-const _LN = Deno.args[0] ?? "/usr/bin/ln";
 /** The root as it was opened: its path then, and its inode. */
 const _ROOT = Deno.cwd();
 const _INO = Deno.statSync(".").ino;
@@ -119,16 +120,7 @@ async function _one(o: ApplierOp): Promise<ApplierResult> {
     case "link": {
       const target = await Deno.readLink(o.from!);
       await _remove(name);
-      // Run where this process stands (no cwd by name): the folder just checked.
-      const made = await new Deno.Command(_LN, {
-        args: ["-s", "-T", "--", target, name],
-        stdin: "null",
-        stdout: "null",
-        stderr: "piped",
-      }).output();
-      if (!made.success) {
-        return { ok: false, error: new TextDecoder().decode(made.stderr).trim().slice(0, 200) };
-      }
+      await Deno.symlink(target, name);
       break;
     }
     case "dir":
