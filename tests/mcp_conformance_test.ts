@@ -95,6 +95,9 @@ Deno.test("the pinned MCP conformance suite passes every scored scenario of 2025
       const scoredFailed = failed.filter((s) => !unscored.has(s));
       assert.deepEqual(scoredFailed, [], output);
       assert.equal(passed.filter((s) => !unscored.has(s)).length, scored, output);
+      // Unscored ones pass too (pending: JSON Schema 2020-12 keywords, custom parameter
+      // headers), but for the tasks extension, which corral does not serve yet.
+      assert.deepEqual(failed.filter((s) => !s.startsWith("tasks-")), [], output);
     });
   }
 });

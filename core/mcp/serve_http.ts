@@ -39,6 +39,7 @@ import {
 import { requestChecks } from "./request_checks.ts";
 import { InputRounds } from "./input_rounds.ts";
 import { ModernRequests } from "./modern_request.ts";
+import { paramHeaderRefusal } from "./param_headers.ts";
 import { readRpcBody, type RpcBody } from "./rpc_body.ts";
 import { serveInSession, sessionPrincipal } from "./session_request.ts";
 import { serveStateless, statelessBusy } from "./stateless_request.ts";
@@ -195,6 +196,13 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
     const authInfo = ticketAuth(ticket);
     // 2026-07-28: no session; the revision and capabilities come with each request.
     if (body && await ModernRequests.isModern(req, body)) {
+      const view = who ? team!.registryFor(registry, who.identity) : registry;
+      const mismatch = paramHeaderRefusal(
+        req,
+        body.parsed,
+        (name) => view.list().find((t) => t.name === name)?.inputSchema,
+      );
+      if (mismatch) return mismatch;
       return await modern.serve(req, body, {
         who,
         authInfo,
