@@ -14,6 +14,8 @@ import {
   ElicitRequestSchema,
   LoggingMessageNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
+import { Client as V2Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport as V2Stdio } from "@modelcontextprotocol/client/stdio";
 import { CORRAL_ARGS, ROOT } from "./_mcp_helpers.ts";
 import { approve, hostedLayout, hostedRegistry, SERVERS_DIR } from "./_hosted_helpers.ts";
 
@@ -21,8 +23,10 @@ const EVERYTHING = {
   everything: { npm: "@modelcontextprotocol/server-everything@2026.8.31", args: ["stdio"] },
 };
 
-Deno.test("server-everything through corral mcp: progress, sampling, elicitation, content, resources, prompts", async () => {
-  await using l = await hostedLayout();
+type Layout = Awaited<ReturnType<typeof hostedLayout>>;
+
+/** server-everything approved and configured in `l`; how `corral mcp` (stdio) is started there. */
+async function everything(l: Layout) {
   const first = await hostedRegistry(l, EVERYTHING, { everything: {} });
   await approve(first.registry, "everything");
   await first.registry.close();
@@ -31,7 +35,7 @@ Deno.test("server-everything through corral mcp: progress, sampling, elicitation
     join(l.base, "permissions.json"),
     JSON.stringify({ servers: { everything: {} } }),
   );
-  const transport = new StdioClientTransport({
+  return {
     command: Deno.execPath(),
     args: [
       ...CORRAL_ARGS,
@@ -54,8 +58,13 @@ Deno.test("server-everything through corral mcp: progress, sampling, elicitation
       CORRAL_SERVERS_DIR: SERVERS_DIR,
     },
     cwd: ROOT,
-    stderr: "pipe",
-  });
+    stderr: "pipe" as const,
+  };
+}
+
+Deno.test("server-everything through corral mcp: progress, sampling, elicitation, content, resources, prompts", async () => {
+  await using l = await hostedLayout();
+  const transport = new StdioClientTransport(await everything(l));
   const client = new Client(
     { name: "hosted-e2e", version: "1.0.0" },
     { capabilities: { sampling: {}, elicitation: {} } },
@@ -173,4 +182,43 @@ Deno.test("server-everything through corral mcp: progress, sampling, elicitation
     audit.some((r) => r.tool === "echo" && r.outcome === "success" && r.toolset === "everything"),
   );
   assert.ok(audit.some((r) => r.kind === "ask"));
+});
+
+Deno.test("a 2026-07-28 client: the hosted (2025-11-25) server's sampling and elicitation come back as rounds of the call", async () => {
+  await using l = await hostedLayout();
+  const client = new V2Client({ name: "hosted-v2", version: "1.0.0" }, {
+    capabilities: { sampling: {}, elicitation: {} },
+    versionNegotiation: { mode: { pin: "2026-07-28" } },
+  });
+  const asked: string[] = [];
+  client.setRequestHandler("sampling/createMessage", () => {
+    asked.push("sampling");
+    return {
+      role: "assistant",
+      model: "test-model",
+      content: { type: "text", text: "the model says hi" },
+    } as never;
+  });
+  client.setRequestHandler("elicitation/create", () => {
+    asked.push("elicitation");
+    return { action: "accept", content: { color: "green" } } as never;
+  });
+  await client.connect(new V2Stdio(await everything(l)));
+  try {
+    assert.equal(client.getNegotiatedProtocolVersion(), "2026-07-28");
+    const s = await client.callTool({
+      name: "trigger-sampling-request",
+      arguments: { prompt: "hi", maxTokens: 10 },
+    });
+    assert.match(JSON.stringify(s), /the model says hi/);
+    const e = await client.callTool({ name: "trigger-elicitation-request", arguments: {} });
+    assert.doesNotMatch(JSON.stringify(e), /"isError":true/, JSON.stringify(e));
+    assert.deepEqual(asked, ["sampling", "elicitation"], "each question reached the client once");
+  } finally {
+    await client.close();
+  }
+  const audit = (await Deno.readTextFile(l.audit)).split("\n").filter(Boolean).map((x) =>
+    JSON.parse(x)
+  );
+  assert.ok(audit.some((r) => r.kind === "ask" && r.ask === "elicit" && r.outcome === "answered"));
 });

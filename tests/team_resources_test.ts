@@ -65,10 +65,14 @@ Deno.test("resources, templates and prompts of hosted servers over --http, only 
     // Bob: secret only, and its prompt is his "greet".
     const br = (await bob.listResources()).resources;
     assert.deepEqual(br.map((r) => r.uri), ["memo://secret/readme"]);
-    // Another server's resource is not hers, even by its exact URI (listed by bob just now).
-    await assert.rejects(alice.readResource({ uri: "memo://secret/readme" }), /no hosted server/);
+    // Another server's resource is not hers, even by its exact URI (listed by bob just now):
+    // to her it does not exist (the spec's resource not found, -32602 with the URI).
+    await assert.rejects(
+      alice.readResource({ uri: "memo://secret/readme" }),
+      /-32602: Resource not found: memo:\/\/secret\/readme/,
+    );
     assert.match(JSON.stringify((await bob.getPrompt({ name: "greet" })).messages), /secret/);
-    await assert.rejects(bob.readResource({ uri: "memo://docs/readme" }), /no hosted server/);
+    await assert.rejects(bob.readResource({ uri: "memo://docs/readme" }), /Resource not found/);
     // The reads are audited under each identity.
     const events = (await Deno.readTextFile(l.audit)).split("\n").filter(Boolean)
       .map((x) => JSON.parse(x)).filter((r) => r.kind === "server" && r.event === "resource");

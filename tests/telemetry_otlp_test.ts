@@ -63,6 +63,15 @@ Deno.test("OTLP: a span per call with tool, identity, session, outcome and sandb
   assert.equal(bob["corral.identity"], "bob");
   assert.equal(bob["corral.outcome"], "failure");
   assert.equal(bob["corral.sandbox"], "reuse");
+  // A client's traceparent (MCP `_meta.traceparent`) is continued: same trace, its span the parent.
+  const carol = spans.find((x) => x.name === "execute_tool ListFiles");
+  assert.ok(carol, `spans: ${[...byName.keys()]}`);
+  assert.equal(carol.traceId, "4bf92f3577b34da6a3ce929d0e0e4736");
+  assert.equal(carol.parentSpanId, "00f067aa0ba902b7");
+  assert.notEqual(
+    spans.find((x) => x.name === "execute_tool ReadFile").parentSpanId,
+    "00f067aa0ba902b7",
+  );
   // The resource names the service as OTEL_SERVICE_NAME says.
   // deno-lint-ignore no-explicit-any
   const resource = attrs((traces[0].body as any).resourceSpans[0].resource.attributes);

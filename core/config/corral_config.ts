@@ -20,7 +20,7 @@ import {
   type IdentityConfig,
   resolveTeamConfig,
 } from "./team_config.ts";
-import { serverEntries, type ServerEntry, serversSchema } from "./server_config.ts";
+import { localPath, serverEntries, type ServerEntry, serversSchema } from "./server_config.ts";
 
 /** The name of the config file looked up in the working directory. */
 export const CONFIG_FILE_NAME = "corral.json";
@@ -181,6 +181,9 @@ export async function configLayer(
   if (d.auth?.tokens_file) d.auth.tokens_file = abs(d.auth.tokens_file);
   if (d.auth?.workspaces_dir) d.auth.workspaces_dir = abs(d.auth.workspaces_dir);
   if (d.auth?.jwks?.file) d.auth.jwks.file = abs(d.auth.jwks.file);
+  for (const server of Object.values(d.servers ?? {})) {
+    if (server.command) server.command = server.command.map((p) => localPath(p, dir));
+  }
   return { file, role, data: d as Record<string, unknown> };
 }
 

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { ConfigError } from "../tool/errors.ts";
 
@@ -137,7 +138,8 @@ export function serverEntries(
       package: pkg,
       version,
       ...(e.sha256 ? { sha256: e.sha256 } : {}),
-      command: e.command ?? (kind === "pypi" ? [pkg] : []),
+      command: e.command?.map((p) => localPath(p, dirname(file))) ??
+        (kind === "pypi" ? [pkg] : []),
       args: e.args ?? [],
       env: e.env ?? {},
       ...(e.tools?.allow ? { allow: e.tools.allow } : {}),
@@ -146,4 +148,21 @@ export function serverEntries(
       startTimeoutMs: e.timeout_ms ?? 30_000,
     };
   });
+}
+
+/**
+ * A word of a server's `command` that names a file beside the config
+ * (`./script.mjs`, `../bin/x`): made absolute against `dir`, the config's
+ * folder. Any other word stays as it is.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { localPath } from "./server_config.ts";
+ * assert.equal(localPath("./s.mjs", "/etc/c"), "/etc/c/s.mjs");
+ * assert.equal(localPath("node", "/etc/c"), "node");
+ * ```
+ */
+export function localPath(word: string, dir: string): string {
+  return word.startsWith("./") || word.startsWith("../") ? resolve(dir, word) : word;
 }

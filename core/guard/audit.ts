@@ -100,7 +100,7 @@ export interface AuditAskRecord extends Partial<AuditWho> {
   /** The tool whose call asked (`(no running call)` for a call that had ended). */
   tool: string;
   toolset: string;
-  ask: "sample" | "elicit";
+  ask: "sample" | "elicit" | "roots";
   /** `answered`, `failed: …` or `denied`. */
   outcome: string;
   /** Why an ask was refused or failed. */

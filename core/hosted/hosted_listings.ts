@@ -14,6 +14,7 @@
 // @ts-types="@modelcontextprotocol/sdk/client/index"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { scrubDeep, scrubText } from "../guard/redact.ts";
+import { askingThrough, type HostedCall } from "./hosted_server.ts";
 import { offeredName } from "./hosted_tools.ts";
 
 /** Who asks: the servers it may reach (absent: all) and its identity, for the audit. */
@@ -22,6 +23,8 @@ export interface HostedCaller {
   identity?: string;
   /** Hears the servers left out of a listing (failed or timed out), and why. */
   onLeftOut?: (left: LeftOut[]) => void;
+  /** Answers a server's questions (sampling, elicitation) while it serves this caller's request. */
+  onAsk?: HostedCall["onAsk"];
 }
 
 /** How long one server may take to answer one listing (all its pages, its start included). */
@@ -144,8 +147,53 @@ export class HostedListings {
     if (!hit) throw new TypeError(`no hosted server offers the prompt "${offered}"`);
     const [, name, prompt, client] = hit;
     this.#o.event(name, "prompt", prompt, { session, identity: caller.identity });
-    const r = await client.getPrompt({ name: prompt, ...(args ? { arguments: args } : {}) });
+    const r = await askingThrough(
+      client,
+      caller.onAsk,
+      () => client.getPrompt({ name: prompt, ...(args ? { arguments: args } : {}) }),
+    );
     return scrubDeep(r, this.#o.secrets());
+  }
+
+  /**
+   * Complete an argument of a prompt (by the name {@link listPrompts} gave
+   * it) or of a resource template, asked of the server that offers it.
+   */
+  async complete(
+    params: Record<string, unknown>,
+    session: string,
+    caller: HostedCaller = {},
+  ): Promise<Record<string, unknown>> {
+    const ref = (params.ref ?? {}) as Record<string, unknown>;
+    if (ref.type === "ref/prompt") {
+      const hit = (await this.#prompts(session, caller)).find(([p]) => p.name === ref.name);
+      if (!hit) throw new TypeError(`no hosted server offers the prompt "${ref.name}"`);
+      const [, , prompt, client] = hit;
+      const r = await client.complete({ ...params, ref: { ...ref, name: prompt } } as never);
+      return scrubDeep(r, this.#o.secrets());
+    }
+    const clients = await this.#o.clients("resources", session, caller.only);
+    for (const [, client] of clients) {
+      const templates = (await client.listResourceTemplates()).resourceTemplates;
+      if (!templates.some((t) => t.uriTemplate === ref.uri)) continue;
+      return scrubDeep(await client.complete(params as never), this.#o.secrets());
+    }
+    throw new TypeError(`no hosted server offers the resource template "${ref.uri}"`);
+  }
+
+  /** Subscribe to (or unsubscribe from) a resource, at the server that listed it. */
+  async subscribe(
+    uri: string,
+    on: boolean,
+    session: string,
+    caller: HostedCaller = {},
+  ): Promise<Record<string, unknown>> {
+    const clients = await this.#o.clients("resources", session, caller.only);
+    const name = this.#uris.get(uri) ?? (clients.length === 1 ? clients[0][0] : undefined);
+    const client = clients.find(([n]) => n === name)?.[1];
+    if (!client) throw new TypeError(`no hosted server lists the resource "${uri}"`);
+    if (!client.getServerCapabilities()?.resources?.subscribe) return {};
+    return on ? await client.subscribeResource({ uri }) : await client.unsubscribeResource({ uri });
   }
 
   /** Each prompt offered, its server, its own name there and the server's client. */

@@ -59,6 +59,23 @@ export const FIRST_BACKOFF_MS = 500;
 /** The longest back-off between starts. */
 export const MAX_BACKOFF_MS = 30_000;
 
+/** The server of each running client, for {@link askingThrough}. */
+const _serverOf = new WeakMap<Client, HostedServer>();
+
+/**
+ * Run `run` (a request to `client` that is no tool call: `prompts/get`)
+ * with `onAsk` answering the server's questions (sampling, elicitation)
+ * meanwhile, as a call's own client answers them.
+ */
+export function askingThrough<T>(
+  client: Client,
+  onAsk: HostedCall["onAsk"],
+  run: () => Promise<T>,
+): Promise<T> {
+  const server = _serverOf.get(client);
+  return server && onAsk ? server.asking(onAsk, run) : run();
+}
+
 /** A hosted server: idle until its first call. */
 export class HostedServer {
   /** `idle`, `running`, or `failed` (with `reason`). */
@@ -120,6 +137,17 @@ export class HostedServer {
         void this.stop();
       }
       throw err;
+    } finally {
+      this.#calls.delete(call);
+    }
+  }
+
+  /** Run `run` as one call of this server whose questions `onAsk` answers. */
+  async asking<T>(onAsk: NonNullable<HostedCall["onAsk"]>, run: () => Promise<T>): Promise<T> {
+    const call: HostedCall = { timeoutMs: 0, onAsk };
+    this.#calls.add(call);
+    try {
+      return await run();
     } finally {
       this.#calls.delete(call);
     }
@@ -208,6 +236,7 @@ export class HostedServer {
       // Sampling with tools passes through; a client of corral's that cannot is refused then.
       { capabilities: { sampling: { tools: {} }, elicitation: {} } },
     );
+    _serverOf.set(client, this);
     client.setRequestHandler(CreateMessageRequestSchema, (r) => this.#ask("sample", r.params));
     client.setRequestHandler(ElicitRequestSchema, (r) => this.#ask("elicit", r.params));
     client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {

@@ -240,6 +240,12 @@ export class HostedServers {
   /** Get a prompt by the name {@link listPrompts} gave it (to the same caller). */
   getPrompt = (offered: string, args?: Record<string, string>, session = "", c?: HostedCaller) =>
     this.#listings.getPrompt(offered, args, session, c);
+  /** Complete a prompt's or a resource template's argument, at the server offering it. */
+  complete = (params: Record<string, unknown>, session = "", c?: HostedCaller) =>
+    this.#listings.complete(params, session, c);
+  /** Subscribe to (`on`) or unsubscribe from a resource, at the server that listed it. */
+  subscribe = (uri: string, on: boolean, session = "", c?: HostedCaller) =>
+    this.#listings.subscribe(uri, on, session, c);
 
   /** The running clients of the servers that may start, offer `what` and pass `only`. */
   /** The servers that may start and pass `only`, for `session`, and how to start each. */

@@ -5,8 +5,7 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/types"
-import type { LoggingLevel } from "@modelcontextprotocol/sdk/types.js";
+import type { LoggingLevel } from "@modelcontextprotocol/server";
 import type { ReportKind, ReportOptions } from "../tool/tool.ts";
 import type { CallExtra } from "./call_extra.ts";
 import type { LogLevel } from "./log_level.ts";
@@ -31,7 +30,7 @@ export class CallNotifications {
     private readonly name: string,
     private readonly level: LogLevel,
   ) {
-    this.#token = extra._meta?.progressToken;
+    this.#token = extra._meta?.progressToken as string | number | undefined;
   }
 
   /** Resolves when every notification sent so far has gone (or failed). */
@@ -63,10 +62,8 @@ export class CallNotifications {
 
   #send(method: string, params: Record<string, unknown>): void {
     // Chained so that notifications keep their order and precede the result.
-    this.#sent = this.#sent.then(() =>
-      this.extra.sendNotification(
-        { method, params } as Parameters<CallExtra["sendNotification"]>[0],
-      )
-    ).catch(() => {/* the client went away: nothing to tell it */});
+    this.#sent = this.#sent.then(() => this.extra.sendNotification({ method, params })).catch(
+      () => {/* the client went away: nothing to tell it */},
+    );
   }
 }

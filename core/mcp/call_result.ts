@@ -5,8 +5,7 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/types"
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import { mcpContent } from "../tool/content.ts";
 import type { ToolResult } from "../tool/result.ts";
 

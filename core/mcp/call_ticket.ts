@@ -8,8 +8,7 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/server/auth/types"
-import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
+import type { AuthInfo } from "@modelcontextprotocol/server";
 import type { CallExtra } from "./call_extra.ts";
 
 const _KEY = "corral/ticket";

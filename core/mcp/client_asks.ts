@@ -5,15 +5,9 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/server/index"
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-// @ts-types="@modelcontextprotocol/sdk/types"
-import {
-  CreateMessageResultSchema,
-  CreateMessageResultWithToolsSchema,
-  ElicitResultSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+import type { ElicitResult, Server } from "@modelcontextprotocol/server";
 import type { ToolInfo } from "../registry/registry.ts";
+import { ASK_KEY_META, type AskKind } from "../sandbox/protocol.ts";
 import type { CallExtra } from "./call_extra.ts";
 
 /** A person answers: allow longer than the SDK's 60 s default. */
@@ -24,7 +18,25 @@ export interface ClientAsks {
   /** Ask the client to confirm a run; undefined when it cannot be asked. */
   confirm?: (tool: ToolInfo, args: unknown) => Promise<boolean>;
   /** Put a tool's question to the client; `ended` withdraws it when the call returns. */
-  onAsk: (kind: "sample" | "elicit", params: unknown, ended?: AbortSignal) => Promise<unknown>;
+  onAsk: (kind: AskKind, params: unknown, ended?: AbortSignal) => Promise<unknown>;
+}
+
+/** The MCP request of each kind of question, and the client capability it needs. */
+export const ASK_METHODS: Record<AskKind, { method: string; capability: string }> = {
+  sample: { method: "sampling/createMessage", capability: "sampling" },
+  elicit: { method: "elicitation/create", capability: "elicitation" },
+  roots: { method: "roots/list", capability: "roots" },
+};
+
+/** A tool's params without its own name for the question (ASK_KEY_META), and that name. */
+export function unkeyed(params: unknown): { params: Record<string, unknown>; key?: string } {
+  const p = (params && typeof params === "object" ? params : {}) as Record<string, unknown>;
+  const meta = p._meta as Record<string, unknown> | undefined;
+  if (!meta || typeof meta !== "object" || !(ASK_KEY_META in meta)) return { params: p };
+  const { [ASK_KEY_META]: key, ...rest } = meta;
+  const out: Record<string, unknown> = { ...p, _meta: rest };
+  if (!Object.keys(rest).length) delete out._meta;
+  return { params: out, ...(typeof key === "string" ? { key } : {}) };
 }
 
 /**
@@ -39,31 +51,58 @@ export function clientAsks(
   const canElicit = elicitation !== false &&
     server.getClientCapabilities()?.elicitation !== undefined;
   return {
-    confirm: canElicit ? (tool, args) => _confirm(extra, tool, args) : undefined,
+    confirm: canElicit
+      ? (tool, args) =>
+        _confirm(
+          (r) => extra.sendRequest(r, { signal: extra.signal, timeout: _CONFIRM_TIMEOUT_MS }),
+          tool,
+          args,
+        )
+      : undefined,
     onAsk: _asker(server, extra, elicitation),
   };
 }
 
-async function _confirm(extra: CallExtra, tool: ToolInfo, callArgs: unknown): Promise<boolean> {
+/**
+ * The asks of one call of a 2026-07-28 client: each question becomes part
+ * of an input-required round (./input_rounds.ts) through `ask`, under the
+ * tool's own name for it when it gave one; confirmation only when this
+ * request declares elicitation.
+ */
+export function roundAsks(
+  ask: (method: string, params: Record<string, unknown>, key?: string) => Promise<unknown>,
+  capabilities: Record<string, unknown>,
+): ClientAsks {
+  const send: ConfirmSend = (r) => ask(r.method, r.params);
+  return {
+    confirm: capabilities.elicitation !== undefined
+      ? (tool, args) => _confirm(send, tool, args)
+      : undefined,
+    onAsk: (kind, raw) => {
+      const { params, key } = unkeyed(raw);
+      return ask(ASK_METHODS[kind].method, params, key);
+    },
+  };
+}
+
+type ConfirmSend = (r: { method: string; params: Record<string, unknown> }) => Promise<unknown>;
+
+async function _confirm(send: ConfirmSend, tool: ToolInfo, callArgs: unknown): Promise<boolean> {
   try {
-    const answer = await extra.sendRequest(
-      {
-        method: "elicitation/create",
-        params: {
-          message: `Run ${tool.name} (letters ${tool.permissions || "none"}) with ${
-            JSON.stringify(callArgs)
-          }?`,
-          requestedSchema: {
-            type: "object",
-            properties: {
-              approve: { type: "boolean", title: `Run ${tool.name}`, default: true },
-            },
+    const answer = await send({
+      method: "elicitation/create",
+      params: {
+        message: `Run ${tool.name} (letters ${tool.permissions || "none"}) with ${
+          JSON.stringify(callArgs)
+        }?`,
+        requestedSchema: {
+          type: "object",
+          properties: {
+            approve: { type: "boolean", title: `Run ${tool.name}`, default: true },
           },
         },
       },
-      ElicitResultSchema,
-      { signal: extra.signal, timeout: _CONFIRM_TIMEOUT_MS },
-    );
+    }) as ElicitResult;
     return answer.action === "accept" && answer.content?.approve !== false;
   } catch {
     return false;
@@ -78,28 +117,24 @@ function _asker(
   // A tool's questions go to the client of this call, if it can answer them.
   const caps = server.getClientCapabilities() ?? {};
   // `ended` aborts when the call returns: a question still open is withdrawn.
-  return async (kind, params, ended) => {
+  return async (kind, raw, ended) => {
+    const { method, capability } = ASK_METHODS[kind];
+    const params = unkeyed(raw).params;
     if (kind === "sample" && !caps.sampling) {
       throw new Error("the client does not support sampling (sampling/createMessage)");
     }
     // Sampling with tools (2025-11-25): only a client that says so; its answer may be an array.
-    const withTools = kind === "sample" && samplesWithTools(params);
-    if (withTools && !caps.sampling?.tools) {
+    if (kind === "sample" && samplesWithTools(params) && !caps.sampling?.tools) {
       throw new Error("the client does not support sampling with tools (sampling.tools)");
     }
     if (kind === "elicit" && (!caps.elicitation || elicitation === false)) {
       throw new Error("the client cannot be asked here (no elicitation)");
     }
+    if (!caps[capability as keyof typeof caps]) {
+      throw new Error(`the client does not support ${capability} (${method})`);
+    }
     return await extra.sendRequest(
-      {
-        method: kind === "sample" ? "sampling/createMessage" : "elicitation/create",
-        params: params as Record<string, unknown>,
-      } as Parameters<CallExtra["sendRequest"]>[0],
-      (kind === "elicit"
-        ? ElicitResultSchema
-        : withTools
-        ? CreateMessageResultWithToolsSchema
-        : CreateMessageResultSchema) as never,
+      { method, params },
       {
         signal: ended ? AbortSignal.any([extra.signal, ended]) : extra.signal,
         timeout: _CONFIRM_TIMEOUT_MS,

@@ -24,20 +24,15 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/server/index"
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-// @ts-types="@modelcontextprotocol/sdk/server/zod-compat"
-import { safeParse } from "@modelcontextprotocol/sdk/server/zod-compat.js";
-// @ts-types="@modelcontextprotocol/sdk/shared/transport"
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-// @ts-types="@modelcontextprotocol/sdk/types"
 import {
   type CallToolResult,
-  CallToolResultSchema,
-  ErrorCode,
   type JSONRPCMessage,
-  McpError,
-} from "@modelcontextprotocol/sdk/types.js";
+  ProtocolError,
+  ProtocolErrorCode,
+  type Server,
+  specTypeSchemas,
+  type Transport,
+} from "@modelcontextprotocol/server";
 import type { CallExtra } from "./call_extra.ts";
 import type { ToolCallHandler } from "./tool_calls.ts";
 
@@ -92,6 +87,8 @@ export class FastCalls {
     if (typeof name !== "string" || !_onlyKeys(params, keys)) return false;
     if (args !== undefined && !_isRecord(args)) return false;
     if (_meta !== undefined && !_isMeta(_meta)) return false;
+    // A 2026-07-28 request (its revision in `_meta`) is the SDK's: envelope, rounds.
+    if (_meta !== undefined && (_meta as _Json)[_VERSION] !== undefined) return false;
     this.#taken++;
     const controller = new AbortController();
     this.#live.set(id, controller);
@@ -131,12 +128,14 @@ export class FastCalls {
       requestId: id,
       sendNotification: async (notification) => {
         if (signal.aborted) return;
-        await server.notification(notification, { relatedRequestId: id });
+        await server.notification(notification as never, { relatedRequestId: id });
       },
-      sendRequest: (async (request, schema, options) => {
-        if (signal.aborted) throw new McpError(ErrorCode.ConnectionClosed, "Request was cancelled");
-        return await server.request(request as never, schema, { ...options, relatedRequestId: id });
-      }) as CallExtra["sendRequest"],
+      sendRequest: async (request, options) => {
+        if (signal.aborted) {
+          throw new ProtocolError(ProtocolErrorCode.InternalError, "Request was cancelled");
+        }
+        return await server.request(request as never, { ...options, relatedRequestId: id });
+      },
     };
   }
 
@@ -145,13 +144,16 @@ export class FastCalls {
   }
 }
 
-/** The SDK's check of a handler's result: a plain text result as it is, else its zod parse. */
+/** The SDK's check of a handler's result: a plain text result as it is, else its schema's. */
 function _checkedResult(result: CallToolResult): CallToolResult {
   if (_plainResult(result)) return result;
-  const parsed = safeParse(CallToolResultSchema, result);
-  if (parsed.success) return parsed.data as CallToolResult;
-  const error = parsed.error instanceof Error ? parsed.error.message : String(parsed.error);
-  throw new McpError(ErrorCode.InvalidParams, `Invalid tools/call result: ${error}`);
+  const parsed = specTypeSchemas.CallToolResult["~standard"].validate(result) as {
+    value?: unknown;
+    issues?: ReadonlyArray<{ message: string }>;
+  };
+  if (!parsed.issues) return parsed.value as CallToolResult;
+  const error = parsed.issues.map((i) => i.message).join("; ");
+  throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid tools/call result: ${error}`);
 }
 
 /**
@@ -180,7 +182,7 @@ function _errorResponse(id: _Id, error: unknown): _Json {
     jsonrpc: "2.0",
     id,
     error: {
-      code: Number.isSafeInteger(e.code) ? e.code : ErrorCode.InternalError,
+      code: Number.isSafeInteger(e.code) ? e.code : ProtocolErrorCode.InternalError,
       message: e.message ?? "Internal error",
       ...(e.data !== undefined && { data: e.data }),
     },
@@ -205,6 +207,8 @@ function _isRecord(value: unknown): value is _Json {
 }
 
 /** A `_meta` the SDK accepts; with a related task only when `task` (else the call is the SDK's). */
+const _VERSION = "io.modelcontextprotocol/protocolVersion";
+
 function _isMeta(meta: unknown, task = false): boolean {
   if (!_isRecord(meta)) return false;
   const related = meta[_RELATED_TASK];

@@ -11,18 +11,16 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/server/index"
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-// @ts-types="@modelcontextprotocol/sdk/types"
 import {
-  ErrorCode,
-  GetPromptRequestSchema,
-  ListPromptsRequestSchema,
-  ListResourcesRequestSchema,
-  ListResourceTemplatesRequestSchema,
-  McpError,
-  ReadResourceRequestSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+  ProtocolError,
+  ProtocolErrorCode,
+  ResourceNotFoundError,
+  type Server,
+  type ServerContext,
+} from "@modelcontextprotocol/server";
+import { callExtra, isModern } from "./call_extra.ts";
+import { type ClientAsks, clientAsks, roundAsks } from "./client_asks.ts";
+import type { InputRounds } from "./input_rounds.ts";
 
 /** Who asks (core/hosted/hosted_listings.ts): the servers it may reach, and its identity. */
 export interface HostedCaller {
@@ -30,6 +28,8 @@ export interface HostedCaller {
   identity?: string;
   /** Hears the servers left out of a listing (failed or timed out), and why. */
   onLeftOut?: (left: Array<{ server: string; reason: string }>) => void;
+  /** Answers a server's questions (sampling, elicitation) while it serves this request. */
+  onAsk?: ClientAsks["onAsk"];
 }
 
 /**
@@ -53,6 +53,19 @@ export interface HostedResources {
   ): Promise<Record<string, unknown>>;
   /** Prompts of every server that may start (prefixed with their server when names collide). */
   listPrompts(principal: string, caller?: HostedCaller): Promise<Array<Record<string, unknown>>>;
+  /** Complete an argument of a prompt or a resource template. */
+  complete(
+    params: Record<string, unknown>,
+    principal: string,
+    caller?: HostedCaller,
+  ): Promise<Record<string, unknown>>;
+  /** Subscribe to (`on`) or unsubscribe from a resource's updates. */
+  subscribe(
+    uri: string,
+    on: boolean,
+    principal: string,
+    caller?: HostedCaller,
+  ): Promise<Record<string, unknown>>;
   /** Get a prompt by the name the listing gave it. */
   getPrompt(
     name: string,
@@ -62,22 +75,31 @@ export interface HostedResources {
   ): Promise<Record<string, unknown>>;
 }
 
+/** How prompts/get asks the client a hosted server's questions. */
+export interface HostedAsking {
+  /** The instance's parked calls: a 2026-07-28 client's questions become rounds. */
+  rounds?: InputRounds;
+  /** False: never ask the client through elicitation (stateless HTTP). */
+  elicitation?: boolean;
+}
+
 /** Serve the hosted servers' resources and prompts on `server` (before it connects), for `principal`. */
 export function serveHostedResources(
   server: Server,
   hosted: HostedResources,
   principal: string,
+  asking: HostedAsking = {},
 ): void {
-  server.registerCapabilities({ resources: {}, prompts: {} });
+  server.registerCapabilities({
+    resources: { subscribe: true },
+    prompts: {},
+    completions: {},
+  });
   const guard = async <T>(run: () => Promise<T>): Promise<T> => {
     try {
       return await run();
     } catch (err) {
-      if (err instanceof McpError) throw err;
-      throw new McpError(
-        err instanceof TypeError ? ErrorCode.InvalidParams : ErrorCode.InternalError,
-        (err as Error).message,
-      );
+      throw _protocolError(err);
     }
   };
   // A server that failed or timed out is left out of a listing: the client is told which.
@@ -88,11 +110,11 @@ export function serveHostedResources(
     },
   });
   // The session's principal: the same server instances as its tool calls, its own alone.
-  server.setRequestHandler(ListResourcesRequestSchema, () =>
+  server.setRequestHandler("resources/list", () =>
     guard(async () => ({
       resources: await hosted.listResources(false, principal, leftOut("resources/list")),
     })) as never);
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, () =>
+  server.setRequestHandler("resources/templates/list", () =>
     guard(async () => ({
       resourceTemplates: await hosted.listResources(
         true,
@@ -100,19 +122,81 @@ export function serveHostedResources(
         leftOut("resources/templates/list"),
       ),
     })) as never);
+  server.setRequestHandler("resources/read", (r) =>
+    guard(async () => {
+      try {
+        return await hosted.readResource(r.params.uri, principal);
+      } catch (err) {
+        // A URI no server lists: the spec's "resource not found" (-32602 with the URI).
+        if (err instanceof TypeError) throw new ResourceNotFoundError(r.params.uri);
+        throw err;
+      }
+    }) as never);
+  for (const [method, on] of [["resources/subscribe", true], ["resources/unsubscribe", false]]) {
+    server.setRequestHandler(
+      method as "resources/subscribe",
+      (r) => guard(() => hosted.subscribe(r.params.uri, on as boolean, principal)) as never,
+    );
+  }
   server.setRequestHandler(
-    ReadResourceRequestSchema,
-    (r) => guard(() => hosted.readResource(r.params.uri, principal)) as never,
+    "completion/complete",
+    (r) => guard(() => hosted.complete(r.params as Record<string, unknown>, principal)) as never,
   );
   server.setRequestHandler(
-    ListPromptsRequestSchema,
+    "prompts/list",
     () =>
       guard(async () => ({
         prompts: await hosted.listPrompts(principal, leftOut("prompts/list")),
       })) as never,
   );
-  server.setRequestHandler(
-    GetPromptRequestSchema,
-    (r) => guard(() => hosted.getPrompt(r.params.name, r.params.arguments, principal)) as never,
+  server.setRequestHandler("prompts/get", (r, ctx) => {
+    const get = (onAsk: HostedCaller["onAsk"]) =>
+      guard(() => hosted.getPrompt(r.params.name, r.params.arguments, principal, { onAsk }));
+    return _promptWithAsks(server, ctx, principal, r.params, asking, get) as never;
+  });
+}
+
+/**
+ * prompts/get whose hosted server may ask (sampling, elicitation): the
+ * questions go to the client of this request, as rounds of it for a
+ * 2026-07-28 client (./input_rounds.ts, bound to the principal, the prompt
+ * and its arguments), as requests within it for a 2025-11-25 one.
+ */
+function _promptWithAsks(
+  server: Server,
+  ctx: ServerContext,
+  principal: string,
+  params: { name: string; arguments?: Record<string, string> },
+  asking: HostedAsking,
+  get: (onAsk: HostedCaller["onAsk"]) => Promise<unknown>,
+): Promise<unknown> {
+  const modern = isModern(ctx);
+  const extra = callExtra(ctx, modern);
+  const m = extra.modern;
+  if (!m || !asking.rounds) return get(clientAsks(server, extra, asking.elicitation).onAsk);
+  const key = `prompts/get\0${params.name}\0${JSON.stringify(params.arguments ?? {})}`;
+  const caps = m.clientCapabilities;
+  if (m.requestState !== undefined) {
+    return asking.rounds.resume(m.requestState, principal, key, caps, m.inputResponses);
+  }
+  return asking.rounds.begin(principal, key, caps, (ask) => get(roundAsks(ask, caps).onAsk));
+}
+
+/**
+ * The error the client gets: a protocol error as it is, a hosted server's
+ * own JSON-RPC error (the v1 client's `McpError`) with its code and data,
+ * a `TypeError` (nothing offers what was named) as invalid params, anything
+ * else as an internal error.
+ */
+function _protocolError(err: unknown): ProtocolError {
+  if (err instanceof ProtocolError) return err;
+  const e = err as { name?: string; code?: unknown; message?: string; data?: unknown };
+  if (e?.name === "McpError" && Number.isSafeInteger(e.code)) {
+    const message = String(e.message ?? "").replace(/^MCP error -?\d+: /, "");
+    return ProtocolError.fromError(e.code as number, message, e.data);
+  }
+  return new ProtocolError(
+    err instanceof TypeError ? ProtocolErrorCode.InvalidParams : ProtocolErrorCode.InternalError,
+    (err as Error).message,
   );
 }

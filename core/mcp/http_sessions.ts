@@ -11,8 +11,7 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/server/webStandardStreamableHttp"
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/server";
 import type { SharedState } from "../identity/shared_state.ts";
 import { CredentialRevokedError } from "../tool/errors.ts";
 import type { Admitted } from "./http_identity.ts";

@@ -71,7 +71,13 @@ export function identityRegistry(
       }
       const session = options.session ?? options.principal;
       if (shared !== undefined) options = { ...options, principal: principalOf(options.principal) };
-      const info = { tool: name, toolset: tool.toolset, identity: who, session };
+      const info = {
+        tool: name,
+        toolset: tool.toolset,
+        identity: who,
+        session,
+        traceparent: options.traceparent,
+      };
       const budget = new AskBudget(limits);
       const onAsk = options.onAsk &&
         ((
@@ -79,7 +85,10 @@ export function identityRegistry(
           params: unknown,
           signal?: AbortSignal,
         ) => {
-          const why = budget.take(kind === "sample" ? "sampling" : "elicitation");
+          // Roots are no question to a person or an LLM: only the call's own caps bound them.
+          const why = kind === "roots"
+            ? null
+            : budget.take(kind === "sample" ? "sampling" : "elicitation");
           return why ? Promise.reject(new Error(why)) : options.onAsk!(kind, params, signal);
         });
       return await traceCall(
@@ -123,7 +132,9 @@ function _hostedView(
     readResource: (uri, principal) => hosted.readResource(uri, principalOf(principal), caller),
     listPrompts: (principal, c) =>
       hosted.listPrompts(principalOf(principal), { ...caller, onLeftOut: c?.onLeftOut }),
-    getPrompt: (name, args, principal) =>
-      hosted.getPrompt(name, args, principalOf(principal), caller),
+    getPrompt: (name, args, principal, c) =>
+      hosted.getPrompt(name, args, principalOf(principal), { ...caller, onAsk: c?.onAsk }),
+    complete: (params, principal) => hosted.complete(params, principalOf(principal), caller),
+    subscribe: (uri, on, principal) => hosted.subscribe(uri, on, principalOf(principal), caller),
   };
 }

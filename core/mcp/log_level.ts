@@ -4,10 +4,7 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/server/index"
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-// @ts-types="@modelcontextprotocol/sdk/types"
-import { type LoggingLevel, SetLevelRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import type { LoggingLevel, Server } from "@modelcontextprotocol/server";
 
 const _LEVELS: LoggingLevel[] = [
   "debug",
@@ -24,11 +21,21 @@ const _LEVELS: LoggingLevel[] = [
 export class LogLevel {
   // Until a client asks for more with logging/setLevel, only warnings and
   // errors are sent: each call then costs one message, not one per report.
-  #min: LoggingLevel = "warning";
+  #min: LoggingLevel | "off" = "warning";
+
+  /**
+   * A fixed level: a 2026-07-28 request names its own in `_meta`
+   * (`io.modelcontextprotocol/logLevel`), and without one gets no log messages.
+   */
+  static of(level: unknown): LogLevel {
+    const l = new LogLevel();
+    l.#min = _LEVELS.includes(level as LoggingLevel) ? level as LoggingLevel : "off";
+    return l;
+  }
 
   /** Answer `logging/setLevel` on `server` (before it connects). */
   serve(server: Server): this {
-    server.setRequestHandler(SetLevelRequestSchema, (request) => {
+    server.setRequestHandler("logging/setLevel", (request) => {
       this.#min = request.params.level;
       return {};
     });
@@ -37,6 +44,6 @@ export class LogLevel {
 
   /** True when a message at `level` is to be sent. */
   allows(level: LoggingLevel): boolean {
-    return _LEVELS.indexOf(level) >= _LEVELS.indexOf(this.#min);
+    return this.#min !== "off" && _LEVELS.indexOf(level) >= _LEVELS.indexOf(this.#min);
   }
 }

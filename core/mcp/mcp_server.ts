@@ -15,10 +15,7 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/server/index"
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-// @ts-types="@modelcontextprotocol/sdk/shared/transport"
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { Server, type Transport } from "@modelcontextprotocol/server";
 import { corralVersion } from "../config/version.ts";
 import {
   CallGate,
@@ -27,6 +24,7 @@ import {
   type GateCaller,
 } from "./call_gate.ts";
 import { serveHostedResources } from "./hosted_resources.ts";
+import { InputRounds } from "./input_rounds.ts";
 import { LogLevel } from "./log_level.ts";
 import type { McpRegistry } from "./mcp_registry.ts";
 import { SessionPrincipal } from "./session_principal.ts";
@@ -63,6 +61,8 @@ export interface McpServerOptions {
   identity?: string;
   /** This session's caller at the gate: its own queue and caps (default: none of its own). */
   caller?: GateCaller;
+  /** The instance's parked calls (2026-07-28 rounds); default: one of its own. */
+  rounds?: InputRounds;
 }
 
 export { DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUE } from "./call_gate.ts";
@@ -96,7 +96,7 @@ export interface CorralMcpServer {
  *
  * @example
  * ```ts ignore
- * import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+ * import { InMemoryTransport } from "@modelcontextprotocol/server";
  * import { Registry } from "../registry/registry.ts";
  * import { createMcpServer } from "./mcp_server.ts";
  * const registry = await Registry.create({ privileges: "r" });
@@ -113,11 +113,15 @@ export function createMcpServer(
       options.maxConcurrent ?? DEFAULT_MAX_CONCURRENT,
       options.maxQueue ?? DEFAULT_MAX_QUEUE,
     );
-  const server = _sdkServer(options);
+  const rounds = options.rounds ?? new InputRounds();
+  const server = _sdkServer(options, rounds);
   // One session, one principal: its sandboxes are its own and close with it.
   const principal = new SessionPrincipal(registry, options.principal);
   if (registry.hosted?.entries.length) {
-    serveHostedResources(server, registry.hosted, principal.name);
+    serveHostedResources(server, registry.hosted, principal.name, {
+      rounds,
+      elicitation: options.elicitation,
+    });
   }
   const logLevel = new LogLevel().serve(server);
   serveToolList(server, registry);
@@ -129,15 +133,28 @@ export function createMcpServer(
     caller: options.caller,
     elicitation: options.elicitation,
     logLevel,
+    rounds,
   });
   return _session(server, principal, callTool);
 }
 
-function _sdkServer(options: McpServerOptions): Server {
+function _sdkServer(options: McpServerOptions, rounds: InputRounds): Server {
   return new Server(
     { name: options.name ?? "corral", version: options.version ?? corralVersion() },
     {
       capabilities: { tools: { listChanged: true }, logging: {} },
+      // 2026-07-28: how long a listing may be kept. Lists are per identity (private); a change
+      // is announced on subscriptions/listen. A resource's content may change at any time.
+      cacheHints: {
+        "tools/list": _LISTING_HINT,
+        "prompts/list": _LISTING_HINT,
+        "resources/list": _LISTING_HINT,
+        "resources/templates/list": _LISTING_HINT,
+        "resources/read": { ttlMs: 0, cacheScope: "private" },
+        "server/discover": { ttlMs: 60_000, cacheScope: "public" },
+      },
+      // A round's state is corral's, signed; a tampered one is refused before any handler.
+      requestState: { verify: (state, ctx) => rounds.codec.verify(state, ctx) },
       instructions: "corral runs every tool in a sandbox that holds only the tool's permission " +
         "letters (r read, w write, x run, n network); see each tool's _meta.",
     },
@@ -184,6 +201,9 @@ function _session(
     },
   };
 }
+
+/** The cache hint of listings (2026-07-28): kept 30 s by this client only. */
+const _LISTING_HINT = { ttlMs: 30_000, cacheScope: "private" } as const;
 
 /** A running MCP server, whatever its transport. */
 export interface McpHandle {

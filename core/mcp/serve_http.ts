@@ -37,6 +37,9 @@ import {
   type McpServerOptions,
 } from "./mcp_server.ts";
 import { requestChecks } from "./request_checks.ts";
+import { InputRounds } from "./input_rounds.ts";
+import { ModernRequests } from "./modern_request.ts";
+import { paramHeaderRefusal } from "./param_headers.ts";
 import { readRpcBody, type RpcBody } from "./rpc_body.ts";
 import { serveInSession, sessionPrincipal } from "./session_request.ts";
 import { serveStateless, statelessBusy } from "./stateless_request.ts";
@@ -126,7 +129,12 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
     maxBody,
     allowedOrigins: options.allowedOrigins,
   });
-  const newServer = _serverFactory(registry, { ...options, gate }, team);
+  // One set of parked calls for the instance: a 2026-07-28 client's rounds reach it again.
+  const newServer = _serverFactory(registry, { ...options, gate, rounds: new InputRounds() }, team);
+  const modern = new ModernRequests(
+    (who, more) => newServer(who, who ? identityCaps(who.identity, defaults) : undefined, more),
+    maxBody,
+  );
   const stateless = options.stateless === true;
   const conns = new Map<string, number>();
   const handle = async (req: Request): Promise<Response> => {
@@ -186,6 +194,25 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
       return refused("rate_limit", ticket.message, ticket.retryAfterSeconds);
     }
     const authInfo = ticketAuth(ticket);
+    // 2026-07-28: no session; the revision and capabilities come with each request.
+    if (body && await ModernRequests.isModern(req, body)) {
+      const view = who ? team!.registryFor(registry, who.identity) : registry;
+      const mismatch = paramHeaderRefusal(
+        req,
+        body.parsed,
+        (name) => view.list().find((t) => t.name === name)?.inputSchema,
+      );
+      if (mismatch) return mismatch;
+      return await modern.serve(req, body, {
+        who,
+        authInfo,
+        watch: team?.watch,
+        endPrincipal: (p) =>
+          who
+            ? team!.registryFor(registry, who.identity).endPrincipal?.(p) ?? Promise.resolve()
+            : Promise.resolve(),
+      });
+    }
     if (stateless) {
       return await serveStateless(req, {
         who,
@@ -208,7 +235,7 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
   };
   const listener = listenHttp({ ...options, hostname }, handle);
   listener.front.start();
-  return _running(listener, sessions, path, team);
+  return _running(listener, sessions, path, team, modern);
 }
 
 /** How long a request of calls waits for room in its caller's queue before its 429. */
@@ -276,6 +303,7 @@ function _running(
   sessions: HttpSessions,
   path: string,
   team: HttpIdentity | undefined,
+  modern: ModernRequests,
 ): McpHttpHandle {
   const addr = front.addr;
   const shown = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
@@ -285,10 +313,14 @@ function _running(
     port: addr.port,
     url: `http://${shown}:${addr.port}${path}`,
     finished: Promise.all([httpServer.finished, front.finished]).then(() => {}),
-    notifyToolsChanged: () => sessions.notifyToolsChanged(),
+    notifyToolsChanged: () => {
+      modern.notifyToolsChanged();
+      return sessions.notifyToolsChanged();
+    },
     close: () => {
       closing ??= (async () => {
         team?.close();
+        await modern.close();
         await sessions.closeAll();
         await httpServer.shutdown();
         front.close();

@@ -46,7 +46,8 @@ export async function serveStdio(
   const onEnd = () => void close();
   mcp.server.onclose = () => void close();
   input.on("end", onEnd);
-  await connectStdio(mcp, input, _stdout());
+  // A connection that opens with 2026-07-28 gets a server of its own (./stdio_modern.ts).
+  await connectStdio(mcp, input, _stdout(), () => createMcpServer(registry, options));
   return { finished, notifyToolsChanged: () => mcp.notifyToolsChanged(), close };
 }
 
@@ -65,6 +66,10 @@ function _stdout(): NodeJS.WritableStream {
       return true;
     },
     once: () => out,
+    on: () => out,
+    off: () => out,
+    // The v2 SDK's transport looks through the error listeners when it starts: there are none.
+    listeners: () => [],
   };
   return out as unknown as NodeJS.WritableStream;
 }

@@ -6,8 +6,7 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/server/auth/types"
-import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
+import type { AuthInfo } from "@modelcontextprotocol/server";
 import type { Admitted } from "./http_identity.ts";
 import { refuse } from "./http_refusal.ts";
 import type { HttpSessions } from "./http_sessions.ts";

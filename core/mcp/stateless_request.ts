@@ -9,10 +9,8 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/server/webStandardStreamableHttp"
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-// @ts-types="@modelcontextprotocol/sdk/server/auth/types"
-import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/server";
+import type { AuthInfo } from "@modelcontextprotocol/server";
 import { CredentialRevokedError } from "../tool/errors.ts";
 import type { CallGate } from "./call_gate.ts";
 import type { Admitted } from "./http_identity.ts";

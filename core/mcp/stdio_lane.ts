@@ -8,21 +8,23 @@
  * @module
  */
 import { Buffer } from "node:buffer";
-// @ts-types="@modelcontextprotocol/sdk/server/stdio"
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { StdioServerTransport } from "@modelcontextprotocol/server/stdio";
 import { FastCalls } from "./fast_call.ts";
 import type { CorralMcpServer } from "./mcp_server.ts";
 import { LineStream } from "./stdio_limit.ts";
+import { type ModernStdio, modernStdio, opensModern } from "./stdio_modern.ts";
 
 /**
  * Connect `mcp` to `lines` (complete lines) and `stdout`, with the fast
  * lane in front of the SDK transport. Returns the lane (closed with the
- * transport).
+ * transport). With `modern`, a connection that opens with 2026-07-28 is
+ * served by a server it makes (./stdio_modern.ts).
  */
 export async function connectStdio(
   mcp: CorralMcpServer,
   lines: LineStream,
   stdout: NodeJS.WritableStream,
+  modern?: () => CorralMcpServer,
 ): Promise<FastCalls> {
   const sdkInput = new LineStream();
   const transport = new StdioServerTransport(
@@ -31,7 +33,14 @@ export async function connectStdio(
   );
   await mcp.connect(transport);
   const lane = new FastCalls(mcp.server, mcp.callTool, transport);
+  let first = true;
+  let other: ModernStdio | undefined;
   const onLine = (line: Buffer) => {
+    if (first) {
+      first = false;
+      if (modern && opensModern(line)) other = modernStdio(modern, stdout);
+    }
+    if (other) return other.push(line);
     const message = laneCandidate(line);
     if (message === undefined || !lane.offer(message)) sdkInput.push(line);
   };
@@ -40,6 +49,7 @@ export async function connectStdio(
   transport.onclose = () => {
     closed?.();
     lane.close();
+    void other?.close();
     // As before the lane: once closed, nothing reads the lines.
     lines.off("data", onLine);
     lines.off("error", onError);

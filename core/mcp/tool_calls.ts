@@ -8,23 +8,21 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/server/index"
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-// @ts-types="@modelcontextprotocol/sdk/types"
 import {
-  CallToolRequestSchema,
   type CallToolResult,
-  ErrorCode,
-  McpError,
-} from "@modelcontextprotocol/sdk/types.js";
+  ProtocolError,
+  ProtocolErrorCode,
+  type Server,
+} from "@modelcontextprotocol/server";
 import type { ToolResult } from "../tool/result.ts";
 import type { CallGate, GateCaller } from "./call_gate.ts";
 import { ticketOf } from "./call_ticket.ts";
-import type { CallExtra } from "./call_extra.ts";
+import { type CallExtra, callExtra, isModern } from "./call_extra.ts";
 import { CallNotifications } from "./call_notifications.ts";
 import { callToolResult, errorResult } from "./call_result.ts";
-import { clientAsks } from "./client_asks.ts";
-import type { LogLevel } from "./log_level.ts";
+import { type ClientAsks, clientAsks, roundAsks } from "./client_asks.ts";
+import type { InputRounds } from "./input_rounds.ts";
+import { LogLevel } from "./log_level.ts";
 import type { McpRegistry } from "./mcp_registry.ts";
 import type { SessionPrincipal } from "./session_principal.ts";
 
@@ -43,6 +41,8 @@ export interface ToolCallContext {
   elicitation?: boolean;
   /** The session's log level. */
   logLevel: LogLevel;
+  /** The instance's parked calls: a 2026-07-28 client's questions become rounds. */
+  rounds?: InputRounds;
 }
 
 /**
@@ -59,8 +59,9 @@ export type ToolCallHandler = (
 export function serveToolCalls(server: Server, context: ToolCallContext): ToolCallHandler {
   const handler: ToolCallHandler = (name, args, extra) => _call(server, context, name, args, extra);
   server.setRequestHandler(
-    CallToolRequestSchema,
-    (request, extra) => handler(request.params.name, request.params.arguments ?? {}, extra),
+    "tools/call",
+    (request, ctx) =>
+      handler(request.params.name, request.params.arguments ?? {}, callExtra(ctx, isModern(ctx))),
   );
   return handler;
 }
@@ -72,13 +73,67 @@ async function _call(
   args: Record<string, unknown>,
   extra: CallExtra,
 ): Promise<CallToolResult> {
-  const { registry, principal, identity } = context;
+  if (extra.modern && context.rounds) return await _roundCall(context, name, args, extra);
   // The caller's revocation stops the call too (its reason tells the audit).
-  const signal = AbortSignal.any([extra.signal, principal.signal]);
+  const signal = AbortSignal.any([extra.signal, context.principal.signal]);
+  const asks = clientAsks(server, extra, context.elicitation);
+  return await _run(context, name, args, extra, signal, asks, context.logLevel);
+}
+
+/**
+ * A call of a 2026-07-28 client: its questions are rounds of this request
+ * (./input_rounds.ts). The call is not the first request's: it outlives
+ * that answer while parked, and ends with its principal, its last round
+ * or the rounds' timeout.
+ */
+function _roundCall(
+  context: ToolCallContext,
+  name: string,
+  args: Record<string, unknown>,
+  extra: CallExtra,
+): Promise<CallToolResult> {
+  const rounds = context.rounds!;
+  const modern = extra.modern!;
+  const key = `${name}\0${JSON.stringify(args)}`;
+  const principal = context.principal.name;
+  const caps = modern.clientCapabilities;
+  if (modern.requestState !== undefined) {
+    return rounds.resume(
+      modern.requestState,
+      principal,
+      key,
+      caps,
+      modern.inputResponses,
+    ) as Promise<CallToolResult>;
+  }
+  // Answers given ahead in the first request answer only the tool's own named questions.
+  return rounds.begin(principal, key, caps, (ask, parked) => {
+    const signal = AbortSignal.any([parked, context.principal.signal]);
+    return _run(
+      context,
+      name,
+      args,
+      extra,
+      signal,
+      roundAsks(ask, caps),
+      LogLevel.of(modern.logLevel),
+    );
+  }, modern.inputResponses) as Promise<CallToolResult>;
+}
+
+async function _run(
+  context: ToolCallContext,
+  name: string,
+  args: Record<string, unknown>,
+  extra: CallExtra,
+  signal: AbortSignal,
+  { confirm, onAsk }: ClientAsks,
+  logLevel: LogLevel,
+): Promise<CallToolResult> {
+  const { registry, principal, identity } = context;
   const release = await _admit(context, name, args, signal, extra);
   if (typeof release !== "function") return release;
-  const notes = new CallNotifications(extra, name, context.logLevel);
-  const { confirm, onAsk } = clientAsks(server, extra, context.elicitation);
+  const notes = new CallNotifications(extra, name, logLevel);
   let result: ToolResult;
   let counted = false;
   try {
@@ -96,9 +151,14 @@ async function _call(
       onLog: (text) => notes.log("debug", text),
       confirm,
       onAsk,
+      ...(typeof extra._meta?.traceparent === "string"
+        ? { traceparent: extra._meta.traceparent }
+        : {}),
     });
   } catch (err) {
-    if (err instanceof TypeError) throw new McpError(ErrorCode.InvalidParams, err.message);
+    if (err instanceof TypeError) {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, err.message);
+    }
     throw err;
   } finally {
     if (counted) principal.running--;
@@ -129,7 +189,7 @@ async function _admit(
   if (!registry.list().some((t) => t.name === name)) {
     const message = registry.unknownToolMessage(name);
     await registry.auditRefusal?.(name, args, who, "unknown_tool", message).catch(() => {});
-    throw new McpError(ErrorCode.InvalidParams, message);
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, message);
   }
   // Calls per minute: each call of the request takes one of what its admission granted.
   const ticket = ticketOf(extra);

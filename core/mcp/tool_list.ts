@@ -4,20 +4,15 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/server/index"
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-// @ts-types="@modelcontextprotocol/sdk/types"
-import {
-  ListToolsRequestSchema,
-  type ListToolsResult,
-  type Tool,
-} from "@modelcontextprotocol/sdk/types.js";
+import type { ListToolsResult, Server, Tool } from "@modelcontextprotocol/server";
 import type { ToolInfo } from "../registry/registry.ts";
 import { formatSchemas } from "../tool/schema.ts";
 
 /** Answer `tools/list` on `server` (before it connects) with `registry`'s loaded tools. */
 export function serveToolList(server: Server, registry: { loaded(): ToolInfo[] }): void {
-  server.setRequestHandler(ListToolsRequestSchema, (): ListToolsResult => {
-    return { tools: formatSchemas(registry.loaded(), "mcp") as Tool[] };
+  server.setRequestHandler("tools/list", (): ListToolsResult => {
+    // In name order, whatever order plugins loaded in (2026-07-28: deterministic listings).
+    const tools = formatSchemas(registry.loaded(), "mcp") as Tool[];
+    return { tools: tools.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)) };
   });
 }

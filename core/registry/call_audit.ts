@@ -115,7 +115,7 @@ export class CallAudit {
       ...auditWho(who),
       tool,
       toolset,
-      ask: ask === "elicit" ? "elicit" : "sample",
+      ask: ask === "elicit" || ask === "roots" ? ask : "sample",
       outcome,
       ...(reason ? { reason: scrubText(reason, this.#o.secrets) } : {}),
       duration_ms: Math.round(performance.now() - started),

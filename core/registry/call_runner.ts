@@ -57,6 +57,8 @@ export interface RegistryCallOptions {
   identity?: string;
   /** The caller's session, for the audit log (default: the principal, else `local`). */
   session?: string;
+  /** The request's W3C trace context (MCP `_meta.traceparent`): the call's span continues it. */
+  traceparent?: string;
 }
 
 /** What a {@link CallRunner} needs. */

@@ -52,7 +52,7 @@ export function refuseAsk(
   send: (m: HostMessage) => void,
   onRefused: ((kind: AskKind, reason: string) => void) | undefined,
 ): void {
-  const kind = msg.kind === "elicit" ? "elicit" : "sample";
+  const kind = msg.kind === "elicit" || msg.kind === "roots" ? msg.kind : "sample";
   const reason = `no call with id ${
     String(msg.id).slice(0, 24)
   } is running in this sandbox: a ${kind} request is only possible while its own call runs`;

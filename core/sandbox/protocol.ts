@@ -106,11 +106,18 @@ export type SandboxMessage =
   | { type: "report"; id: number; kind: ReportKind; message: string; options?: ReportOptions }
   | { type: "log"; id?: number; text: string }
   | { type: "pong"; id: number }
-  /** A running call asks the client that made it (sampling or elicitation). */
+  /** A running call asks the client that made it (sampling, elicitation or its roots). */
   | { type: "ask"; id: number; askId: number; kind: AskKind; params: unknown };
 
 /** What a tool may ask the client that made its call. */
-export type AskKind = "sample" | "elicit";
+export type AskKind = "sample" | "elicit" | "roots";
+
+/**
+ * Where a tool's own name for a question travels in its params' `_meta`
+ * (`ctx.elicit(params, { key })`): a 2026-07-28 client sees it as the
+ * question's key in `inputRequests`; never sent to a client otherwise.
+ */
+export const ASK_KEY_META = "corral/key";
 
 /** Marks a framed protocol line on a process sandbox's stdout. */
 export const FRAME_MARK = "\x1e";

@@ -359,7 +359,7 @@ export class Sandbox {
         const p = this.#pending.get(msg.id);
         const send = (m: HostMessage) => this.#transport === t && t.send(m);
         // askId 0: the runtime telling of an ask through a context whose call has ended.
-        if (!p || msg.askId === 0 || (msg.kind !== "sample" && msg.kind !== "elicit")) {
+        if (!p || msg.askId === 0 || !["sample", "elicit", "roots"].includes(msg.kind)) {
           return refuseAsk(msg, ++this.#refusedAsks, send, this.options.onAskRefused);
         }
         return answerAsk(msg, p.onAsk, send);

@@ -14,7 +14,14 @@
  * @module
  */
 import { invokeTool } from "../tool/invoke.ts";
-import type { AskKind, HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
+import {
+  ASK_KEY_META,
+  type AskKind,
+  type HostMessage,
+  type ModuleMeta,
+  type SandboxEnv,
+  type SandboxMessage,
+} from "./protocol.ts";
 import { capResult, failure, faultOf } from "../tool/result.ts";
 import { configureNetGuard } from "../guard/net_guard.ts";
 import { configureSubprocesses } from "../guard/subprocess.ts";
@@ -240,6 +247,13 @@ function _ask(id: number, kind: AskKind, params: Record<string, unknown>) {
   });
 }
 
+/** `params` with the tool's name for its question (protocol.ts ASK_KEY_META) in `_meta`. */
+function _keyed(params: Record<string, unknown>, key: unknown): Record<string, unknown> {
+  if (typeof key !== "string" || !params || typeof params !== "object") return params;
+  const meta = params._meta && typeof params._meta === "object" ? params._meta : {};
+  return { ...params, _meta: { ...meta, [ASK_KEY_META]: key } };
+}
+
 async function _call(msg: Extract<HostMessage, { type: "call" }>): Promise<void> {
   const controller = new AbortController();
   _running.set(msg.id, controller);
@@ -275,8 +289,9 @@ async function _call(msg: Extract<HostMessage, { type: "call" }>): Promise<void>
             message: String(message).slice(0, _MAX_LOG),
             options,
           }),
-        sample: (params) => _ask(msg.id, "sample", params),
-        elicit: (params) => _ask(msg.id, "elicit", params),
+        sample: (params, o) => _ask(msg.id, "sample", _keyed(params, o?.key)),
+        elicit: (params, o) => _ask(msg.id, "elicit", _keyed(params, o?.key)),
+        roots: (o) => _ask(msg.id, "roots", _keyed({}, o?.key)),
       }));
     const fault = faultOf(result);
     _post({

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { SpanStatusCode, trace } from "@opentelemetry/api";
+import { type Context, context, SpanStatusCode, trace, TraceFlags } from "@opentelemetry/api";
 import { type CallOutcome, type CorralMetrics, telemetry } from "./metrics.ts";
 import { useTrace } from "./sandbox_mark.ts";
 
@@ -24,6 +24,8 @@ export interface CallInfo {
   identity: string;
   /** The MCP session, when there is one. */
   session?: string;
+  /** The caller's W3C `traceparent` (MCP `_meta.traceparent`): the span is its child. */
+  traceparent?: string;
 }
 
 /** What the call reports about itself while it runs. */
@@ -56,7 +58,8 @@ export async function traceCall<T>(
   metrics: CorralMetrics = telemetry,
 ): Promise<T> {
   const t0 = performance.now();
-  return await _tracer.startActiveSpan(`execute_tool ${info.tool}`, async (span) => {
+  const parent = _parent(info.traceparent);
+  return await _tracer.startActiveSpan(`execute_tool ${info.tool}`, {}, parent, async (span) => {
     span.setAttributes({
       "gen_ai.operation.name": "execute_tool",
       "gen_ai.tool.name": info.tool,
@@ -79,6 +82,20 @@ export async function traceCall<T>(
       span.end();
       metrics.recordCall({ ...info, outcome, durationMs: performance.now() - t0 });
     }
+  });
+}
+
+/** The context of a valid W3C `traceparent` (version 00), else the active one. */
+function _parent(traceparent: string | undefined): Context {
+  const m = typeof traceparent === "string"
+    ? /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(traceparent)
+    : null;
+  if (!m || /^0+$/.test(m[1]) || /^0+$/.test(m[2])) return context.active();
+  return trace.setSpanContext(context.active(), {
+    traceId: m[1],
+    spanId: m[2],
+    traceFlags: parseInt(m[3], 16) & TraceFlags.SAMPLED,
+    isRemote: true,
   });
 }
 

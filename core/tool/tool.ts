@@ -42,13 +42,16 @@ export interface ToolCallContext {
    * (`sampling/createMessage` params: `messages`, `maxTokens`, …). Rejects
    * with a clear error where no client can answer (the CLI, stateless HTTP).
    */
-  sample?(params: Record<string, unknown>): Promise<Record<string, unknown>>;
-  /**
-   * Ask the person at the client (`elicitation/create` params: `message`,
-   * `requestedSchema`); resolves to `{ action, content? }`. The CLI asks on
-   * its terminal.
-   */
-  elicit?(params: Record<string, unknown>): Promise<Record<string, unknown>>;
+  sample?(params: Record<string, unknown>, options?: AskOptions): Promise<Record<string, unknown>>;
+  /** Ask the person at the client (`elicitation/create`: `message`, `requestedSchema`). */
+  elicit?(params: Record<string, unknown>, options?: AskOptions): Promise<Record<string, unknown>>;
+  /** Ask the client for its roots (`roots/list`); resolves to `{ roots }`. */
+  roots?(options?: AskOptions): Promise<Record<string, unknown>>;
+}
+
+/** A question's options: `key` names it (its key in a 2026-07-28 round's `inputRequests`). */
+export interface AskOptions {
+  key?: string;
 }
 
 /** Paths, commands and hosts a sandbox holds; empty lists mean nothing. */

@@ -1,0 +1,125 @@
+/**
+ * A 2026-07-28 request over HTTP: no session. Each request carries its
+ * revision and the client's capabilities in `_meta`, and is served by a
+ * fresh MCP server (the v2 SDK's `createMcpHandler`, which also answers
+ * `server/discover`, keeps `subscriptions/listen` streams and checks the
+ * envelope and the `Mcp-Method`/`Mcp-Name` headers) over the caller's view
+ * of the registry. It went through every check of ./serve_http.ts first:
+ * Host, Origin, token or identity, connections, calls per minute, the gate.
+ *
+ * The principal of a request is its caller: the identity, or (without
+ * identities) a digest of its bearer token, as on a stateless server. Its
+ * requests share sandboxes; no other caller's do. A call that asks the
+ * client is parked between rounds (./input_rounds.ts), bound to that
+ * principal. While a request runs it is live work of its credential:
+ * revoked, its calls stop.
+ *
+ * @module
+ */
+import {
+  type AuthInfo,
+  createMcpHandler,
+  isLegacyRequest,
+  type McpHttpHandler,
+} from "@modelcontextprotocol/server";
+import { CredentialRevokedError } from "../tool/errors.ts";
+import type { Admitted } from "./http_identity.ts";
+import { sharedPrincipal } from "./identity_registry.ts";
+import type { CorralMcpServer, McpServerOptions } from "./mcp_server.ts";
+import type { RevocationWatch } from "./revocation_watch.ts";
+import type { RpcBody } from "./rpc_body.ts";
+
+const _CALLER = "corral/modern-caller";
+
+/** Who sends one modern request, handed to the server factory with its ticket. */
+export interface ModernCaller {
+  who?: Admitted;
+  /** The request's call ticket (./call_ticket.ts), as the transport's authInfo. */
+  authInfo?: AuthInfo;
+  /** Ends its work when its credential is revoked. */
+  watch?: RevocationWatch;
+  /** Close a principal's sandboxes (the identity's registry view). */
+  endPrincipal?: (principal: string) => Promise<void>;
+}
+
+/** The modern leg of one HTTP server. */
+export class ModernRequests {
+  readonly #handler: McpHttpHandler;
+
+  /** `newServer` makes the MCP server of one request for its caller and principal. */
+  constructor(
+    newServer: (who: Admitted | undefined, more: McpServerOptions) => CorralMcpServer,
+    maxBody: number,
+  ) {
+    this.#handler = createMcpHandler((ctx) => {
+      const c = ctx.authInfo?.extra?.[_CALLER] as _Caller | undefined;
+      if (!c) throw new Error("corral: a modern request reached the handler unchecked");
+      const mcp = newServer(c.who, { principal: c.principal });
+      c.served = mcp;
+      return mcp.server;
+    }, {
+      legacy: "reject",
+      maxRequestBodySize: maxBody,
+      onerror: () => {/* answered to the client; nothing to add */},
+    });
+  }
+
+  /** True when `req` (its body parsed) is a 2026-07-28 request. */
+  static async isModern(req: Request, body: RpcBody | undefined): Promise<boolean> {
+    if (req.method !== "POST" || !body) return false;
+    if (req.headers.get("mcp-session-id") !== null) return false;
+    return !(await isLegacyRequest(req, body.parsed));
+  }
+
+  /** Serve `req` (checked) for `c`. */
+  async serve(req: Request, body: RpcBody, c: ModernCaller): Promise<Response> {
+    const principal = c.who
+      ? sharedPrincipal(c.who.identity.name)
+      : await callerKey(req.headers.get("authorization"));
+    const caller: _Caller = { who: c.who, principal };
+    const authInfo: AuthInfo = {
+      ...(c.authInfo ?? { token: "", clientId: "corral", scopes: [] }),
+      extra: { ...(c.authInfo?.extra ?? {}), [_CALLER]: caller },
+    };
+    const who = c.who;
+    const unhold = who && c.watch?.hold({
+      identity: who.identity.name,
+      credential: () => who.credential,
+      end: (why) => {
+        console.error(`corral: stopped a request of "${who.identity.name}": ${why}`);
+        caller.served?.revoke(new CredentialRevokedError(who.identity.name)).catch(() => {});
+        c.endPrincipal?.(principal).catch(() => {});
+      },
+    });
+    try {
+      return await this.#handler.fetch(req, { parsedBody: body.parsed, authInfo });
+    } finally {
+      unhold?.();
+    }
+  }
+
+  /** Tell open `subscriptions/listen` streams that the tool list changed. */
+  notifyToolsChanged(): void {
+    this.#handler.notify.toolsChanged();
+  }
+
+  /** Close the open streams and in-flight exchanges. */
+  close(): Promise<void> {
+    return this.#handler.close();
+  }
+}
+
+interface _Caller {
+  who?: Admitted;
+  principal: string;
+  served?: CorralMcpServer;
+}
+
+/** The principal of a caller without identities: a digest of its credentials (never the token). */
+export async function callerKey(authorization: string | null): Promise<string> {
+  if (!authorization) return "caller:anonymous";
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(authorization));
+  return `caller:${
+    Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("")
+  }`;
+}
