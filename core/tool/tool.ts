@@ -89,8 +89,43 @@ export interface ToolOptions {
    * then holds only those of the policy's `run` list, not the whole list.
    */
   commands?: string[];
+  /** Whether a call may (`optional`) or must (`required`) run as an MCP task; see {@link TaskSupport}. */
+  taskSupport?: TaskSupport;
+  /** With `taskSupport`: its first questions are rounds of the call's request; the task starts once one is answered. */
+  taskAfterInput?: boolean;
   /** Name override; by default the class name. */
   name?: string;
+}
+
+/**
+ * MCP's `execution.taskSupport` (tasks extension, 2026-07-28): a call of a
+ * tool that says `optional` or `required` runs as a task for a client that
+ * declares the extension on its request (core/mcp/tasks/); `required`
+ * refuses a client that does not (`-32021`). Default: never a task.
+ */
+export type TaskSupport = "optional" | "required" | "forbidden";
+
+/** The task options of a tool, checked (a bad value is a load error naming it). */
+export function taskOptions(
+  name: unknown,
+  support: unknown,
+  afterInput: unknown,
+): { taskSupport?: TaskSupport; taskAfterInput?: boolean } {
+  if (support === undefined && afterInput === undefined) return {};
+  if (support !== undefined && !["optional", "required", "forbidden"].includes(String(support))) {
+    throw new TypeError(
+      `tool "${String(name)}": task support must be "optional", "required" or "forbidden", got ${
+        JSON.stringify(support)
+      }`,
+    );
+  }
+  if (afterInput !== undefined && typeof afterInput !== "boolean") {
+    throw new TypeError(`tool "${String(name)}": task_after_input must be a boolean`);
+  }
+  return {
+    ...(support !== undefined ? { taskSupport: support as TaskSupport } : {}),
+    ...(afterInput === true ? { taskAfterInput: true } : {}),
+  };
 }
 
 const _classMeta = new WeakMap<object, ToolOptions & { name: string }>();
@@ -208,6 +243,10 @@ export interface ToolConfig {
   commands?: string[];
   /** Permission letters, default none. */
   permissions?: string;
+  /** MCP `execution.taskSupport`: may (`optional`) or must (`required`) run as a task. */
+  task_support?: TaskSupport;
+  /** With `task_support`: ask the first questions as rounds of the request, then become a task. */
+  task_after_input?: boolean;
 }
 
 /** Whether a tool loads, and why not. */
@@ -223,6 +262,10 @@ export interface ToolDefinition {
   confirmWhen?: string;
   /** Commands an `x` tool runs, when it says so. */
   commands?: string[];
+  /** MCP `execution.taskSupport`, when it says so. */
+  taskSupport?: TaskSupport;
+  /** Its first questions are rounds of the request; the task starts once one is answered. */
+  taskAfterInput?: boolean;
   style: "class" | "module";
   input: z.ZodTypeAny;
   shouldLoad(): Promise<LoadDecision>;
@@ -387,6 +430,7 @@ function _fromClass(cls: AnyClass): ToolDefinition {
     confirm: meta.confirm === true,
     ...(typeof meta.confirmWhen === "string" ? { confirmWhen: meta.confirmWhen } : {}),
     ...(meta.commands ? { commands: _commands(meta.commands, meta.name) } : {}),
+    ...taskOptions(meta.name, meta.taskSupport, meta.taskAfterInput),
     style: "class",
     input,
     async shouldLoad() {
@@ -428,6 +472,7 @@ function _fromConfig(value: unknown): ToolDefinition {
     confirm: c.requires_confirmation === true,
     ...(typeof c.confirm_when === "string" ? { confirmWhen: c.confirm_when } : {}),
     ...(c.commands ? { commands: _commands(c.commands, c.name!) } : {}),
+    ...taskOptions(c.name, c.task_support, c.task_after_input),
     style: "module",
     input,
     shouldLoad: () => Promise.resolve({ load: true }),
