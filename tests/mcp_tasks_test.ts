@@ -6,10 +6,12 @@
  * never made), and her task keeps running; a request that does not declare
  * the extension is refused the task methods (`-32021`); alice's
  * `tasks/cancel` kills the process her task started, exactly as a cancelled
- * call's is, and the task then shows `cancelled`.
+ * call's is, and the task then shows `cancelled`. A task is live work of its
+ * caller's credential: revoked, the task's process is killed within seconds.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { revokeToken } from "../core/identity/token_store.ts";
 import { ROOT } from "./_mcp_helpers.ts";
 import { rpcAnswers, teamCorral } from "./_team_helpers.ts";
 
@@ -106,4 +108,17 @@ Deno.test("tasks: a task is its caller's alone (another identity can neither get
   const after = await modern(t.url, t.tokens.alice, "tasks/get", { taskId });
   assert.equal(after.result?.status, "cancelled", JSON.stringify(after));
   assert.ok(await until(async () => !(await running(marker))), "the task's process was killed");
+});
+
+Deno.test("tasks: a task outlives its request, not its caller's credential: revoked, its process is killed", async () => {
+  await using t = await teamCorral({ alice: {} }, ["-x"], {
+    env: { CORRAL_TOOL_DIRS: join(ROOT, "tests", "fixtures", "tasks") },
+  });
+  const marker = `corral-task-${crypto.randomUUID().slice(0, 8)}`;
+  const call = { name: "BashTask", arguments: { code: `sleep 60; echo ${marker}` } };
+  const made = await modern(t.url, t.tokens.alice, "tools/call", call);
+  assert.equal(made.result?.resultType, "task", JSON.stringify(made));
+  assert.ok(await until(() => running(marker)), "alice's task started its bash");
+  assert.equal(await revokeToken("alice", join(t.ws.cache, "config", "tokens.json")), true);
+  assert.ok(await until(async () => !(await running(marker)), 10_000), "killed once revoked");
 });

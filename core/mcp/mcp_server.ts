@@ -68,6 +68,11 @@ export interface McpServerOptions {
   rounds?: InputRounds;
   /** The instance's tasks (tasks extension, ./tasks/); default: a store of its own. */
   tasks?: TaskStore;
+  /**
+   * Hold a task of this caller as live work of its credential (./revocation_watch.ts):
+   * `end` cancels it when the credential is revoked; the returned function lets go.
+   */
+  holdTask?: (end: (reason: Error) => void) => () => void;
 }
 
 export { DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUE } from "./call_gate.ts";
@@ -142,6 +147,7 @@ export function createMcpServer(
     logLevel,
     rounds,
     tasks,
+    holdTask: options.holdTask,
   });
   return _session(server, principal, callTool);
 }

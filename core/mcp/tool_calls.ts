@@ -47,6 +47,8 @@ export interface ToolCallContext {
   rounds?: InputRounds;
   /** The instance's tasks (./tasks/): a 2026-07-28 call of a task tool may run as one. */
   tasks?: TaskStore;
+  /** Hold a task as live work of the caller's credential (revoked: `end` cancels it). */
+  holdTask?: (end: (reason: Error) => void) => () => void;
 }
 
 /**
@@ -122,6 +124,7 @@ function _roundCall(
       inputResponses: modern.inputResponses,
       // No request waits for a task: its notifications have nowhere to go.
       start: (ask, parked) => run(ask, parked, { ...extra, sendNotification: _dropped }),
+      hold: context.holdTask,
     },
     rounds,
     context.tasks!,

@@ -30,6 +30,8 @@ export interface TaskCall {
   inputResponses?: Record<string, unknown>;
   /** Run the call with `ask` for its questions and `signal` for its end. */
   start: (ask: RoundAsk, signal: AbortSignal) => Promise<unknown>;
+  /** Hold the task as live work of the caller's credential (revoked: `end` cancels it). */
+  hold?: (end: (reason: Error) => void) => () => void;
 }
 
 /**
@@ -58,8 +60,8 @@ export function startTask(
       call.capabilities,
       call.inputResponses,
     );
-    return store.create(call.principal, call.tool.name, held);
+    return store.create(call.principal, call.tool.name, held, call.hold);
   }
   const held = rounds.detach(call.principal, call.key, call.capabilities, call.start);
-  return store.create(call.principal, call.tool.name, held);
+  return store.create(call.principal, call.tool.name, held, call.hold);
 }

@@ -58,7 +58,12 @@ export class TaskStore {
    * `CreateTaskResult`. A principal with {@link MAX_TASKS_PER_PRINCIPAL}
    * tasks running gets a tool error instead, and the call is cancelled.
    */
-  create(principal: string, tool: string, call: ParkedCall): Record<string, unknown> {
+  create(
+    principal: string,
+    tool: string,
+    call: ParkedCall,
+    hold?: (end: (reason: Error) => void) => () => void,
+  ): Record<string, unknown> {
     this.#sweep();
     if (!this.#room(principal)) {
       call.cancel(new Error("too many tasks"));
@@ -79,10 +84,12 @@ export class TaskStore {
       shown: "working",
     };
     this.#tasks.set(task.id, task);
+    // Its caller's credential revoked: the task is cancelled like the caller's other calls.
+    const unhold = hold?.((reason) => this.#stop(task, reason));
     call.done.then(
       (value) => this.#end(task, _outcome(value, call)),
       (err) => this.#end(task, { status: "failed", error: _rpcError(err) }),
-    );
+    ).finally(() => unhold?.());
     return { resultType: "task", ...this.#base(task, "working") };
   }
 
@@ -112,11 +119,14 @@ export class TaskStore {
    * task stays as it ended.
    */
   cancel(principal: string, id: unknown): void {
-    const task = this.#find(principal, id);
+    this.#stop(this.#find(principal, id), new Error("the task was cancelled (tasks/cancel)"));
+  }
+
+  #stop(task: _Task, why: Error): void {
     if (task.ended) return;
     task.ended = { status: "cancelled" };
     task.updatedAt = this.#now();
-    task.call.cancel(new Error("the task was cancelled (tasks/cancel)"));
+    task.call.cancel(why);
   }
 
   /** Tasks held now (every principal; for tests). */
