@@ -1,14 +1,17 @@
 // A hosted server's tool declares icons, an output schema and task support: through a real
-// `corral mcp` (stdio) an SDK client lists them as approved (only icons a client may fetch
-// safely: https and data:image), and its calls answer with the server's own structured
-// content, which the SDK client checks against the output schema (it throws on a mismatch);
-// an error answers without structured content.
+// `corral mcp` (stdio) SDK clients of both lines list them as approved (only icons a client may
+// fetch safely: https and data:image; task support on 2026-07-28 only, where corral serves
+// tasks), and its calls answer with the server's own structured content, which each SDK client
+// checks against the output schema (it throws on a mismatch); an error answers without
+// structured content.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 // @ts-types="@modelcontextprotocol/sdk/client/index"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/stdio"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { Client as V2Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport as V2Stdio } from "@modelcontextprotocol/client/stdio";
 import { CORRAL_ARGS, ROOT } from "./_mcp_helpers.ts";
 import {
   approve,
@@ -31,7 +34,7 @@ Deno.test("a hosted tool's icons, output schema and task support reach the clien
     join(l.base, "permissions.json"),
     JSON.stringify({ servers: { shaped: {} } }),
   );
-  const transport = new StdioClientTransport({
+  const spawn = {
     command: Deno.execPath(),
     args: [
       ...CORRAL_ARGS,
@@ -48,10 +51,10 @@ Deno.test("a hosted tool's icons, output schema and task support reach the clien
       CORRAL_SERVERS_DIR: SERVERS_DIR,
     },
     cwd: ROOT,
-    stderr: "pipe",
-  });
+    stderr: "pipe" as const,
+  };
   const client = new Client({ name: "hosted-shapes", version: "1.0.0" });
-  await client.connect(transport);
+  await client.connect(new StdioClientTransport(spawn));
   try {
     const { tools } = await client.listTools();
     const weather = tools.find((t) => t.name.endsWith("weather"));
@@ -66,7 +69,8 @@ Deno.test("a hosted tool's icons, output schema and task support reach the clien
       { src: "https://example.com/sun.png", mimeType: "image/png", sizes: ["48x48"] },
       { src: "data:image/svg+xml;base64,PHN2Zy8+", mimeType: "image/svg+xml", theme: "dark" },
     ]);
-    assert.deepEqual(weather.execution, { taskSupport: "optional" });
+    // 2025-11-25: corral serves no tasks of that revision, so none is offered.
+    assert.equal(weather.execution, undefined);
     // The SDK client checks structuredContent against the listed outputSchema.
     const sunny = await client.callTool({ name: weather.name, arguments: { city: "Oslo" } });
     assert.equal(sunny.isError, false, JSON.stringify(sunny));
@@ -77,5 +81,21 @@ Deno.test("a hosted tool's icons, output schema and task support reach the clien
     assert.match(JSON.stringify(none.content), /no such city/);
   } finally {
     await client.close();
+  }
+  const v2 = new V2Client({ name: "hosted-shapes-v2", version: "1" }, {
+    versionNegotiation: { mode: { pin: "2026-07-28" } },
+  });
+  await v2.connect(new V2Stdio(spawn));
+  try {
+    assert.equal(v2.getNegotiatedProtocolVersion(), "2026-07-28");
+    const { tools } = await v2.listTools();
+    const weather = tools.find((t) => t.name.endsWith("weather"))!;
+    assert.deepEqual(weather.execution, { taskSupport: "optional" });
+    assert.equal(weather.icons?.length, 2);
+    assert.equal(weather.outputSchema?.additionalProperties, false);
+    const sunny = await v2.callTool({ name: weather.name, arguments: { city: "Bergen" } });
+    assert.deepEqual(sunny.structuredContent, { city: "Bergen", celsius: 21.5 });
+  } finally {
+    await v2.close();
   }
 });

@@ -52,7 +52,25 @@ function _file(server: string, kind: "approved" | "seen", dir: string): string {
   return join(dir, `${server}.${kind}.json`);
 }
 
-/** Keep only the pinned fields, in a fixed shape. */
+/**
+ * Keep only the pinned fields, in a fixed shape: icons a client may fetch
+ * safely only, an output schema only when it describes an object.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { changedFields, pinned } from "./approvals.ts";
+ * const t = {
+ *   name: "w",
+ *   inputSchema: {},
+ *   icons: [{ src: "https://x.test/a.png" }, { src: "javascript:alert(1)" }],
+ *   outputSchema: { type: "object" },
+ * };
+ * assert.deepEqual(pinned(t).icons, [{ src: "https://x.test/a.png" }]);
+ * assert.deepEqual(pinned({ ...t, outputSchema: { type: "string" } }).outputSchema, undefined);
+ * assert.deepEqual(changedFields({ ...t, icons: [{ src: "https://evil.test/a.png" }] }, t), ["icons"]);
+ * ```
+ */
 export function pinned(t: ToolDefinition): ToolDefinition {
   return {
     name: String(t.name),

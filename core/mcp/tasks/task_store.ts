@@ -56,7 +56,8 @@ export class TaskStore {
   /**
    * Hold `call` (already running) as a new task of `principal`; its
    * `CreateTaskResult`. A principal with {@link MAX_TASKS_PER_PRINCIPAL}
-   * tasks running gets a tool error instead, and the call is cancelled.
+   * tasks running is refused (`-32603`, saying why) and the call is cancelled.
+   * `hold` keeps the task as live work of its caller's credential until it ends.
    */
   create(
     principal: string,
