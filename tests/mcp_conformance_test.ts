@@ -2,7 +2,8 @@
  * A real external client: the MCP conformance suite
  * (`npm:@modelcontextprotocol/conformance`, pinned in tests/mcp_conformance.json
  * and locked in tests/mcp_conformance.lock) runs every server scenario of both
- * revisions corral serves against `corral mcp --http`, started as the README
+ * revisions corral serves, the tasks extension's included (its tools:
+ * tests/fixtures/mcp_conformance/task_tools.ts), against `corral mcp --http`, started as the README
  * documents it: the suite's tools as file-drop plugins
  * (`CORRAL_TOOL_DIRS=tests/fixtures/mcp_conformance`), its resources, prompts
  * and completions from a hosted server installed by `corral servers install`
