@@ -71,17 +71,40 @@ async function until(what: () => Promise<boolean>, ms = 20_000): Promise<boolean
   return false;
 }
 
-Deno.test("tasks: a task is its caller's alone (another identity can neither get, update nor cancel it); tasks/cancel kills its process", async () => {
-  await using t = await teamCorral({ alice: {}, bob: {} }, ["-x"], {
+/** corral with alice (and bob) and the task tool, allowed to run bash. */
+async function tasksCorral(ids: Record<string, Record<string, unknown>>) {
+  const dir = await Deno.makeTempDir({ prefix: "corral_tasks_" });
+  const permissions = join(dir, "permissions.json");
+  await Deno.writeTextFile(
+    permissions,
+    JSON.stringify({ plugins: { task_tools: { run: ["bash"] } } }),
+  );
+  const t = await teamCorral(ids, ["-x", "--permissions", permissions], {
     env: { CORRAL_TOOL_DIRS: join(ROOT, "tests", "fixtures", "tasks") },
   });
+  const stop = t[Symbol.asyncDispose].bind(t);
+  return Object.assign(t, {
+    async [Symbol.asyncDispose]() {
+      await stop();
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+  });
+}
+
+Deno.test("tasks: a task is its caller's alone (another identity can neither get, update nor cancel it); tasks/cancel kills its process", async () => {
+  await using t = await tasksCorral({ alice: {}, bob: {} });
   const marker = `corral-task-${crypto.randomUUID().slice(0, 8)}`;
   const call = { name: "BashTask", arguments: { code: `sleep 60; echo ${marker}` } };
   const made = await modern(t.url, t.tokens.alice, "tools/call", call);
   const taskId = made.result?.taskId as string;
   assert.equal(made.result?.resultType, "task", JSON.stringify(made));
   assert.ok(typeof taskId === "string" && taskId.length >= 32, JSON.stringify(made));
-  assert.ok(await until(() => running(marker)), "alice's task started its bash");
+  assert.ok(
+    await until(() => running(marker)),
+    `alice's task started its bash: ${
+      JSON.stringify(await modern(t.url, t.tokens.alice, "tasks/get", { taskId }))
+    }`,
+  );
 
   // bob may call BashTask, but alice's task is not his: each method answers as for no task.
   for (
@@ -111,9 +134,7 @@ Deno.test("tasks: a task is its caller's alone (another identity can neither get
 });
 
 Deno.test("tasks: a task outlives its request, not its caller's credential: revoked, its process is killed", async () => {
-  await using t = await teamCorral({ alice: {} }, ["-x"], {
-    env: { CORRAL_TOOL_DIRS: join(ROOT, "tests", "fixtures", "tasks") },
-  });
+  await using t = await tasksCorral({ alice: {} });
   const marker = `corral-task-${crypto.randomUUID().slice(0, 8)}`;
   const call = { name: "BashTask", arguments: { code: `sleep 60; echo ${marker}` } };
   const made = await modern(t.url, t.tokens.alice, "tools/call", call);
