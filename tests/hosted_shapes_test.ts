@@ -1,7 +1,7 @@
 // A hosted server's tool declares icons, an output schema and task support: through a real
 // `corral mcp` (stdio) SDK clients of both lines list them as approved (only icons a client may
-// fetch safely: https and data:image; task support on 2026-07-28 only, where corral serves
-// tasks), and its calls answer with the server's own structured content, which each SDK client
+// fetch safely: https and data:image; task support on neither revision's wire: 2026-07-28 has
+// no `execution`, and 2025-11-25's would ask for tasks corral does not serve), and its calls answer with the server's own structured content, which each SDK client
 // checks against the output schema (it throws on a mismatch); an error answers without
 // structured content.
 import assert from "node:assert/strict";
@@ -23,7 +23,7 @@ import {
 
 const SHAPED = join(HOSTED_FIXTURES, "shaped_server.ts");
 
-Deno.test("a hosted tool's icons, output schema and task support reach the client; its structured content is the server's own", async () => {
+Deno.test("a hosted tool's icons and output schema reach clients of both SDK lines (its task support stays corral's); its structured content is the server's own", async () => {
   await using l = await hostedLayout();
   const servers = { shaped: { command: [Deno.execPath(), "run", "-A", "--no-config", SHAPED] } };
   const first = await hostedRegistry(l, servers, { shaped: {} });
@@ -90,7 +90,8 @@ Deno.test("a hosted tool's icons, output schema and task support reach the clien
     assert.equal(v2.getNegotiatedProtocolVersion(), "2026-07-28");
     const { tools } = await v2.listTools();
     const weather = tools.find((t) => t.name.endsWith("weather"))!;
-    assert.deepEqual(weather.execution, { taskSupport: "optional" });
+    // 2026-07-28 deleted `execution` from a tool: the server decides what is a task (SEP-2663).
+    assert.equal((weather as { execution?: unknown }).execution, undefined);
     assert.equal(weather.icons?.length, 2);
     assert.equal(weather.outputSchema?.additionalProperties, false);
     const sunny = await v2.callTool({ name: weather.name, arguments: { city: "Bergen" } });
