@@ -8,6 +8,7 @@ import { isJsonSchema, jsonSchemaInput, rawJsonSchema } from "./json_schema_inpu
 import { jsonSchemasReady } from "./json_schema_input.ts";
 import { z } from "zod";
 import { parsePermissions } from "./permissions.ts";
+import { type TaskConfigFields, type TaskFields, taskOptions } from "./task_support.ts";
 
 /** Tool names allowed by corral (and by every function-calling API). */
 export const TOOL_NAME_PATTERN: RegExp = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -70,7 +71,7 @@ export interface Grant {
 }
 
 /** Options of the `@tool` decorator. */
-export interface ToolOptions {
+export interface ToolOptions extends TaskFields {
   /** What the tool does, for the model. Required, non-empty. */
   description: string;
   /** Permission letters the tool needs, e.g. `"r"` or `"rw"`. Default none. */
@@ -79,53 +80,15 @@ export interface ToolOptions {
   input?: z.ZodTypeAny;
   /** Calls need a person's confirmation. */
   confirm?: boolean;
-  /**
-   * Calls need confirmation when this (boolean) argument is `true` (e.g.
-   * `"overwrite"`: replacing a file destroys it, like deleting one).
-   */
+  /** Calls need confirmation when this boolean argument is `true` (e.g. `"overwrite"`). */
   confirmWhen?: string;
   /**
    * For `x` tools: the commands the tool runs (e.g. `["bash"]`). Its grant
    * then holds only those of the policy's `run` list, not the whole list.
    */
   commands?: string[];
-  /** Whether a call may (`optional`) or must (`required`) run as an MCP task; see {@link TaskSupport}. */
-  taskSupport?: TaskSupport;
-  /** With `taskSupport`: its first questions are rounds of the call's request; the task starts once one is answered. */
-  taskAfterInput?: boolean;
   /** Name override; by default the class name. */
   name?: string;
-}
-
-/**
- * MCP's `execution.taskSupport` (tasks extension, 2026-07-28): a call of a
- * tool that says `optional` or `required` runs as a task for a client that
- * declares the extension on its request (core/mcp/tasks/); `required`
- * refuses a client that does not (`-32021`). Default: never a task.
- */
-export type TaskSupport = "optional" | "required" | "forbidden";
-
-/** The task options of a tool, checked (a bad value is a load error naming it). */
-export function taskOptions(
-  name: unknown,
-  support: unknown,
-  afterInput: unknown,
-): { taskSupport?: TaskSupport; taskAfterInput?: boolean } {
-  if (support === undefined && afterInput === undefined) return {};
-  if (support !== undefined && !["optional", "required", "forbidden"].includes(String(support))) {
-    throw new TypeError(
-      `tool "${String(name)}": task support must be "optional", "required" or "forbidden", got ${
-        JSON.stringify(support)
-      }`,
-    );
-  }
-  if (afterInput !== undefined && typeof afterInput !== "boolean") {
-    throw new TypeError(`tool "${String(name)}": task_after_input must be a boolean`);
-  }
-  return {
-    ...(support !== undefined ? { taskSupport: support as TaskSupport } : {}),
-    ...(afterInput === true ? { taskAfterInput: true } : {}),
-  };
 }
 
 const _classMeta = new WeakMap<object, ToolOptions & { name: string }>();
@@ -225,7 +188,7 @@ export abstract class BaseTool {
 }
 
 /** A module tool, as listed in `TOOL_CONFIGS` / `TOOL_CONFIG`. */
-export interface ToolConfig {
+export interface ToolConfig extends TaskConfigFields {
   /** Tool name, matching {@link TOOL_NAME_PATTERN}. */
   name: string;
   /** What the tool does, for the model. */
@@ -243,17 +206,13 @@ export interface ToolConfig {
   commands?: string[];
   /** Permission letters, default none. */
   permissions?: string;
-  /** MCP `execution.taskSupport`: may (`optional`) or must (`required`) run as a task. */
-  task_support?: TaskSupport;
-  /** With `task_support`: ask the first questions as rounds of the request, then become a task. */
-  task_after_input?: boolean;
 }
 
 /** Whether a tool loads, and why not. */
 export type LoadDecision = { load: true } | { load: false; reason: string };
 
 /** A tool in the one shape the sandbox runs, whatever its authoring style. */
-export interface ToolDefinition {
+export interface ToolDefinition extends TaskFields {
   name: string;
   description: string;
   permissions: string;
@@ -262,10 +221,6 @@ export interface ToolDefinition {
   confirmWhen?: string;
   /** Commands an `x` tool runs, when it says so. */
   commands?: string[];
-  /** MCP `execution.taskSupport`, when it says so. */
-  taskSupport?: TaskSupport;
-  /** Its first questions are rounds of the request; the task starts once one is answered. */
-  taskAfterInput?: boolean;
   style: "class" | "module";
   input: z.ZodTypeAny;
   shouldLoad(): Promise<LoadDecision>;
