@@ -11,8 +11,12 @@
  *    {@link VERIFY_ARG} checks a path without binding it;
  * 3. for each write root given as {@link OVERLAY_ARG}` ROOT LAYER`, opens
  *    and checks ROOT the same way, then, in a mount namespace of its own
- *    (and a user namespace when not root), binds that open folder at
- *    `LAYER/l` and mounts an overlay there whose upper layer `LAYER/u` is the
+ *    (and a user namespace when not root), opens ROOT again (a bind's
+ *    source must belong to that namespace), checks that it is exactly the
+ *    path and the very folder opened first (device and inode), binds that
+ *    descriptor at `LAYER/l` (`mount --no-canonicalize`: mount(8) would
+ *    otherwise turn `/proc/self/fd/N` back into a name and follow whatever
+ *    that name is by then) and mounts an overlay there whose upper layer `LAYER/u` is the
  *    sandbox's own (core/layers/): bwrap binds the overlay (`LAYER/m`) at
  *    ROOT, so every write lands in the upper layer and nothing the sandbox
  *    makes, mount points included, appears on the host;
@@ -95,10 +99,16 @@ if [ "$hostns" != - ]; then
 fi
 while [ "$1" != -- ]; do
   fd=$1; l=$2; p=$3; shift 3
-  PATH=/usr/bin:/bin mount --bind "/proc/self/fd/$fd" "$l/l" 2>/dev/null &&
-    PATH=/usr/bin:/bin mount -t overlay overlay -o "lowerdir=$l/l,upperdir=$l/u,workdir=$l/w,$o" "$l/m" 2>/dev/null ||
+  # A bind's source must be in this mount namespace: opened again here, it must be exactly the
+  # path and the very folder the launcher opened; then bound by that descriptor, never by name.
+  { exec {nfd}<"$p"; } 2>/dev/null || refuse "$p" "(cannot be opened)"
+  [ "$(PATH=/usr/bin:/bin readlink "/proc/self/fd/$nfd")" = "$p" ] &&
+    [ "$(PATH=/usr/bin:/bin stat -L -c %d:%i "/proc/self/fd/$nfd")" = "$(PATH=/usr/bin:/bin stat -L -c %d:%i "/proc/self/fd/$fd")" ] ||
+    refuse "$p" "(changed while its layer was made)"
+  PATH=/usr/bin:/bin mount --no-canonicalize --bind "/proc/self/fd/$nfd" "$l/l" 2>/dev/null &&
+    PATH=/usr/bin:/bin mount --no-canonicalize -t overlay overlay -o "lowerdir=$l/l,upperdir=$l/u,workdir=$l/w,$o" "$l/m" 2>/dev/null ||
     refuse "$p" "(not writable through a layer: overlayfs in a user and mount namespace is needed)"
-  exec {fd}<&-
+  exec {fd}<&- {nfd}<&-
 done
 shift
 exec "$b" --args "$afd" -- "$@"`;
