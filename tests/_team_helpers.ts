@@ -35,7 +35,12 @@ export interface TeamCorral {
 export async function teamCorral(
   identities: Record<string, Record<string, unknown>>,
   extra: string[] = [],
-  options: { ws?: TempWorkspace; config?: Record<string, unknown> } = {},
+  options: {
+    ws?: TempWorkspace;
+    config?: Record<string, unknown>;
+    /** The server's environment besides the helpers' (`CORRAL_TOOL_DIRS`, …). */
+    env?: Record<string, string>;
+  } = {},
 ): Promise<TeamCorral> {
   const ws = options.ws ?? await tempWorkspace();
   const configDir = join(ws.cache, "config");
@@ -62,6 +67,7 @@ export async function teamCorral(
   const corral = await startHttpCorral(
     ["--http", "127.0.0.1:0", "--token", OPERATOR_TOKEN, "--audit", audit, ...extra],
     ws,
+    options.env,
   );
   return {
     ws,

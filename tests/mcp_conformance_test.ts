@@ -2,7 +2,8 @@
  * A real external client: the MCP conformance suite
  * (`npm:@modelcontextprotocol/conformance`, pinned in tests/mcp_conformance.json
  * and locked in tests/mcp_conformance.lock) runs every server scenario of both
- * revisions corral serves against `corral mcp --http`, started as the README
+ * revisions corral serves, the tasks extension's included (its tools:
+ * tests/fixtures/mcp_conformance/task_tools.ts), against `corral mcp --http`, started as the README
  * documents it: the suite's tools as file-drop plugins
  * (`CORRAL_TOOL_DIRS=tests/fixtures/mcp_conformance`), its resources, prompts
  * and completions from a hosted server installed by `corral servers install`
@@ -29,6 +30,22 @@ const FILES = [
 ];
 /** How many scenarios each revision scores (`conformance list --server --requirements REV`). */
 const SCORED: Record<string, number> = { "2025-11-25": 30, "2026-07-28": 37 };
+/**
+ * The tasks extension's scenarios, run (never scored) with 2026-07-28: each passes
+ * (`tasks-status-notifications` is skipped by the suite itself, its checks pending).
+ */
+const TASKS = [
+  "tasks-lifecycle",
+  "tasks-capability-negotiation",
+  "tasks-wire-fields",
+  "tasks-request-state-removal",
+  "tasks-mrtr-input",
+  "tasks-request-headers",
+  "tasks-dispatch-and-envelope",
+  "tasks-status-notifications",
+  "tasks-required-task-error",
+  "tasks-mrtr-composition",
+];
 
 const decode = (b: Uint8Array) => new TextDecoder().decode(b);
 
@@ -83,7 +100,7 @@ function summary(output: string): {
   return { passed, failed, unscored };
 }
 
-Deno.test("the pinned MCP conformance suite passes every scored scenario of 2025-11-25 and 2026-07-28 against corral mcp --http", async (t) => {
+Deno.test("the pinned MCP conformance suite passes every scored scenario of 2025-11-25 and 2026-07-28, and every tasks-extension scenario, against corral mcp --http", async (t) => {
   await using ws = await tempWorkspace();
   const env = { CORRAL_TOOL_DIRS: FIXTURE };
   assert.match(await install(ws, env), /conformance: approved/);
@@ -95,9 +112,12 @@ Deno.test("the pinned MCP conformance suite passes every scored scenario of 2025
       const scoredFailed = failed.filter((s) => !unscored.has(s));
       assert.deepEqual(scoredFailed, [], output);
       assert.equal(passed.filter((s) => !unscored.has(s)).length, scored, output);
-      // Unscored ones pass too (pending: JSON Schema 2020-12 keywords, custom parameter
-      // headers), but for the tasks extension, which corral does not serve yet.
-      assert.deepEqual(failed.filter((s) => !s.startsWith("tasks-")), [], output);
+      // Unscored ones pass too: pending (JSON Schema 2020-12 keywords, custom parameter
+      // headers) and the tasks extension's.
+      assert.deepEqual(failed, [], output);
+      if (revision === "2026-07-28") {
+        assert.deepEqual(TASKS.filter((s) => !passed.includes(s)), [], output);
+      }
     });
   }
 });

@@ -18,6 +18,12 @@ export interface ToolDefinition {
   description?: string;
   inputSchema: Record<string, unknown>;
   annotations?: Record<string, unknown>;
+  /** The JSON Schema of its `structuredContent` (an object schema). */
+  outputSchema?: Record<string, unknown>;
+  /** Icons for a client's UI: `https:` or `data:image/` sources only. */
+  icons?: Array<Record<string, unknown>>;
+  /** MCP `execution` (its `taskSupport`). */
+  execution?: { taskSupport: "optional" | "required" | "forbidden" };
 }
 
 /** A server's record: what was approved, and what its last start listed. */
@@ -28,7 +34,14 @@ export interface ServerRecord {
 }
 
 /** The fields of a definition that are compared. */
-export const PINNED_FIELDS = ["description", "inputSchema", "annotations"] as const;
+export const PINNED_FIELDS = [
+  "description",
+  "inputSchema",
+  "annotations",
+  "outputSchema",
+  "icons",
+  "execution",
+] as const;
 
 /** The folder of the records (`<config dir>/servers`). */
 export function approvalsDir(): string {
@@ -39,14 +52,68 @@ function _file(server: string, kind: "approved" | "seen", dir: string): string {
   return join(dir, `${server}.${kind}.json`);
 }
 
-/** Keep only the pinned fields, in a fixed shape. */
+/**
+ * Keep only the pinned fields, in a fixed shape: icons a client may fetch
+ * safely only, an output schema only when it describes an object.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { changedFields, pinned } from "./approvals.ts";
+ * const t = {
+ *   name: "w",
+ *   inputSchema: {},
+ *   icons: [{ src: "https://x.test/a.png" }, { src: "javascript:alert(1)" }],
+ *   outputSchema: { type: "object" },
+ * };
+ * assert.deepEqual(pinned(t).icons, [{ src: "https://x.test/a.png" }]);
+ * assert.deepEqual(pinned({ ...t, outputSchema: { type: "string" } }).outputSchema, undefined);
+ * assert.deepEqual(changedFields({ ...t, icons: [{ src: "https://evil.test/a.png" }] }, t), ["icons"]);
+ * ```
+ */
 export function pinned(t: ToolDefinition): ToolDefinition {
   return {
     name: String(t.name),
     ...(typeof t.description === "string" ? { description: t.description } : {}),
     inputSchema: (t.inputSchema ?? {}) as Record<string, unknown>,
     ...(t.annotations ? { annotations: t.annotations } : {}),
+    ...(_isObjectSchema(t.outputSchema) ? { outputSchema: t.outputSchema } : {}),
+    ..._icons(t.icons),
+    ...(["optional", "required", "forbidden"].includes(String(t.execution?.taskSupport))
+      ? { execution: { taskSupport: t.execution!.taskSupport } }
+      : {}),
   };
+}
+
+function _isObjectSchema(v: unknown): v is Record<string, unknown> {
+  return !!v && typeof v === "object" && !Array.isArray(v) &&
+    (v as { type?: unknown }).type === "object";
+}
+
+/** At most this many icons of a tool, each source at most this long. */
+const _MAX_ICONS = 8;
+const _MAX_ICON_SRC = 65_536;
+
+/**
+ * The icons a client may show, as MCP defines them: a source that is an
+ * `https:` URL or a `data:image/` URI (no `http:`, `file:` or script URL),
+ * a MIME type, sizes and a theme when well-typed; at most {@link _MAX_ICONS}.
+ */
+function _icons(v: unknown): { icons?: Array<Record<string, unknown>> } {
+  if (!Array.isArray(v)) return {};
+  const icons = v.flatMap((i) => {
+    const src = (i as { src?: unknown } | null)?.src;
+    if (typeof src !== "string" || src.length > _MAX_ICON_SRC) return [];
+    if (!/^(https:\/\/|data:image\/)/i.test(src)) return [];
+    const { mimeType, sizes, theme } = i as Record<string, unknown>;
+    return [{
+      src,
+      ...(typeof mimeType === "string" ? { mimeType } : {}),
+      ...(Array.isArray(sizes) && sizes.every((s) => typeof s === "string") ? { sizes } : {}),
+      ...(theme === "light" || theme === "dark" ? { theme } : {}),
+    }];
+  }).slice(0, _MAX_ICONS);
+  return icons.length ? { icons } : {};
 }
 
 /**

@@ -95,6 +95,11 @@ export function hostedTools(
         style: "module",
         inputSchema: shown.inputSchema ?? { type: "object", properties: {} },
         ...(shown.annotations ? { annotations: shown.annotations } : {}),
+        ...(shown.outputSchema ? { outputSchema: shown.outputSchema } : {}),
+        ...(shown.icons ? { icons: shown.icons } : {}),
+        // corral runs a hosted call as a task of its own; one the server runs only as
+        // its task (2025-11-25 `required`) corral cannot call (./call_lane.ts).
+        ...(shown.execution?.taskSupport === "optional" ? { taskSupport: "optional" } : {}),
         load,
       } as ToolMeta,
     });

@@ -7,15 +7,40 @@
  */
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { mcpContent } from "../tool/content.ts";
-import type { ToolResult } from "../tool/result.ts";
+import { type CallFault, faultOf, type ToolResult } from "../tool/result.ts";
 
-/** The MCP answer for a tool's result. */
-export function callToolResult(result: ToolResult): CallToolResult {
-  return {
+const _FAULTS = new WeakMap<object, CallFault>();
+
+/**
+ * The MCP answer for a tool's result (its fault, if any, kept beside it:
+ * {@link callFault}). A tool that declares an output schema (a hosted
+ * server's) answers with its own structured content: its `result`, and
+ * none on an error (a client checks what it gets against the schema).
+ */
+export function callToolResult(result: ToolResult, outputSchema = false): CallToolResult {
+  const own = result.result;
+  const structured = !outputSchema
+    ? _structured(result)
+    : result.success && own && typeof own === "object" && !Array.isArray(own)
+    ? own as Record<string, unknown>
+    : undefined;
+  const out: CallToolResult = {
     content: mcpContent(result, () => _resultText(result)) as CallToolResult["content"],
-    structuredContent: _structured(result),
+    ...(structured ? { structuredContent: structured } : {}),
     isError: !result.success,
   };
+  const fault = faultOf(result);
+  if (fault) _FAULTS.set(out, fault);
+  return out;
+}
+
+/**
+ * Why the tool result behind `result` failed, when corral marked it
+ * (core/tool/result.ts): a task's `failed` status is corral's `error`
+ * (a throw, a crash, a timeout), never the tool's own failure.
+ */
+export function callFault(result: unknown): CallFault | undefined {
+  return result && typeof result === "object" ? _FAULTS.get(result) : undefined;
 }
 
 /** A tool error result: `{ success: false, error: message }`. */

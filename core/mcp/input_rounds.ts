@@ -54,8 +54,10 @@ interface _Parked {
   /** Wakes the waiter when a question arrives. */
   wake?: () => void;
   timer?: ReturnType<typeof setTimeout>;
-  cancel(): void;
+  cancel(why?: Error): void;
   n: number;
+  /** Every key a question of this call was put under: never reused for another question. */
+  used: Set<string>;
   /** The capabilities the client declared on its latest request of this call. */
   caps: Record<string, unknown>;
   /** Capabilities a question needed that the client had not declared. */
@@ -104,14 +106,74 @@ export class InputRounds {
       round: 0,
       asks: new Map(),
       done: Promise.resolve(),
-      cancel: () => abort.abort(new Error("the client did not answer in time")),
+      cancel: (why = new Error("the client did not answer in time")) => abort.abort(why),
       n: 0,
+      used: new Set(),
       caps: capabilities,
       ahead: _answers(ahead),
     };
     parked.done = start((method, params, name) => _ask(parked, method, params, name), abort.signal);
     this.#parked.set(id, parked);
     return await this.#next(id, parked);
+  }
+
+  /**
+   * Start `start` as a call no request waits for (a task, ./tasks/): its
+   * questions wait in the returned {@link ParkedCall} until answered there.
+   * No request state names it: only its holder reaches it.
+   */
+  detach(
+    principal: string,
+    key: string,
+    capabilities: Record<string, unknown>,
+    start: (ask: RoundAsk, signal: AbortSignal) => Promise<unknown>,
+  ): ParkedCall {
+    const abort = new AbortController();
+    const parked: _Parked = {
+      principal,
+      key,
+      round: 0,
+      asks: new Map(),
+      done: Promise.resolve(),
+      cancel: (why = new Error("cancelled")) => abort.abort(why),
+      n: 0,
+      used: new Set(),
+      caps: capabilities,
+      ahead: {},
+    };
+    parked.done = start((method, params, name) => _ask(parked, method, params, name), abort.signal);
+    return _held(parked);
+  }
+
+  /**
+   * A retry whose call goes on as a task (./tasks/): like {@link resume}
+   * (the same checks of `state`), the answers go to its open questions, and
+   * the call leaves the rounds: no state reaches it any more, its holder does.
+   */
+  adopt(
+    state: unknown,
+    principal: string,
+    key: string,
+    capabilities: Record<string, unknown>,
+    responses: Record<string, unknown> | undefined,
+  ): ParkedCall {
+    const s = state as Partial<_State> | undefined;
+    const parked = typeof s?.call === "string" ? this.#parked.get(s.call) : undefined;
+    if (
+      !parked || parked.principal !== principal || parked.key !== key || parked.round !== s!.round
+    ) {
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        "Invalid or expired requestState: no such call waits for this round (replayed, " +
+          "foreign or already answered)",
+      );
+    }
+    this.#parked.delete(s!.call!);
+    clearTimeout(parked.timer);
+    parked.caps = capabilities;
+    const held = _held(parked);
+    held.answer(responses);
+    return held;
   }
 
   /**
@@ -140,12 +202,7 @@ export class InputRounds {
     parked.round++;
     parked.caps = capabilities;
     // An answer that is no object leaves its question open: it is asked again next round.
-    for (const [name, value] of Object.entries(_answers(responses))) {
-      const open = parked.asks.get(name);
-      if (!open) continue;
-      parked.asks.delete(name);
-      open.resolve(value);
-    }
+    _deliver(parked, responses);
     return await this.#next(s!.call!, parked);
   }
 
@@ -197,6 +254,48 @@ export class InputRounds {
   }
 }
 
+/** A call held outside the rounds (a task's, ./tasks/): its questions, answered by its holder. */
+export interface ParkedCall {
+  /** Its open questions, by key (`inputRequests`). */
+  questions(): Record<string, { method: string; params: Record<string, unknown> }>;
+  /** Answer open questions; other keys and answers that are no object are ignored. */
+  answer(responses: Record<string, unknown> | undefined): void;
+  /** Settles with the call's result. */
+  readonly done: Promise<unknown>;
+  /** Capabilities a question needed that the client had not declared. */
+  missing(): Record<string, Record<string, never>> | undefined;
+  /** Stop it: its open questions fail, its signal aborts with `why`. */
+  cancel(why: Error): void;
+}
+
+function _held(parked: _Parked): ParkedCall {
+  return {
+    questions: () => {
+      const out: Record<string, { method: string; params: Record<string, unknown> }> = {};
+      for (const [name, a] of parked.asks) out[name] = a.request;
+      return out;
+    },
+    answer: (responses) => _deliver(parked, responses),
+    done: parked.done,
+    missing: () => parked.missing,
+    cancel: (why) => {
+      for (const a of parked.asks.values()) a.reject(why);
+      parked.asks.clear();
+      parked.cancel(why);
+    },
+  };
+}
+
+/** Give each open question of `parked` its answer in `responses`, if any. */
+function _deliver(parked: _Parked, responses: Record<string, unknown> | undefined): void {
+  for (const [name, value] of Object.entries(_answers(responses))) {
+    const open = parked.asks.get(name);
+    if (!open) continue;
+    parked.asks.delete(name);
+    open.resolve(value);
+  }
+}
+
 const _NEEDS: Record<string, string> = {
   "sampling/createMessage": "sampling",
   "elicitation/create": "elicitation",
@@ -229,7 +328,10 @@ function _ask(
   }
   return new Promise((resolve, reject) => {
     let name = key ?? `${method.split("/")[0]}-${++parked.n}`;
-    while (parked.asks.has(name)) name = `${key ?? method.split("/")[0]}-${++parked.n}`;
+    while (parked.asks.has(name) || parked.used.has(name)) {
+      name = `${key ?? method.split("/")[0]}-${++parked.n}`;
+    }
+    parked.used.add(name);
     parked.asks.set(name, { request: { method, params }, resolve, reject });
     parked.wake?.();
   });

@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { Server, type Transport } from "@modelcontextprotocol/server";
+import type { Server, Transport } from "@modelcontextprotocol/server";
 import { corralVersion } from "../config/version.ts";
 import {
   CallGate,
@@ -28,6 +28,9 @@ import { InputRounds } from "./input_rounds.ts";
 import { LogLevel } from "./log_level.ts";
 import type { McpRegistry } from "./mcp_registry.ts";
 import { SessionPrincipal } from "./session_principal.ts";
+import { serveTaskMethods, TASKS_EXTENSION } from "./tasks/task_methods.ts";
+import { TaskServer } from "./tasks/task_server.ts";
+import { TaskStore } from "./tasks/task_store.ts";
 import { serveToolCalls, type ToolCallHandler } from "./tool_calls.ts";
 import { serveToolList } from "./tool_list.ts";
 
@@ -63,6 +66,13 @@ export interface McpServerOptions {
   caller?: GateCaller;
   /** The instance's parked calls (2026-07-28 rounds); default: one of its own. */
   rounds?: InputRounds;
+  /** The instance's tasks (tasks extension, ./tasks/); default: a store of its own. */
+  tasks?: TaskStore;
+  /**
+   * Hold a task of this caller as live work of its credential (./revocation_watch.ts):
+   * `end` cancels it when the credential is revoked; the returned function lets go.
+   */
+  holdTask?: (end: (reason: Error) => void) => () => void;
 }
 
 export { DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUE } from "./call_gate.ts";
@@ -125,6 +135,8 @@ export function createMcpServer(
   }
   const logLevel = new LogLevel().serve(server);
   serveToolList(server, registry);
+  const tasks = options.tasks ?? new TaskStore();
+  serveTaskMethods(server, tasks, principal.name);
   const callTool = serveToolCalls(server, {
     registry,
     gate,
@@ -134,15 +146,22 @@ export function createMcpServer(
     elicitation: options.elicitation,
     logLevel,
     rounds,
+    tasks,
+    holdTask: options.holdTask,
   });
   return _session(server, principal, callTool);
 }
 
 function _sdkServer(options: McpServerOptions, rounds: InputRounds): Server {
-  return new Server(
+  return new TaskServer(
     { name: options.name ?? "corral", version: options.version ?? corralVersion() },
     {
-      capabilities: { tools: { listChanged: true }, logging: {} },
+      // Tasks (./tasks/): advertised as the extension, never 2025-11-25's `tasks` slot.
+      capabilities: {
+        tools: { listChanged: true },
+        logging: {},
+        extensions: { [TASKS_EXTENSION]: {} },
+      },
       // 2026-07-28: how long a listing may be kept. Lists are per identity (private); a change
       // is announced on subscriptions/listen. A resource's content may change at any time.
       cacheHints: {

@@ -54,7 +54,7 @@ export class ModernRequests {
     this.#handler = createMcpHandler((ctx) => {
       const c = ctx.authInfo?.extra?.[_CALLER] as _Caller | undefined;
       if (!c) throw new Error("corral: a modern request reached the handler unchecked");
-      const mcp = newServer(c.who, { principal: c.principal });
+      const mcp = newServer(c.who, { principal: c.principal, holdTask: c.holdTask });
       c.served = mcp;
       return mcp.server;
     }, {
@@ -77,11 +77,21 @@ export class ModernRequests {
       ? sharedPrincipal(c.who.identity.name)
       : await callerKey(req.headers.get("authorization"));
     const caller: _Caller = { who: c.who, principal };
+    const who = c.who;
+    // A task outlives its request: it is live work of the credential until it ends.
+    if (who && c.watch) {
+      const watch = c.watch;
+      caller.holdTask = (end) =>
+        watch.hold({
+          identity: who.identity.name,
+          credential: () => who.credential,
+          end: () => end(new CredentialRevokedError(who.identity.name)),
+        });
+    }
     const authInfo: AuthInfo = {
       ...(c.authInfo ?? { token: "", clientId: "corral", scopes: [] }),
       extra: { ...(c.authInfo?.extra ?? {}), [_CALLER]: caller },
     };
-    const who = c.who;
     const unhold = who && c.watch?.hold({
       identity: who.identity.name,
       credential: () => who.credential,
@@ -113,6 +123,7 @@ interface _Caller {
   who?: Admitted;
   principal: string;
   served?: CorralMcpServer;
+  holdTask?: (end: (reason: Error) => void) => () => void;
 }
 
 /** The principal of a caller without identities: a digest of its credentials (never the token). */

@@ -38,6 +38,7 @@ import {
 } from "./mcp_server.ts";
 import { requestChecks } from "./request_checks.ts";
 import { InputRounds } from "./input_rounds.ts";
+import { TaskStore } from "./tasks/task_store.ts";
 import { ModernRequests } from "./modern_request.ts";
 import { paramHeaderRefusal } from "./param_headers.ts";
 import { readRpcBody, type RpcBody } from "./rpc_body.ts";
@@ -130,7 +131,11 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
     allowedOrigins: options.allowedOrigins,
   });
   // One set of parked calls for the instance: a 2026-07-28 client's rounds reach it again.
-  const newServer = _serverFactory(registry, { ...options, gate, rounds: new InputRounds() }, team);
+  const newServer = _serverFactory(
+    registry,
+    { ...options, gate, rounds: new InputRounds(), tasks: new TaskStore() },
+    team,
+  );
   const modern = new ModernRequests(
     (who, more) => newServer(who, who ? identityCaps(who.identity, defaults) : undefined, more),
     maxBody,

@@ -21,10 +21,12 @@ import { type CallExtra, callExtra, isModern } from "./call_extra.ts";
 import { CallNotifications } from "./call_notifications.ts";
 import { callToolResult, errorResult } from "./call_result.ts";
 import { type ClientAsks, clientAsks, roundAsks } from "./client_asks.ts";
-import type { InputRounds } from "./input_rounds.ts";
+import type { InputRounds, RoundAsk } from "./input_rounds.ts";
 import { LogLevel } from "./log_level.ts";
 import type { McpRegistry } from "./mcp_registry.ts";
 import type { SessionPrincipal } from "./session_principal.ts";
+import { startTask } from "./tasks/task_calls.ts";
+import type { TaskStore } from "./tasks/task_store.ts";
 
 /** What the calls of one session run with. */
 export interface ToolCallContext {
@@ -43,6 +45,10 @@ export interface ToolCallContext {
   logLevel: LogLevel;
   /** The instance's parked calls: a 2026-07-28 client's questions become rounds. */
   rounds?: InputRounds;
+  /** The instance's tasks (./tasks/): a 2026-07-28 call of a task tool may run as one. */
+  tasks?: TaskStore;
+  /** Hold a task as live work of the caller's credential (revoked: `end` cancels it). */
+  holdTask?: (end: (reason: Error) => void) => () => void;
 }
 
 /**
@@ -97,6 +103,33 @@ function _roundCall(
   const key = `${name}\0${JSON.stringify(args)}`;
   const principal = context.principal.name;
   const caps = modern.clientCapabilities;
+  const run = (ask: RoundAsk, parked: AbortSignal, on = extra) =>
+    _run(
+      context,
+      name,
+      args,
+      on,
+      AbortSignal.any([parked, context.principal.signal]),
+      roundAsks(ask, caps),
+      LogLevel.of(modern.logLevel),
+    );
+  const tool = context.tasks && context.registry.list().find((t) => t.name === name);
+  const task = tool && startTask(
+    {
+      tool,
+      principal,
+      key,
+      capabilities: caps,
+      requestState: modern.requestState,
+      inputResponses: modern.inputResponses,
+      // No request waits for a task: its notifications have nowhere to go.
+      start: (ask, parked) => run(ask, parked, { ...extra, sendNotification: _dropped }),
+      hold: context.holdTask,
+    },
+    rounds,
+    context.tasks!,
+  );
+  if (task) return Promise.resolve(task as CallToolResult);
   if (modern.requestState !== undefined) {
     return rounds.resume(
       modern.requestState,
@@ -107,19 +140,12 @@ function _roundCall(
     ) as Promise<CallToolResult>;
   }
   // Answers given ahead in the first request answer only the tool's own named questions.
-  return rounds.begin(principal, key, caps, (ask, parked) => {
-    const signal = AbortSignal.any([parked, context.principal.signal]);
-    return _run(
-      context,
-      name,
-      args,
-      extra,
-      signal,
-      roundAsks(ask, caps),
-      LogLevel.of(modern.logLevel),
-    );
-  }, modern.inputResponses) as Promise<CallToolResult>;
+  return rounds.begin(principal, key, caps, run, modern.inputResponses) as Promise<
+    CallToolResult
+  >;
 }
+
+const _dropped = () => Promise.resolve();
 
 async function _run(
   context: ToolCallContext,
@@ -131,7 +157,8 @@ async function _run(
   logLevel: LogLevel,
 ): Promise<CallToolResult> {
   const { registry, principal, identity } = context;
-  const release = await _admit(context, name, args, signal, extra);
+  const info = registry.list().find((t) => t.name === name);
+  const release = await _admit(context, name, args, signal, extra, info !== undefined);
   if (typeof release !== "function") return release;
   const notes = new CallNotifications(extra, name, logLevel);
   let result: ToolResult;
@@ -165,7 +192,7 @@ async function _run(
     release();
   }
   await notes.sent;
-  return callToolResult(result);
+  return callToolResult(result, info?.outputSchema !== undefined);
 }
 
 /**
@@ -179,6 +206,7 @@ async function _admit(
   args: unknown,
   signal: AbortSignal,
   extra: CallExtra,
+  known: boolean,
 ): Promise<(() => void) | CallToolResult> {
   const { registry, gate, caller } = context;
   const who = {
@@ -186,7 +214,7 @@ async function _admit(
     session: context.principal.name,
     identity: context.identity,
   };
-  if (!registry.list().some((t) => t.name === name)) {
+  if (!known) {
     const message = registry.unknownToolMessage(name);
     await registry.auditRefusal?.(name, args, who, "unknown_tool", message).catch(() => {});
     throw new ProtocolError(ProtocolErrorCode.InvalidParams, message);

@@ -70,6 +70,14 @@ export interface ToolInfo {
   inputSchema: Record<string, unknown>;
   /** A hosted server's MCP annotations, kept as it gave them. */
   annotations?: Record<string, unknown>;
+  /** A hosted server's output schema: its MCP result's `structuredContent` is then its `result`. */
+  outputSchema?: Record<string, unknown>;
+  /** A hosted server's icons, as approved. */
+  icons?: Array<Record<string, unknown>>;
+  /** MCP `execution.taskSupport`: may or must run as a task (core/mcp/tasks/). */
+  taskSupport?: "optional" | "required" | "forbidden";
+  /** Its first questions are rounds of the request; then it becomes a task. */
+  taskAfterInput?: boolean;
   /**
    * Whether its sandbox runs in the namespace whose mounts are its grant
    * (`bwrap`), or without it (`none`: worker isolation, `"jail": "off"`, or
@@ -353,6 +361,10 @@ export class Catalog {
       ...(t.confirmWhen ? { confirmWhen: t.confirmWhen } : {}),
       inputSchema: t.inputSchema,
       ...(t.annotations ? { annotations: t.annotations } : {}),
+      ...(t.taskSupport ? { taskSupport: t.taskSupport } : {}),
+      ...(t.taskAfterInput ? { taskAfterInput: true } : {}),
+      ...(t.outputSchema ? { outputSchema: t.outputSchema } : {}),
+      ...(t.icons ? { icons: t.icons } : {}),
     };
     const entry: CatalogEntry = { info, source, module };
     if (status === "loaded") {

@@ -17,6 +17,8 @@ const _tool = z.object({
   confirm: z.boolean(),
   confirmWhen: z.string().max(200).optional(),
   commands: z.array(z.string().max(4096)).max(1000).optional(),
+  taskSupport: z.enum(["optional", "required", "forbidden"]).optional(),
+  taskAfterInput: z.literal(true).optional(),
   style: z.enum(["class", "module"]),
   inputSchema: z.record(z.unknown()),
   load: z.union([

@@ -69,10 +69,18 @@ export interface ToolMeta {
   confirmWhen?: string;
   /** Commands an `x` tool runs, when it declares them. */
   commands?: string[];
+  /** MCP `execution.taskSupport` (core/tool/tool.ts `TaskSupport`). */
+  taskSupport?: "optional" | "required" | "forbidden";
+  /** Its first questions are rounds of the request; then it becomes a task. */
+  taskAfterInput?: boolean;
   style: "class" | "module";
   inputSchema: Record<string, unknown>;
   /** MCP annotations as a hosted server gave them (core/hosted/). */
   annotations?: Record<string, unknown>;
+  /** A hosted server's output schema (its `structuredContent`), as approved. */
+  outputSchema?: Record<string, unknown>;
+  /** A hosted server's icons, as approved (core/hosted/approvals.ts). */
+  icons?: Array<Record<string, unknown>>;
   load: LoadDecision;
 }
 

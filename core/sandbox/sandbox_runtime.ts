@@ -195,6 +195,8 @@ async function _loadModule(
         confirm: def.confirm,
         ...(def.confirmWhen ? { confirmWhen: def.confirmWhen } : {}),
         ...(def.commands ? { commands: def.commands } : {}),
+        ...(def.taskSupport ? { taskSupport: def.taskSupport } : {}),
+        ...(def.taskAfterInput ? { taskAfterInput: true } : {}),
         style: def.style,
         inputSchema,
         load,

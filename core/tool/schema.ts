@@ -21,6 +21,12 @@ export interface SchemaTool {
   isolation?: string;
   /** MCP annotations given by a hosted server: kept, over the derived ones. */
   annotations?: Record<string, unknown>;
+  /** MCP `execution.taskSupport`, listed as `execution` when given. */
+  taskSupport?: string;
+  /** MCP `outputSchema` (a hosted server's), listed as given. */
+  outputSchema?: Record<string, unknown>;
+  /** MCP `icons` (a hosted server's), listed as given. */
+  icons?: Array<Record<string, unknown>>;
 }
 
 /** MCP tool annotations derived from the permission letters. */
@@ -69,6 +75,9 @@ export function formatSchemas(tools: SchemaTool[], format: SchemaFormat): unknow
         description: t.description,
         inputSchema: t.inputSchema,
         annotations: t.annotations ? { ...mcpAnnotations(t), ...t.annotations } : mcpAnnotations(t),
+        ...(t.taskSupport ? { execution: { taskSupport: t.taskSupport } } : {}),
+        ...(t.outputSchema ? { outputSchema: t.outputSchema } : {}),
+        ...(t.icons ? { icons: t.icons } : {}),
         _meta: {
           "corral/permissions": t.permissions,
           "corral/toolset": t.toolset,

@@ -8,6 +8,7 @@ import { isJsonSchema, jsonSchemaInput, rawJsonSchema } from "./json_schema_inpu
 import { jsonSchemasReady } from "./json_schema_input.ts";
 import { z } from "zod";
 import { parsePermissions } from "./permissions.ts";
+import { type TaskConfigFields, type TaskFields, taskOptions } from "./task_support.ts";
 
 /** Tool names allowed by corral (and by every function-calling API). */
 export const TOOL_NAME_PATTERN: RegExp = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -70,7 +71,7 @@ export interface Grant {
 }
 
 /** Options of the `@tool` decorator. */
-export interface ToolOptions {
+export interface ToolOptions extends TaskFields {
   /** What the tool does, for the model. Required, non-empty. */
   description: string;
   /** Permission letters the tool needs, e.g. `"r"` or `"rw"`. Default none. */
@@ -79,10 +80,7 @@ export interface ToolOptions {
   input?: z.ZodTypeAny;
   /** Calls need a person's confirmation. */
   confirm?: boolean;
-  /**
-   * Calls need confirmation when this (boolean) argument is `true` (e.g.
-   * `"overwrite"`: replacing a file destroys it, like deleting one).
-   */
+  /** Calls need confirmation when this boolean argument is `true` (e.g. `"overwrite"`). */
   confirmWhen?: string;
   /**
    * For `x` tools: the commands the tool runs (e.g. `["bash"]`). Its grant
@@ -190,7 +188,7 @@ export abstract class BaseTool {
 }
 
 /** A module tool, as listed in `TOOL_CONFIGS` / `TOOL_CONFIG`. */
-export interface ToolConfig {
+export interface ToolConfig extends TaskConfigFields {
   /** Tool name, matching {@link TOOL_NAME_PATTERN}. */
   name: string;
   /** What the tool does, for the model. */
@@ -214,7 +212,7 @@ export interface ToolConfig {
 export type LoadDecision = { load: true } | { load: false; reason: string };
 
 /** A tool in the one shape the sandbox runs, whatever its authoring style. */
-export interface ToolDefinition {
+export interface ToolDefinition extends TaskFields {
   name: string;
   description: string;
   permissions: string;
@@ -387,6 +385,7 @@ function _fromClass(cls: AnyClass): ToolDefinition {
     confirm: meta.confirm === true,
     ...(typeof meta.confirmWhen === "string" ? { confirmWhen: meta.confirmWhen } : {}),
     ...(meta.commands ? { commands: _commands(meta.commands, meta.name) } : {}),
+    ...taskOptions(meta.name, meta.taskSupport, meta.taskAfterInput),
     style: "class",
     input,
     async shouldLoad() {
@@ -428,6 +427,7 @@ function _fromConfig(value: unknown): ToolDefinition {
     confirm: c.requires_confirmation === true,
     ...(typeof c.confirm_when === "string" ? { confirmWhen: c.confirm_when } : {}),
     ...(c.commands ? { commands: _commands(c.commands, c.name!) } : {}),
+    ...taskOptions(c.name, c.task_support, c.task_after_input),
     style: "module",
     input,
     shouldLoad: () => Promise.resolve({ load: true }),

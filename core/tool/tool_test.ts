@@ -410,3 +410,19 @@ Deno.test("collectTools lists every breach of one tool at once", async () => {
     ]
   ) assert.match(problems[0], part);
 });
+
+Deno.test("a tool's task support is carried as given; a value that is none of MCP's is refused, naming it", async () => {
+  const { tools, problems } = await collectTools({
+    TOOL_CONFIGS: [
+      _echoConfig({ task_support: "required", task_after_input: true }),
+      _echoConfig({ name: "Later", task_support: "sometimes" as never }),
+      _echoConfig({ name: "Plain" }),
+    ],
+  });
+  assert.deepEqual(tools.map((t) => [t.name, t.taskSupport, t.taskAfterInput]), [
+    ["Echo", "required", true],
+    ["Plain", undefined, undefined],
+  ]);
+  assert.equal(problems.length, 1);
+  assert.match(problems[0], /"Later": task support must be "optional", "required" or "forbidden"/);
+});
