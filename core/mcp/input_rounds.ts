@@ -157,6 +157,17 @@ export class InputRounds {
     capabilities: Record<string, unknown>,
     responses: Record<string, unknown> | undefined,
   ): ParkedCall {
+    const { id, parked } = this.#waiting(state, principal, key);
+    this.#parked.delete(id);
+    clearTimeout(parked.timer);
+    parked.caps = capabilities;
+    const held = _held(parked);
+    held.answer(responses);
+    return held;
+  }
+
+  /** The parked call `state` names, if it is `principal`'s with `key` at its current round. */
+  #waiting(state: unknown, principal: string, key: string): { id: string; parked: _Parked } {
     const s = state as Partial<_State> | undefined;
     const parked = typeof s?.call === "string" ? this.#parked.get(s.call) : undefined;
     if (
@@ -168,12 +179,7 @@ export class InputRounds {
           "foreign or already answered)",
       );
     }
-    this.#parked.delete(s!.call!);
-    clearTimeout(parked.timer);
-    parked.caps = capabilities;
-    const held = _held(parked);
-    held.answer(responses);
-    return held;
+    return { id: s!.call!, parked };
   }
 
   /**
@@ -188,22 +194,12 @@ export class InputRounds {
     capabilities: Record<string, unknown>,
     responses: Record<string, unknown> | undefined,
   ): Promise<unknown> {
-    const s = state as Partial<_State> | undefined;
-    const parked = typeof s?.call === "string" ? this.#parked.get(s.call) : undefined;
-    if (
-      !parked || parked.principal !== principal || parked.key !== key || parked.round !== s!.round
-    ) {
-      throw new ProtocolError(
-        ProtocolErrorCode.InvalidParams,
-        "Invalid or expired requestState: no such call waits for this round (replayed, " +
-          "foreign or already answered)",
-      );
-    }
+    const { id, parked } = this.#waiting(state, principal, key);
     parked.round++;
     parked.caps = capabilities;
     // An answer that is no object leaves its question open: it is asked again next round.
     _deliver(parked, responses);
-    return await this.#next(s!.call!, parked);
+    return await this.#next(id, parked);
   }
 
   /** Wait for the result or the next questions of `parked`. */
