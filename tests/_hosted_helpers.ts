@@ -10,6 +10,7 @@ import { serverLetters } from "../core/hosted/hosted_servers.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { effectiveGrant } from "../core/sandbox/grant.ts";
 import { Reporter } from "../core/tool/reporter.ts";
+import { CORRAL_ARGS } from "./_mcp_helpers.ts";
 
 export const ROOT = new URL("..", import.meta.url).pathname;
 export const HOSTED_FIXTURES = join(ROOT, "tests", "fixtures", "hosted");
@@ -98,4 +99,31 @@ export async function serverEvents(layout: HostedLayout): Promise<Array<Record<s
   return text.split("\n").filter(Boolean).map((l) => JSON.parse(l)).filter((r) =>
     r.kind === "server"
   );
+}
+
+/**
+ * How to start `corral mcp` over stdio on a {@link HostedLayout}: its
+ * workspace, the `corral.json` and `permissions.json` in its base, its audit
+ * log and config folder, the installed servers, no code cache.
+ */
+export function hostedMcpSpawn(l: HostedLayout) {
+  return {
+    command: Deno.execPath(),
+    args: [
+      ...CORRAL_ARGS,
+      "mcp",
+      ...["--workspace", l.ws, "--config", join(l.base, "corral.json")],
+      ...["--permissions", join(l.base, "permissions.json"), "--audit", l.audit],
+    ],
+    env: {
+      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+      HOME: Deno.env.get("HOME") ?? "/root",
+      NO_COLOR: "1",
+      CORRAL_CACHE_DIR: "",
+      CORRAL_CONFIG_DIR: l.config,
+      CORRAL_SERVERS_DIR: SERVERS_DIR,
+    },
+    cwd: ROOT,
+    stderr: "pipe" as const,
+  };
 }

@@ -17,14 +17,13 @@ import {
   CreateMessageRequestSchema,
   LoggingMessageNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { CORRAL_ARGS, ROOT } from "./_mcp_helpers.ts";
 import {
   approve,
   HOSTED_FIXTURES,
   type HostedLayout,
   hostedLayout,
+  hostedMcpSpawn,
   hostedRegistry,
-  SERVERS_DIR,
 } from "./_hosted_helpers.ts";
 import { LIST_TIMEOUT_MS } from "../core/hosted/hosted_listings.ts";
 
@@ -49,25 +48,7 @@ async function _corralMcp(
     join(l.base, "permissions.json"),
     JSON.stringify({ servers: permissions }),
   );
-  const transport = new StdioClientTransport({
-    command: Deno.execPath(),
-    args: [
-      ...CORRAL_ARGS,
-      "mcp",
-      ...["--workspace", l.ws, "--config", join(l.base, "corral.json")],
-      ...["--permissions", join(l.base, "permissions.json"), "--audit", l.audit],
-    ],
-    env: {
-      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-      HOME: Deno.env.get("HOME") ?? "/root",
-      NO_COLOR: "1",
-      CORRAL_CACHE_DIR: "",
-      CORRAL_CONFIG_DIR: l.config,
-      CORRAL_SERVERS_DIR: SERVERS_DIR,
-    },
-    cwd: ROOT,
-    stderr: "pipe",
-  });
+  const transport = new StdioClientTransport(hostedMcpSpawn(l));
   const client = new Client({ name: "hosted-listings", version: "1.0.0" }, { capabilities });
   await client.connect(transport);
   return client;

@@ -12,13 +12,12 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { Client as V2Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport as V2Stdio } from "@modelcontextprotocol/client/stdio";
-import { CORRAL_ARGS, ROOT } from "./_mcp_helpers.ts";
 import {
   approve,
   HOSTED_FIXTURES,
   hostedLayout,
+  hostedMcpSpawn,
   hostedRegistry,
-  SERVERS_DIR,
 } from "./_hosted_helpers.ts";
 
 const SHAPED = join(HOSTED_FIXTURES, "shaped_server.ts");
@@ -34,25 +33,7 @@ Deno.test("a hosted tool's icons and output schema reach clients of both SDK lin
     join(l.base, "permissions.json"),
     JSON.stringify({ servers: { shaped: {} } }),
   );
-  const spawn = {
-    command: Deno.execPath(),
-    args: [
-      ...CORRAL_ARGS,
-      "mcp",
-      ...["--workspace", l.ws, "--config", join(l.base, "corral.json")],
-      ...["--permissions", join(l.base, "permissions.json"), "--audit", l.audit],
-    ],
-    env: {
-      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-      HOME: Deno.env.get("HOME") ?? "/root",
-      NO_COLOR: "1",
-      CORRAL_CACHE_DIR: "",
-      CORRAL_CONFIG_DIR: l.config,
-      CORRAL_SERVERS_DIR: SERVERS_DIR,
-    },
-    cwd: ROOT,
-    stderr: "pipe" as const,
-  };
+  const spawn = hostedMcpSpawn(l);
   const client = new Client({ name: "hosted-shapes", version: "1.0.0" });
   await client.connect(new StdioClientTransport(spawn));
   try {
