@@ -34,12 +34,15 @@ export interface HostedLayout {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** Make a {@link HostedLayout} and point corral's config directory at it. */
+/**
+ * Make a {@link HostedLayout}. Its `config` is passed to what runs corral
+ * (never set in this process's environment: test files running in parallel
+ * share one process, and one file's folder would be another's).
+ */
 export async function hostedLayout(): Promise<HostedLayout> {
   const base = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_hosted_" }));
   for (const d of ["ws", "outside", "config"]) await Deno.mkdir(join(base, d));
   await Deno.writeTextFile(join(base, "outside", "canary.txt"), "CANARY-SECRET\n");
-  Deno.env.set("CORRAL_CONFIG_DIR", join(base, "config"));
   return {
     base,
     ws: join(base, "ws"),
@@ -77,6 +80,7 @@ export async function hostedRegistry(
     reporter: new Reporter({ sink: (t) => lines.push(t), color: false }),
     servers: config.servers,
     // Explicit: test files run in parallel in one process and share its environment.
+    configDir: layout.config,
     approvalsDir: join(layout.config, "servers"),
     ...options,
   });

@@ -199,10 +199,9 @@ Deno.test("a tool without n finds no egress proxy socket, even with a grant over
     "t.json",
     ws,
   );
-  const before = Deno.env.get("CORRAL_CONFIG_DIR");
-  Deno.env.set("CORRAL_CONFIG_DIR", cfg);
   const registry = await Registry.create({
     workspace: ws,
+    configDir: cfg,
     policy,
     privileges: "rxn",
     noBuiltins: true,
@@ -235,7 +234,5 @@ Deno.test("a tool without n finds no egress proxy socket, even with a grant over
     assert.doesNotMatch(String(res.stdout), /egress/, "the lister sees no egress socket");
   } finally {
     await registry.close();
-    if (before === undefined) Deno.env.delete("CORRAL_CONFIG_DIR");
-    else Deno.env.set("CORRAL_CONFIG_DIR", before);
   }
 });

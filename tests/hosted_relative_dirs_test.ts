@@ -6,49 +6,60 @@
 import assert from "node:assert/strict";
 import { isAbsolute, join, relative, resolve } from "node:path";
 import { parseConfig } from "../core/config/corral_config.ts";
-import { installDir, installed, serversDir } from "../core/hosted/install.ts";
-import { defaultCacheDir } from "../core/registry/discovery_cache.ts";
+import { installDir, installed } from "../core/hosted/install.ts";
 import { hostedLayout, hostedRegistry, ROOT } from "./_hosted_helpers.ts";
 
 const MEMORY = "@modelcontextprotocol/server-memory@2026.8.31";
 
-/** Run `fn` with `vars` set (undefined: unset), then put the environment back. */
-function _withEnv<T>(vars: Record<string, string | undefined>, fn: () => T): T {
-  const before = Object.fromEntries(Object.keys(vars).map((k) => [k, Deno.env.get(k)]));
-  const set = (v: Record<string, string | undefined>) => {
-    for (const [k, x] of Object.entries(v)) {
-      x === undefined ? Deno.env.delete(k) : Deno.env.set(k, x);
+/**
+ * The servers folder and the cache folder that a corral process sees with
+ * each of `cases` in its environment (one child process: test files share
+ * this process's environment, so it is never changed here).
+ */
+async function _dirsWith(cwd: string, cases: Record<string, string>[]): Promise<string[][]> {
+  const script = `
+    import { serversDir } from "${ROOT}core/hosted/install.ts";
+    import { defaultCacheDir } from "${ROOT}core/registry/discovery_cache.ts";
+    const out = [];
+    for (const vars of ${JSON.stringify(cases)}) {
+      for (const k of ["CORRAL_SERVERS_DIR", "CORRAL_CACHE_DIR", "XDG_CACHE_HOME"]) Deno.env.delete(k);
+      for (const [k, v] of Object.entries(vars)) Deno.env.set(k, v);
+      out.push([serversDir(), defaultCacheDir()]);
     }
-  };
-  set(vars);
-  try {
-    return fn();
-  } finally {
-    set(before);
-  }
+    console.log(JSON.stringify(out));`;
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--config", join(ROOT, "deno.json"), script],
+    cwd,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  return JSON.parse(new TextDecoder().decode(out.stdout));
 }
 
-Deno.test("relative servers and cache folders resolve against the current folder to absolute paths", () => {
-  const cwd = Deno.cwd();
-  _withEnv({ CORRAL_SERVERS_DIR: "rel/servers" }, () => {
-    assert.equal(serversDir(), resolve(cwd, "rel/servers"));
-  });
-  _withEnv({ CORRAL_SERVERS_DIR: undefined, XDG_CACHE_HOME: "relcache" }, () => {
-    assert.equal(serversDir(), resolve(cwd, "relcache/corral/servers"));
-  });
-  _withEnv({ CORRAL_CACHE_DIR: "rel/cache" }, () => {
-    assert.equal(defaultCacheDir(), resolve(cwd, "rel/cache"));
-  });
-  _withEnv({ CORRAL_CACHE_DIR: undefined, XDG_CACHE_HOME: "relcache" }, () => {
-    assert.equal(defaultCacheDir(), resolve(cwd, "relcache/corral"));
-  });
+Deno.test("relative servers and cache folders resolve against the current folder to absolute paths", async () => {
+  const cwd = await Deno.realPath(await Deno.makeTempDir());
+  const [servers, xdg, cache, xdgCache] = await _dirsWith(cwd, [
+    { CORRAL_SERVERS_DIR: "rel/servers" },
+    { XDG_CACHE_HOME: "relcache" },
+    { CORRAL_CACHE_DIR: "rel/cache" },
+    { XDG_CACHE_HOME: "relcache" },
+  ]);
+  assert.equal(servers[0], resolve(cwd, "rel/servers"));
+  assert.equal(xdg[0], resolve(cwd, "relcache/corral/servers"));
+  assert.equal(cache[1], resolve(cwd, "rel/cache"));
+  assert.equal(xdgCache[1], resolve(cwd, "relcache/corral"));
+  await Deno.remove(cwd, { recursive: true });
   const [e] = parseConfig(
     JSON.stringify({ servers: { memory: { npm: MEMORY } } }),
     "/nowhere/corral.json",
   ).servers;
   const dir = installDir(e, "rel");
   assert.ok(isAbsolute(dir), dir);
-  assert.equal(dir, resolve(cwd, "rel", "npm-+modelcontextprotocol+server-memory@2026.8.31"));
+  assert.equal(
+    dir,
+    resolve(Deno.cwd(), "rel", "npm-+modelcontextprotocol+server-memory@2026.8.31"),
+  );
 });
 
 Deno.test("an install under a relative CORRAL_SERVERS_DIR records absolute paths that work from another folder", async () => {

@@ -381,19 +381,38 @@ Deno.test("jailed bash reads neither HOME, another folder, /etc/shadow, the host
 });
 
 Deno.test("a bounded fork bomb hits the sandbox's process limit and the host keeps serving", async () => {
-  const { registry } = await _system({ run: ["bash"], max_processes: 48 });
+  const { registry } = await _system({ run: ["python3", "bash"], max_processes: 48 });
   const marker = `corral-fork-${_rand()}`;
   try {
-    const res = await registry.call("RunBashCode", {
-      timeout: 20,
-      code: `n=0; for i in $(seq 1 300); do (exec -a ${marker} sleep 30) 2>/dev/null & ` +
-        `if [ $? -eq 0 ]; then n=$((n+1)); fi; done; ` +
-        `echo running=$(pgrep -fc ${marker}); kill $(jobs -p) 2>/dev/null; true`,
+    // A fork that fails fails at once (bash would retry each for 15 s): 300 tries, every child
+    // holding the marker in its command line, counted by the one process that made them.
+    const res = await registry.call("RunPythonCode", {
+      timeout: 60,
+      code: [
+        `# ${marker}`,
+        "import os, signal, time",
+        "kids, failed = [], 0",
+        "for i in range(300):",
+        "    try:",
+        "        pid = os.fork()",
+        "    except OSError:",
+        "        failed += 1",
+        "        continue",
+        "    if pid == 0:",
+        "        time.sleep(30)",
+        "        os._exit(0)",
+        "    kids.append(pid)",
+        "print(f'running={len(kids)} failed={failed}', flush=True)",
+        "for k in kids: os.kill(k, signal.SIGKILL)",
+        "for k in kids: os.waitpid(k, 0)",
+      ].join("\n"),
     });
     // Either the bomb ran out of processes inside, or the sandbox was stopped at its limit.
     if (res.success) {
       const running = Number(/running=(\d+)/.exec(String(res.stdout))?.[1] ?? "-1");
+      const failed = Number(/failed=(\d+)/.exec(String(res.stdout))?.[1] ?? "-1");
       assert.ok(running >= 0 && running < 48, `processes at once: ${running} (${res.stderr})`);
+      assert.equal(running + failed, 300, String(res.stdout));
     } else {
       assert.match(res.error!, /hit its process limit \(48 processes and threads\)/);
     }

@@ -295,23 +295,21 @@ Deno.test("nothing is applied in a folder on the user's PATH: a PATH lookup find
   const canary = `${outside}/CANARY`;
   await Deno.mkdir(`${ws}/bin`);
   const path = `${ws}/bin:/usr/local/bin:/usr/bin:/bin`;
-  const saved = Deno.env.get("PATH");
-  Deno.env.set("PATH", path); // the user's PATH holds a folder of the workspace
-  try {
-    const registry = await _registry(ws, outside);
-    try {
-      const res = await _bash(
-        registry,
-        `for p in git ls python3; do printf '#!/bin/sh\\ntouch ${canary}\\n' > bin/$p; chmod +x bin/$p; done`,
-      );
-      assert.equal(res.success, false, JSON.stringify(res));
-      assert.match(String(res.error), /a folder on the user's PATH/);
-    } finally {
-      await registry.close();
-    }
-  } finally {
-    Deno.env.set("PATH", saved ?? "/usr/bin:/bin");
-  }
+  const policy = `${outside}/policy.json`;
+  await Deno.writeTextFile(
+    policy,
+    JSON.stringify({ toolsets: { system: { run: ["bash"], read: ["."], write: ["."] } } }),
+  );
+  // corral run by a user whose PATH holds a folder of the workspace (given to the child: test
+  // files share this process's environment, so it is never set here).
+  const code =
+    `for p in git ls python3; do printf '#!/bin/sh\\ntouch ${canary}\\n' > bin/$p; chmod +x bin/$p; done`;
+  const res = await runCli(
+    ["call", "RunBashCode", "--yes", "--permissions", policy, "--args", JSON.stringify({ code })],
+    { cwd: ws, env: { PATH: path } },
+  );
+  assert.notEqual(res.code, 0, res.stdout + res.stderr);
+  assert.match(res.stdout + res.stderr, /a folder on the user's PATH/);
   assert.deepEqual([...Deno.readDirSync(`${ws}/bin`)], []);
   const which = await new Deno.Command("sh", {
     args: ["-c", "command -v git; git --version >/dev/null; ls >/dev/null"],

@@ -70,16 +70,15 @@ Deno.test("file-drop and package plugins load in order, each alone in its sandbo
     "test-permissions.json",
     base,
   );
-  const before = Deno.env.get(TOOL_DIRS_ENV);
-  Deno.env.set(TOOL_DIRS_ENV, `${base}/other:${base}/does-not-exist`);
-  let found;
-  try {
-    const config = await loadConfig({ workspace: base, file: `${base}/corral.json` });
-    found = await pluginSources({ policy, config, workspace: base, defaultDir: null });
-  } finally {
-    if (before === undefined) Deno.env.delete(TOOL_DIRS_ENV);
-    else Deno.env.set(TOOL_DIRS_ENV, before);
-  }
+  // CORRAL_TOOL_DIRS's value, given (never set here: test files share this process's environment).
+  const config = await loadConfig({ workspace: base, file: `${base}/corral.json` });
+  const found = await pluginSources({
+    policy,
+    config,
+    workspace: base,
+    defaultDir: null,
+    envDirs: `${base}/other:${base}/does-not-exist`,
+  });
   const { reporter, lines } = capture();
   const registry = await Registry.create({
     workspace: base,

@@ -48,6 +48,8 @@ export interface TrustBaseOptions {
   plugins?: string[];
   /** The workspace: its project files (`corral.json`, `permissions.json`) are protected. */
   workspace?: string;
+  /** corral's config directory (default: `configDir()` now). */
+  configDir?: string;
 }
 
 /**
@@ -74,7 +76,7 @@ export function trustBase(options: TrustBaseOptions = {}): TrustedPath[] {
   // (corral's cache is secret too: it holds what plugins declared, from their config.)
   const list: TrustedPath[] = [
     { path: INSTALL_DIR, what: "corral's install folder" },
-    { path: configDir(), what: "corral's config directory", secret: true },
+    { path: options.configDir ?? configDir(), what: "corral's config directory", secret: true },
     // Deno's cache holds what Deno compiled for every project: no sandbox sees it (each
     // gets its module set's own, from corral's code store, core/sandbox/emit_cache.ts).
     { path: denoDir(), what: "Deno's cache", secret: true },

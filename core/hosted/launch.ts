@@ -43,6 +43,8 @@ export interface LaunchSpec {
     hide: string[];
     trust?: readonly { path: string; what: string }[];
     grantPaths?: string[];
+    /** corral's run folder, fixed with the registry (default: `<config dir>/run`, read now). */
+    runDir?: string;
   };
   /** Each egress connection, allowed or refused. */
   onConnection?: (r: EgressRecord) => void;
@@ -140,6 +142,7 @@ async function _command(
   // Without the namespace (`"jail": "off"`) there is no proxy: the host's network, as opted out.
   if (!ns) return { program: own.command[0], args: own.command.slice(1), env };
   const rt = await runtimeFiles();
+  const run = ns.runDir ?? join(configDir(), "run");
   if (injected.length && !g.net.length) {
     throw new Error(
       `the secret ${injected[0].name} is injected at egress, but ${spec.policy.where} has no ` +
@@ -147,7 +150,7 @@ async function _command(
     );
   }
   const out = g.net.length
-    ? await serverEgress(g.net, spec.policy, spec.onConnection, injected)
+    ? await serverEgress(g.net, spec.policy, spec.onConnection, injected, undefined, run)
     : undefined;
   const cmd = out ? out.wrap(rt.exec, own.command) : own.command;
   if (out) Object.assign(env, out.env);
@@ -171,7 +174,7 @@ async function _command(
       net: false,
       netFiles: g.net.length > 0,
       // corral's own passwd, group, hosts (the forwarders' names) and resolv.conf.
-      etc: out?.etc ?? etcFiles(join(configDir(), "run"), []),
+      etc: out?.etc ?? etcFiles(run, []),
       ...(out ? { egressDir: out.egress.dir } : {}),
       ...(out?.netns ? { netns: out.netns } : {}),
       cwd: spec.workspace,

@@ -66,7 +66,8 @@ const _PIN_TIMEOUT_MS = 5_000;
  * Start a hosted server's egress for its net list `net` (set at `listed.where` of `listed.file`).
  * The forwarders' names are resolved now, at grant time, and kept for the
  * server's life: the proxy connects to that address, and inside the
- * namespace the name leads to it too.
+ * namespace the name leads to it too. Its socket and `/etc` files are made
+ * in corral's run folder `run`.
  */
 export async function serverEgress(
   net: string[],
@@ -74,6 +75,7 @@ export async function serverEgress(
   onConnection?: (r: EgressRecord) => void,
   injected: InjectedSecret[] = [],
   resolveName?: (hostname: string) => Promise<string[]>,
+  run: string = join(configDir(), "run"),
 ): Promise<ServerEgress> {
   const listedIn = listed.where;
   _injectable(injected, net, listedIn, listed.file);
@@ -91,7 +93,6 @@ export async function serverEgress(
     if (found?.[0]) pinned.set(name, found[0]);
   }));
   const forwards = placeForwards(named, pinned);
-  const run = join(configDir(), "run");
   const egress = startEgress(run, {
     allowed: net,
     listedIn,

@@ -12,6 +12,7 @@
  * @module
  */
 import { dirname, join, resolve } from "node:path";
+import { configDir } from "../config/install_dir.ts";
 import { trustBase, type TrustedPath } from "../config/trust_base.ts";
 import { loadPolicy, type Policy } from "../config/policy.ts";
 import { AuditLog } from "../guard/audit.ts";
@@ -120,14 +121,24 @@ export class Registry {
     const auditPath = options.auditPath ? resolve(options.auditPath) : undefined;
     // Absolute, as the other folders: a relative option means the current folder, now.
     const installs = resolve(options.serversDir ?? serversDir());
-    const approvals = options.approvalsDir ? resolve(options.approvalsDir) : undefined;
+    // Fixed now: the folders of the config directory are the same for the registry's life.
+    const config = resolve(options.configDir ?? configDir());
+    const approvals = resolve(options.approvalsDir ?? join(config, "servers"));
     this.trusted = [
-      ...trustBase({ policyFiles: policy.files, cacheDir, auditPath, workspace }),
+      ...trustBase({
+        policyFiles: policy.files,
+        cacheDir,
+        auditPath,
+        workspace,
+        configDir: config,
+      }),
       ...(options.trusted ?? []),
       ...(options.servers?.length ? [{ path: installs, what: "the hosted servers" }] : []),
-      ...(approvals ? [{ path: approvals, what: "the approvals" }] : []),
+      ...(options.approvalsDir ? [{ path: approvals, what: "the approvals" }] : []),
     ];
-    const namespace = sandboxNamespace(this.#catalog, this.trusted, bwrap, policy, workspace);
+    const namespace = sandboxNamespace(this.#catalog, this.trusted, bwrap, policy, workspace, {
+      runDir: join(config, "run"),
+    });
     this.#discovery = new Discovery({
       workspace,
       cacheDir,
@@ -148,7 +159,7 @@ export class Registry {
       reporter,
       onConnection: (server, r) => this.#runner.auditConnection(server, r),
       onChanged: (server) => this.#loadServer(server, bwrap),
-      ...(approvals ? { approvalsDir: approvals } : {}),
+      approvalsDir: approvals,
       serversDir: installs,
     });
     this.#runner = new CallRunner({

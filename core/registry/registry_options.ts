@@ -23,6 +23,12 @@ export interface RegistryOptions {
   privileges?: string;
   /** Override how Deno's own grants are queried (tests). */
   host?: HostPrivileges;
+  /**
+   * corral's config directory for this registry's life: hidden from every
+   * tool, its `run` folder holds the sandboxes' egress sockets and `/etc`
+   * files (default: `configDir()` of core/config/install_dir.ts, at creation).
+   */
+  configDir?: string;
   /** Where hosted servers' approval records live (default: `<config dir>/servers` at creation). */
   approvalsDir?: string;
   /** Where hosted servers are installed (default: `serversDir()` of core/hosted/install.ts, at creation). */

@@ -26,6 +26,7 @@ export function sandboxNamespace(
   bwrap: string | undefined,
   policy: Policy,
   workspace: string,
+  folders: { runDir?: string } = {},
 ): (source: ToolsetSource, grant: Grant) => SandboxOptions["namespace"] {
   return (source, grant) => {
     if (source.policy.isolation !== "process") return undefined;
@@ -37,6 +38,7 @@ export function sandboxNamespace(
       hide: trusted.filter((t) => t.secret).map((t) => t.path),
       trust: trusted.map((t) => ({ path: t.path, what: t.what })),
       grantPaths: grantPaths(policy, catalog.sources(), workspace),
+      ...folders,
     };
   };
 }

@@ -119,7 +119,7 @@ function _prepare(spec: TransportSpec): _Launch {
   // A namespaced sandbox that holds `n` reaches the network only through the host's egress
   // proxy, bridged into the namespace by the child.
   const egress = ns && spec.grant.net.length
-    ? startEgress(join(configDir(), "run"), {
+    ? startEgress(_runDir(spec), {
       allowed: spec.grant.net,
       onConnection: spec.onConnection,
     })
@@ -173,7 +173,7 @@ function _mounts(
     net: false,
     netFiles: g.net.length > 0,
     // corral's own passwd, group, hosts and resolv.conf: no account or name of the host's.
-    ...(g.run.length || g.net.length ? { etc: etcFiles(join(configDir(), "run"), []) } : {}),
+    ...(g.run.length || g.net.length ? { etc: etcFiles(_runDir(spec), []) } : {}),
     ...(launch.egress ? { egressDir: launch.egress.dir } : {}),
     cwd: spec.workspace,
   });
@@ -200,6 +200,11 @@ function _mounts(
     Object.assign(env, trustVars(TRUST_IN_NAMESPACE));
   }
   launch.env = _env(spec, launch.egress ? { ...env, ...proxyVars(EGRESS_URL) } : env);
+}
+
+/** corral's run folder: the one fixed with the registry, else `<config dir>/run` now. */
+function _runDir(spec: TransportSpec): string {
+  return spec.namespace?.runDir ?? join(configDir(), "run");
 }
 
 /** Without the namespace: the operator's trust store for Deno's TLS (DENO_CERT), as a file. */

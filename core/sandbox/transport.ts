@@ -85,6 +85,11 @@ export interface SandboxNamespace {
   /** Every sandbox's grant paths and the workspace: no link is applied at or above one. */
   grantPaths?: string[];
   /**
+   * corral's run folder (egress sockets, its own `/etc` files), fixed when
+   * the registry was made (default: `<config dir>/run`, read now).
+   */
+  runDir?: string;
+  /**
    * The runtime files (core/guard/namespace.ts `runtimeFiles`), with the
    * module set's own Deno cache (core/sandbox/emit_cache.ts).
    */
