@@ -12,8 +12,7 @@
  * @module
  */
 import { dirname, join, resolve } from "node:path";
-import { configDir } from "../config/install_dir.ts";
-import { trustBase, type TrustedPath } from "../config/trust_base.ts";
+import type { TrustedPath } from "../config/trust_base.ts";
 import { loadPolicy, type Policy } from "../config/policy.ts";
 import { AuditLog } from "../guard/audit.ts";
 import { findBwrap } from "../guard/jail.ts";
@@ -38,9 +37,9 @@ import { defaultCacheDir } from "./discovery_cache.ts";
 import { pluginRoots } from "./grant_paths.ts";
 import { checkSourceTrust, sandboxNamespace } from "./sandbox_namespace.ts";
 import { HostedServers } from "../hosted/hosted_servers.ts";
-import { serversDir } from "../hosted/servers_dir.ts";
 import { serverMetas, serverSource } from "./server_toolsets.ts";
 import type { RegistryOptions } from "./registry_options.ts";
+import { registryFolders } from "./registry_folders.ts";
 import type { SandboxPool } from "./sandbox_pool.ts";
 import { prepareSealedRuntime } from "../sandbox/sealed_runtime.ts";
 
@@ -118,26 +117,15 @@ export class Registry {
     });
     this.problems = this.#catalog.problems;
     this.warnings = this.#catalog.warnings;
-    const auditPath = options.auditPath ? resolve(options.auditPath) : undefined;
-    // Absolute, as the other folders: a relative option means the current folder, now.
-    const installs = resolve(options.serversDir ?? serversDir());
-    // Fixed now: the folders of the config directory are the same for the registry's life.
-    const config = resolve(options.configDir ?? configDir());
-    const approvals = resolve(options.approvalsDir ?? join(config, "servers"));
-    this.trusted = [
-      ...trustBase({
-        policyFiles: policy.files,
-        cacheDir,
-        auditPath,
-        workspace,
-        configDir: config,
-      }),
-      ...(options.trusted ?? []),
-      ...(options.servers?.length ? [{ path: installs, what: "the hosted servers" }] : []),
-      ...(options.approvalsDir ? [{ path: approvals, what: "the approvals" }] : []),
-    ];
-    const namespace = sandboxNamespace(this.#catalog, this.trusted, bwrap, policy, workspace, {
-      runDir: join(config, "run"),
+    const { auditPath, installs, runDir, approvals, trusted } = registryFolders(
+      options,
+      policy,
+      cacheDir,
+      workspace,
+    );
+    this.trusted = trusted;
+    const namespace = sandboxNamespace(this.#catalog, trusted, bwrap, policy, workspace, {
+      runDir,
     });
     this.#discovery = new Discovery({
       workspace,
