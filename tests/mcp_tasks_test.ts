@@ -8,6 +8,8 @@
  * `tasks/cancel` kills the process her task started, exactly as a cancelled
  * call's is, and the task then shows `cancelled`. A task is live work of its
  * caller's credential: revoked, the task's process is killed within seconds.
+ * Status notifications: a `subscriptions/listen` naming the task streams
+ * `notifications/tasks` to alice, and tells bob nothing of it.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -142,4 +144,70 @@ Deno.test("tasks: a task outlives its request, not its caller's credential: revo
   assert.ok(await until(() => running(marker)), "alice's task started its bash");
   assert.equal(await revokeToken("alice", join(t.ws.cache, "config", "tokens.json")), true);
   assert.ok(await until(async () => !(await running(marker)), 10_000), "killed once revoked");
+});
+
+/** Open `subscriptions/listen` for `filter` as `token`; the notifications it sends until it ends. */
+async function listen(
+  url: string,
+  token: string,
+  filter: Record<string, unknown>,
+): Promise<Array<Record<string, unknown>>> {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2026-07-28",
+      "mcp-method": "subscriptions/listen",
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: "sub-1",
+      method: "subscriptions/listen",
+      params: {
+        notifications: filter,
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientCapabilities": WITH_TASKS,
+        },
+      },
+    }),
+  });
+  assert.equal(res.headers.get("content-type"), "text/event-stream");
+  const text = await res.text(); // ends when every task named ended
+  return text.split("\n").filter((l) => l.startsWith("data: ")).map((l) => JSON.parse(l.slice(6)));
+}
+
+Deno.test("tasks: subscriptions/listen with taskIds streams notifications/tasks for the caller's own tasks only, then ends", async () => {
+  await using t = await tasksCorral({ alice: {}, bob: {} });
+  const call = { name: "BashTask", arguments: { code: "sleep 1; echo done-here" } };
+  const made = await modern(t.url, t.tokens.alice, "tools/call", call);
+  const taskId = made.result?.taskId as string;
+  assert.equal(made.result?.resultType, "task", JSON.stringify(made));
+  // bob names alice's task: not his, so nothing is listened for and the stream ends at once.
+  const stolen = await listen(t.url, t.tokens.bob, { taskIds: [taskId] });
+  assert.equal(stolen[0].method, "notifications/subscriptions/acknowledged");
+  assert.deepEqual((stolen[0].params as { notifications: unknown }).notifications, {});
+  assert.ok(!stolen.some((m) => m.method === "notifications/tasks"), JSON.stringify(stolen));
+  // alice: acknowledged with her task, its status now, then completed with its result.
+  const seen = await listen(t.url, t.tokens.alice, { taskIds: [taskId, "no-such-task"] });
+  const ack = seen[0].params as Record<string, Record<string, unknown>>;
+  assert.deepEqual(ack.notifications, { taskIds: [taskId] });
+  assert.equal(ack._meta["io.modelcontextprotocol/subscriptionId"], "sub-1");
+  const notes = seen.filter((m) => m.method === "notifications/tasks")
+    .map((m) => m.params as Record<string, unknown>);
+  assert.ok(notes.every((n) => n.taskId === taskId), JSON.stringify(notes));
+  assert.equal(notes[0].status, "working", JSON.stringify(notes));
+  const last = notes.at(-1)!;
+  assert.equal(last.status, "completed", JSON.stringify(notes));
+  assert.match(JSON.stringify(last.result), /done-here/);
+  // The stream ended gracefully: the listen request's own empty result closes it.
+  const end = seen.at(-1)!;
+  assert.equal(end.id, "sub-1");
+  assert.equal((end.result as { resultType?: string }).resultType, "complete");
+  // What tasks/get shows now is what the last notification carried.
+  const got = await modern(t.url, t.tokens.alice, "tasks/get", { taskId });
+  assert.equal(got.result?.status, "completed");
+  assert.equal(got.result?.lastUpdatedAt, last.lastUpdatedAt);
 });

@@ -93,3 +93,81 @@ Deno.test("stdio at 2026-07-28: discover, a signed round (tampered state refused
     await child.status;
   }
 });
+
+Deno.test("stdio at 2026-07-28: subscriptions/listen with taskIds acknowledges the connection's own tasks and streams notifications/tasks", async () => {
+  await using ws = await tempWorkspace();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [...CORRAL_ARGS, "mcp", "--workspace", ws.dir, "-r", "-w"],
+    env: { ...childEnv(ws.cache), CORRAL_TOOL_DIRS: join(ROOT, "tests/fixtures/mcp_conformance") },
+    cwd: ROOT,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const meta = {
+    ...META,
+    "io.modelcontextprotocol/clientCapabilities": {
+      extensions: { "io.modelcontextprotocol/tasks": {} },
+    },
+  };
+  const writer = child.stdin.getWriter();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  const send = (id: number, method: string, params: Msg = {}) =>
+    writer.write(
+      new TextEncoder().encode(
+        JSON.stringify({ jsonrpc: "2.0", id, method, params: { ...params, _meta: meta } }) + "\n",
+      ),
+    );
+  const seen: Msg[] = [];
+  const next = async (until: (m: Msg) => boolean): Promise<Msg> => {
+    for (;;) {
+      const nl = buffer.indexOf("\n");
+      if (nl >= 0) {
+        const m = JSON.parse(buffer.slice(0, nl)) as Msg;
+        buffer = buffer.slice(nl + 1);
+        seen.push(m);
+        if (until(m)) return m;
+        continue;
+      }
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<never>((_, no) =>
+        timer = setTimeout(
+          () => no(new Error(`no answer in 30 s: ${JSON.stringify(seen)}`)),
+          30_000,
+        )
+      );
+      const { value, done } = await Promise.race([reader.read(), late]).finally(() =>
+        clearTimeout(timer)
+      );
+      if (done) throw new Error(`stdout ended: ${JSON.stringify(seen)}`);
+      buffer += value;
+    }
+  };
+  try {
+    await send(1, "tools/call", { name: "slow_compute", arguments: { seconds: 2, label: "t" } });
+    const made = (await next((m) => m.id === 1)).result as Msg;
+    assert.equal(made.resultType, "task", JSON.stringify(made));
+    const taskId = made.taskId as string;
+    await send(2, "subscriptions/listen", {
+      notifications: { toolsListChanged: true, taskIds: [taskId, "another-connections-task"] },
+    });
+    const ack = (await next((m) => m.method === "notifications/subscriptions/acknowledged"))
+      .params as Record<string, Msg>;
+    assert.deepEqual(ack.notifications, { toolsListChanged: true, taskIds: [taskId] });
+    assert.equal(ack._meta["io.modelcontextprotocol/subscriptionId"], 2);
+    const first = (await next((m) => m.method === "notifications/tasks")).params as Msg;
+    assert.equal(first.taskId, taskId);
+    assert.equal(first.status, "working", JSON.stringify(first));
+    const last = (await next((m) =>
+      m.method === "notifications/tasks" && (m.params as Msg).status !== "working"
+    )).params as Msg;
+    assert.equal(last.status, "completed", JSON.stringify(last));
+    assert.match(JSON.stringify(last.result), /computed t after 2s/);
+    assert.equal((last._meta as Msg)["io.modelcontextprotocol/subscriptionId"], 2);
+  } finally {
+    await writer.close();
+    await reader.cancel();
+    await child.status;
+  }
+});

@@ -53,6 +53,8 @@ interface _Parked {
   done: Promise<unknown>;
   /** Wakes the waiter when a question arrives. */
   wake?: () => void;
+  /** Told when its open questions change (a task's holder, ./tasks/). */
+  changed?: () => void;
   timer?: ReturnType<typeof setTimeout>;
   cancel(why?: Error): void;
   n: number;
@@ -262,6 +264,8 @@ export interface ParkedCall {
   missing(): Record<string, Record<string, never>> | undefined;
   /** Stop it: its open questions fail, its signal aborts with `why`. */
   cancel(why: Error): void;
+  /** Call `fn` whenever its open questions change (one listener: the task's). */
+  onChange(fn: () => void): void;
 }
 
 function _held(parked: _Parked): ParkedCall {
@@ -279,6 +283,9 @@ function _held(parked: _Parked): ParkedCall {
       parked.asks.clear();
       parked.cancel(why);
     },
+    onChange: (fn) => {
+      parked.changed = fn;
+    },
   };
 }
 
@@ -290,6 +297,7 @@ function _deliver(parked: _Parked, responses: Record<string, unknown> | undefine
     parked.asks.delete(name);
     open.resolve(value);
   }
+  parked.changed?.();
 }
 
 const _NEEDS: Record<string, string> = {
@@ -330,6 +338,7 @@ function _ask(
     parked.used.add(name);
     parked.asks.set(name, { request: { method, params }, resolve, reject });
     parked.wake?.();
+    parked.changed?.();
   });
 }
 

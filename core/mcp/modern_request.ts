@@ -12,7 +12,9 @@
  * requests share sandboxes; no other caller's do. A call that asks the
  * client is parked between rounds (./input_rounds.ts), bound to that
  * principal. While a request runs it is live work of its credential:
- * revoked, its calls stop.
+ * revoked, its calls stop. A `subscriptions/listen` that names tasks is
+ * served by ./tasks/task_listen.ts (the SDK's router knows no task), from
+ * the same event bus.
  *
  * @module
  */
@@ -22,7 +24,11 @@ import {
   isLegacyRequest,
   type McpHttpHandler,
 } from "@modelcontextprotocol/server";
+import { corralVersion } from "../config/version.ts";
 import { CredentialRevokedError } from "../tool/errors.ts";
+import { declaresTasks } from "./tasks/task_methods.ts";
+import { isTaskListen, serveTaskListen } from "./tasks/task_listen.ts";
+import type { TaskStore } from "./tasks/task_store.ts";
 import type { Admitted } from "./http_identity.ts";
 import { sharedPrincipal } from "./identity_registry.ts";
 import type { CorralMcpServer, McpServerOptions } from "./mcp_server.ts";
@@ -45,12 +51,20 @@ export interface ModernCaller {
 /** The modern leg of one HTTP server. */
 export class ModernRequests {
   readonly #handler: McpHttpHandler;
+  readonly #newServer: (who: Admitted | undefined, more: McpServerOptions) => CorralMcpServer;
+  readonly #tasks: TaskStore | undefined;
 
-  /** `newServer` makes the MCP server of one request for its caller and principal. */
+  /**
+   * `newServer` makes the MCP server of one request for its caller and
+   * principal; `tasks` is the instance's task store (its status notifications).
+   */
   constructor(
     newServer: (who: Admitted | undefined, more: McpServerOptions) => CorralMcpServer,
     maxBody: number,
+    tasks?: TaskStore,
   ) {
+    this.#newServer = newServer;
+    this.#tasks = tasks;
     this.#handler = createMcpHandler((ctx) => {
       const c = ctx.authInfo?.extra?.[_CALLER] as _Caller | undefined;
       if (!c) throw new Error("corral: a modern request reached the handler unchecked");
@@ -102,10 +116,49 @@ export class ModernRequests {
       },
     });
     try {
+      if (this.#tasks && isTaskListen(body.parsed)) return this.#taskListen(req, body, caller, c);
       return await this.#handler.fetch(req, { parsedBody: body.parsed, authInfo });
     } finally {
       unhold?.();
     }
+  }
+
+  /** A listen request naming tasks: their status notifications and the list changes asked for. */
+  #taskListen(req: Request, body: RpcBody, caller: _Caller, c: ModernCaller): Response {
+    const message = body.parsed as {
+      id: string | number;
+      params?: { notifications?: { taskIds?: unknown }; _meta?: Record<string, unknown> };
+    };
+    const method = req.headers.get("mcp-method");
+    if (method !== null && method !== "subscriptions/listen") {
+      return Response.json({
+        jsonrpc: "2.0",
+        id: message.id,
+        error: { code: -32020, message: "Mcp-Method header does not match the request's method" },
+      }, { status: 400 });
+    }
+    // Without the extension declared, no task is listened for.
+    const caps = message.params?._meta?.["io.modelcontextprotocol/clientCapabilities"];
+    const notifications = { ...message.params?.notifications };
+    if (!declaresTasks(caps)) notifications.taskIds = [];
+    const mcp = this.#newServer(caller.who, { principal: caller.principal });
+    const capabilities = mcp.server.getCapabilities();
+    mcp.server.close().catch(() => {});
+    const who = caller.who;
+    return serveTaskListen({ ...message, params: { notifications } }, {
+      store: this.#tasks!,
+      principal: caller.principal,
+      capabilities,
+      bus: this.#handler.bus,
+      serverInfo: { name: "corral", version: corralVersion() },
+      signal: req.signal,
+      ...(who && c.watch
+        ? {
+          hold: (end: () => void) =>
+            c.watch!.hold({ identity: who.identity.name, credential: () => who.credential, end }),
+        }
+        : {}),
+    });
   }
 
   /** Tell open `subscriptions/listen` streams that the tool list changed. */

@@ -131,14 +131,16 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
     allowedOrigins: options.allowedOrigins,
   });
   // One set of parked calls for the instance: a 2026-07-28 client's rounds reach it again.
+  const tasks = new TaskStore();
   const newServer = _serverFactory(
     registry,
-    { ...options, gate, rounds: new InputRounds(), tasks: new TaskStore() },
+    { ...options, gate, rounds: new InputRounds(), tasks },
     team,
   );
   const modern = new ModernRequests(
     (who, more) => newServer(who, who ? identityCaps(who.identity, defaults) : undefined, more),
     maxBody,
+    tasks,
   );
   const stateless = options.stateless === true;
   const conns = new Map<string, number>();

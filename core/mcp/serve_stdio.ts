@@ -7,6 +7,7 @@
  */
 import { limitedStdin } from "./stdio_limit.ts";
 import { connectStdio } from "./stdio_lane.ts";
+import { TaskStore } from "./tasks/task_store.ts";
 import {
   createMcpServer,
   type McpHandle,
@@ -47,7 +48,14 @@ export async function serveStdio(
   mcp.server.onclose = () => void close();
   input.on("end", onEnd);
   // A connection that opens with 2026-07-28 gets a server of its own (./stdio_modern.ts).
-  await connectStdio(mcp, input, _stdout(), () => createMcpServer(registry, options));
+  const tasks = new TaskStore();
+  await connectStdio(
+    mcp,
+    input,
+    _stdout(),
+    () => createMcpServer(registry, { ...options, tasks }),
+    tasks,
+  );
   return { finished, notifyToolsChanged: () => mcp.notifyToolsChanged(), close };
 }
 

@@ -13,18 +13,20 @@ import { FastCalls } from "./fast_call.ts";
 import type { CorralMcpServer } from "./mcp_server.ts";
 import { LineStream } from "./stdio_limit.ts";
 import { type ModernStdio, modernStdio, opensModern } from "./stdio_modern.ts";
+import type { TaskStore } from "./tasks/task_store.ts";
 
 /**
  * Connect `mcp` to `lines` (complete lines) and `stdout`, with the fast
  * lane in front of the SDK transport. Returns the lane (closed with the
  * transport). With `modern`, a connection that opens with 2026-07-28 is
- * served by a server it makes (./stdio_modern.ts).
+ * served by a server it makes (./stdio_modern.ts), whose tasks are in `tasks`.
  */
 export async function connectStdio(
   mcp: CorralMcpServer,
   lines: LineStream,
   stdout: NodeJS.WritableStream,
   modern?: () => CorralMcpServer,
+  tasks?: TaskStore,
 ): Promise<FastCalls> {
   const sdkInput = new LineStream();
   const transport = new StdioServerTransport(
@@ -38,7 +40,7 @@ export async function connectStdio(
   const onLine = (line: Buffer) => {
     if (first) {
       first = false;
-      if (modern && opensModern(line)) other = modernStdio(modern, stdout);
+      if (modern && opensModern(line)) other = modernStdio(modern, stdout, tasks);
     }
     if (other) return other.push(line);
     const message = laneCandidate(line);

@@ -6,15 +6,19 @@
  * envelope, answers `server/discover`, serves `subscriptions/listen` and
  * refuses 2025-era messages, over one corral MCP server of its own (its own
  * principal: its sandboxes are its own), whose questions to the client are
- * input-required rounds (./input_rounds.ts). A connection that opens
- * otherwise is served as before (./stdio_lane.ts).
+ * input-required rounds (./input_rounds.ts); a `subscriptions/listen`
+ * naming its tasks gets their status notifications too
+ * (./tasks/task_listen_stdio.ts). A connection that opens otherwise is
+ * served as before (./stdio_lane.ts).
  *
  * @module
  */
-import type { Buffer } from "node:buffer";
+import { Buffer } from "node:buffer";
 import { serveStdio, StdioServerTransport } from "@modelcontextprotocol/server/stdio";
 import type { CorralMcpServer } from "./mcp_server.ts";
 import { LineStream } from "./stdio_limit.ts";
+import { StdioTaskListen } from "./tasks/task_listen_stdio.ts";
+import type { TaskStore } from "./tasks/task_store.ts";
 
 /** True when `line`, a connection's first, opens it with 2026-07-28. */
 export function opensModern(line: Buffer): boolean {
@@ -40,15 +44,21 @@ export interface ModernStdio {
   close(): Promise<void>;
 }
 
-/** Serve a connection that opened with 2026-07-28 on `stdout`; `newServer` makes its server. */
+/**
+ * Serve a connection that opened with 2026-07-28 on `stdout`; `newServer`
+ * makes its server, whose tasks are in `tasks` (the connection's own).
+ */
 export function modernStdio(
   newServer: () => CorralMcpServer,
   stdout: NodeJS.WritableStream,
+  tasks?: TaskStore,
 ): ModernStdio {
   const input = new LineStream();
+  const send = (m: unknown) => stdout.write(JSON.stringify(m) + "\n");
+  const listen = tasks && new StdioTaskListen(tasks, send);
   const wire = new StdioServerTransport(
     input as unknown as NodeJS.ReadableStream & { pause(): void } as never,
-    stdout as never,
+    (listen ? _acknowledging(stdout, listen, send) : stdout) as never,
   );
   const made: CorralMcpServer[] = [];
   const handle = serveStdio(() => {
@@ -57,11 +67,32 @@ export function modernStdio(
     return mcp.server;
   }, { transport: wire, legacy: "reject", onerror: () => {/* answered on the wire */} });
   return {
-    push: (line) => input.push(line),
+    push: (line) => input.push(listen ? Buffer.from(listen.inbound(line.toString("utf8"))) : line),
     async close() {
+      listen?.close();
       await handle.close().catch(() => {});
       // Each server's principal ends: its sandboxes close.
       await Promise.all(made.map((m) => m.close().catch(() => {})));
     },
   };
+}
+
+/** `stdout` whose acknowledgements of subscriptions pass through `listen` (they name its tasks). */
+function _acknowledging(
+  stdout: NodeJS.WritableStream,
+  listen: StdioTaskListen,
+  send: (m: unknown) => void,
+): NodeJS.WritableStream {
+  return new Proxy(stdout, {
+    get(target, key) {
+      if (key !== "write") return Reflect.get(target, key);
+      return (text: string) => {
+        if (typeof text !== "string" || !text.includes("subscriptions/acknowledged")) {
+          return target.write(text);
+        }
+        listen.outbound(JSON.parse(text), send);
+        return true;
+      };
+    },
+  });
 }

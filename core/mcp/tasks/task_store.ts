@@ -13,7 +13,9 @@
  * question waits (its `inputRequests`), then `completed` with the call's
  * result (a tool's own failure too: `isError`), `failed` with a JSON-RPC
  * error (corral's faults: a throw, a crash, a timeout, a question the
- * client could not take), or `cancelled`.
+ * client could not take), or `cancelled`. Each change of status is told
+ * to the store's watchers with the task as `tasks/get` shows it (the
+ * extension's `notifications/tasks`, ./task_listen.ts).
  *
  * @module
  */
@@ -44,9 +46,13 @@ interface _Task {
   shown: TaskStatus;
 }
 
+/** Told each change of a task's status: its principal, and the task as `tasks/get` shows it. */
+export type TaskWatcher = (principal: string, task: Record<string, unknown>) => void;
+
 /** The tasks of every principal of one instance. */
 export class TaskStore {
   readonly #tasks = new Map<string, _Task>();
+  readonly #watchers = new Set<TaskWatcher>();
   readonly #now: () => number;
 
   constructor(now: () => number = Date.now) {
@@ -85,6 +91,8 @@ export class TaskStore {
       shown: "working",
     };
     this.#tasks.set(task.id, task);
+    // A question asked or answered: `input_required` and back.
+    call.onChange(() => this.#changed(task));
     // Its caller's credential revoked: the task is cancelled like the caller's other calls.
     const unhold = hold?.((reason) => this.#stop(task, reason));
     call.done.then(
@@ -96,7 +104,33 @@ export class TaskStore {
 
   /** The task `id` of `principal`, as `tasks/get` shows it; unknown (or another's): -32602. */
   get(principal: string, id: unknown): Record<string, unknown> {
-    const task = this.#find(principal, id);
+    return this.#view(this.#find(principal, id));
+  }
+
+  /** True when `id` names a task of `principal` (a task of another's is no task here). */
+  owns(principal: string, id: unknown): boolean {
+    const task = typeof id === "string" ? this.#tasks.get(id) : undefined;
+    return task?.principal === principal;
+  }
+
+  /** True when `id` names a task here (a store of one connection's: its tasks alone). */
+  has(id: string): boolean {
+    return this.#tasks.has(id);
+  }
+
+  /** The task `id` as `tasks/get` shows it, whoever holds it; undefined when there is none. */
+  view(id: string): Record<string, unknown> | undefined {
+    const task = this.#tasks.get(id);
+    return task && this.#view(task);
+  }
+
+  /** Call `fn` on each change of any task's status from now on; returns how to stop. */
+  watch(fn: TaskWatcher): () => void {
+    this.#watchers.add(fn);
+    return () => this.#watchers.delete(fn);
+  }
+
+  #view(task: _Task): Record<string, unknown> {
     const status = this.#status(task);
     const out: Record<string, unknown> = this.#base(task, status);
     if (status === "input_required") out.inputRequests = task.call.questions();
@@ -128,6 +162,19 @@ export class TaskStore {
     task.ended = { status: "cancelled" };
     task.updatedAt = this.#now();
     task.call.cancel(why);
+    this.#changed(task);
+  }
+
+  /** Tell the watchers when the task's status is not the one last shown. */
+  #changed(task: _Task): void {
+    const before = task.shown;
+    if (this.#status(task) === before || !this.#watchers.size) return;
+    const view = this.#view(task);
+    for (const fn of this.#watchers) {
+      try {
+        fn(task.principal, view);
+      } catch { /* a watcher's failure is its own */ }
+    }
   }
 
   /** Tasks held now (every principal; for tests). */
@@ -173,6 +220,7 @@ export class TaskStore {
     if (task.ended) return; // cancelled first: what the call did after is not its result
     task.ended = ended;
     task.updatedAt = this.#now();
+    this.#changed(task);
   }
 
   /** Room for one more task of `principal`: the oldest ended one gives way if need be. */

@@ -13,6 +13,7 @@ function fakeCall() {
   const answers: Record<string, unknown> = {};
   let cancelled: Error | undefined;
   let missing: Record<string, Record<string, never>> | undefined;
+  let changed = () => {};
   const call: ParkedCall = {
     questions: () => ({ ...open }),
     answer: (r) => {
@@ -21,7 +22,9 @@ function fakeCall() {
         answers[k] = v;
         delete open[k];
       }
+      changed();
     },
+    onChange: (fn) => changed = fn,
     done,
     missing: () => missing,
     cancel: (why) => {
@@ -32,6 +35,11 @@ function fakeCall() {
     call,
     settle,
     fail,
+    /** Open a question, as the call asks one. */
+    ask: (key: string, method = "elicitation/create") => {
+      open[key] = { method, params: {} };
+      changed();
+    },
     open,
     answers,
     cancelled: () => cancelled,
@@ -142,4 +150,37 @@ Deno.test("tasks are bounded per principal (an ended one gives way, running ones
   assert.throws(() => store.get("p", ids[4]), /not found/);
   assert.ok(calls[4].cancelled(), "a task running past its TTL is cancelled");
   assert.equal(store.size, 0);
+});
+
+Deno.test("each change of a task's status is told to the watchers with the task as tasks/get shows it, once", async () => {
+  const store = new TaskStore();
+  const seen: Array<[string, string, unknown]> = [];
+  const stop = store.watch((principal, t) => seen.push([principal, String(t.status), t.taskId]));
+  const a = fakeCall();
+  const id = store.create("alice", "T", a.call).taskId as string;
+  assert.equal(store.owns("alice", id), true);
+  assert.equal(store.owns("bob", id), false);
+  a.ask("confirm");
+  a.call.answer({ confirm: { action: "accept" } });
+  a.settle(callToolResult({ success: true }));
+  await tick();
+  assert.deepEqual(seen.map(([p, s]) => [p, s]), [
+    ["alice", "input_required"],
+    ["alice", "working"],
+    ["alice", "completed"],
+  ]);
+  assert.ok(seen.every(([, , t]) => t === id));
+  // Cancelled: told once; what the call does after changes nothing.
+  const b = fakeCall();
+  const other = store.create("bob", "T", b.call).taskId as string;
+  store.cancel("bob", other);
+  b.settle(callToolResult({ success: true }));
+  await tick();
+  assert.deepEqual(seen.slice(3).map(([p, s, t]) => [p, s, t]), [["bob", "cancelled", other]]);
+  stop();
+  const c = fakeCall();
+  store.create("alice", "T", c.call);
+  c.settle(callToolResult({ success: true }));
+  await tick();
+  assert.equal(seen.length, 4, "no watcher after stop");
 });
