@@ -16,9 +16,11 @@
  */
 import type { ServerEventBus } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import type { TaskStore } from "./task_store.ts";
+import { isEnded, type TaskStore } from "./task_store.ts";
 
-const _SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId";
+/** Where a notification of a subscription carries its id (`_meta`). */
+export const SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId";
+const _SUBSCRIPTION = SUBSCRIPTION_ID_KEY;
 const _SERVER_INFO = "io.modelcontextprotocol/serverInfo";
 const _KEEPALIVE_MS = 15_000;
 /** Task ids one listen request may name. */
@@ -183,10 +185,7 @@ class _ListenStream {
 
   #task(task: Record<string, unknown>): void {
     this.#send("notifications/tasks", task);
-    const s = task.status;
-    if (s === "completed" || s === "failed" || s === "cancelled") {
-      this.#open.delete(String(task.taskId));
-    }
+    if (isEnded(task.status)) this.#open.delete(String(task.taskId));
   }
 
   #event(e: _Event): void {

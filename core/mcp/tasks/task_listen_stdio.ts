@@ -12,11 +12,11 @@
  *
  * @module
  */
-import { MAX_LISTEN_TASKS } from "./task_listen.ts";
+import { MAX_LISTEN_TASKS, SUBSCRIPTION_ID_KEY } from "./task_listen.ts";
 import { declaresTasks } from "./task_methods.ts";
-import type { TaskStore } from "./task_store.ts";
+import { isEnded, type TaskStore } from "./task_store.ts";
 
-const _SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId";
+const _SUBSCRIPTION = SUBSCRIPTION_ID_KEY;
 const _CAPS = "io.modelcontextprotocol/clientCapabilities";
 
 type _Id = string | number;
@@ -97,7 +97,6 @@ export class StdioTaskListen {
     if (!task) return;
     const params = { ...task, _meta: { [_SUBSCRIPTION]: id } };
     this.write({ jsonrpc: "2.0", method: "notifications/tasks", params });
-    const s = task.status;
-    if (s === "completed" || s === "failed" || s === "cancelled") tasks.delete(String(task.taskId));
+    if (isEnded(task.status)) tasks.delete(String(task.taskId));
   }
 }

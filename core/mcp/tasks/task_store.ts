@@ -33,6 +33,11 @@ export const POLL_INTERVAL_MS = 500;
 /** A task's status on the wire. */
 export type TaskStatus = "working" | "input_required" | "completed" | "failed" | "cancelled";
 
+/** True for a status a task never leaves (`completed`, `failed`, `cancelled`). */
+export function isEnded(status: unknown): boolean {
+  return status === "completed" || status === "failed" || status === "cancelled";
+}
+
 interface _Task {
   id: string;
   principal: string;
