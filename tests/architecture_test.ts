@@ -206,3 +206,44 @@ async function* _walkTs(dir: string): AsyncGenerator<string> {
     else if (e.name.endsWith(".ts")) yield p;
   }
 }
+
+/** The npm packages `entry` loads before it runs (static imports only, followed through npm too). */
+async function _staticPackages(entry: string): Promise<string[]> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", entry],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  const info = JSON.parse(new TextDecoder().decode(out.stdout)) as {
+    roots: string[];
+    redirects?: Record<string, string>;
+    modules: Array<{
+      specifier: string;
+      dependencies?: Array<{ code?: { specifier?: string }; isDynamic?: boolean }>;
+    }>;
+  };
+  const bySpec = new Map(info.modules.map((m) => [m.specifier, m]));
+  const seen = new Set<string>(info.roots);
+  const queue = [...info.roots];
+  while (queue.length) {
+    for (const dep of bySpec.get(queue.pop()!)?.dependencies ?? []) {
+      const raw = dep.code?.specifier;
+      if (!raw || dep.isDynamic) continue;
+      const spec = info.redirects?.[raw] ?? raw;
+      if (!seen.has(spec)) seen.add(spec), queue.push(spec);
+    }
+  }
+  return [...new Set([...seen].filter((s) => s.startsWith("npm:")).map((s) => s.split("/")[1]))];
+}
+
+Deno.test("a cold call loads no MCP SDK, Ajv, X.509, JWT, Redis or telemetry package before it needs one", async () => {
+  for (const entry of ["core/cli/open_registry.ts", "core/cli/call_command.ts"]) {
+    const packages = await _staticPackages(entry);
+    const heavy = packages.filter((p) =>
+      /^(@modelcontextprotocol|ajv|@peculiar|jose|@redis|prom-client|@opentelemetry)/.test(p)
+    );
+    assert.deepEqual(heavy, [], `${entry} imports statically: ${packages.join(", ")}`);
+  }
+});

@@ -14,7 +14,8 @@
 // @ts-types="@modelcontextprotocol/sdk/client/index"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { scrubDeep, scrubText } from "../guard/redact.ts";
-import { askingThrough, type HostedCall } from "./hosted_server.ts";
+import { askingThrough } from "./asking_through.ts";
+import type { HostedCall } from "./hosted_server.ts";
 import { offeredName } from "./hosted_tools.ts";
 
 /** Who asks: the servers it may reach (absent: all) and its identity, for the audit. */

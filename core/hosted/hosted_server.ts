@@ -23,6 +23,7 @@ import {
   McpError,
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
+import { servedBy } from "./asking_through.ts";
 import { pinned, type ToolDefinition } from "./approvals.ts";
 import { CallLane, CallTimedOut } from "./call_lane.ts";
 import type { SandboxLayers } from "../layers/settle_layers.ts";
@@ -58,23 +59,6 @@ export interface HostedServerHooks {
 export const FIRST_BACKOFF_MS = 500;
 /** The longest back-off between starts. */
 export const MAX_BACKOFF_MS = 30_000;
-
-/** The server of each running client, for {@link askingThrough}. */
-const _serverOf = new WeakMap<Client, HostedServer>();
-
-/**
- * Run `run` (a request to `client` that is no tool call: `prompts/get`)
- * with `onAsk` answering the server's questions (sampling, elicitation)
- * meanwhile, as a call's own client answers them.
- */
-export function askingThrough<T>(
-  client: Client,
-  onAsk: HostedCall["onAsk"],
-  run: () => Promise<T>,
-): Promise<T> {
-  const server = _serverOf.get(client);
-  return server && onAsk ? server.asking(onAsk, run) : run();
-}
 
 /** A hosted server: idle until its first call. */
 export class HostedServer {
@@ -236,7 +220,7 @@ export class HostedServer {
       // Sampling with tools passes through; a client of corral's that cannot is refused then.
       { capabilities: { sampling: { tools: {} }, elicitation: {} } },
     );
-    _serverOf.set(client, this);
+    servedBy(client, this);
     client.setRequestHandler(CreateMessageRequestSchema, (r) => this.#ask("sample", r.params));
     client.setRequestHandler(ElicitRequestSchema, (r) => this.#ask("elicit", r.params));
     client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
