@@ -206,6 +206,31 @@ Deno.test("tasks: subscriptions/listen with taskIds streams notifications/tasks 
   const end = seen.at(-1)!;
   assert.equal(end.id, "sub-1");
   assert.equal((end.result as { resultType?: string }).resultType, "complete");
+  // A listen whose headers disagree with its body is refused, as any 2026-07-28 request is.
+  const forged = await fetch(t.url, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${t.tokens.alice}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2025-11-25",
+      "mcp-method": "subscriptions/listen",
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: "sub-2",
+      method: "subscriptions/listen",
+      params: {
+        notifications: { taskIds: [taskId] },
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientCapabilities": WITH_TASKS,
+        },
+      },
+    }),
+  });
+  assert.equal(forged.status, 400);
+  assert.equal((await forged.json()).error?.code, -32020);
   // What tasks/get shows now is what the last notification carried.
   const got = await modern(t.url, t.tokens.alice, "tasks/get", { taskId });
   assert.equal(got.result?.status, "completed");

@@ -78,6 +78,8 @@ export class HostedServer {
   #failures = 0;
   #notBefore = 0;
   #calls = new Set<HostedCall>();
+  /** Calls whose writes are being settled for them ({@link holding}). */
+  #held = 0;
   /** Its stderr and log bytes: one budget for the session, across restarts. */
   readonly #output: OutputBudgets = { stderr: new OutputBudget(), log: new OutputBudget() };
 
@@ -126,6 +128,20 @@ export class HostedServer {
     }
   }
 
+  /**
+   * Run `fn` (a call, then the settlement of what it wrote) as busy: the
+   * settling of writes between calls waits, so what a call wrote is judged
+   * for that call, never reported apart as if written between calls.
+   */
+  async holding<T>(fn: () => Promise<T>): Promise<T> {
+    this.#held++;
+    try {
+      return await fn();
+    } finally {
+      this.#held--;
+    }
+  }
+
   /** Run `run` as one call of this server whose questions `onAsk` answers. */
   async asking<T>(onAsk: NonNullable<HostedCall["onAsk"]>, run: () => Promise<T>): Promise<T> {
     const call: HostedCall = { timeoutMs: 0, onAsk };
@@ -146,7 +162,7 @@ export class HostedServer {
     const layers = this.#launched?.layers;
     if (!layers) return;
     await layers.looked();
-    if (!layers.stale || this.#calls.size > 0) return;
+    if (!layers.stale || this.#calls.size > 0 || this.#held > 1) return;
     this.#hooks.onLog(`starts afresh: ${layers.stale}`);
     await this.stop();
   }
@@ -180,7 +196,10 @@ export class HostedServer {
       this.#client = client;
       this.#lane = lane;
       // What it writes between calls is settled while no call runs; reported apart.
-      launched.layers?.follow(() => this.#calls.size > 0, (r) => this.#spec.onChanges?.(r));
+      launched.layers?.follow(
+        () => this.#calls.size > 0 || this.#held > 0,
+        (r) => this.#spec.onChanges?.(r),
+      );
       this.state = "running";
       this.reason = undefined;
       this.#failures = 0;

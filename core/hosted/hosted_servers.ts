@@ -193,9 +193,12 @@ export class HostedServers {
       );
       return withFault(refused, "denied", "not_approved");
     }
-    const result = await runHostedCall(server, entry.name, tool, serverTool, args, ctx);
-    // What the call wrote is judged and applied now (core/layers/), as for corral's own tools.
-    return await settleAfter(server.layers, result, tool);
+    // What the call wrote is judged and applied now (core/layers/), as for corral's own tools,
+    // and for this call: no settling of writes between calls runs until then.
+    return await server.holding(async () => {
+      const result = await runHostedCall(server, entry.name, tool, serverTool, args, ctx);
+      return await settleAfter(server.layers, result, tool);
+    });
   }
 
   /**

@@ -36,6 +36,8 @@ import type { RevocationWatch } from "./revocation_watch.ts";
 import type { RpcBody } from "./rpc_body.ts";
 
 const _CALLER = "corral/modern-caller";
+/** Task listen streams one instance keeps open at once (the SDK's bound on its own streams). */
+const _MAX_LISTENING = 1024;
 
 /** Who sends one modern request, handed to the server factory with its ticket. */
 export interface ModernCaller {
@@ -53,6 +55,8 @@ export class ModernRequests {
   readonly #handler: McpHttpHandler;
   readonly #newServer: (who: Admitted | undefined, more: McpServerOptions) => CorralMcpServer;
   readonly #tasks: TaskStore | undefined;
+  /** Task listen streams open now (bounded as the SDK bounds its own). */
+  #listening = 0;
 
   /**
    * `newServer` makes the MCP server of one request for its caller and
@@ -129,18 +133,33 @@ export class ModernRequests {
       id: string | number;
       params?: { notifications?: { taskIds?: unknown }; _meta?: Record<string, unknown> };
     };
+    // The headers that mirror the body agree with it, as the SDK requires of every request.
     const method = req.headers.get("mcp-method");
-    if (method !== null && method !== "subscriptions/listen") {
+    const version = message.params?._meta?.["io.modelcontextprotocol/protocolVersion"];
+    const mismatch = method !== null && method !== "subscriptions/listen"
+      ? "the Mcp-Method header does not match the request's method"
+      : req.headers.get("mcp-protocol-version") !== version
+      ? "the MCP-Protocol-Version header does not match the revision in the body's _meta"
+      : undefined;
+    if (mismatch) {
       return Response.json({
         jsonrpc: "2.0",
         id: message.id,
-        error: { code: -32020, message: "Mcp-Method header does not match the request's method" },
+        error: { code: -32020, message: `Bad Request: ${mismatch}` },
       }, { status: 400 });
     }
     // Without the extension declared, no task is listened for.
     const caps = message.params?._meta?.["io.modelcontextprotocol/clientCapabilities"];
     const notifications = { ...message.params?.notifications };
     if (!declaresTasks(caps)) notifications.taskIds = [];
+    if (this.#listening >= _MAX_LISTENING) {
+      return Response.json({
+        jsonrpc: "2.0",
+        id: message.id,
+        error: { code: -32603, message: "Subscription limit reached" },
+      });
+    }
+    this.#listening++;
     const mcp = this.#newServer(caller.who, { principal: caller.principal });
     const capabilities = mcp.server.getCapabilities();
     mcp.server.close().catch(() => {});
@@ -152,6 +171,7 @@ export class ModernRequests {
       bus: this.#handler.bus,
       serverInfo: { name: "corral", version: corralVersion() },
       signal: req.signal,
+      onEnd: () => this.#listening--,
       ...(who && c.watch
         ? {
           hold: (end: () => void) =>

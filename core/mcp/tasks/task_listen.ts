@@ -54,12 +54,19 @@ export interface TaskListenOptions {
   signal?: AbortSignal;
   /** Ends the stream when the caller's credential is revoked; returns how to let go. */
   hold?: (end: () => void) => () => void;
+  /** Called once when the stream ends, however it ends. */
+  onEnd?: () => void;
 }
 
 /** True when `message` is a `subscriptions/listen` request whose filter names tasks. */
 export function isTaskListen(message: unknown): boolean {
-  const m = message as { method?: unknown; params?: { notifications?: { taskIds?: unknown } } };
+  const m = message as {
+    id?: unknown;
+    method?: unknown;
+    params?: { notifications?: { taskIds?: unknown } };
+  };
   return m?.method === "subscriptions/listen" &&
+    (typeof m.id === "string" || typeof m.id === "number") &&
     m.params?.notifications?.taskIds !== undefined;
 }
 
@@ -89,6 +96,7 @@ export function serveTaskListen(
 ): Response {
   const parsed = _filter.safeParse(message.params?.notifications);
   if (!parsed.success) {
+    options.onEnd?.();
     return Response.json({
       jsonrpc: "2.0",
       id: message.id,
@@ -237,6 +245,7 @@ class _ListenStream {
     }
     this.#closed = true;
     for (const undo of this.#undo.splice(0)) undo();
+    this.o.onEnd?.();
     try {
       this.#controller.close();
     } catch { /* closed */ }

@@ -18,6 +18,8 @@ import { isEnded, type TaskStore } from "./task_store.ts";
 
 const _SUBSCRIPTION = SUBSCRIPTION_ID_KEY;
 const _CAPS = "io.modelcontextprotocol/clientCapabilities";
+/** Subscriptions with tasks one connection holds at once (the SDK's own bound on all of them). */
+const _MAX_SUBSCRIPTIONS = 1024;
 
 type _Id = string | number;
 
@@ -62,7 +64,8 @@ export class StdioTaskListen {
     const own = ids.length <= MAX_LISTEN_TASKS && declared
       ? [...new Set(ids)].filter((id) => typeof id === "string" && this.store.has(id)) as string[]
       : [];
-    if (own.length && (typeof m.id === "string" || typeof m.id === "number")) {
+    const room = this.#subs.size < _MAX_SUBSCRIPTIONS;
+    if (own.length && room && (typeof m.id === "string" || typeof m.id === "number")) {
       this.#subs.set(m.id, { tasks: new Set(own), pending: true });
     }
     const end = line.endsWith("\n") ? "\n" : "";
