@@ -247,7 +247,7 @@ Deno.test("an overwrite by CreateFile or MoveFile needs confirmation, like Delet
     "--args",
     JSON.stringify({ filepath: "new.txt", content: "n" }),
   ]);
-  assert.equal(plain.code, 0, plain.stdout);
+  assert.equal(plain.code, 0, plain.stdout + plain.stderr);
   const yes = await runCli([
     "call",
     "CreateFile",
@@ -257,7 +257,7 @@ Deno.test("an overwrite by CreateFile or MoveFile needs confirmation, like Delet
     "--args",
     JSON.stringify({ filepath: "keep.txt", content: "replaced", overwrite: true }),
   ]);
-  assert.equal(yes.code, 0, yes.stdout);
+  assert.equal(yes.code, 0, yes.stdout + yes.stderr);
   assert.equal(await Deno.readTextFile(`${ws}/keep.txt`), "replaced");
 });
 
