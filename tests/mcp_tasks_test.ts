@@ -22,6 +22,40 @@ const WITH_TASKS = { extensions: { [TASKS]: {} } };
 
 type Answer = { result?: Record<string, unknown>; error?: { code?: number; message?: string } };
 
+/** POST one 2026-07-28 request of `token` declaring `caps` (`version`: its header, if other). */
+function post(
+  url: string,
+  token: string,
+  method: string,
+  params: Record<string, unknown>,
+  o: { caps?: Record<string, unknown>; id?: string | number; version?: string } = {},
+): Promise<Response> {
+  const name = params.name ?? params.taskId;
+  return fetch(url, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": o.version ?? "2026-07-28",
+      "mcp-method": method,
+      ...(typeof name === "string" ? { "mcp-name": name } : {}),
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: o.id ?? 1,
+      method,
+      params: {
+        ...params,
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientCapabilities": o.caps ?? WITH_TASKS,
+        },
+      },
+    }),
+  });
+}
+
 /** One 2026-07-28 request of `token` declaring `caps`: its answer. */
 async function modern(
   url: string,
@@ -30,31 +64,7 @@ async function modern(
   params: Record<string, unknown>,
   caps: Record<string, unknown> = WITH_TASKS,
 ): Promise<Answer> {
-  const name = params.name ?? params.taskId;
-  const res = await fetch(url, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${token}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": method,
-      ...(typeof name === "string" ? { "mcp-name": name } : {}),
-    },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method,
-      params: {
-        ...params,
-        _meta: {
-          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientCapabilities": caps,
-        },
-      },
-    }),
-  });
-  const [answer] = await rpcAnswers(res);
+  const [answer] = await rpcAnswers(await post(url, token, method, params, { caps }));
   return answer as Answer;
 }
 
@@ -152,27 +162,8 @@ async function listen(
   token: string,
   filter: Record<string, unknown>,
 ): Promise<Array<Record<string, unknown>>> {
-  const res = await fetch(url, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${token}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": "subscriptions/listen",
-    },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: "sub-1",
-      method: "subscriptions/listen",
-      params: {
-        notifications: filter,
-        _meta: {
-          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientCapabilities": WITH_TASKS,
-        },
-      },
-    }),
+  const res = await post(url, token, "subscriptions/listen", { notifications: filter }, {
+    id: "sub-1",
   });
   assert.equal(res.headers.get("content-type"), "text/event-stream");
   const text = await res.text(); // ends when every task named ended
@@ -207,28 +198,13 @@ Deno.test("tasks: subscriptions/listen with taskIds streams notifications/tasks 
   assert.equal(end.id, "sub-1");
   assert.equal((end.result as { resultType?: string }).resultType, "complete");
   // A listen whose headers disagree with its body is refused, as any 2026-07-28 request is.
-  const forged = await fetch(t.url, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${t.tokens.alice}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2025-11-25",
-      "mcp-method": "subscriptions/listen",
-    },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: "sub-2",
-      method: "subscriptions/listen",
-      params: {
-        notifications: { taskIds: [taskId] },
-        _meta: {
-          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientCapabilities": WITH_TASKS,
-        },
-      },
-    }),
-  });
+  const forged = await post(
+    t.url,
+    t.tokens.alice,
+    "subscriptions/listen",
+    { notifications: { taskIds: [taskId] } },
+    { id: "sub-2", version: "2025-11-25" },
+  );
   assert.equal(forged.status, 400);
   assert.equal((await forged.json()).error?.code, -32020);
   // What tasks/get shows now is what the last notification carried.

@@ -20,7 +20,6 @@ import { isEnded, type TaskStore } from "./task_store.ts";
 
 /** Where a notification of a subscription carries its id (`_meta`). */
 export const SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId";
-const _SUBSCRIPTION = SUBSCRIPTION_ID_KEY;
 const _SERVER_INFO = "io.modelcontextprotocol/serverInfo";
 const _KEEPALIVE_MS = 15_000;
 /** Task ids one listen request may name. */
@@ -216,7 +215,7 @@ class _ListenStream {
   }
 
   #send(method: string, params: Record<string, unknown>): void {
-    const meta = { ...(params._meta as object | undefined), [_SUBSCRIPTION]: this.id };
+    const meta = { ...(params._meta as object | undefined), [SUBSCRIPTION_ID_KEY]: this.id };
     const note = { jsonrpc: "2.0", method, params: { ...params, _meta: meta } };
     this.#write(`event: message\ndata: ${JSON.stringify(note)}\n\n`);
   }
@@ -232,7 +231,7 @@ class _ListenStream {
   #end(graceful: boolean): void {
     if (this.#closed) return;
     if (graceful) {
-      const meta = { [_SUBSCRIPTION]: this.id, [_SERVER_INFO]: this.o.serverInfo };
+      const meta = { [SUBSCRIPTION_ID_KEY]: this.id, [_SERVER_INFO]: this.o.serverInfo };
       this.#write(
         `event: message\ndata: ${
           JSON.stringify({

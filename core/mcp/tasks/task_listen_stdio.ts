@@ -16,7 +16,6 @@ import { MAX_LISTEN_TASKS, SUBSCRIPTION_ID_KEY } from "./task_listen.ts";
 import { declaresTasks } from "./task_methods.ts";
 import { isEnded, type TaskStore } from "./task_store.ts";
 
-const _SUBSCRIPTION = SUBSCRIPTION_ID_KEY;
 const _CAPS = "io.modelcontextprotocol/clientCapabilities";
 /** Subscriptions with tasks one connection holds at once (the SDK's own bound on all of them). */
 const _MAX_SUBSCRIPTIONS = 1024;
@@ -79,7 +78,7 @@ export class StdioTaskListen {
    */
   outbound(message: Record<string, unknown>, send: (m: unknown) => void): void {
     const params = message.params as Record<string, Record<string, unknown>> | undefined;
-    const id = params?._meta?.[_SUBSCRIPTION] as _Id | undefined;
+    const id = params?._meta?.[SUBSCRIPTION_ID_KEY] as _Id | undefined;
     const sub = id === undefined ? undefined : this.#subs.get(id);
     if (message.method !== "notifications/subscriptions/acknowledged" || !sub?.pending) {
       return send(message);
@@ -98,7 +97,7 @@ export class StdioTaskListen {
 
   #note(id: _Id, tasks: Set<string>, task: Record<string, unknown> | undefined): void {
     if (!task) return;
-    const params = { ...task, _meta: { [_SUBSCRIPTION]: id } };
+    const params = { ...task, _meta: { [SUBSCRIPTION_ID_KEY]: id } };
     this.write({ jsonrpc: "2.0", method: "notifications/tasks", params });
     if (isEnded(task.status)) tasks.delete(String(task.taskId));
   }
