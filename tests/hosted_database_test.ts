@@ -4,7 +4,9 @@
 // redis-server, both started here on free ports (tests/_services.ts). Each
 // server is granted one `host:port` (an address for PostgreSQL, a name for
 // Redis) and reaches it through its forwarder inside the namespace and the
-// egress proxy (audited). A hostile server granted the same Redis port tries
+// egress proxy (audited): an npm server's own node:net connection straight to
+// the proxy (core/guard/forward_direct.ts), any other client through the
+// bridge's forwarder. A hostile server granted the same Redis port tries
 // another local port, with a canary listening by TCP (127.0.0.1 and ::1) and
 // UDP, every way it can: it is never reached.
 import assert from "node:assert/strict";
@@ -63,6 +65,8 @@ Deno.test("server-postgres in the jail, granted 127.0.0.1:PORT, queries a real P
   for (const c of conns) {
     assert.equal(`${c.host}:${c.port}`, `127.0.0.1:${pg.port}`);
     assert.equal(c.verdict, "allowed");
+    // The npm server's own connection went straight to the proxy (core/guard/forward_direct.ts).
+    assert.equal(c.via, "direct");
   }
   assert.ok(conns.some((c) => Number(c.bytes_in) > 0 && Number(c.bytes_out) > 0));
 });
@@ -110,8 +114,19 @@ Deno.test("server-redis in the jail, granted localhost:PORT by name, sets and ge
       ["udp", { host: "::1", port: c }],
       ["fetch", { url: `http://127.0.0.1:${c}/` }],
       ["fetch", { url: `http://localhost:${c}/` }],
+      // Straight to the proxy's socket, saying it is a server's own forwarder.
+      ["connect", {
+        path: "/tmp/.corral-egress/egress.sock",
+        send: `CONNECT 127.0.0.1:${c} HTTP/1.1\r\nX-Corral-Forward: direct\r\n\r\n`,
+      }],
     ];
-    for (const [tool, args] of attacks) await registry.call(tool, args);
+    const answers = [];
+    for (const [tool, args] of attacks) answers.push(await registry.call(tool, args));
+    assert.match(
+      String(answers.at(-1)!.result),
+      /^connected: HTTP\/1\.1 403/,
+      JSON.stringify(answers.at(-1)),
+    );
     // Racing: many at once.
     await Promise.all(
       Array.from(
@@ -130,6 +145,10 @@ Deno.test("server-redis in the jail, granted localhost:PORT by name, sets and ge
   const redisConns = conns.filter((r) => r.toolset === "redis");
   assert.ok(redisConns.length >= 1);
   assert.ok(redisConns.every((r) => r.host === "localhost" && r.port === redis.port));
+  assert.ok(redisConns.every((r) => r.via === "direct"), JSON.stringify(redisConns));
+  // The hostile server's own PING to the granted port came through the bridge's forwarder.
+  const hostileOk = conns.filter((r) => r.toolset === "hostile" && r.verdict === "allowed");
+  assert.ok(hostileOk.some((r) => r.port === redis.port && r.via === "forwarder"));
   // The hostile server's way to the canary through the proxy was refused there, and audited.
   const refused = conns.filter((r) => r.toolset === "hostile" && r.verdict === "refused");
   assert.ok(refused.some((r) => r.port === canary.port), JSON.stringify(conns));

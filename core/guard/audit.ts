@@ -128,6 +128,8 @@ export interface AuditConnectionRecord extends Partial<AuditWho> {
   bytes_in: number;
   /** The names of the secrets put in at egress (core/guard/egress_inject.ts), never values. */
   injected?: string[];
+  /** A `host:port` grant's way to the proxy: its forwarder, or an npm server's own connection. */
+  via?: "forwarder" | "direct";
 }
 
 /**

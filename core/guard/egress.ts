@@ -144,7 +144,7 @@ export class EgressProxy {
     // A tool whose CONNECT failed asks why (fetch hides a tunnel's answer): the decision
     // (or the refusal just made for that host and port) is the answer; nothing is connected.
     if (t.why) return await this.#why(client, t.host, t.port);
-    const record = _record(t.host, t.port, "refused");
+    const record = _record(t.host, t.port, "refused", t.via ? { via: t.via } : {});
     const decision = await decideEgress(t.host, t.port, this.#options);
     record.address = decision.address;
     if (decision.refused) {
@@ -287,6 +287,8 @@ interface _Target {
   forward?: Uint8Array;
   /** It asks why its CONNECT was refused (x-corral-why). */
   why?: boolean;
+  /** A forwarder's CONNECT (x-corral-forward): which kind, for the audit. */
+  via?: "forwarder" | "direct";
 }
 
 /** The target of a request head: `CONNECT host:port`, or an absolute `http://` request. */
@@ -296,7 +298,8 @@ function _target(text: string): _Target | { error: string } {
   if (method === "CONNECT") {
     const m = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(target ?? "");
     if (!m) return { error: `bad CONNECT target ${target}` };
-    return { host: m[1], port: Number(m[2]) };
+    const via = headerLines.map((l) => /^x-corral-forward\s*:\s*(\S+)/i.exec(l)?.[1]).find(Boolean);
+    return { host: m[1], port: Number(m[2]), ...(via ? { via: _via(via) } : {}) };
   }
   let url: URL;
   try {
@@ -318,6 +321,10 @@ function _target(text: string): _Target | { error: string } {
     }\r\nConnection: close\r\n\r\n`,
   );
   return { host, port, forward };
+}
+
+function _via(said: string): "forwarder" | "direct" {
+  return said === "direct" ? "direct" : "forwarder";
 }
 
 function _record(

@@ -27,6 +27,12 @@ export interface EgressRecord {
   bytesIn: number;
   /** The names of the secrets put in on the way (./egress_inject.ts), never their values. */
   injected?: string[];
+  /**
+   * How a `host:port` grant's connection came, as the sandbox's side says:
+   * through the bridge's forwarder (./forward_bridge.ts), or an npm server's
+   * own `node:net` connection (./forward_direct.ts). Absent: an HTTP client.
+   */
+  via?: "forwarder" | "direct";
 }
 
 /** What an egress proxy (./egress.ts) enforces. */

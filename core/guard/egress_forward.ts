@@ -25,6 +25,16 @@ export interface Forward {
   listen: string;
 }
 
+/** The variable that carries {@link DirectForwards} to ./forward_direct.ts in a server. */
+export const DIRECT_FORWARDS_VAR = "CORRAL_DIRECT_FORWARDS";
+
+/** What an npm server's preloaded ./forward_direct.ts needs: the proxy's socket, its forwarders. */
+export interface DirectForwards {
+  /** The egress proxy's unix socket, inside the namespace. */
+  socket: string;
+  forwards: Forward[];
+}
+
 /** The first loopback address given to a name (127.0.0.1 is the namespace's own). */
 const _FIRST_ALIAS = 2;
 

@@ -36,7 +36,8 @@ async function _forward(conn: Deno.Conn, socket: string, target: string): Promis
   let up: Deno.Conn | undefined;
   try {
     up = await Deno.connect({ transport: "unix", path: socket });
-    const ask = `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\nX-Corral-Forward: 1\r\n\r\n`;
+    const ask =
+      `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\nX-Corral-Forward: forwarder\r\n\r\n`;
     await _writeAll(up, new TextEncoder().encode(ask));
     const rest = await _readReply(up);
     if (rest === undefined) return;

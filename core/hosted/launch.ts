@@ -152,8 +152,10 @@ async function _command(
   const out = g.net.length
     ? await serverEgress(g.net, spec.policy, spec.onConnection, injected, undefined, run)
     : undefined;
-  const cmd = out ? out.wrap(rt.exec, own.command) : own.command;
-  if (out) Object.assign(env, out.env);
+  // An npm server's own connections to its forwarders go straight to the proxy.
+  const direct = out && spec.entry.kind === "npm" ? out.direct(own.command) : undefined;
+  const cmd = out ? out.wrap(rt.exec, direct?.command ?? own.command) : own.command;
+  if (out) Object.assign(env, out.env, direct?.env);
   const start: _Start = { program: ns.bwrap, args: [], env, egress: out?.egress };
   try {
     // The write roots are layers of the server's own (core/layers/).

@@ -21,6 +21,8 @@ import {
 } from "../guard/egress.ts";
 import { EGRESS_SOCKET_IN_NAMESPACE, EGRESS_URL, proxyVars } from "../guard/egress_env.ts";
 import {
+  DIRECT_FORWARDS_VAR,
+  type DirectForwards,
   extraAddresses,
   type Forward,
   forwardNames,
@@ -35,12 +37,14 @@ import { etcFiles } from "../guard/namespace_etc.ts";
 
 const _here = (p: string) => new URL(p, import.meta.url).pathname;
 const _BRIDGE = _here("./egress_bridge.ts");
+const _DIRECT = _here("../guard/forward_direct.ts");
 /** The bridge's own files, bound read-only into the namespace. */
 const _BRIDGE_CODE = [
   _BRIDGE,
   _here("../guard/egress_env.ts"),
   _here("../guard/forward_bridge.ts"),
   _here("../guard/egress_forward.ts"),
+  _DIRECT,
 ];
 
 /** What {@link serverEgress} made: the proxy, and what the namespace needs for it. */
@@ -57,6 +61,12 @@ export interface ServerEgress {
   netns?: string[];
   /** `command` run behind the bridge (with the deno binary `deno`). */
   wrap(deno: string, command: string[]): string[];
+  /**
+   * An npm server's `deno run` command whose `node:net` connections to its
+   * forwarders go straight to the proxy (../guard/forward_direct.ts), and
+   * the variable that says where; unchanged when it has no forwarder.
+   */
+  direct(command: string[]): { command: string[]; env: Record<string, string> };
 }
 
 /** How long a forwarder's name may take to resolve at start before it keeps a loopback alias. */
@@ -111,7 +121,31 @@ export async function serverEgress(
     etc: etcFiles(run, forwardNames(forwards)),
     ...(forwards.length ? { netns: extraAddresses(forwards) } : {}),
     wrap: (deno, command) => _behindBridge(deno, command, forwards),
+    direct: (command) => _direct(command, forwards),
   };
+}
+
+/**
+ * `deno run … ` with ../guard/forward_direct.ts preloaded and the proxy's
+ * socket added to its net, read and write flags (the proxy is the only thing
+ * it reaches there: every connection is still decided and audited by it).
+ */
+function _direct(
+  command: string[],
+  forwards: Forward[],
+): { command: string[]; env: Record<string, string> } {
+  if (!forwards.length || command[1] !== "run") return { command, env: {} };
+  const socket = EGRESS_SOCKET_IN_NAMESPACE;
+  const flags = { net: `unix:${socket}`, read: socket, write: socket };
+  const out = [...command];
+  for (const [name, value] of Object.entries(flags)) {
+    const at = out.findIndex((a) => a === `--allow-${name}` || a.startsWith(`--allow-${name}=`));
+    if (at < 0) out.splice(2, 0, `--allow-${name}=${value}`);
+    else if (out[at] !== `--allow-${name}`) out[at] += `,${value}`;
+  }
+  out.splice(2, 0, `--preload=${_DIRECT}`);
+  const settings: DirectForwards = { socket, forwards };
+  return { command: out, env: { [DIRECT_FORWARDS_VAR]: JSON.stringify(settings) } };
 }
 
 /** `command` behind the egress bridge (./egress_bridge.ts), which listens where the proxy is. */

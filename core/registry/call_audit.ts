@@ -142,6 +142,7 @@ export class CallAudit {
       bytes_out: r.bytesOut,
       bytes_in: r.bytesIn,
       ...(r.injected ? { injected: r.injected } : {}),
+      ...(r.via ? { via: r.via } : {}),
     }).catch((err) => this.#warn(err));
   }
 
