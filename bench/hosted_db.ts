@@ -2,9 +2,10 @@
  * Section 9's database call: `@modelcontextprotocol/server-postgres@0.6.2`
  * hosted by corral against a PostgreSQL of the benchmark's own (started on
  * a free port in a temp folder, tests/_services.ts), two ways: in the jail,
- * granted `127.0.0.1:PORT`, every connection through its forwarder and the
- * egress proxy; and with `"jail": "off"` (no namespace, no proxy: the
- * server connects by itself). The same SDK client calls `query` with the
+ * granted `127.0.0.1:PORT`, every connection a `CONNECT` to the egress
+ * proxy (sent from the server's own process, core/guard/forward_direct.ts);
+ * and with `"jail": "off"` (no namespace, no proxy: the server connects by
+ * itself). The same SDK client calls `query` with the
  * same statement, in blocks that alternate. Prints one JSON object.
  *
  *     deno run -A bench/hosted_db.ts CALLS

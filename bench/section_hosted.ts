@@ -83,7 +83,7 @@ export async function sectionHosted(sizes: Sizes): Promise<string> {
   ].join("\n");
 }
 
-/** A database call through the forwarder against the same server with `"jail": "off"`. */
+/** A database call through the egress proxy against the same server with `"jail": "off"`. */
 async function _database(sizes: Sizes): Promise<string> {
   const calls = Math.max(10, Math.round(sizes.mcpCalls / 2));
   log(`9. hosted database server: ${calls} queries each way (jail off, in the jail)`);
@@ -93,7 +93,7 @@ async function _database(sizes: Sizes): Promise<string> {
   const ratio = ok ? jailed.p50! / off.p50! : NaN;
   goal({
     id: "9c",
-    goal: "hosted database call p50 (PostgreSQL through the forwarder): jail ≤ 1.3× jail off",
+    goal: "hosted database call p50 (PostgreSQL through the egress proxy): jail ≤ 1.3× jail off",
     corral: jailed.error ? "error" : fmtMs(jailed.p50!),
     baseline: off.error ? "error" : fmtMs(off.p50!),
     ratio,
@@ -106,14 +106,16 @@ async function _database(sizes: Sizes): Promise<string> {
       : [label, fmtMs(w.p50!), fmtMs(w.p99!), spread(w.blockMedians!, fmtMs)];
   const labels: Record<typeof DB_WAYS[number], string> = {
     off: '`"jail": "off"` (baseline: no namespace, no proxy)',
-    jailed: "**in the jail**: forwarder and egress proxy",
+    jailed: "**in the jail**: through the egress proxy (the server's own connection)",
   };
   return [
     "`@modelcontextprotocol/server-postgres@0.6.2` hosted by corral (`corral mcp -r`) against a " +
     "PostgreSQL the benchmark starts on a free port, the same SDK client calling `query` " +
     `(\`${r.sql}\`) ${r.calls} times each way, in blocks that alternate: with \`"jail": "off"\` ` +
-    "the server connects by itself; in the jail, granted `127.0.0.1:PORT`, its connection goes " +
-    "through the forwarder in its namespace and the egress proxy (audited).",
+    "the server connects by itself; in the jail, granted `127.0.0.1:PORT`, its connection is a " +
+    "`CONNECT` to its egress proxy, decided, connected and audited there (an npm server sends it " +
+    "from its own process, core/guard/forward_direct.ts; other clients through the forwarder in " +
+    "its namespace).",
     "",
     table(
       ["way", "p50", "p99", "p50 spread (blocks)"],
