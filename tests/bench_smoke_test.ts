@@ -30,10 +30,10 @@ Deno.test({
       // Section 7: fd binding against the same namespace bound by name, and a cold call now.
       assert.match(report, /\| by name \(before\) \| [\d.]+ [µm]?s \|/);
       assert.match(report, /\| `corral call ListFiles` \| [\d.]+ [µm]?s \|/);
-      // Section 9: a database query through the forwarder, against the same server with jail off.
+      // Section 9: a database query through the egress proxy, against the same server with jail off.
       assert.match(
         report,
-        /\| \*\*in the jail\*\*: forwarder and egress proxy \| [\d.]+ [µm]?s \|/,
+        /\| \*\*in the jail\*\*: through the egress proxy \(the server's own connection\) \| [\d.]+ [µm]?s \|/,
       );
       // Section 11: the team load, per session and shared, reaped when idle; the identity overhead.
       assert.match(report, /\| 11a \|.*\*\*(PASS|MISS)\*\*/);
