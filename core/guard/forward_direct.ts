@@ -50,22 +50,22 @@ export function forwardTarget(
   return f && (f.host.includes(":") ? `[${f.host}]:${f.port}` : `${f.host}:${f.port}`);
 }
 
-/** `connect`'s arguments as node takes them: (options, cb), (port, host?, cb?), or node's array. */
-function _options(args: unknown[]): { port?: number; host?: string; path?: unknown } {
+/**
+ * `connect`'s arguments as node takes them: (options, cb), (port, host?, cb?),
+ * a path, or node's own normalized array; with the callback among them.
+ */
+function _connectArgs(
+  args: unknown[],
+): { port?: number; host?: string; path?: unknown; cb?: () => void } {
   const a = Array.isArray(args[0]) ? args[0] as unknown[] : args;
+  const cb = a.find((x) => typeof x === "function") as (() => void) | undefined;
   if (a[0] !== null && typeof a[0] === "object") {
-    return a[0] as { port?: number; host?: string; path?: unknown };
+    return { ...a[0] as { port?: number; host?: string; path?: unknown }, cb };
   }
   if (typeof a[0] === "number" || (typeof a[0] === "string" && /^\d+$/.test(a[0]))) {
-    return { port: Number(a[0]), host: typeof a[1] === "string" ? a[1] : undefined };
+    return { port: Number(a[0]), host: typeof a[1] === "string" ? a[1] : undefined, cb };
   }
-  return { path: a[0] };
-}
-
-/** The callback among `connect`'s arguments. */
-function _callback(args: unknown[]): (() => void) | undefined {
-  const a = Array.isArray(args[0]) ? args[0] as unknown[] : args;
-  return a.find((x) => typeof x === "function") as (() => void) | undefined;
+  return { path: a[0], cb };
 }
 
 /**
@@ -78,15 +78,15 @@ export function connectDirect(socket: string, forwards: readonly Forward[]): () 
   proto.connect = function (this: _Socket, ...args: unknown[]) {
     // A TLS socket's own connect is left to the bridge's forwarder (its bytes are not clear).
     if (this.encrypted === true) return original.apply(this, args);
-    const o = _options(args);
+    const o = _connectArgs(args);
     const port = Number(o.port);
+    const host = String(o.host ?? "localhost");
     const target = o.path === undefined && Number.isInteger(port)
-      ? forwardTarget(forwards, String(o.host ?? "localhost"), port)
+      ? forwardTarget(forwards, host, port)
       : undefined;
     if (!target) return original.apply(this, args);
-    _throughProxy(this, target, String(o.host ?? "localhost"), port);
-    const cb = _callback(args);
-    return original.call(this, { path: socket }, ...(cb ? [cb] : []));
+    _throughProxy(this, target, host, port);
+    return original.call(this, { path: socket }, ...(o.cb ? [o.cb] : []));
   };
   return () => proto.connect = original;
 }
