@@ -195,9 +195,8 @@ export class HostedServers {
       );
       return withFault(refused, "denied", "not_approved");
     }
-    // What the call wrote is judged and applied now (core/layers/), as for corral's own tools,
-    // and for this call: no settling of writes between calls runs until then. A server that
-    // ended under the call (killed, crashed, stopped with its session) settled it as it ended.
+    // What the call wrote is judged and applied now (core/layers/), for this call alone; a
+    // server that ended under it (killed, crashed, its session's end) settled as it ended.
     return await server.holding(ctx, async (settles) => {
       ctx.onRun?.();
       const result = await runHostedCall(server, entry.name, tool, serverTool, args, ctx);
