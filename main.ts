@@ -34,6 +34,7 @@ import {
 import { out, useColor } from "./core/cli/output.ts";
 import { removeScratch } from "./core/cli/scratch.ts";
 import { resolveUserPaths } from "./core/cli/user_cwd.ts";
+import { dropPermissions } from "./core/guard/self_run.ts";
 import { ConfigError } from "./core/tool/errors.ts";
 import { Reporter } from "./core/tool/reporter.ts";
 
@@ -152,13 +153,29 @@ const _COMMANDS: Record<
 
 /** Run the CLI with `argv`; returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
-  // Hidden: a compiled corral re-runs itself as a process sandbox.
+  // Hidden: a compiled corral re-runs itself for each program it starts (core/guard/self_run.ts):
+  // a process sandbox, the tree applier, a hosted server's egress bridge.
   if (argv[0] === "__sandbox-child") {
     const { runSandboxChild } = await _load<typeof import("./core/sandbox/sandbox_child.ts")>(
       "./core/sandbox/sandbox_child.ts",
     );
     await runSandboxChild({ worker: true });
     return 0;
+  }
+  if (argv[0] === "__applier") {
+    dropPermissions(["read", "write"]);
+    const { runTreeApplier } = await _load<typeof import("./core/layers/tree_applier.ts")>(
+      "./core/layers/tree_applier.ts",
+    );
+    await runTreeApplier();
+    return 0;
+  }
+  if (argv[0] === "__egress-bridge") {
+    dropPermissions(["read", "write", "net", "run"]);
+    const { runEgressBridge } = await _load<typeof import("./core/hosted/egress_bridge.ts")>(
+      "./core/hosted/egress_bridge.ts",
+    );
+    return await runEgressBridge(argv.slice(1));
   }
   const reporter0 = new Reporter();
   let ahead: Promise<void> | undefined;
