@@ -74,7 +74,10 @@ export class LayerJudge {
   readonly #userValues: HooksPathValue[];
   readonly #checked = new Set<string>();
   /** Folders the layer makes into git directories, and why that is refused ("" when not). */
-  readonly #making = new Map<string, string>();
+  readonly #making = new Map<string, Promise<string> | undefined>();
+  readonly #told = new Set<string>();
+  /** The paths of the operations prepared so far. */
+  readonly #ops = new Map<string, LayerOp["kind"]>();
 
   private constructor(
     o: JudgeOptions,
@@ -104,7 +107,10 @@ export class LayerJudge {
 
   /** Learn the repositories around `ops` (call before judging them; again for each batch). */
   async prepare(ops: readonly LayerOp[]): Promise<void> {
-    for (const op of ops) await this.#around(op.kind === "dir" ? op.abs : dirname(op.abs));
+    for (const op of ops) {
+      this.#ops.set(op.abs, op.kind);
+      await this.#around(op.kind === "dir" ? op.abs : dirname(op.abs));
+    }
   }
 
   /** Learn what the folder `dir` and each folder above it are. */
@@ -122,8 +128,16 @@ export class LayerJudge {
     const out: Judged = { apply: [], kept: [], conflicts: [] };
     const refuse = (why: string) => ({ ...out, refuse: why });
     if (op.kind === "other") return refuse(_otherWhy(op));
-    for (const [dir, why] of this.#making) {
-      if (why && (op.abs === dir || op.abs.startsWith(dir + "/"))) return refuse(why);
+    for (const dir of this.#making.keys()) {
+      if (op.abs !== dir && !op.abs.startsWith(dir + "/")) continue;
+      if (!this.#making.get(dir)) this.#making.set(dir, this.#makingRefusal(dir));
+      const why = await this.#making.get(dir);
+      if (!why) continue;
+      if (this.#told.has(dir)) {
+        return refuse(`part of making ${this.#o.shown(dir)} a git repository, refused`);
+      }
+      this.#told.add(dir);
+      return refuse(why);
     }
     const kind: ChangeKind = op.kind === "prune" ? "dir" : op.kind;
     const v = judgeChange(op.abs, kind, this.ctx);
@@ -232,7 +246,7 @@ export class LayerJudge {
     const after = await isGitDir((n) => this.#tree.after(join(d, n)));
     if (before || after) this.ctx.gitDirs.add(d);
     if (after && !before) {
-      this.#making.set(d, await this.#makingRefusal(d));
+      this.#making.set(d, undefined); // judged once every operation is known
       if (basename(d) !== ".git") this.#userHooks(d);
     }
     const dotGit = join(d, ".git");
@@ -252,12 +266,19 @@ export class LayerJudge {
 
   /**
    * Why the layer may not make `d` a git directory, for what the tree
-   * already holds there and the layer leaves (its own writes are judged
-   * one by one): `""` when it may.
+   * already holds there and this settlement does not change (its own
+   * changes are judged one by one): `""` when it may.
    */
   async #makingRefusal(d: string): Promise<string> {
-    const kept = async (abs: string) =>
-      (await this.#tree.before(abs)) !== null && !(await this.#tree.inLayer(abs));
+    const kept = async (abs: string) => {
+      if ((await this.#tree.before(abs)) === null) return false;
+      if (this.#ops.has(abs)) return false;
+      for (let p = dirname(abs); p.length >= d.length; p = dirname(p)) {
+        const k = this.#ops.get(p);
+        if (k && k !== "dir") return false; // removed, made again or replaced, and judged so
+      }
+      return true;
+    };
     const what = `it would make ${this.#o.shown(d)} a git repository (HEAD, objects, refs)`;
     const entries = this.ctx.entries;
     for (const name of ["config", "config.worktree"]) {
@@ -285,7 +306,7 @@ export class LayerJudge {
     for (const h of hooks) {
       if (h === join(d, "hooks") && !hasEntry(entries, ".git/hooks/")) continue;
       const kind: Kind | null = await this.#tree.before(h);
-      const names = kind === "dir" ? await this.#tree.names(h) : kind ? [""] : [];
+      const names = kind === "dir" ? await _names(h) : kind ? [""] : [];
       for (const n of names) {
         const at = n ? join(h, n) : h;
         if (h === join(d, "hooks") && n.endsWith(".sample")) continue;
@@ -294,6 +315,14 @@ export class LayerJudge {
     }
     return "";
   }
+}
+
+async function _names(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  try {
+    for await (const e of Deno.readDir(dir)) out.push(e.name);
+  } catch { /* gone */ }
+  return out;
 }
 
 /** A removal of the tree's `abs`, part of what `op` (a folder's removal) comes to. */
