@@ -64,6 +64,7 @@ export async function exists(p: string): Promise<boolean> {
 }
 
 /** The audit lines of `file` (parsed). */
+// deno-lint-ignore no-explicit-any
 export async function auditLines(file: string): Promise<Array<Record<string, any>>> {
   return (await Deno.readTextFile(file)).trim().split("\n").map((l) => JSON.parse(l));
 }
