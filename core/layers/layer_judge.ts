@@ -28,7 +28,7 @@ import { type Kind, MergedView } from "./merged_view.ts";
 import { maskedMode, maskedWhy, userUmask } from "./mode_rules.ts";
 import { planRemoval, type RemovalRules } from "./removal_rules.ts";
 import type { RawEntry } from "./raw_list.ts";
-import { lowerSig, sameSig, type Sig } from "./tree_sig.ts";
+import { sameSig, type Sig } from "./tree_sig.ts";
 
 /** What the sandbox's view of the tree rests on (./settle_layers.ts keeps it). */
 export interface ViewBase {
@@ -146,54 +146,52 @@ export class LayerJudge {
       const why = await this.#linkRefusal(op.abs);
       if (why) return refuse(why);
     }
-    const now = await lowerSig(op.abs);
-    if (
-      now && (op.kind === "dir" || op.kind === "prune") !== (now.kind === "dir") &&
-      op.kind !== "remove"
-    ) {
+    const now = await _lstat(op.abs);
+    const nowDir = now?.isDirectory ?? false;
+    if (now && (op.kind === "dir" || op.kind === "prune") !== nowDir && op.kind !== "remove") {
       const gone = judgeChange(op.abs, "remove", this.ctx);
       if (gone.kind !== "apply") {
         return refuse(gone.kind === "refuse" ? gone.why : "it replaces git's own");
       }
     }
-    if (now?.kind === "dir" && op.kind !== "dir") {
+    if (v.kind === "git-ref") return { ...out, ref: true, apply: [{ ...op, gitDir: v.gitDir }] };
+    if (v.kind === "git-config" && v.gitDir && op.kind === "remove" && now) {
+      return refuse(
+        "removing a repository's config is refused: git obeys it, and the user's " +
+          "remotes and branches are there",
+      );
+    }
+    if (nowDir && op.kind !== "dir") {
       const plan = await planRemoval(op.abs, op.kind === "prune", this.#removalRules(op));
       out.kept = plan.kept;
       out.conflicts = plan.conflicts;
-      if (op.kind !== "remove" && op.kind !== "prune") {
-        // A file or link in place of the folder: all of it goes, or nothing.
-        if (plan.kept.length) {
-          return refuse(`it would remove ${this.#o.shown(plan.kept[0].abs)}: ${plan.kept[0].why}`);
-        }
-        if (plan.conflicts.length) return { ...out, conflict: true };
-      } else {
+      if (op.kind === "remove" || op.kind === "prune") {
         out.apply = plan.whole
           ? [{ ...op, judged: true }]
           : plan.remove.map((abs) => _removal(op, abs));
         return out;
       }
+      // A file or link in place of the folder: all of it goes, or nothing.
+      const k = plan.kept[0];
+      if (k) return refuse(`it would remove ${this.#o.shown(k.abs)}: ${k.why}`);
+      if (plan.conflicts.length) return { ...out, conflict: true };
     }
     if (op.kind === "prune") return out; // nothing of the tree's below it
-    if (v.kind === "git-ref") return { ...out, ref: true, apply: [{ ...op, gitDir: v.gitDir }] };
     if (v.kind === "git-config" && op.kind === "write") {
       const fresh = v.gitDir !== "" && this.#making.has(v.gitDir);
-      const before = !fresh && (await this.#tree.before(op.abs)) === "file" ? op.abs : undefined;
+      const before = !fresh && now?.isFile ? op.abs : undefined;
       const why = await configRefusal(before, op.upper);
       if (why) return refuse(why);
     }
-    return { ...out, ...(await this.#mode(op)) };
+    return { ...out, ...this.#mode(op, now) };
   }
 
-  /** `op` with the mode to apply, and why it was masked (write and folder ops). */
-  async #mode(op: LayerOp): Promise<{ apply: LayerOp[]; masked?: string }> {
+  /** `op` with the mode to apply over the tree's `now`, and why it was masked. */
+  #mode(op: LayerOp, now: Deno.FileInfo | null): { apply: LayerOp[]; masked?: string } {
     if ((op.kind !== "write" && op.kind !== "dir") || !op.entry) return { apply: [op] };
-    let tree: { dir: boolean; mode: number } | null = null;
-    try {
-      const st = await Deno.lstat(op.abs);
-      if (st.isFile || st.isDirectory) {
-        tree = { dir: st.isDirectory, mode: (st.mode ?? 0) & 0o7777 };
-      }
-    } catch { /* a new path */ }
+    const tree = now && (now.isFile || now.isDirectory)
+      ? { dir: now.isDirectory, mode: (now.mode ?? 0) & 0o7777 }
+      : null;
     const asked = op.entry.mode & 0o7777;
     const mode = maskedMode(asked, op.kind === "dir", tree, userUmask());
     return {
@@ -314,6 +312,14 @@ export class LayerJudge {
       }
     }
     return "";
+  }
+}
+
+async function _lstat(abs: string): Promise<Deno.FileInfo | null> {
+  try {
+    return await Deno.lstat(abs);
+  } catch {
+    return null;
   }
 }
 
