@@ -227,7 +227,10 @@ export class LayerJudge {
       },
       changed: (abs, e) => {
         const was = base(abs);
-        return was === undefined ? Math.max(e.mtimeMs, e.ctimeMs) >= epoch : !sameSig(_sig(e), was);
+        // The kernel stamps times from a clock a few ticks behind: a margin keeps the
+        // user's change of that moment a conflict (a false one is only kept, never lost).
+        if (was === undefined) return Math.max(e.mtimeMs, e.ctimeMs) >= epoch - _CLOCK_MARGIN;
+        return !sameSig(_sig(e), was);
       },
       layer: op.kind === "prune"
         ? async (abs) => {
@@ -330,6 +333,9 @@ async function _names(dir: string): Promise<string[]> {
   } catch { /* gone */ }
   return out;
 }
+
+/** How far behind the clock a file's times may be stamped (the kernel's coarse clock), in ms. */
+const _CLOCK_MARGIN = 100;
 
 /** A removal of the tree's `abs`, part of what `op` (a folder's removal) comes to. */
 function _removal(op: LayerOp, abs: string): LayerOp {
