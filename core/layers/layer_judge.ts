@@ -100,7 +100,7 @@ export class LayerJudge {
       root,
       hooksFolders: hooksOn ? facts.folders : [],
       gitDirs: new Set<string>(),
-      configFiles: new Set(facts.configFiles),
+      configFiles: new Set(hasEntry(o.rules.entries, ".git/config") ? facts.configFiles : []),
     };
     return new LayerJudge(o, new MergedView(root, upper), ctx, hooksOn ? facts.userValues : []);
   }
@@ -335,7 +335,7 @@ async function _names(dir: string): Promise<string[]> {
 }
 
 /** How far behind the clock a file's times may be stamped (the kernel's coarse clock), in ms. */
-const _CLOCK_MARGIN = 100;
+const _CLOCK_MARGIN = 20;
 
 /** A removal of the tree's `abs`, part of what `op` (a folder's removal) comes to. */
 function _removal(op: LayerOp, abs: string): LayerOp {
