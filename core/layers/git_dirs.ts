@@ -77,7 +77,7 @@ export async function treeRepos(root: string): Promise<TreeRepo[]> {
   const found = await findRaw(root, ["-mindepth", "0"], (print) => [
     ...["(", "-name", ".git", "(", "-type", "d", "-o", "-type", "f", ")", ...print, "-prune", ")"],
     ...["-o", "(", "-name", "HEAD", "(", "-type", "f", "-o", "-type", "l", ")", ...print, ")"],
-  ]);
+  ], true); // a folder no one can read here holds nothing a tool changed
   for (const e of found) {
     if (!e.utf8) continue; // nothing there can be named to git; a change there is refused
     const abs = join(root, e.rel);

@@ -26,7 +26,7 @@ import { type GitEnv, hooksFacts, hooksFoldersOf, type HooksPathValue } from "./
 import type { LayerOp } from "./layer_diff.ts";
 import { type Kind, MergedView } from "./merged_view.ts";
 import { maskedMode, maskedWhy, userUmask } from "./mode_rules.ts";
-import { planRemoval, type RemovalRules } from "./removal_rules.ts";
+import { planRemoval, type RemovalPlan, type RemovalRules } from "./removal_rules.ts";
 import type { RawEntry } from "./raw_list.ts";
 import { sameSig, type Sig } from "./tree_sig.ts";
 
@@ -162,7 +162,12 @@ export class LayerJudge {
       );
     }
     if (nowDir && op.kind !== "dir") {
-      const plan = await planRemoval(op.abs, op.kind === "prune", this.#removalRules(op));
+      let plan: RemovalPlan;
+      try {
+        plan = await planRemoval(op.abs, op.kind === "prune", this.#removalRules(op));
+      } catch (err) {
+        return refuse(`what it would remove cannot be read: ${(err as Error).message}`);
+      }
       out.kept = plan.kept;
       out.conflicts = plan.conflicts;
       if (op.kind === "remove" || op.kind === "prune") {

@@ -68,6 +68,7 @@ export async function findRaw(
   dir: string,
   options: string[],
   expr: (print: string[]) => string[],
+  skipUnreadable = false,
 ): Promise<RawEntry[]> {
   const out = await new Deno.Command("find", {
     args: ["-P", dir, ...options, ...expr(_PRINT)],
@@ -77,15 +78,13 @@ export async function findRaw(
     clearEnv: true,
     env: { PATH: "/usr/bin:/bin", LC_ALL: "C" },
   }).output();
-  const text = new TextDecoder().decode(out.stderr);
   if (!out.success) {
-    if (out.stdout.length === 0 && /No such file or directory|Not a directory/.test(text)) {
-      return [];
-    }
-    // A folder removed meanwhile under `dir` is no reason to stop; anything else is.
-    if (!/No such file or directory/.test(text)) {
-      throw new Error(`find could not list ${dir}: ${text.split("\n")[0].slice(0, 200)}`);
-    }
+    // A path removed meanwhile is no reason to stop (nor, when asked, a folder it cannot read).
+    const ok = skipUnreadable
+      ? /No such file or directory|Not a directory|Permission denied/
+      : /No such file or directory|Not a directory/;
+    const bad = new TextDecoder().decode(out.stderr).split("\n").filter((l) => l && !ok.test(l));
+    if (bad.length) throw new Error(`find could not list ${dir}: ${bad[0].slice(0, 200)}`);
   }
   return _records(out.stdout);
 }
