@@ -41,7 +41,10 @@ Deno.test("class 3: a removal is judged over what it takes: a nested repository,
   try {
     const libs = await bash(registry, "rm -rf libs");
     assert.equal(libs.success, false, JSON.stringify(libs));
-    assert.match(String(libs.error), /libs\/nested\/\.git: kept when libs was removed: it is a git repository/);
+    assert.match(
+      String(libs.error),
+      /libs\/nested\/\.git: kept when libs was removed: it is a git repository/,
+    );
     assert.match(String(libs.error), /libs\/\.envrc: kept when libs was removed: protected/);
     const deep = await bash(registry, "rm -rf deep; mkdir deep; echo n > deep/new.txt");
     assert.equal(deep.success, false, JSON.stringify(deep));
