@@ -190,7 +190,7 @@ export async function runMcpCommand(
         throw new ConfigError(`--no-token is for loopback only; ${hostname} needs a token`);
       }
       log(
-        "corral: WARNING: serving MCP without a token (--no-token): any local user or program " +
+        "Warning: serving MCP without a token (--no-token): any local user or program " +
           "that reaches this port can run the tools",
       );
     } else if (token === undefined && isLoopback(hostname)) {

@@ -80,6 +80,9 @@ export async function openRegistry(
     // Load problems and rejected files: one line that points to `corral list`, not a
     // screenful on every command (list itself shows them in full).
     quietProblems: true,
+    // `call` keeps stderr for its call: only the warnings about its tool (core/cli/call_command.ts).
+    quietWarnings: command === "call",
+    rejected: plugins.rejected,
     ...(settings.cache ? {} : { cacheDir: null }),
     // The config files in use and every plugin directory (found or not) are trust base.
     trusted: [
@@ -95,9 +98,8 @@ export async function openRegistry(
   const skipped = registry.problems.length + plugins.warnings.length;
   if (skipped && human) {
     notes.push(
-      `Warning: ${skipped} plugin file${skipped === 1 ? "" : "s"} or module${
-        skipped === 1 ? "" : "s"
-      } skipped (corral list says why)`,
+      `Warning: ${skipped} plugin file${skipped === 1 ? "" : "s"} did not load ` +
+        `(corral list says why)`,
     );
   }
   if (!reporter.quiet) {
