@@ -82,6 +82,8 @@ export async function openRegistry(
     quietProblems: true,
     // `call` keeps stderr for its call: only the warnings about its tool (core/cli/call_command.ts).
     quietWarnings: command === "call",
+    // An identity's workspace opens a registry of its own (core/cli/team_server.ts): once each.
+    said: _said,
     rejected: plugins.rejected,
     ...(settings.cache ? {} : { cacheDir: null }),
     // The config files in use and every plugin directory (found or not) are trust base.
@@ -106,7 +108,10 @@ export async function openRegistry(
     // The banner says which limits bind: their probe, not a second one. Quiet, no banner,
     // and the probe goes on while the command starts (a sandbox awaits it).
     await probeLimits();
-    for (const line of [...notes, ...registryBanner(registry)]) reporter.line(line, "yellow");
+    for (const line of [...notes, ...registryBanner(registry)]) {
+      if (!_said.has(line)) reporter.line(line, "yellow");
+      _said.add(line);
+    }
   }
   return {
     registry,
@@ -122,6 +127,9 @@ export async function openRegistry(
     },
   };
 }
+
+/** The warnings and notes this process printed: each is said once per start. */
+const _said = new Set<string>();
 
 /** What the user should hear about the settings: full privileges, ignored project files. */
 function _settingsNotes(settings: Settings, privileges: boolean): string[] {

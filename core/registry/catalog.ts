@@ -118,6 +118,8 @@ export interface CatalogOptions {
   quietProblems?: boolean;
   /** Keep warnings in `warnings` without printing them (`corral call` prints its tool's). */
   quietWarnings?: boolean;
+  /** Warnings already printed in this start, shared by its registries: each is printed once. */
+  said?: Set<string>;
   /** Plugin files rejected before discovery, for the message of a name they may define. */
   rejected?: NotLoaded[];
   /** Where warnings and load problems are reported. */
@@ -309,12 +311,16 @@ export class Catalog {
     return notLoadedMessage(name, [...this.problems, ...rejected], this.closest(name));
   }
 
-  /** Record and show a warning (once: a reload that finds it again does not repeat it). */
+  /** Record and show a warning, once per start (a reload or another registry does not repeat it). */
   warn(text: string): void {
-    const seen = this.warnings.includes(text);
     this.warnings.push(text);
-    if (!seen && !this.#options.quietWarnings) this.#options.reporter.line(text, "yellow");
+    const said = this.#options.said ?? (this.#said ??= new Set());
+    if (said.has(text) || this.#options.quietWarnings) return;
+    said.add(text);
+    this.#options.reporter.line(text, "yellow");
   }
+
+  #said: Set<string> | undefined;
 
   #problem(toolset: string, source: string, text: string): void {
     const message = scrubText(text, this.#options.secrets);

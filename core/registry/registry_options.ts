@@ -67,6 +67,8 @@ export interface RegistryOptions {
   quietProblems?: boolean;
   /** Do not print warnings (they stay in `warnings`): `corral call` prints its tool's. */
   quietWarnings?: boolean;
+  /** Warnings already printed in this start (shared by its registries): each once. */
+  said?: Set<string>;
   /** Plugin files rejected before discovery (./not_loaded.ts): a call of a name they may define says why. */
   rejected?: NotLoaded[];
   /** Hosted MCP servers (corral.json `servers`), registered after the plugins. */
