@@ -23,7 +23,8 @@ export async function harnessMain(file: string, args: string[]): Promise<number>
   try {
     ns = await import(`file://${resolve(file)}`);
   } catch (err) {
-    const text = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    // As corral list says it (core/sandbox/sandbox_runtime.ts).
+    const text = err instanceof Error ? err.message : String(err);
     console.error(`Error: ${file} did not load: import failed: ${text}`);
     return 1;
   }
