@@ -15,6 +15,7 @@ import { expandHome } from "../config/env_var.ts";
 import { INSTALL_DIR } from "../config/install_dir.ts";
 import { stemOf } from "../config/plugin_set.ts";
 import { resolveSettings, type Settings } from "../config/settings.ts";
+import { selfHosted } from "../sandbox/child_command.ts";
 import { HOST_PERMISSION_FLAGS } from "../sandbox/host_flags.ts";
 import { HARNESS_ENV, type HarnessSetup } from "../tool/harness_setup.ts";
 import { commandHelp, UsageError } from "./options.ts";
@@ -46,6 +47,12 @@ export async function harnessCommand(argv: string[]): Promise<number> {
   }
   const given = argv[i];
   if (!given) throw new UsageError("harness needs a tool file: corral harness FILE [ARGS]");
+  if (selfHosted()) {
+    throw new UsageError(
+      "harness runs a tool file with Deno, which a compiled corral does not carry: run it from " +
+        "corral's folder (deno task corral harness FILE) or an installed corral",
+    );
+  }
   const file = expandHome(fromUser(given));
   try {
     if (!(await Deno.stat(file)).isFile) throw new Error("not a file");
