@@ -30,6 +30,7 @@ Deno.test("the README's HTTP token steps, word for word: the entry carries the r
   const readme = await Deno.readTextFile(new URL("../README.md", import.meta.url));
   const http = readme.slice(readme.indexOf("Over HTTP, start it yourself"));
   const blocks = [...http.matchAll(/```(sh|json)\n([\s\S]*?)```/g)].slice(0, 3);
+  assert.deepEqual(blocks.map((m) => m[1]), ["sh", "sh", "json"]);
   const [serverLine, entryLine, sample] = blocks.map((m) => m[2].trim());
   assert.match(serverLine, /^CORRAL_MCP_TOKEN=change-me corral mcp --http 127\.0\.0\.1:8765 /);
   assert.match(entryLine, /^corral mcp --client-config --http http:\/\/127\.0\.0\.1:8765\/mcp$/);
@@ -73,7 +74,10 @@ Deno.test("the README's HTTP token steps, word for word: the entry carries the r
     const dec = new TextDecoder();
     const stderr = dec.decode(printed.stderr);
     assert.equal(printed.code, 0, stderr);
-    const entry = JSON.parse(dec.decode(printed.stdout)).mcpServers.corral;
+    // The README's sample, exactly: the header reads the variable.
+    const printedJson = JSON.parse(dec.decode(printed.stdout));
+    assert.deepEqual(printedJson, JSON.parse(sample.replaceAll("8765", String(port))));
+    const entry = printedJson.mcpServers.corral;
     assert.equal(entry.url, url);
     assert.equal(entry.headers.Authorization, "Bearer ${CORRAL_MCP_TOKEN}");
     assert.match(
@@ -118,20 +122,22 @@ Deno.test("the README's HTTP token steps, word for word: the entry carries the r
       await client.close();
     }
 
-    // With the variable and --show-token: the README's sample, exactly.
+    // The README's --show-token line, as written: the token in clear.
+    const showLine = /`(CORRAL_MCP_TOKEN=change-me corral mcp --client-config [^`]*--show-token)`/
+      .exec(readme)![1];
+    const showCmd = _parse(showLine, home, port);
     const shown = await new Deno.Command(Deno.execPath(), {
-      args: [...CORRAL_ARGS, ...entryCmd.args, "--show-token"],
-      env: { ..._shell(home), CORRAL_MCP_TOKEN: token },
+      args: [...CORRAL_ARGS, ...showCmd.args],
+      env: { ..._shell(home), ...showCmd.env },
       clearEnv: true,
       cwd: home,
       stdout: "piped",
       stderr: "piped",
     }).output();
     assert.equal(shown.code, 0, dec.decode(shown.stderr));
-    assert.deepEqual(
-      JSON.parse(dec.decode(shown.stdout)),
-      JSON.parse(sample.replaceAll("8765", String(port))),
-    );
+    const clear = JSON.parse(dec.decode(shown.stdout)).mcpServers.corral.headers.Authorization;
+    assert.equal(clear, "Bearer change-me");
+    assert.ok(readme.includes(`"Authorization": "${clear}"`), "the README shows it as printed");
     assert.match(dec.decode(shown.stderr), /CORRAL_MCP_TOKEN here holds it/);
   } finally {
     child.kill("SIGTERM");

@@ -147,7 +147,12 @@ Deno.test("MCP tools/call of a tool whose file did not load gives that file's re
     const names = (await client.listTools()).tools.map((t) => t.name);
     assert.equal(names.filter((n) => n === "Shout").length, 1);
     assert.ok(!names.includes("Broken") && !names.includes("Linked"));
-    await assert.rejects(client.callTool({ name: "Broken", arguments: {} }), BROKEN);
+    await assert.rejects(client.callTool({ name: "Broken", arguments: {} }), (err: Error) => {
+      assert.match(err.message, BROKEN);
+      assert.match(err.message, /\(at …\/broken\.ts:1:\d+\)/);
+      assert.doesNotMatch(err.message, new RegExp(base));
+      return true;
+    });
     // The model is not told host paths outside the workspace.
     await assert.rejects(
       client.callTool({ name: "Linked", arguments: {} }),

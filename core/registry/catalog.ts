@@ -305,10 +305,9 @@ export class Catalog {
         `which is not loaded now (load it with --toolset ${toolset}, or "toolsets": ` +
         `["${toolset}"] in corral.json)`;
     }
-    const rejected = (this.#options.rejected ?? []).map((r) =>
-      hostPaths ? r : { ...r, message: hideHostPaths(r.message, this.#options.workspace) }
-    );
-    return notLoadedMessage(name, [...this.problems, ...rejected], this.closest(name));
+    const files = [...this.problems, ...this.#options.rejected ?? []];
+    const message = notLoadedMessage(name, files, this.closest(name));
+    return hostPaths ? message : hideHostPaths(message, this.#options.workspace);
   }
 
   /** Record and show a warning, once per start (a reload or another registry does not repeat it). */
