@@ -62,10 +62,10 @@ export function listCommand(values: CliValues, session: CliSession, color: boole
   }
   for (const row of toolTable(registry.list(), color)) out(row);
   for (const p of registry.problems) {
-    out(colour(`skipped module: ${terminalSafe(p.message)}`, "yellow", color));
+    out(colour(`did not load: ${terminalSafe(p.message)}`, "yellow", color));
   }
   for (const w of pluginWarnings) {
-    out(colour(`skipped plugin: ${terminalSafe(w)}`, "yellow", color));
+    out(colour(`did not load: ${terminalSafe(w)}`, "yellow", color));
   }
   const { policy } = session.plugins.settings;
   out(colour(

@@ -106,14 +106,13 @@ export class Registry {
       ? "no working bwrap was found"
       : `bubblewrap does not exist on ${Deno.build.os}`;
     this.#catalog = new Catalog({
+      ...options,
       workspace,
       host,
       bwrap,
       bwrapMissing,
       reporter,
       secrets,
-      reserved: options.reserved,
-      quietProblems: options.quietProblems,
     });
     this.problems = this.#catalog.problems;
     this.warnings = this.#catalog.warnings;
@@ -368,9 +367,9 @@ export class Registry {
     return this.#catalog.closest(name, count);
   }
 
-  /** `Unknown tool "X" (did you mean: A, B?)`. */
-  unknownToolMessage(name: string): string {
-    return this.#catalog.unknownToolMessage(name);
+  /** `Unknown tool "X" (did you mean: A?)`, or why X's plugin file did not load (full paths: `hostPaths`). */
+  unknownToolMessage(name: string, hostPaths = false): string {
+    return this.#catalog.unknownToolMessage(name, hostPaths);
   }
 
   /**
