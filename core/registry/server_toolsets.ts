@@ -23,7 +23,6 @@ export function serverMetas(
   hosted: HostedServers,
   source: ToolsetSource,
   entry: ServerEntry,
-  bwrap: string | undefined,
   reserved: Map<string, string>,
 ): ModuleMeta[] {
   if (catalog.sources().some((s) => s.id === entry.name && s.kind !== "server")) {
@@ -32,8 +31,9 @@ export function serverMetas(
     );
   }
   catalog.remove(entry.name);
-  // Fail closed: a hosted server always runs in the namespace, whatever it holds.
-  const missing = bwrap || source.policy.jail === "off"
+  // Fail closed: a hosted server always runs in the jail (the namespace and its syscall
+  // filter), whatever it holds.
+  const missing = source.policy.jail === "off"
     ? undefined
     : catalog.confine(source, { read: ["/"], write: [], run: [], net: [] }).missing;
   const taken = (n: string) =>
