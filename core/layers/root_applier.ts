@@ -16,8 +16,9 @@
  */
 import { findBwrap } from "../guard/jail.ts";
 import { launcherScript } from "../guard/launcher.ts";
-import { NAMESPACE_HOME, namespaceBase } from "../guard/namespace.ts";
+import { NAMESPACE_HOME, namespaceBase, seccompArgs } from "../guard/namespace.ts";
 import { runtimeFiles } from "../guard/namespace_runtime.ts";
+import { processFilter } from "../seccomp/mod.ts";
 import type { ApplierOp, ApplierResult } from "./tree_applier.ts";
 
 const _ENTRY = new URL("./tree_applier.ts", import.meta.url).pathname;
@@ -97,8 +98,11 @@ async function _command(root: string, layers: string): Promise<Deno.Command> {
     throw new Error(`cannot write ${root}: bubblewrap is needed to apply a sandbox's changes`);
   }
   const rt = await runtimeFiles();
+  // The jail's second wall too (core/seccomp/), when this process made its filter.
+  const filter = await processFilter();
   const ns = [
     ...namespaceBase(false),
+    ...(filter ? seccompArgs(filter) : []),
     ...rt.libDirs.flatMap((d) => ["--ro-bind-try", d, d]),
     ...["--ro-bind", rt.exec, rt.exec],
     ...["--bind-fd", root, root],

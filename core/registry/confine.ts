@@ -9,7 +9,7 @@
  * @module
  */
 import type { JailStatus } from "../guard/jail.ts";
-import type { SecondWall, WallStatus } from "../seccomp/mod.ts";
+import { type SecondWall, WALL_MISSING, type WallStatus } from "../seccomp/mod.ts";
 import { holdsFilesOrCommands } from "../sandbox/grant.ts";
 import type { Grant } from "../tool/tool.ts";
 import type { ToolsetSource } from "./catalog.ts";
@@ -66,7 +66,7 @@ export function confine(source: ToolsetSource, grant: Grant, o: ConfineOptions):
   if (o.bwrap) {
     const wall = o.wall?.status(p) ?? {
       state: "missing",
-      why: `needs the jail's second wall, a syscall filter, but none was made for it; opt ` +
+      why: `${WALL_MISSING}, a syscall filter, but none was made for it; opt ` +
         `out explicitly with "seccomp": "off" in ${p.where} of ${p.file ?? "permissions.json"}`,
     };
     if (wall.state !== "missing") return { status: "bwrap", wall };

@@ -63,7 +63,10 @@ export function checkSourceTrust(
   );
   // In a worker fallback no tool that writes loads (the catalog refuses it): nothing to mask.
   if (!write.length || source.policy.fallback) return;
+  // A sandbox that cannot run at all (no bwrap, no syscall filter) writes nothing: its tools
+  // do not load, and say why.
+  const jail = catalog.confine(source, { read: [], write, run: [], net: [] });
   const masked = source.policy.isolation === "process" &&
-    catalog.confine(source, { read: [], write, run: [], net: [] }).status === "bwrap";
+    (jail.status === "bwrap" || !!jail.missing);
   checkWrites(write, source.policy.where, trusted, masked);
 }

@@ -35,4 +35,4 @@ export {
   type SecondWallOptions,
 } from "./second_wall.ts";
 export { ARCH_TABLES } from "./syscall_table.ts";
-export { filtersDir, SecondWall, type WallPolicy, type WallStatus } from "./wall.ts";
+export { filtersDir, SecondWall, WALL_MISSING, type WallPolicy, type WallStatus } from "./wall.ts";

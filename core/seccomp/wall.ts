@@ -22,6 +22,9 @@ export interface WallPolicy {
   file?: string;
 }
 
+/** How the reason of a sandbox refused for want of its filter begins. */
+export const WALL_MISSING = "needs the jail's second wall";
+
 /** A sandbox's second wall. */
 export type WallStatus =
   | { state: "on"; filter: JailFilter }
@@ -86,7 +89,7 @@ export class SecondWall {
       "its filter was not made when corral started";
     return {
       state: "missing",
-      why: `needs the jail's second wall, a syscall filter, but it cannot be had: ${cause}; ` +
+      why: `${WALL_MISSING}, a syscall filter, but it cannot be had: ${cause}; ` +
         `or opt out explicitly with "seccomp": "off" in ${p.where} of ` +
         `${p.file ?? "permissions.json"}`,
     };
