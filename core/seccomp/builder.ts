@@ -182,8 +182,10 @@ export async function runBuilder(
     );
   }
   const w = child.stdin.getWriter();
-  await w.write(new TextEncoder().encode(JSON.stringify({ arch, rules, names })));
-  await w.close();
+  try {
+    await w.write(new TextEncoder().encode(JSON.stringify({ arch, rules, names })));
+    await w.close();
+  } catch { /* it stopped before reading: its exit says why */ }
   const out = await child.output();
   if (!out.success) {
     const why = new TextDecoder().decode(out.stderr).trim().split("\n").at(-1) ?? "";
