@@ -57,7 +57,7 @@ const _CHECK_VERSION = 1;
 const _FILES = ["known.bpf", "refuse.bpf"];
 
 const _made = new Map<string, Promise<JailFilter>>();
-let _first: Promise<JailFilter> | undefined;
+let _first: JailFilter | undefined;
 
 /**
  * The filter that refuses what ./rules.ts says except the syscalls `except`
@@ -86,19 +86,20 @@ export function jailFilter(
   if (!p) {
     _made.set(key, p = _load(granted, options.dir, arch, python));
     // A failure is tried again by the next start, not remembered.
-    p.catch(() => _made.delete(key));
-    if (!granted.length) _first ??= p;
+    p.then((f) => {
+      if (!granted.length) _first ??= f;
+    }, () => _made.delete(key));
   }
   return p;
 }
 
 /**
- * The filter without exceptions that this process loaded first (for
+ * The filter without exceptions that this process made or found first (for
  * corral's own jailed processes: the tree applier), or undefined when none
- * was asked for or it could not be had.
+ * could be had.
  */
-export async function processFilter(): Promise<JailFilter | undefined> {
-  return await _first?.catch(() => undefined);
+export function processFilter(): Promise<JailFilter | undefined> {
+  return Promise.resolve(_first);
 }
 
 async function _load(
