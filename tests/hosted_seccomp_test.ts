@@ -6,7 +6,7 @@
 // the other hosted tests run them so; one is called here as the control).
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { approve, hostedLayout, hostedRegistry } from "./_hosted_helpers.ts";
+import { approve, HOSTED_FIXTURES, hostedLayout, hostedRegistry } from "./_hosted_helpers.ts";
 import { assertFiltered, PROBE, probeCases, probeResult } from "./_seccomp_probe.ts";
 
 const SERVER = join(
@@ -70,3 +70,53 @@ Deno.test("a hosted server's own process tries every refused class: EPERM or ENO
     await registry.close();
   }
 });
+
+/** The MCP SDK's PyPI package, as tests/hosted_pypi_test.ts pins it. */
+const MCP_SHA256 = "dd0c44c089d16453e8ae31a3877a0054d7a2314caaa81f5e0541b9b1734b2377";
+
+Deno.test("the real npm and PyPI servers run behind the filter (seen from the host: Seccomp 2 in every process of their namespaces) and serve", async () => {
+  await using l = await hostedLayout();
+  await Deno.writeTextFile(join(l.ws, "a.txt"), "inside\n");
+  const servers = {
+    fs: { npm: FS, args: ["${workspace}"] },
+    sdk: {
+      pypi: "mcp==2.3.0",
+      sha256: MCP_SHA256,
+      command: [join(HOSTED_FIXTURES, "mcp_sdk_server.py")],
+    },
+  };
+  const perms = { fs: { read: ["."] }, sdk: { read: ["."] } };
+  const first = await hostedRegistry(l, servers, perms);
+  for (const name of ["fs", "sdk"]) await approve(first.registry, name);
+  await first.registry.close();
+  const { registry } = await hostedRegistry(l, servers, perms);
+  try {
+    for (const [tool, args] of [["read_text_file", {}], ["sdk_read", {}]] as const) {
+      const r = await registry.call(tool, { ...args, path: join(l.ws, "a.txt") });
+      assert.equal(r.success, true, `${tool}: ${JSON.stringify(r)}`);
+      assert.match(JSON.stringify(r.result), /inside/);
+    }
+    // Both servers are alive now: every process working in the workspace is one of theirs.
+    const procs = _inWorkspace(l.ws);
+    assert.ok(procs.some((p) => p.cmdline.includes("server-filesystem")), JSON.stringify(procs));
+    assert.ok(procs.some((p) => p.cmdline.includes("mcp_sdk_server.py")), JSON.stringify(procs));
+    for (const p of procs) assert.equal(p.seccomp, "2", p.cmdline);
+  } finally {
+    await registry.close();
+  }
+});
+
+/** This machine's processes whose working folder is `ws`, with their seccomp mode. */
+function _inWorkspace(ws: string): Array<{ cmdline: string; seccomp: string }> {
+  const out = [];
+  for (const e of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(e.name)) continue;
+    try {
+      if (Deno.readLinkSync(`/proc/${e.name}/cwd`) !== ws) continue;
+      const cmdline = Deno.readTextFileSync(`/proc/${e.name}/cmdline`).replaceAll("\0", " ");
+      const status = Deno.readTextFileSync(`/proc/${e.name}/status`);
+      out.push({ cmdline, seccomp: status.match(/^Seccomp:\s*(\d)/m)?.[1] ?? "?" });
+    } catch { /* gone, or not ours to read */ }
+  }
+  return out;
+}
