@@ -82,9 +82,7 @@ export function listCommand(values: CliValues, session: CliSession, color: boole
   const wall = registry.list().some((t) => t.seccomp?.filter === "on");
   out(colour(
     `sandboxes: ${
-      ns
-        ? `namespace (bwrap), mounts = grant${wall ? ", syscall filter (seccomp)" : ""}`
-        : "no namespace"
+      ns ? `namespace (bwrap), mounts = grant${wall ? ", seccomp filter" : ""}` : "no namespace"
     }; process limits: ${_LIMITS[limitKind()]}`,
     "dim",
     color,

@@ -69,9 +69,9 @@ export function toolRow(t: ToolInfo, color: boolean, width = 10, nameWidth = 22)
 
 /** The jail's second wall: the syscall filter, its exceptions, or the opt-out. */
 function _wall(t: ToolInfo): string {
-  if (t.seccomp?.filter === "off") return ", NO syscall filter (opted out)";
+  if (t.seccomp?.filter === "off") return ', NO seccomp filter (opted out: "seccomp": "off")';
   const except = t.seccomp?.except.length ? ` except ${t.seccomp.except.join(", ")}` : "";
-  return t.seccomp ? ` + syscall filter${except}` : "";
+  return t.seccomp ? ` + seccomp filter${except}` : "";
 }
 
 function _relSource(source: string): string {
