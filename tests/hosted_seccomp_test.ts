@@ -1,7 +1,7 @@
 // The jail's second wall around hosted MCP servers: a command server that
 // tries every refused class from its own process gets EPERM or ENOSYS, its
 // subprocesses run behind the filter too, a server granted a syscall by name
-// gets that one and shows it; the real npm and PyPI servers still work
+// gets that one and shows it, and without a filter none starts; the real npm and PyPI servers still work
 // behind it (tests/hosted_filesystem_test.ts, tests/hosted_pypi_test.ts and
 // the other hosted tests run them so; one is called here as the control).
 import assert from "node:assert/strict";
@@ -68,6 +68,22 @@ Deno.test("a hosted server's own process tries every refused class: EPERM or ENO
     assert.match(JSON.stringify(read.result), /inside/);
   } finally {
     await registry.close();
+  }
+  // Fail closed: where the filter cannot be had, no hosted server starts, and each says why.
+  const none = await hostedRegistry(l, servers, perms, {}, {
+    seccomp: { dir: join(l.base, "no-filter"), python: "/nonexistent/python3" },
+  });
+  try {
+    for (const name of ["seccomp_probe", "read_text_file"]) {
+      const t = none.registry.list().find((x) => x.name === name)!;
+      assert.equal(t.status, "skipped", name);
+      assert.match(t.reason!, /second wall.*\/nonexistent\/python3.*"seccomp": "off" in servers\./);
+    }
+    const r = await none.registry.call("seccomp_probe", { cases: "[]" });
+    assert.equal(r.success, false);
+    assert.deepEqual(none.registry.hosted.states(), [], "no server was started");
+  } finally {
+    await none.registry.close();
   }
 });
 
