@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { sha256Hex } from "../guard/sha256.ts";
 import { BUILDER_SOURCE, libRules, runBuilder, SYSTEM_PYTHON } from "./builder.ts";
 import { checkedNames, filterProblems } from "./check_filter.ts";
@@ -70,18 +70,23 @@ let _first: JailFilter | undefined;
  * // f.files: [".../known.bpf", ".../refuse.bpf"], loaded by the launcher (core/guard/launcher.ts)
  * ```
  */
-export function jailFilter(
+export async function jailFilter(
   except: readonly string[],
   options: SecondWallOptions,
 ): Promise<JailFilter> {
   const granted = [...new Set(except)].sort();
   const unknown = granted.filter((n) => !refusedSyscalls().includes(n));
-  if (unknown.length) {
-    return Promise.reject(new TypeError(`no rule refuses ${unknown.join(", ")}`));
-  }
+  if (unknown.length) throw new TypeError(`no rule refuses ${unknown.join(", ")}`);
   const arch = options.arch ?? Deno.build.arch;
   const python = options.python ?? _envPython() ?? SYSTEM_PYTHON;
   const key = `${options.dir}\0${arch}\0${python}\0${granted.join(",")}`;
+  const known = _made.get(key);
+  if (known) {
+    // Made before in this process: used while its files are still the ones proven.
+    const f = await known.catch(() => undefined);
+    if (f && _holds(dirname(f.files[0]), f.files)) return f;
+    if (_made.get(key) === known) _made.delete(key);
+  }
   let p = _made.get(key);
   if (!p) {
     _made.set(key, p = _load(granted, options.dir, arch, python));
@@ -90,7 +95,7 @@ export function jailFilter(
       if (!granted.length) _first ??= f;
     }, () => _made.delete(key));
   }
-  return p;
+  return await p;
 }
 
 /**
@@ -152,7 +157,7 @@ async function _load(
 }
 
 /** The kept filter is exactly what was proven (its record's hashes). */
-function _holds(folder: string, files: string[]): boolean {
+function _holds(folder: string, files: readonly string[]): boolean {
   try {
     const r = JSON.parse(Deno.readTextFileSync(join(folder, "filter.json"))) as _Record;
     return r.v === _CHECK_VERSION &&
