@@ -87,7 +87,7 @@ Deno.test("jailed python: each refused class answers EPERM or ENOSYS; without th
   }
 });
 
-Deno.test("jailed bash: no nested namespace, no mount, and its python subprocess is refused alike", async () => {
+Deno.test("jailed bash: no capability, no nested namespace, no mount, and its python subprocess is refused alike", async () => {
   const { ws } = await tempLayout();
   await Deno.copyFile(PROBE, join(ws, "probe.py"));
   const { registry } = await system(ws, { read: ["."], write: ["."] });
@@ -95,10 +95,16 @@ Deno.test("jailed bash: no nested namespace, no mount, and its python subprocess
     const out = await run(
       registry,
       "RunBashCode",
-      `unshare -U true; echo "userns=$?"; unshare -m true; echo "mountns=$?"; ` +
+      `grep -E '^(CapEff|CapPrm|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status; ` +
+        `unshare -U true; echo "userns=$?"; unshare -m true; echo "mountns=$?"; ` +
         `mkdir -p m; mount -t tmpfs none m; echo "mount=$?"; ` +
         `python3 probe.py '${JSON.stringify(CASES)}'`,
     );
+    // Root of a user namespace of its own, holding no capability, no new privileges.
+    for (const cap of ["CapEff", "CapPrm", "CapBnd", "CapAmb"]) {
+      assert.match(out, new RegExp(`${cap}:\\s+0{16}\\n`), cap);
+    }
+    assert.match(out, /NoNewPrivs:\s+1/);
     assert.match(out, /userns=1/);
     assert.match(out, /mountns=1/);
     assert.match(out, /mount=(1|32)/);
