@@ -26,6 +26,8 @@ export function listCommand(values: CliValues, session: CliSession, color: boole
         source: t.source,
         isolation: t.isolation,
         jail: t.jail ?? null,
+        // The jail's second wall: { filter: "on" | "off", except: [...] } (core/seccomp/).
+        seccomp: t.seccomp ?? null,
         // Why it runs in a worker rather than the policy's process sandbox (the host's flags).
         fallback: t.fallback ?? null,
         grant: t.grant,
@@ -77,10 +79,11 @@ export function listCommand(values: CliValues, session: CliSession, color: boole
     color,
   ));
   const ns = registry.list().some((t) => t.jail === "bwrap");
+  const wall = registry.list().some((t) => t.seccomp?.filter === "on");
   out(colour(
-    `sandboxes: ${ns ? "namespace (bwrap), mounts = grant" : "no namespace"}; process limits: ${
-      _LIMITS[limitKind()]
-    }`,
+    `sandboxes: ${
+      ns ? `namespace (bwrap), mounts = grant${wall ? ", seccomp filter" : ""}` : "no namespace"
+    }; process limits: ${_LIMITS[limitKind()]}`,
     "dim",
     color,
   ));

@@ -1,7 +1,7 @@
 /**
  * The tool table of `corral list` and `corral demo`: a header, then one
  * tool per two lines (name, toolset, letters, isolation, status; then
- * source, grant and jail).
+ * source, grant and jail, with its syscall filter).
  *
  * @module
  */
@@ -59,11 +59,22 @@ export function toolRow(t: ToolInfo, color: boolean, width = 10, nameWidth = 22)
     t.fallback
       ? colour(`  jail: NONE (worker: ${terminalSafe(t.fallback)})`, "yellow", color)
       : t.jail === "bwrap"
-      ? colour("  jail: bwrap (namespace = grant)", "dim", color)
+      ? colour(
+        `  jail: bwrap (namespace = grant)${_wall(t)}`,
+        t.seccomp?.filter === "off" ? "yellow" : "dim",
+        color,
+      )
       : t.jail === "none" && holdsFilesOrCommands(t.grant)
       ? colour("  jail: NONE (no namespace: opted out)", "yellow", color)
       : ""
   }`;
+}
+
+/** The jail's second wall: the syscall filter, its exceptions, or the opt-out. */
+function _wall(t: ToolInfo): string {
+  if (t.seccomp?.filter === "off") return ', NO seccomp filter (opted out: "seccomp": "off")';
+  const except = t.seccomp?.except.length ? ` except ${t.seccomp.except.join(", ")}` : "";
+  return t.seccomp ? ` + seccomp filter${except}` : "";
 }
 
 function _relSource(source: string): string {

@@ -71,6 +71,8 @@ export interface AuditRecord extends AuditWho {
   isolation: string;
   /** `bwrap` or `none` for tools that start processes. */
   jail?: string;
+  /** The jail's syscall filter: `on`, `on, except unshare, clone` (granted by name), or `off`. */
+  seccomp?: string;
   /** SHA-256 (hex) of the arguments as canonical JSON (sorted keys). */
   args_sha256: string;
   /** Size of the arguments as canonical JSON, in UTF-8 bytes. */

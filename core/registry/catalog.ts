@@ -11,12 +11,9 @@ import { closestNames } from "../config/closest.ts";
 import type { SandboxPolicy } from "../config/policy.ts";
 import type { JailStatus } from "../guard/jail.ts";
 import { hideHostPaths, scrubText } from "../guard/redact.ts";
-import {
-  ceilingGrant,
-  effectiveGrant,
-  holdsFilesOrCommands,
-  type HostPrivileges,
-} from "../sandbox/grant.ts";
+import type { SecondWall } from "../seccomp/mod.ts";
+import { ceilingGrant, effectiveGrant, type HostPrivileges } from "../sandbox/grant.ts";
+import { confine, type Confinement } from "./confine.ts";
 import type { Pins } from "../sandbox/module_graph.ts";
 import type { ModuleMeta, ToolMeta } from "../sandbox/protocol.ts";
 import type { Reporter } from "../tool/reporter.ts";
@@ -86,6 +83,11 @@ export interface ToolInfo {
    * a process sandbox holding no files or commands on a machine without bwrap).
    */
   jail?: JailStatus;
+  /**
+   * In the namespace, its second wall: the syscall filter (`on`, with the
+   * refused syscalls its policy grants in `except`) or the opt-out (`off`).
+   */
+  seccomp?: { filter: "on" | "off"; except: string[] };
 }
 
 /** A module (or whole toolset) that failed to load. */
@@ -112,6 +114,8 @@ export interface CatalogOptions {
   bwrap: string | undefined;
   /** Why there is no working bwrap, for messages. */
   bwrapMissing?: string;
+  /** The syscall filters of the jail's second wall (core/seccomp/wall.ts). */
+  wall?: SecondWall;
   /** Built-in tool names (→ toolset), reserved even when that toolset is not loaded. */
   reserved?: Map<string, string>;
   /** Keep load problems in `problems` without printing each (the CLI prints one summary). */
@@ -168,37 +172,12 @@ export class Catalog {
   }
 
   /**
-   * Whether a sandbox of `source` holding `grant` runs in the namespace
-   * (`bwrap`) or not (`none`), and why it cannot run at all (`missing`):
-   * a process sandbox that holds files or commands needs the namespace,
-   * unless the operator opted out (`"jail": "off"`, or `"isolation":
-   * "worker"`, which trusts the toolset).
+   * Whether a sandbox of `source` holding `grant` runs in the jail (`bwrap`,
+   * with its second wall) or not (`none`), and why it cannot run at all
+   * (`missing`): ./confine.ts.
    */
-  confine(source: ToolsetSource, grant: Grant): { status: JailStatus; missing?: string } {
-    const p = source.policy;
-    // A worker forced by the host's flags (./host_fallback.ts) holds files only for corral's
-    // own read-only tools, which check every path they open; nothing there writes or runs.
-    if (
-      p.fallback && holdsFilesOrCommands(grant) &&
-      (source.kind !== "builtin" || grant.write.length || grant.run.length)
-    ) {
-      return {
-        status: "none",
-        missing: `needs the sandbox namespace, but ${p.fallback}: start corral with ` +
-          `--allow-run (and --allow-write for corral's caches) for its process sandbox`,
-      };
-    }
-    if (p.isolation === "worker" || p.jail === "off") return { status: "none" };
-    if (this.#options.bwrap) return { status: "bwrap" };
-    if (!holdsFilesOrCommands(grant)) return { status: "none" };
-    return {
-      status: "none",
-      missing:
-        `needs the sandbox namespace, but ${
-          this.#options.bwrapMissing ?? "no working bwrap was found"
-        }: install bubblewrap (apt-get install bubblewrap), or opt out explicitly with ` +
-        `"jail": "off" in ${p.where} of ${p.file ?? "permissions.json"}`,
-    };
+  confine(source: ToolsetSource, grant: Grant): Confinement {
+    return confine(source, grant, this.#options);
   }
 
   /** Whether a toolset with this id is registered. */
@@ -375,6 +354,9 @@ export class Catalog {
       ...(source.policy.fallback ? { fallback: source.policy.fallback } : {}),
       // Without the namespace it needs, the tool runs nowhere: no jail to show (not an opt-out).
       ...(jail.missing ? {} : { jail: jail.status }),
+      ...(jail.wall && jail.wall.state !== "missing"
+        ? { seccomp: { filter: jail.wall.state, except: [...source.policy.allow_syscalls ?? []] } }
+        : {}),
       confirm: t.confirm,
       ...(t.confirmWhen ? { confirmWhen: t.confirmWhen } : {}),
       inputSchema: t.inputSchema,

@@ -9,6 +9,7 @@ import type { ServerEntry } from "../config/server_config.ts";
 import type { TrustedPath } from "../config/trust_base.ts";
 import type { HostPrivileges } from "../sandbox/grant.ts";
 import type { Reporter } from "../tool/reporter.ts";
+import type { SecondWallOptions } from "../seccomp/mod.ts";
 import type { ToolsetSource } from "./catalog.ts";
 import type { NotLoaded } from "./not_loaded.ts";
 import type { SandboxPoolLimits } from "./sandbox_pool.ts";
@@ -55,6 +56,11 @@ export interface RegistryOptions {
   auditLimits?: AuditLogOptions;
   /** The bwrap binary of the sandbox namespace; `null`: none (tests). Default: detected. */
   bwrap?: string | null;
+  /**
+   * Where the jail's syscall filters are kept and which Python compiles them
+   * (default: `seccomp` beside corral's code store, `/usr/bin/python3`).
+   */
+  seccomp?: Partial<SecondWallOptions>;
   /**
    * More paths of the trust base (core/config/trust_base.ts): the config
    * file, plugin directories. The policy file, the cache, the audit log and
