@@ -241,7 +241,7 @@ export class EgressProxy {
       const text = inject ? tail + _latin1(part) : "";
       const leak = inject?.foreign(text, t.host, true);
       if (leak) return cut(inject!.refusal(leak, t.host, t.port, true));
-      tail = text.slice(-keep);
+      tail = keep ? text.slice(-keep) : "";
       if (part.length) await writeAll(server, part);
       record.bytesOut += part.length;
       return !body?.done;

@@ -209,7 +209,7 @@ function _lines(
 }
 
 /** How many CR and LF bytes `bytes` starts with. */
-export function _leadingEmpty(bytes: Uint8Array): number {
+function _leadingEmpty(bytes: Uint8Array): number {
   let i = 0;
   while (i < bytes.length && (bytes[i] === 13 || bytes[i] === 10)) i++;
   return i;
