@@ -11,7 +11,7 @@
  * @module
  */
 import { dirname, join } from "node:path";
-import { sha256Hex } from "../guard/sha256.ts";
+import { sha256Hex } from "../guard/sha256_hex.ts";
 import { BUILDER_SOURCE, libRules, runBuilder, SYSTEM_PYTHON } from "./builder.ts";
 import { checkedNames, filterProblems } from "./check_filter.ts";
 import { refusedSyscalls, SECCOMP_RULES, USERNS_SYSCALLS } from "./rules.ts";
