@@ -25,14 +25,19 @@ import { hostFallback } from "./host_fallback.ts";
 import type { ModuleMeta } from "../sandbox/protocol.ts";
 import type { Sandbox } from "../sandbox/sandbox.ts";
 import { sandboxEntryFiles } from "../sandbox/sandbox_files.ts";
-import { ConfigError } from "../tool/errors.ts";
 import { Reporter } from "../tool/reporter.ts";
 import type { ToolResult } from "../tool/result.ts";
 import type { SchemaFormat } from "../tool/schema.ts";
-import { builtinSource, builtinToolsets, reservedToolNames } from "./builtin_toolsets.ts";
+import {
+  builtinSource,
+  builtinToolsets,
+  reservedToolNames,
+  startingBuiltins,
+} from "./builtin_toolsets.ts";
 import { CallRunner, type RegistryCallOptions } from "./call_runner.ts";
 import { Catalog, type LoadProblem, type ToolInfo, type ToolsetSource } from "./catalog.ts";
 import { Discovery } from "./discovery.ts";
+import { progressLine } from "./discovery_progress.ts";
 import { defaultCacheDir } from "./discovery_cache.ts";
 import { pluginRoots } from "./grant_paths.ts";
 import { checkSourceTrust, sandboxNamespace } from "./sandbox_namespace.ts";
@@ -136,6 +141,7 @@ export class Registry {
       // Top-level code of a plugin runs at discovery: its connections are audited too.
       onConnection: (id, r) => this.#runner.auditConnection(id, r),
       onChanges: (id, report) => this.#runner.auditChanges(id, report),
+      ...(options.discoveryProgress ? { progress: () => progressLine() } : {}),
     });
     const audit = auditPath ? new AuditLog(auditPath, options.auditLimits) : undefined;
     this.hosted = new HostedServers(options.servers ?? [], {
@@ -221,34 +227,13 @@ export class Registry {
     // A host whose flags forbid process sandboxes runs its toolsets in workers (host_fallback.ts).
     const fallback = processSandboxMissing();
     const plugins = (options.sources ?? []).map((s) => hostFallback(s, fallback));
-    if (!options.noBuiltins) {
-      const declared = await builtinToolsets();
-      const known = Object.keys(declared).join(", ");
-      for (const name of options.toolsets ?? []) {
-        if (!(name in declared)) {
-          throw new ConfigError(`Unknown toolset "${name}" (built-in toolsets: ${known})`);
-        }
-      }
-      const names = Object.keys(declared).filter((n) =>
-        declared[n].autoload || (options.toolsets ?? []).includes(n)
-      );
-      // A typo in the policy would silently grant nothing: say so.
-      for (const name of policy.toolsetNames()) {
-        if (!(name in declared)) {
-          catalog.warn(
-            `Warning: ${policy.origin(`toolsets.${name}`)}: toolsets.${name}: no built-in ` +
-              `toolset has that name ` +
-              `(built-in toolsets: ${known}; plugins go under "plugins")`,
-          );
-        }
-      }
-      const builtins = (await Promise.all(names.map((name) => builtinSource(name, policy))))
+    const builtins = options.noBuiltins
+      ? []
+      : (await startingBuiltins(policy, options.toolsets ?? [], (w) => catalog.warn(w)))
         .map((b) => hostFallback(b, fallback));
-      for (const b of builtins) this.#checkTrust(b, plugins);
-      await this.#loadSources(builtins); // at once: registration keeps their order
-    }
-    for (const p of plugins) this.#checkTrust(p, plugins);
-    await this.#loadSources(plugins);
+    for (const s of [...builtins, ...plugins]) this.#checkTrust(s, plugins);
+    // At once, built-ins and plugins: registration keeps their order.
+    await this.#loadSources([...builtins, ...plugins]);
     this.#reserved = options.reserved!;
     for (const e of options.servers ?? []) this.#loadServer(e.name, bwrap);
     await this.#discovery.save();
@@ -266,9 +251,10 @@ export class Registry {
     return this.#discovery.imports;
   }
 
-  /** How many discovery sandboxes were started (alike plugins share one), for tests. */
-  get discoverySandboxes(): number {
-    return this.#discovery.sandboxes;
+  /** Discovery's work so far, counted (./discovery.ts): for tests, never timed. */
+  get discoveryStats(): { imports: number; sandboxes: number; hashed: number; infoRuns: number } {
+    const d = this.#discovery;
+    return { imports: d.imports, sandboxes: d.sandboxes, hashed: d.hashed, infoRuns: d.infoRuns };
   }
 
   /** Add an on-demand built-in toolset at run time (e.g. `"net"`). */

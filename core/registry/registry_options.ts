@@ -64,6 +64,8 @@ export interface RegistryOptions {
   reserved?: Map<string, string>;
   /** Do not print each load problem (they stay in `problems`). */
   quietProblems?: boolean;
+  /** A progress line on stderr, when it is a terminal, for a discovery that takes long. */
+  discoveryProgress?: boolean;
   /** Hosted MCP servers (corral.json `servers`), registered after the plugins. */
   servers?: ServerEntry[];
   /** Call sandboxes alive at once (every principal's) and how long an unused one is kept. */

@@ -81,9 +81,9 @@ export class Sandbox {
     return this.#transport !== undefined;
   }
 
-  /** Import modules and describe their tools. */
-  async load(modules: string[], env: SandboxEnv, timeoutMs: number): Promise<ModuleMeta[]> {
-    return (await this.#loads([{ modules, env, timeoutMs }]))[0];
+  /** Import each request's modules (in this realm, with its environment); describe their tools. */
+  load(requests: LoadRequest[]): Promise<ModuleMeta[][]> {
+    return this.#loads(requests);
   }
 
   /**
@@ -283,7 +283,7 @@ export class Sandbox {
     if (this.#transport) return undefined;
     // The copies are gone (a cleared cache): make them again from files that match their pins.
     if (pinnedGone(this.#pinned)) await this.prepare(true);
-    return this.#refused ?? await pinsRefusal(this.options.pins);
+    return this.#refused ?? (this.options.discovery ? undefined : pinsRefusal(this.options.pins));
   }
 
   #fail(tool: string, reason: string, why = "cancelled"): SandboxMessage {

@@ -1,0 +1,125 @@
+// Discovery's work is proportional to the plugins (issue 41): counted, never timed. N and 2N
+// plugins of two tools each, importing one shared local helper, are discovered cold; then
+// one file changes. The counts are Registry.discoveryStats: modules imported in a sandbox,
+// files read and hashed, discovery sandboxes started, runs of `deno info`.
+import assert from "node:assert/strict";
+import { parsePolicy } from "../core/config/policy.ts";
+import { Registry } from "../core/registry/registry.ts";
+import { Reporter } from "../core/tool/reporter.ts";
+import { tempLayout } from "./_helpers.ts";
+
+const HELPER = `export function echo(text: string) {\n  return { success: true, text };\n}\n`;
+
+function _plugin(id: string): string {
+  const tool = (name: string) =>
+    `  {\n    name: "${name}",\n    description: "${name} of plugin ${id}",\n` +
+    `    input_schema: z.object({ text: z.string() }),\n` +
+    `    function: ({ text }: { text: string }) => echo(text),\n  },\n`;
+  return `import { z } from "zod";\nimport { echo } from "./_helper.ts";\n` +
+    `export const TOOL_CONFIGS = [\n${tool(`Alpha${id}`)}${tool(`Beta${id}`)}];\n`;
+}
+
+/** Files older than the racy window, so that size and mtime are trusted next time. */
+async function _age(file: string, secondsAgo = 60): Promise<void> {
+  const t = new Date(Date.now() - secondsAgo * 1000);
+  await Deno.utime(file, t, t);
+}
+
+async function _plugins(dir: string, n: number): Promise<string[]> {
+  await Deno.mkdir(dir, { recursive: true });
+  await Deno.writeTextFile(`${dir}/_helper.ts`, HELPER);
+  await _age(`${dir}/_helper.ts`);
+  const files: string[] = [];
+  for (let i = 1; i <= n; i++) {
+    const file = `${dir}/p_${String(i).padStart(3, "0")}.ts`;
+    await Deno.writeTextFile(file, _plugin(String(i)));
+    await _age(file);
+    files.push(file);
+  }
+  return files;
+}
+
+async function _discover(base: string, files: string[], cacheDir: string) {
+  const policy = parsePolicy(
+    JSON.stringify({ plugins: { default: { isolation: "process" } } }),
+    "test-permissions.json",
+    base,
+  );
+  const registry = await Registry.create({
+    workspace: `${base}/ws`,
+    policy,
+    noBuiltins: true,
+    cacheDir,
+    reporter: new Reporter({ quiet: true }),
+    sources: files.map((f) => {
+      const name = f.split("/").pop()!.replace(/\.ts$/, "");
+      return {
+        id: `plugin:${name}`,
+        kind: "plugin" as const,
+        modules: [f],
+        policy: policy.plugin(name),
+      };
+    }),
+  });
+  try {
+    const loaded = registry.loaded().length;
+    return { ...registry.discoveryStats, loaded, problems: registry.problems };
+  } finally {
+    await registry.close();
+  }
+}
+
+Deno.test("discovery's work for 2N plugins is at most twice its work for N: imports, hashes, sandboxes", async () => {
+  const { base } = await tempLayout();
+  const n = 8;
+  const small = await _plugins(`${base}/small`, n);
+  const large = await _plugins(`${base}/large`, 2 * n);
+  const one = await _discover(base, small, `${base}/cache_small`);
+  const two = await _discover(base, large, `${base}/cache_large`);
+  // Control: every plugin loaded, both tools of each; nothing came from a cache.
+  assert.deepEqual(one.problems, []);
+  assert.deepEqual(two.problems, []);
+  assert.equal(one.loaded, 2 * n);
+  assert.equal(two.loaded, 4 * n);
+  assert.equal(one.imports, n);
+  assert.equal(two.imports, 2 * n);
+  // Each file read and hashed once: every plugin, and the helper they share once.
+  assert.equal(one.hashed, n + 1);
+  assert.equal(two.hashed, 2 * n + 1);
+  // Plugins share processes, planned from their count: fewer sandboxes than plugins, and
+  // twice the plugins start at most twice the sandboxes.
+  assert.ok(one.sandboxes >= 1 && one.sandboxes < n, `N: ${one.sandboxes} sandboxes`);
+  assert.ok(two.sandboxes <= 2 * one.sandboxes, `2N: ${two.sandboxes} against ${one.sandboxes}`);
+  // One `deno info` finds the npm packages of all of a discovery's sandboxes (none without
+  // the namespace, where no lean cache is made).
+  assert.ok(one.infoRuns <= 1 && two.infoRuns <= 1, `${one.infoRuns}, ${two.infoRuns}`);
+});
+
+Deno.test("the discovery cache is invalidated per file: one changed file is the only one read again", async () => {
+  const { base } = await tempLayout();
+  const dir = `${base}/plugins`;
+  const files = await _plugins(dir, 6);
+  const cache = `${base}/cache`;
+  const cold = await _discover(base, files, cache);
+  assert.equal(cold.imports, 6);
+  // Warm: nothing read, hashed, imported or started.
+  const warm = await _discover(base, files, cache);
+  assert.deepEqual([warm.imports, warm.hashed, warm.sandboxes], [0, 0, 0]);
+  assert.equal(warm.loaded, 12);
+
+  // One plugin changes: that file alone is read and hashed, that module alone imported.
+  await Deno.writeTextFile(files[2], _plugin("3").replace("Alpha3", "Gamma3"));
+  await _age(files[2], 30);
+  const edited = await _discover(base, files, cache);
+  assert.deepEqual([edited.imports, edited.hashed, edited.sandboxes], [1, 1, 1]);
+  assert.equal(edited.loaded, 12);
+
+  // The shared helper changes: every plugin importing it is imported again, yet the helper is
+  // the only file read and hashed (the others' hashes and imports are remembered per file).
+  await Deno.writeTextFile(`${dir}/_helper.ts`, HELPER.replace("success: true", "success: !!1"));
+  await _age(`${dir}/_helper.ts`, 20);
+  const helper = await _discover(base, files, cache);
+  assert.equal(helper.imports, 6);
+  assert.equal(helper.hashed, 1);
+  assert.equal(helper.loaded, 12);
+});
