@@ -59,6 +59,8 @@ export interface DiscoveryOptions {
   onChanges?: (toolset: string, report: ChangeReport) => void;
   /** A progress line for a discovery that takes long (./discovery_progress.ts); default none. */
   progress?: () => Progress;
+  /** The cache, when already opened (else opened from `cacheDir`). */
+  cache?: DiscoveryCache;
 }
 
 /** A source whose modules are not all in the cache: what it is to import, and where. */
@@ -95,7 +97,7 @@ export class Discovery {
 
   constructor(options: DiscoveryOptions) {
     this.#options = options;
-    this.#cache = new DiscoveryCache(options.cacheDir, options.reporter);
+    this.#cache = options.cache ?? new DiscoveryCache(options.cacheDir, options.reporter);
   }
 
   /** How many files were read and hashed (not served by size and mtime), for tests. */

@@ -112,6 +112,15 @@ export class DiscoveryCache {
     return { key: this.#key(module, fingerprint, pins), pins };
   }
 
+  /**
+   * The local files `file` imports, as remembered while its size and mtime
+   * are unchanged (core/plugins/plugin_files.ts checks a plugin's graph
+   * without reading it); else undefined.
+   */
+  knownImports(file: string): readonly string[] | undefined {
+    return this.#load().files.importsOf(file);
+  }
+
   /** The bytes of `file` as this discovery read and hashed them, if it did. */
   bytes(file: string): Promise<{ bytes: Uint8Array; hash: string } | undefined> {
     return this.#load().files.bytes(file);
@@ -142,12 +151,16 @@ export class DiscoveryCache {
 
   #known: Record<string, FileEntry> = {};
 
-  /** A module's key: its pins (each file's hash) with the fingerprint's digest. */
+  /**
+   * A module's key: the fingerprint's digest, the module and its pins (each
+   * file's SHA-256) themselves. No hash of it: a start with many plugins
+   * finds each one's report without hashing anything.
+   */
   #key(module: string, fingerprint: string, pins: Pins): string {
     let digest = this.#digests.get(fingerprint);
     if (!digest) this.#digests.set(fingerprint, digest = sha256Hex(fingerprint));
     const files = Object.entries(pins).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
-    return sha256Hex(JSON.stringify([digest, module, files]));
+    return JSON.stringify([digest, module, files]);
   }
 
   /** Read once, at the first use (one file: sync avoids a thread-pool trip). */

@@ -96,6 +96,11 @@ export class FileIndex {
     return pins;
   }
 
+  /** The local files `file` imports when it is unchanged since remembered (one `stat`), else undefined. */
+  importsOf(file: string): readonly string[] | undefined {
+    return this.#current(file)?.[3];
+  }
+
   /** The bytes of `file` as read in this discovery with their SHA-256, if it was read. */
   async bytes(file: string): Promise<{ bytes: Uint8Array; hash: string } | undefined> {
     const read = await this.#read.get(file);

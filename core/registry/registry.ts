@@ -142,6 +142,7 @@ export class Registry {
       onConnection: (id, r) => this.#runner.auditConnection(id, r),
       onChanges: (id, report) => this.#runner.auditChanges(id, report),
       ...(options.discoveryProgress ? { progress: () => progressLine() } : {}),
+      ...(options.discoveryCache ? { cache: options.discoveryCache } : {}),
     });
     const audit = auditPath ? new AuditLog(auditPath, options.auditLimits) : undefined;
     this.hosted = new HostedServers(options.servers ?? [], {
@@ -174,7 +175,7 @@ export class Registry {
   #loadServer(name: string, bwrap: string | undefined): void {
     const entry = this.hosted.entry(name)!;
     const source = serverSource(entry, this.policy.server(name));
-    this.#checkTrust(source, this.#catalog.sources());
+    this.#checkTrust([source], this.#catalog.sources());
     const metas = serverMetas(this.#catalog, this.hosted, source, entry, bwrap, this.#reserved);
     this.#register(source, metas);
     this.onToolsChanged?.();
@@ -183,8 +184,10 @@ export class Registry {
   #reserved = new Map<string, string>();
 
   /** Refuse a source whose write grant overlaps the trust base (./sandbox_namespace.ts). */
-  #checkTrust(source: ToolsetSource, sources: ToolsetSource[]): void {
-    checkSourceTrust(source, [...this.trusted, ...pluginRoots(sources)], this.host, this.#catalog);
+  #checkTrust(sources: ToolsetSource[], all: ToolsetSource[]): void {
+    // The trust base once for all of them: a start with many plugins stays linear.
+    const trusted = [...this.trusted, ...pluginRoots(all)];
+    for (const s of sources) checkSourceTrust(s, trusted, this.host, this.#catalog);
   }
 
   /** Build the catalog: autoloaded built-ins, requested toolsets, then other sources. */
@@ -231,7 +234,7 @@ export class Registry {
       ? []
       : (await startingBuiltins(policy, options.toolsets ?? [], (w) => catalog.warn(w)))
         .map((b) => hostFallback(b, fallback));
-    for (const s of [...builtins, ...plugins]) this.#checkTrust(s, plugins);
+    this.#checkTrust([...builtins, ...plugins], plugins);
     // At once, built-ins and plugins: registration keeps their order.
     await this.#loadSources([...builtins, ...plugins]);
     this.#reserved = options.reserved!;
@@ -267,7 +270,7 @@ export class Registry {
     }
     if (this.#catalog.has(name)) return this.list().filter((t) => t.toolset === name);
     const source = hostFallback(await builtinSource(name, this.policy), processSandboxMissing());
-    this.#checkTrust(source, this.#catalog.sources());
+    this.#checkTrust([source], this.#catalog.sources());
     await this.#loadSource(source);
     await this.#discovery.save();
     return this.list().filter((t) => t.toolset === name);
@@ -276,7 +279,7 @@ export class Registry {
   /** Add a toolset source (plugin or package) at run time. */
   async addSource(source: ToolsetSource): Promise<ToolInfo[]> {
     source = hostFallback(source, processSandboxMissing());
-    this.#checkTrust(source, [...this.#catalog.sources(), source]);
+    this.#checkTrust([source], [...this.#catalog.sources(), source]);
     await this.#loadSource(source);
     await this.#discovery.save();
     return this.list().filter((t) => t.toolset === source.id);
@@ -297,7 +300,7 @@ export class Registry {
   ): Promise<void> {
     sources = sources.map((s) => hostFallback(s, processSandboxMissing()));
     const kept = this.#catalog.sources().filter((s) => !remove.includes(s.id));
-    for (const source of sources) this.#checkTrust(source, [...kept, ...sources]);
+    this.#checkTrust(sources, [...kept, ...sources]);
     for (const source of sources) {
       for (const v of secretValues(source.config)) this.#secrets.add(v);
     }

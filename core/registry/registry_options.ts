@@ -9,6 +9,7 @@ import type { ServerEntry } from "../config/server_config.ts";
 import type { TrustedPath } from "../config/trust_base.ts";
 import type { HostPrivileges } from "../sandbox/grant.ts";
 import type { Reporter } from "../tool/reporter.ts";
+import type { DiscoveryCache } from "./discovery_cache.ts";
 import type { ToolsetSource } from "./catalog.ts";
 import type { SandboxPoolLimits } from "./sandbox_pool.ts";
 
@@ -66,6 +67,8 @@ export interface RegistryOptions {
   quietProblems?: boolean;
   /** A progress line on stderr, when it is a terminal, for a discovery that takes long. */
   discoveryProgress?: boolean;
+  /** The discovery cache, when the caller already opened it (else opened from `cacheDir`). */
+  discoveryCache?: DiscoveryCache;
   /** Hosted MCP servers (corral.json `servers`), registered after the plugins. */
   servers?: ServerEntry[];
   /** Call sandboxes alive at once (every principal's) and how long an unused one is kept. */
