@@ -123,3 +123,34 @@ Deno.test("the discovery cache is invalidated per file: one changed file is the 
   assert.equal(helper.hashed, 1);
   assert.equal(helper.loaded, 12);
 });
+
+Deno.test("an unchanged plugin checked from remembered imports is still refused when a folder it imports becomes a symlink out", async () => {
+  const { base, outside } = await tempLayout();
+  const dir = `${base}/plugins`;
+  await Deno.mkdir(`${dir}/lib`, { recursive: true });
+  await Deno.writeTextFile(`${dir}/lib/util.ts`, HELPER);
+  // The same size and mtime outside: a check by size and mtime alone would take it for the file.
+  await Deno.writeTextFile(`${outside}/util.ts`, HELPER);
+  const plugin = `${dir}/p_lib.ts`;
+  await Deno.writeTextFile(plugin, _plugin("L").replace("./_helper.ts", "./lib/util.ts"));
+  const then = new Date("2026-01-01T00:00:00Z");
+  for (const f of [plugin, `${dir}/lib/util.ts`, `${outside}/util.ts`]) {
+    await Deno.utime(f, then, then);
+  }
+  const cache = `${base}/cache`;
+  const first = await _discover(base, [plugin], cache);
+  assert.equal(first.loaded, 2, JSON.stringify(first.problems));
+  const { DiscoveryCache } = await import("../core/registry/discovery_cache.ts");
+  const { graphEscape } = await import("../core/plugins/plugin_files.ts");
+  const known = new DiscoveryCache(cache, new Reporter({ quiet: true }));
+  // Control: the plugin's graph is known without reading it, and stays inside its folder.
+  assert.deepEqual(known.knownImports(plugin), [`${dir}/lib/util.ts`]);
+  assert.equal(await graphEscape(plugin, dir, undefined, (f) => known.knownImports(f)), undefined);
+  // The folder it imports from is swapped for a symlink out; the plugin file is unchanged.
+  await Deno.remove(`${dir}/lib`, { recursive: true });
+  await Deno.symlink(outside, `${dir}/lib`);
+  const swapped = new DiscoveryCache(cache, new Reporter({ quiet: true }));
+  assert.deepEqual(swapped.knownImports(`${dir}/lib/util.ts`), [], "served from memory");
+  const escape = await graphEscape(plugin, dir, undefined, (f) => swapped.knownImports(f));
+  assert.match(escape ?? "", /outside the plugin directory/);
+});

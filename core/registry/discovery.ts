@@ -93,7 +93,7 @@ export class Discovery {
   #slotsFree = _SANDBOX_SLOTS;
   #slotWaiters: Array<() => void> = [];
   /** What each discovery's sandboxes import (one `deno info` for them all). */
-  #needs: DenoNeeds[] = [];
+  #allNeeds: DenoNeeds[] = [];
 
   constructor(options: DiscoveryOptions) {
     this.#options = options;
@@ -107,7 +107,7 @@ export class Discovery {
 
   /** How many times `deno info` ran to find what discovery sandboxes import, for tests. */
   get infoRuns(): number {
-    return this.#needs.reduce((n, d) => n + d.runs, 0);
+    return this.#allNeeds.reduce((n, d) => n + d.runs, 0);
   }
 
   /**
@@ -125,6 +125,10 @@ export class Discovery {
       this.cached(s, ceilings[i])
     );
     const todo = sources.map((_, i) => i).filter((i) => answers[i] === undefined);
+    // What their sandboxes import is found (one `deno info`) while their files are checked.
+    const needs = todo.length
+      ? await this.#needs(todo.map((i) => [sources[i], ceilings[i]]))
+      : undefined;
     if (todo.length) {
       const found = new Map<number, Map<string, ModuleMeta>>();
       const jobs = (await _mapLimit(todo, _CHECK_CONCURRENCY, async (i) => {
@@ -132,7 +136,7 @@ export class Discovery {
         found.set(i, hits);
         return job;
       })).filter((j): j is _Job => j !== undefined);
-      const done = this.#run(jobs);
+      const done = this.#run(jobs, needs!);
       for (const i of todo) {
         answers[i] = (done.get(i) ?? Promise.resolve(new Map<string, ModuleMeta>())).then(
           (metas) => {
@@ -165,6 +169,19 @@ export class Discovery {
     }
     source.pins = pins;
     return metas;
+  }
+
+  /**
+   * What the sandboxes of `sources` will import: one `deno info` over their
+   * modules and corral's entry points, started now when any of them runs in
+   * the namespace (only there is a lean Deno cache made).
+   */
+  async #needs(sources: Array<[ToolsetSource, Grant]>): Promise<DenoNeeds> {
+    const modules = sources.flatMap(([s]) => s.modules.filter((m) => m.startsWith("/")));
+    const needs = new DenoNeeds([...(await sandboxEntryFiles().catch(() => [])), ...modules]);
+    this.#allNeeds.push(needs);
+    if (sources.some(([s, c]) => this.#options.namespace?.(s, c))) needs.start();
+    return needs;
   }
 
   /** Write the discovery cache if it changed. */
@@ -212,12 +229,9 @@ export class Discovery {
    * Import what `jobs` miss: alike plugins in batches, the others alone, a
    * few sandboxes at once. Resolves each job's index to what its modules declare.
    */
-  #run(jobs: _Job[]): Map<number, Promise<Map<string, ModuleMeta>>> {
+  #run(jobs: _Job[], needs: DenoNeeds): Map<number, Promise<Map<string, ModuleMeta>>> {
     const out = new Map<number, Promise<Map<string, ModuleMeta>>>();
     if (!jobs.length) return out;
-    const needs = new DenoNeeds(jobs.flatMap((j) => Object.keys(j.item.source.pins ?? {})));
-    this.#needs.push(needs);
-    void sandboxEntryFiles().then((entry) => needs.add(entry), () => {});
     const share = { needs, bytes: (file: string) => this.#cache.bytes(file) };
     const progress = this.#options.progress?.();
     const total = jobs.reduce((n, j) => n + j.item.modules.length, 0);
@@ -251,7 +265,9 @@ export class Discovery {
         env: { ...j.item.env, grant: narrow(j.item.ceiling) },
       }));
       const run = [...new Set(group.flatMap((j) => j.item.ceiling.run))];
-      const answers = this.#alone(items, share, { ...narrow(items[0].ceiling), run });
+      // One process starts for them all: each import may take the longest of their limits.
+      const limit = Math.max(...group.map((j) => j.item.source.policy.discovery_timeout_ms));
+      const answers = this.#alone(items, share, { ...narrow(items[0].ceiling), run }, limit);
       group.forEach((job, k) => out.set(job.index, answers.then((a) => settle(job, a[k] ?? []))));
     }
     for (const group of groups.values()) {
@@ -300,6 +316,7 @@ export class Discovery {
     items: BatchItem[],
     share: SandboxOptions["discovery"],
     grant = items[0].ceiling,
+    timeoutMs?: number,
   ): Promise<ModuleMeta[][]> {
     const { source, onLog } = items[0];
     await this.#slot();
@@ -323,7 +340,7 @@ export class Discovery {
       return await sb.load(items.map((i) => ({
         modules: i.modules,
         env: i.env,
-        timeoutMs: i.source.policy.discovery_timeout_ms,
+        timeoutMs: timeoutMs ?? i.source.policy.discovery_timeout_ms,
       })));
     } finally {
       await sb.close();

@@ -42,30 +42,39 @@ interface _Graph {
 }
 
 /**
- * The npm packages module sets need, found by one `deno info` over every
- * file a discovery will import (a file it did not cover costs one more).
+ * The npm packages module sets need, found by one `deno info` over the
+ * modules a discovery will import, started as soon as they are known (a
+ * file that graph did not reach costs one more run).
  *
  * @example
  * ```ts ignore
- * const needs = new DenoNeeds(files);
- * const packages = await needs.packagesOf(["/p/a.ts"]); // lock key → host folder
+ * const needs = new DenoNeeds(modules);
+ * needs.start();
+ * const packages = await needs.packagesOf(["/p/a.ts"], denoDir); // lock key → host folder
  * ```
  */
 export class DenoNeeds {
   /** Runs of `deno info`, for tests. */
   runs = 0;
-  readonly #wanted = new Set<string>();
+  readonly #roots: string[];
+  readonly #asked = new Set<string>();
   #graphs: Array<Promise<_Graph>> = [];
-  readonly #covered = new Set<string>();
 
-  /** Files the discovery will ask about (one `deno info` covers them all). */
-  constructor(files: Iterable<string> = []) {
-    this.add(files);
+  /** `roots`: the modules the discovery will import (their graphs are followed). */
+  constructor(roots: Iterable<string> = []) {
+    this.#roots = [...new Set(roots)];
   }
 
-  /** More files the discovery will ask about, before its first question. */
-  add(files: Iterable<string>): void {
-    for (const f of files) this.#wanted.add(f);
+  /** Run `deno info` over the roots now (once), while the discovery does other work. */
+  start(): void {
+    if (this.#graphs.length || !this.#roots.length) return;
+    this.#run(this.#roots);
+  }
+
+  #run(roots: string[]): void {
+    for (const f of roots) this.#asked.add(f);
+    this.runs++;
+    this.#graphs.push(_graph(roots));
   }
 
   /**
@@ -75,16 +84,14 @@ export class DenoNeeds {
    * is not in that cache.
    */
   async packagesOf(files: string[], shared: string): Promise<Map<string, string> | undefined> {
-    const missing = files.filter((f) => !this.#covered.has(f));
+    this.start();
+    let graphs = await Promise.all(this.#graphs);
+    const reached = (f: string) => graphs.some((g) => g.kinds.has(pathToFileURL(f).href));
+    const missing = files.filter((f) => !this.#asked.has(f) && !reached(f));
     if (missing.length) {
-      const roots = [...new Set([...missing, ...this.#wanted])].filter((f) =>
-        !this.#covered.has(f)
-      );
-      for (const f of roots) this.#covered.add(f);
-      this.runs++;
-      this.#graphs.push(_graph(roots));
+      this.#run(missing);
+      graphs = await Promise.all(this.#graphs);
     }
-    const graphs = await Promise.all(this.#graphs);
     const keys = new Set<string>();
     const seen = new Set<string>();
     const queue = files.map((f) => pathToFileURL(f).href);

@@ -21,19 +21,16 @@ import { startWorker } from "./worker_transport.ts";
 import { resultOf, settleAfter } from "./settled_result.ts";
 import { LastChanges } from "./last_changes.ts";
 import { insideEnv } from "./sandbox_env.ts";
-import { DeadlineTimer } from "./deadline_timer.ts";
+import { type Deadline, DeadlineTimer } from "./deadline_timer.ts";
 
 type _Load = Extract<HostMessage, { type: "load" }>;
 
-interface _Pending {
+interface _Pending extends Deadline {
   tool: string;
   resolve: (msg: SandboxMessage) => void;
   onReport?: CallOptions["onReport"];
   onLog?: CallOptions["onLog"];
   onAsk?: CallOptions["onAsk"];
-  /** `performance.now()` after which the request times out. */
-  deadline?: number;
-  onTimeout?: () => void;
 }
 
 const _PING_GRACE_MS = 1000;
@@ -244,6 +241,7 @@ export class Sandbox {
         onLog: options.onLog,
         onAsk: options.onAsk,
         deadline: performance.now() + timeoutMs,
+        ...(tool === "(import)" && !this.#transport ? { afterStart: timeoutMs } : {}),
         onTimeout: () => {
           finish({
             type: "result",
@@ -336,7 +334,7 @@ export class Sandbox {
         // A process sandbox reports what it still holds; env, sys and ffi are never allowed.
         const kept = ["env", "sys", "ffi"].filter((k) => msg.held?.[k] === "granted");
         if (kept.length) this.#recycle(`still held ${kept.join(", ")} after dropping its grant`);
-        return;
+        return this.#timer.started(); // an import's limit runs from here, not from its spawn
       }
       case "log": {
         const p = msg.id !== undefined ? this.#pending.get(msg.id) : undefined;

@@ -16,6 +16,7 @@ import { changedPins, localModuleGraph, pinGraph, type Pins, sha256Hex } from ".
 import { type KnownBytes, type PinnedCode, pinnedCode } from "./pinned_code.ts";
 import { type DenoNeeds, leanDenoDir } from "./discovery_deno_dir.ts";
 import { selfHosted } from "./child_command.ts";
+import { sealedRuntimeReady } from "./sealed_runtime.ts";
 import { CHILD_ENTRY, type SandboxNamespace, WORKER_ENTRY } from "./transport.ts";
 
 let _entryGraph: Promise<string[]> | undefined;
@@ -101,6 +102,7 @@ export async function prepareSandboxFiles(o: {
   await probing;
   if (!o.process || !o.namespace) return { read, code: [], pinned };
   const runtime = await runtimeFiles();
+  await sealedRuntimeReady(); // its execute-only copy, being made ahead (./sealed_runtime.ts)
   const lean = await _leanFiles(o, pins, pinned, code, read, runtime);
   if (lean) return lean;
   // A compiled binary cannot run `deno info`/`deno install`: it keeps Deno's cache as it is.
