@@ -64,7 +64,8 @@ async function main(): Promise<number> {
   // A section that ran under load (bench/load_watch.ts) is run once more; if the machine is
   // still busy, its goals say UNRELIABLE instead of PASS or MISS. The smoke run never repeats.
   const repeats = smoke ? 0 : 1;
-  const attempt = async (name: string, heading: string, fn: () => Promise<string>) => {
+  // Each run of a section gets a folder of its own: a repeat starts as cold as the first run.
+  const attempt = async (name: string, heading: string, fn: (dir: string) => Promise<string>) => {
     if (!want(name)) {
       parts.push(`${heading}\n\nSkipped in this run (\`--only ${values.only}\`).`);
       return;
@@ -72,10 +73,12 @@ async function main(): Promise<number> {
     const mark = goals.length;
     for (let run = 0;; run++) {
       goals.splice(mark);
+      const dir = `${base}/section${name}_run${run}`;
+      await Deno.mkdir(dir, { recursive: true });
       const done = watchLoad();
       let part: string;
       try {
-        part = await fn();
+        part = await fn(dir);
       } catch (err) {
         log(`section ${name} failed: ${(err as Error).message}`);
         parts.push(`${heading}\n\nFailed in this run: ${(err as Error).message}`);
@@ -104,11 +107,11 @@ async function main(): Promise<number> {
   };
   try {
     await attempt("1", `${SECTIONS[1]}\n\n${SECTIONS[2]}`, () => sectionCalls(sizes));
-    await attempt("3", SECTIONS[3], () => sectionColdStart(sizes, base));
-    await attempt("4", SECTIONS[4], () => sectionDiscovery(sizes, base));
+    await attempt("3", SECTIONS[3], (dir) => sectionColdStart(sizes, dir));
+    await attempt("4", SECTIONS[4], (dir) => sectionDiscovery(sizes, dir));
     await attempt("5", SECTIONS[5], () => sectionMemory(sizes));
     await attempt("6", SECTIONS[6], () => sectionMcp(sizes));
-    await attempt("7", SECTIONS[7], () => sectionNamespace(sizes, base));
+    await attempt("7", SECTIONS[7], (dir) => sectionNamespace(sizes, dir));
     await attempt("8", SECTIONS[8], () => sectionHttp(sizes));
     await attempt("9", SECTIONS[10], () => sectionHosted(sizes));
     await attempt("10", SECTIONS[11], () => sectionSessions(sizes));

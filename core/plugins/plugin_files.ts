@@ -57,10 +57,13 @@ export async function confinement(
 ): Promise<string | undefined | "skip"> {
   const { module, path, root, link } = candidate;
   if (!root) return undefined;
-  try {
-    if (!(await Deno.stat(module)).isFile) return "skip";
-  } catch {
-    return "skip";
+  // A file the discovery cache knows unchanged was just found a file (one `stat`).
+  if (!known?.(module)) {
+    try {
+      if (!(await Deno.stat(module)).isFile) return "skip";
+    } catch {
+      return "skip";
+    }
   }
   return await graphEscape(module, root, link ? dirname(path) : undefined, known);
 }

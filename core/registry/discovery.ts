@@ -236,6 +236,7 @@ export class Discovery {
     const progress = this.#options.progress?.();
     const total = jobs.reduce((n, j) => n + j.item.modules.length, 0);
     let done = 0;
+    progress?.update(0, total);
     const settle = (job: _Job, metas: ModuleMeta[]) => {
       progress?.update(done += job.item.modules.length, total);
       const map = new Map<string, ModuleMeta>();

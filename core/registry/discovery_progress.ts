@@ -49,23 +49,26 @@ export function progressLine(options: ProgressOptions = {}): Progress {
   const terminal = options.terminal ?? _stderrIsTerminal();
   if (!terminal) return { update() {}, end() {} };
   const write = options.write ?? _stderr;
-  let done = 0, total = 0, shown = false, over = false;
+  let done = 0, total = 0, due = false, shown = false, over = false;
   const show = () => {
-    if (over || total === 0) return;
+    if (over || !due || total === 0) return;
     shown = true;
     write(`\r\x1b[2Kdiscovering tools: ${done} of ${total} modules`);
   };
   const afterMs = options.afterMs ?? 1000;
   let timer: ReturnType<typeof setTimeout> | undefined;
   if (afterMs > 0) {
-    const t = timer = setTimeout(show, afterMs);
+    const t = timer = setTimeout(() => {
+      due = true;
+      show();
+    }, afterMs);
     Deno.unrefTimer(t as unknown as number);
-  } else shown = true;
+  } else due = true;
   return {
     update(d, t) {
       done = d;
       total = t;
-      if (shown) show();
+      show();
     },
     end() {
       over = true;
