@@ -67,17 +67,32 @@ export interface PrivateCache {
  * // DENO_DIR=cache.denoDir deno run --cached-only --frozen --lock=cache.lock …
  * ```
  */
-export async function privateDenoCache(o: {
+export function privateDenoCache(o: _CacheSpec): Promise<PrivateCache> {
+  const final = join(o.dir, "cache");
+  const made = { denoDir: join(final, "deno"), lock: join(final, "deno.lock") };
+  if (pathExists(made.lock)) return Promise.resolve(made);
+  // Sandboxes of one set starting at once (sessions' first calls) wait for one making.
+  let making = _making.get(final);
+  if (!making) {
+    making = _make(o, final, made).finally(() => _making.delete(final));
+    _making.set(final, making);
+  }
+  return making;
+}
+
+/** What {@link privateDenoCache} makes a cache of. */
+interface _CacheSpec {
   dir: string;
   files: string[];
   specifiers: string[];
   shared: string;
   /** Hosts its remote modules come from (`--allow-import`). */
   imports?: string[];
-}): Promise<PrivateCache> {
-  const final = join(o.dir, "cache");
-  const made = { denoDir: join(final, "deno"), lock: join(final, "deno.lock") };
-  if (pathExists(made.lock)) return made;
+}
+
+const _making = new Map<string, Promise<PrivateCache>>();
+
+async function _make(o: _CacheSpec, final: string, made: PrivateCache): Promise<PrivateCache> {
   await Deno.mkdir(o.dir, { recursive: true, mode: 0o700 });
   const tmp = `${final}.${crypto.randomUUID()}.tmp`;
   const denoDir = join(tmp, "deno");
