@@ -117,10 +117,29 @@ export function watchLoad(): () => SectionLoad {
       own = (end.own - start!.own) / total;
       others = Math.max(0, (end.busy - start!.busy) / total - own);
     } catch { /* not measured */ }
-    const byGroup = Number.isFinite(others);
-    const loaded = byGroup ? others > OTHERS_LIMIT : before[0] / _CORES > LOADAVG_LIMIT_PER_CORE;
-    return { before, after, others, own, by: byGroup ? "cgroup" : "loadavg", loaded };
+    const by = Number.isFinite(others) ? "cgroup" : "loadavg";
+    return { before, after, others, own, by, loaded: underLoad(others, before[0], _CORES) };
   };
+}
+
+/**
+ * Whether a section ran under load: others' share of the CPUs over
+ * {@link OTHERS_LIMIT} where it was measured (NaN where not), else the
+ * 1-minute load average before it over {@link LOADAVG_LIMIT_PER_CORE} per core.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { underLoad } from "./load_watch.ts";
+ * assert.equal(underLoad(0.1, 9, 2), false); // the bench loaded the machine itself
+ * assert.equal(underLoad(0.4, 0, 2), true);
+ * assert.equal(underLoad(NaN, 0.8, 2), false);
+ * assert.equal(underLoad(NaN, 1.2, 2), true);
+ * ```
+ */
+export function underLoad(others: number, loadBefore: number, cores: number): boolean {
+  if (Number.isFinite(others)) return others > OTHERS_LIMIT;
+  return loadBefore / Math.max(1, cores) > LOADAVG_LIMIT_PER_CORE;
 }
 
 /**

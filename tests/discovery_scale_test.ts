@@ -39,16 +39,23 @@ async function _plugins(dir: string, n: number): Promise<string[]> {
   return files;
 }
 
-async function _discover(base: string, files: string[], cacheDir: string) {
+async function _discover(
+  base: string,
+  files: string[],
+  cacheDir: string,
+  { builtins = false, batch }: { builtins?: boolean; batch?: number } = {},
+) {
   const policy = parsePolicy(
-    JSON.stringify({ plugins: { default: { isolation: "process" } } }),
+    JSON.stringify({
+      plugins: { default: { isolation: "process", ...(batch ? { discovery_batch: batch } : {}) } },
+    }),
     "test-permissions.json",
     base,
   );
   const registry = await Registry.create({
     workspace: `${base}/ws`,
     policy,
-    noBuiltins: true,
+    noBuiltins: !builtins,
     cacheDir,
     reporter: new Reporter({ quiet: true }),
     sources: files.map((f) => {
@@ -63,7 +70,8 @@ async function _discover(base: string, files: string[], cacheDir: string) {
   });
   try {
     const loaded = registry.loaded().length;
-    return { ...registry.discoveryStats, loaded, problems: registry.problems };
+    const listed = registry.list().map((t) => `${t.toolset}/${t.name}: ${t.status}`);
+    return { ...registry.discoveryStats, loaded, listed, problems: registry.problems };
   } finally {
     await registry.close();
   }
@@ -153,4 +161,36 @@ Deno.test("an unchanged plugin checked from remembered imports is still refused 
   assert.deepEqual(swapped.knownImports(`${dir}/lib/util.ts`), [], "served from memory");
   const escape = await graphEscape(plugin, dir, undefined, (f) => swapped.knownImports(f));
   assert.match(escape ?? "", /outside the plugin directory/);
+});
+
+Deno.test("the policy's discovery_batch bounds the plugins a discovery process imports", async () => {
+  const { base } = await tempLayout();
+  const files = await _plugins(`${base}/plugins`, 5);
+  // Control: by default the five share one process.
+  const shared = await _discover(base, files, `${base}/cache_default`);
+  assert.deepEqual([shared.loaded, shared.imports, shared.sandboxes], [10, 5, 1]);
+  // At most two a process: three processes (2, 2, 1), every plugin still loaded.
+  const two = await _discover(base, files, `${base}/cache_two`, { batch: 2 });
+  assert.deepEqual(two.problems, []);
+  assert.deepEqual([two.loaded, two.imports, two.sandboxes], [10, 5, 3]);
+  // One a process: a sandbox each.
+  const one = await _discover(base, files, `${base}/cache_one`, { batch: 1 });
+  assert.deepEqual([one.loaded, one.imports, one.sandboxes], [10, 5, 5]);
+});
+
+Deno.test("corral's own toolsets are discovered in one sandbox, and listed from the cache without any", async () => {
+  const { base } = await tempLayout();
+  const cache = `${base}/cache`;
+  const cold = await _discover(base, [], cache, { builtins: true });
+  assert.deepEqual(cold.problems, []);
+  // Control: built-in modules were imported, their tools listed (skipped: this policy grants
+  // them nothing, which is decided after discovery).
+  assert.ok(cold.imports > 1, `${cold.imports} built-in modules imported`);
+  assert.ok(cold.listed.length >= cold.imports, cold.listed.join("; "));
+  assert.ok(cold.listed.some((t) => t.startsWith("files/WordCount: ")), cold.listed.join("; "));
+  assert.equal(cold.sandboxes, 1, "all of corral's own toolsets in one discovery sandbox");
+  // Warm: the cache says what they hold; nothing imported, hashed or started.
+  const warm = await _discover(base, [], cache, { builtins: true });
+  assert.deepEqual([warm.imports, warm.hashed, warm.sandboxes, warm.infoRuns], [0, 0, 0, 0]);
+  assert.deepEqual(warm.listed, cold.listed);
 });
