@@ -30,7 +30,10 @@ Deno.test({
       assert.match(report, new RegExp(`\\| 1a \\|.*${VERDICT}`));
       assert.match(report, new RegExp(`\\| 6a \\|.*${VERDICT}`));
       assert.match(report, new RegExp(`\\| 8a \\|.*${VERDICT}`));
-      // Section 7: fd binding against the same namespace bound by name, and a cold call now.
+      // Section 7: the syscall filter's cost (goal 7), fd binding against the same namespace
+      // bound by name, and a cold call now.
+      assert.match(report, new RegExp(`\\| 7 \\|.*${VERDICT}`));
+      assert.match(report, /\| measurement \| with the filter \| without it \| with ÷ without \|/);
       assert.match(report, /\| by name \(before\) \| [\d.]+ [µm]?s \|/);
       assert.match(report, /\| `corral call ListFiles` \| [\d.]+ [µm]?s \|/);
       // Section 9: a database query through the egress proxy, against the same server with jail off.

@@ -16,9 +16,10 @@
  */
 import { findBwrap } from "../guard/jail.ts";
 import { launcherScript } from "../guard/launcher.ts";
-import { NAMESPACE_HOME, namespaceBase } from "../guard/namespace.ts";
+import { NAMESPACE_HOME, namespaceBase, seccompArgs } from "../guard/namespace.ts";
 import { runtimeFiles } from "../guard/namespace_runtime.ts";
 import { selfCommand } from "../guard/self_run.ts";
+import { processFilter } from "../seccomp/mod.ts";
 import type { ApplierOp, ApplierResult } from "./tree_applier.ts";
 
 interface _Applier {
@@ -107,8 +108,11 @@ async function _command(root: string, layers: string): Promise<Deno.Command> {
     "--allow-write",
   ];
   const self = selfCommand("__applier", rt.exec, flags, []);
+  // The jail's second wall too (core/seccomp/), when this process made its filter.
+  const filter = await processFilter();
   const ns = [
     ...namespaceBase(false),
+    ...(filter ? seccompArgs(filter) : []),
     ...rt.libDirs.flatMap((d) => ["--ro-bind-try", d, d]),
     ...["--ro-bind", rt.exec, rt.exec],
     ...["--bind-fd", root, root],
