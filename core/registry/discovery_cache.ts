@@ -10,7 +10,7 @@
  * @module
  */
 import { join, resolve } from "node:path";
-import { sha256Hex } from "../guard/sha256.ts";
+import { sha256Hex } from "../guard/sha256_hex.ts";
 import type { Pins } from "../sandbox/module_graph.ts";
 import type { ModuleMeta } from "../sandbox/protocol.ts";
 import type { Reporter } from "../tool/reporter.ts";

@@ -25,7 +25,7 @@ import { join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
 import { INSTALL_DIR } from "../config/install_dir.ts";
 import { isWithin } from "../guard/namespace.ts";
-import { sha256Hex } from "../guard/sha256.ts";
+import { sha256Hex } from "../guard/sha256_hex.ts";
 import { pathExists } from "../guard/path_exists.ts";
 import { type DenoInfo, denoInfo, type DenoLock, narrowLock } from "./emit_cache.ts";
 
