@@ -194,3 +194,21 @@ Deno.test("corral's own toolsets are discovered in one sandbox, and listed from 
   assert.deepEqual([warm.imports, warm.hashed, warm.sandboxes, warm.infoRuns], [0, 0, 0, 0]);
   assert.deepEqual(warm.listed, cold.listed);
 });
+
+Deno.test("a bad discovery_batch is refused naming its file and key", () => {
+  const parse = (v: unknown) =>
+    parsePolicy(
+      JSON.stringify({ plugins: { default: { discovery_batch: v } } }),
+      "/etc/corral/permissions.json",
+      "/etc/corral",
+    );
+  // Control: a good value is taken.
+  assert.equal(parse(16).plugin("any").discovery_batch, 16);
+  for (const v of [0, 2.5, "8", 5000]) {
+    assert.throws(
+      () => parse(v),
+      /\/etc\/corral\/permissions\.json: plugins\.default\.discovery_batch: /,
+      String(v),
+    );
+  }
+});
