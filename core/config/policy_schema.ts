@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import { CALL_LIMIT_KEYS } from "./call_limits.ts";
+import { LAYER_LIMIT_KEYS } from "./layer_limits.ts";
 import { serverSysSchema } from "./server_sys.ts";
 
 /** A sandbox's entry: toolsets and plugins. */
@@ -45,6 +46,7 @@ export const sandboxSchema = z.object({
     'What audit lines keep of the arguments: "shape" (default: types, keys, lengths, size) or "values"',
   ),
   ...CALL_LIMIT_KEYS,
+  ...LAYER_LIMIT_KEYS,
 }).strict();
 
 /** A hosted server's entry: a sandbox's, plus the Deno `--allow-sys` names of an npm server. */

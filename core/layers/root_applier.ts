@@ -12,15 +12,29 @@
  * own `/tmp`: never the host's tree outside the root. A root replaced since
  * the sandbox saw it (another folder now has its name) is refused.
  *
+ * The applier is not killed with corral: when corral is gone (its stdin
+ * closes) it finishes the batch under way, so that no file is left half
+ * applied and no private folder is left in the tree, and exits. The
+ * folders each batch writes in are noted first in a journal outside the
+ * tree (./apply_journal.ts), for an applier killed itself. Requests are
+ * pipelined: the host prepares the next batch while one is applied.
+ *
  * @module
  */
+import { dirname } from "node:path";
 import { findBwrap } from "../guard/jail.ts";
 import { launcherScript } from "../guard/launcher.ts";
 import { NAMESPACE_HOME, namespaceBase } from "../guard/namespace.ts";
 import { runtimeFiles } from "../guard/namespace_runtime.ts";
-import type { ApplierOp, ApplierResult } from "./tree_applier.ts";
+import { tempToken } from "../guard/temp_names.ts";
+import { ApplyJournal, sweepJournals } from "./apply_journal.ts";
+import type { ApplierOp, ApplierRequest, ApplierResult } from "./tree_applier.ts";
 
 const _ENTRY = new URL("./tree_applier.ts", import.meta.url).pathname;
+/** Every module the applier loads (bound read-only in its namespace). */
+const _MODULES = [_ENTRY, new URL("../guard/temp_names.ts", import.meta.url).pathname];
+/** `sync -f` (syncfs) flushes a batch's new files before they are renamed over the old. */
+const _SYNC = "/usr/bin/sync";
 
 interface _Applier {
   child: Deno.ChildProcess;
@@ -29,6 +43,7 @@ interface _Applier {
   writer: WritableStreamDefaultWriter<Uint8Array>;
   waiting: Map<number, (r: ApplierResult[]) => void>;
   nextId: number;
+  journal: ApplyJournal;
 }
 
 const _appliers = new Map<string, Promise<_Applier>>();
@@ -48,25 +63,25 @@ export function leaveApplier(root: string): void {
   const a = _appliers.get(root);
   _appliers.delete(root);
   _running.delete(root);
-  void a?.then((x) => {
-    x.writer.close().catch(() => {});
-    try {
-      x.child.kill("SIGKILL");
-    } catch { /* gone */ }
-  }, () => {});
+  // Its stdin closes: it finishes what it was asked, then exits (and its journal goes).
+  void a?.then((x) => x.writer.close().catch(() => {}), () => {});
 }
 
 /**
  * Apply `ops` to `root` (whose inode was `ino` when the sandbox started);
- * `layers` is the folder holding the upper layers it copies from.
+ * `layers` is the folder holding the upper layers it copies from. With
+ * `durable`, the answer comes once what was applied since the last durable
+ * request is on disk. Several calls may be under way at once: the applier
+ * takes them in the order they were made.
  */
 export async function applyInRoot(
   root: string,
   ino: number,
   layers: string,
   ops: ApplierOp[],
+  durable = false,
 ): Promise<ApplierResult[]> {
-  if (ops.length === 0) return [];
+  if (ops.length === 0 && !durable) return [];
   let p = _appliers.get(root);
   if (!p) _appliers.set(root, p = _start(root, layers));
   let a: _Applier;
@@ -81,7 +96,15 @@ export async function applyInRoot(
   }
   const id = a.nextId++;
   const done = new Promise<ApplierResult[]>((resolve) => a.waiting.set(id, resolve));
-  await a.writer.write(new TextEncoder().encode(JSON.stringify({ id, ops }) + "\n"));
+  const folders = new Set<string>();
+  for (const o of ops) {
+    if (o.op === "write" || o.op === "link") {
+      folders.add(o.rel.slice(0, Math.max(0, o.rel.lastIndexOf("/"))));
+    }
+  }
+  await a.journal.note(folders, a.child.pid);
+  const req: ApplierRequest = durable ? { id, ops, durable } : { id, ops };
+  await a.writer.write(new TextEncoder().encode(JSON.stringify(req) + "\n"));
   return await done;
 }
 
@@ -91,19 +114,21 @@ export async function applyInRoot(
  * bound from the folder the launcher opened and checked, writable. Deno's
  * cache is the namespace's own `/tmp`: the module needs no other.
  */
-async function _command(root: string, layers: string): Promise<Deno.Command> {
+async function _command(root: string, layers: string, token: string): Promise<Deno.Command> {
   const bwrap = await findBwrap();
   if (!bwrap) {
     throw new Error(`cannot write ${root}: bubblewrap is needed to apply a sandbox's changes`);
   }
   const rt = await runtimeFiles();
   const ns = [
-    ...namespaceBase(false),
+    // Not --die-with-parent: with corral gone, it finishes its batch, then exits.
+    ...namespaceBase(false).filter((a) => a !== "--die-with-parent"),
     ...rt.libDirs.flatMap((d) => ["--ro-bind-try", d, d]),
     ...["--ro-bind", rt.exec, rt.exec],
+    ...["--ro-bind-try", _SYNC, _SYNC],
     ...["--bind-fd", root, root],
     ...["--ro-bind", layers, layers],
-    ...["--ro-bind", _ENTRY, _ENTRY],
+    ..._MODULES.flatMap((m) => ["--ro-bind", m, m]),
     ...["--chdir", root],
   ];
   const deno = [rt.exec, "run", "--no-prompt", "--no-config", "--no-lock", "--quiet"];
@@ -118,7 +143,9 @@ async function _command(root: string, layers: string): Promise<Deno.Command> {
       ...deno,
       "--allow-read",
       "--allow-write",
+      `--allow-run=${_SYNC}`,
       _ENTRY,
+      token,
     ],
     stdin: "piped",
     stdout: "piped",
@@ -135,7 +162,10 @@ async function _command(root: string, layers: string): Promise<Deno.Command> {
 }
 
 async function _start(root: string, layers: string): Promise<_Applier> {
-  const child = (await _command(root, layers)).spawn();
+  // What appliers of gone corral processes left in a tree goes first.
+  await sweepJournals(dirname(layers));
+  const token = tempToken();
+  const child = (await _command(root, layers, token)).spawn();
   const a: _Applier = {
     child,
     ino: -1,
@@ -143,6 +173,7 @@ async function _start(root: string, layers: string): Promise<_Applier> {
     writer: child.stdin.getWriter(),
     waiting: new Map(),
     nextId: 1,
+    journal: new ApplyJournal(dirname(layers), root, token),
   };
   let ready: (ino: number) => void = () => {};
   const started = new Promise<number>((r) => ready = r);
@@ -172,6 +203,8 @@ async function _start(root: string, layers: string): Promise<_Applier> {
       _appliers.delete(root);
     }
     ready(-1);
+    // A clean end: every batch removed its private folders.
+    if (s.code === 0) await a.journal.close();
     const why = `the applier of ${root} stopped (code ${s.code}): ${await failed}`;
     for (const w of a.waiting.values()) w([{ ok: false, error: why }]);
     a.waiting.clear();

@@ -17,21 +17,18 @@
 import { dirname, join, relative } from "node:path";
 import { hooksFolders } from "../guard/planted.ts";
 import { isWithin } from "../guard/is_within.ts";
+import { isTempName } from "../guard/temp_names.ts";
 import { keepConflict, lowerSig, sameSig, type Sig } from "./tree_sig.ts";
-import {
-  type ChangeReport,
-  emptyReport,
-  isEmptyReport,
-  mergeReports,
-  REPORT_PATHS,
-} from "./change_report.ts";
+import { type ChangeReport, emptyReport, isEmptyReport, mergeReports } from "./change_report.ts";
 import { followLayers } from "./layer_follow.ts";
 import { type ChangeKind, judgeChange, type RuleContext } from "./change_rules.ts";
 import { judgeGitRefs } from "./git_settle.ts";
 import { applyInRoot, leaveApplier, useApplier } from "./root_applier.ts";
-import type { ApplierOp, ApplierResult } from "./tree_applier.ts";
+import type { ApplierResult } from "./tree_applier.ts";
 import { configRefusal } from "./git_rules.ts";
-import { diffLayer, type LayerMemory, layerMemory, type LayerOp } from "./layer_diff.ts";
+import { type LayerMemory, layerMemory, type LayerOp, scanLayer } from "./layer_diff.ts";
+import { countApplied, notApplied, refuse, requestOf, settleBatches } from "./apply_batch.ts";
+import { type LayerQuota, layerQuota, QuotaCount } from "./layer_quota.ts";
 import { staleInView } from "./layer_freshness.ts";
 import type { LayerDirs, LayerRoot } from "./layer_dirs.ts";
 import { withTreeLock } from "./tree_lock.ts";
@@ -47,6 +44,8 @@ export interface SandboxLayersOptions {
   rules: LayerRules;
   /** Where conflicting versions are kept. */
   conflictsDir: string;
+  /** The bounds of the layers (./layer_quota.ts); absent: corral's defaults. */
+  quota?: LayerQuota;
 }
 
 /** One applied change, told to the other sandboxes over the same root. */
@@ -78,6 +77,8 @@ export class SandboxLayers {
   #pid: number | undefined;
   #looks: Promise<void> = Promise.resolve();
   #closed = false;
+  /** The layers went past their quota: nothing more of them is applied. */
+  #over = false;
 
   constructor(o: SandboxLayersOptions) {
     this.#o = o;
@@ -169,47 +170,82 @@ export class SandboxLayers {
 
   async #settleAll(): Promise<ChangeReport> {
     const total = emptyReport();
-    if (this.#closed) return total;
+    if (this.#closed || this.#over) return total;
     for (const l of this.dirs.roots) mergeReports(total, await this.#settle(l));
     return total;
   }
 
+  /**
+   * Settle one layer: read it as a stream against its quota, then judge
+   * and apply its changes a batch at a time (./apply_batch.ts), each
+   * batch's apply under way while the next is judged; removals after the
+   * writes, refs last; the last request makes it all durable.
+   */
   async #settle(layer: LayerRoot): Promise<ChangeReport> {
     const started = Date.now();
     const memory = this.#memory.get(layer.root)!;
-    const diff = await diffLayer(layer, memory, this.#artifacts);
-    if (diff.ops.length === 0) {
-      memory.seen = diff.seen;
+    const count = new QuotaCount(this.#o.quota ?? layerQuota());
+    const scan = await scanLayer(layer, memory, this.#artifacts, count);
+    if (!scan.changed.length && !scan.removals.length && !scan.badNames.length) {
       this.#epoch.set(layer.root, started);
       return emptyReport();
     }
     return await withTreeLock(layer.root, this.dirs.locks, async () => {
       const report = emptyReport();
-      const applied: Applied[] = [];
+      if (count.over) {
+        this.#over = true;
+        report.over = count.text();
+        this.markStale(`its write layer went past its quota`);
+        if (!count.quota.partial) return report;
+      }
       const ctx: RuleContext = {
         ...this.#o.rules,
         root: layer.root,
         hooksFolders: hooksFolders(layer.root),
       };
       const refs: LayerOp[] = [];
-      const plan: LayerOp[] = [];
-      for (const op of diff.ops) {
-        const why = await this.#judge(op, ctx, refs);
-        if (why) _refused(report, this.#shown(op.abs), why);
-        else if (why === undefined) plan.push(op);
-      }
-      await this.#applyAll(layer, plan, report, applied);
+      await settleBatches(layer, scan, memory, {
+        plan: (ops) => this.#plan(ops, ctx, refs, report),
+        apply: (ops) => this.#applyAll(layer, ops, report),
+      });
       // Refs last: the objects they name are in the tree now.
       const verdicts = await judgeGitRefs(refs, ctx);
-      for (const [op, why] of verdicts.refuse) _refused(report, this.#shown(op.abs), why);
-      await this.#applyAll(layer, verdicts.apply, report, applied);
-      memory.seen = diff.seen;
+      for (const [op, why] of verdicts.refuse) refuse(report, this.#shown(op.abs), why);
+      await this.#applyAll(layer, verdicts.apply, report);
+      await this.#durable(layer, report);
+      notApplied(report, layer, scan, (abs) => this.#shown(abs));
       this.#epoch.set(layer.root, started);
-      this.#tellOthers(layer.root, applied);
       // Its view now holds what the tree does not: the next call starts from the tree.
       if (report.refused.length) this.markStale(`${report.refused[0].path} was not applied`);
       return report;
     });
+  }
+
+  /** The operations of a batch to apply: each judged (all at once); refusals noted. */
+  async #plan(ops: LayerOp[], ctx: RuleContext, refs: LayerOp[], report: ChangeReport) {
+    const later = ops.map(() => [] as LayerOp[]);
+    const whys = await Promise.all(
+      ops.map((op, i) =>
+        isTempName(op.rel)
+          ? "a name corral keeps for its own temporary files"
+          : this.#judge(op, ctx, later[i])
+      ),
+    );
+    refs.push(...later.flat());
+    const plan: LayerOp[] = [];
+    ops.forEach((op, i) => {
+      if (whys[i]) refuse(report, this.#shown(op.abs), whys[i]!);
+      else if (whys[i] === undefined) plan.push(op);
+    });
+    return plan;
+  }
+
+  /** Make what the settlement applied durable (the applier's last request). */
+  async #durable(layer: LayerRoot, report: ChangeReport): Promise<void> {
+    if (report.created + report.changed + report.removed === 0) return;
+    try {
+      await applyInRoot(layer.root, this.#inos.get(layer.root)!, this.#base, [], true);
+    } catch { /* applied already; only its flush failed */ }
   }
 
   /** Why `op` is refused; `""` when it waits for the refs' phase; undefined: apply. */
@@ -246,40 +282,49 @@ export class SandboxLayers {
   /**
    * Apply `ops` that do not conflict, through the root's applier
    * (./root_applier.ts: the root as it was opened, never a name swapped
-   * meanwhile); the report and `applied` say what happened.
+   * meanwhile, each file replaced, never written in place); the report and
+   * the other sandboxes hear what happened.
    */
-  async #applyAll(layer: LayerRoot, ops: LayerOp[], report: ChangeReport, applied: Applied[]) {
-    const go: Array<{ op: LayerOp; now: Sig | null; req: ApplierOp }> = [];
-    for (const op of ops) {
-      const now = await lowerSig(op.abs);
+  async #applyAll(layer: LayerRoot, ops: LayerOp[], report: ChangeReport): Promise<void> {
+    const nows = await Promise.all(ops.map((op) => lowerSig(op.abs)));
+    const go: Array<{ op: LayerOp; now: Sig | null }> = [];
+    for (const [i, op] of ops.entries()) {
+      const now = nows[i];
+      // When the entry entered the layer decides a conflict (read only where one may be).
+      if (now && op.entry && !op.entry.birthMs) {
+        op.entry.birthMs = (await Deno.lstat(op.upper).catch(() => null))?.birthtime?.getTime() ??
+          0;
+      }
       if (this.#conflicts(layer, op, now)) {
         await this.#conflict(op, report);
         continue;
       }
       if (op.kind === "remove" && now === null) continue;
-      go.push({ op, now, req: await _request(op) });
+      go.push({ op, now });
     }
     if (go.length === 0) return;
+    const reqs = await Promise.all(go.map((g) => requestOf(g.op, g.now)));
     let results: ApplierResult[];
     try {
-      results = await applyInRoot(
-        layer.root,
-        this.#inos.get(layer.root)!,
-        this.#base,
-        go.map((g) => g.req),
-      );
+      results = await applyInRoot(layer.root, this.#inos.get(layer.root)!, this.#base, reqs);
     } catch (err) {
-      for (const g of go) _refused(report, this.#shown(g.op.abs), (err as Error).message);
+      for (const g of go) refuse(report, this.#shown(g.op.abs), (err as Error).message);
       return;
     }
-    go.forEach(({ op, now }, i) => {
+    const applied: Applied[] = [];
+    for (const [i, { op, now }] of go.entries()) {
       const r = results[i] ?? { ok: false, error: "no answer" };
-      if (!r.ok) return _refused(report, this.#shown(op.abs), `could not be applied: ${r.error}`);
+      if (r.conflict) await this.#conflict(op, report);
+      if (!r.ok) {
+        if (!r.conflict) refuse(report, this.#shown(op.abs), `could not be applied: ${r.error}`);
+        continue;
+      }
       const sig = (r.sig ?? null) as Sig | null;
       this.#view.set(op.abs, sig);
       applied.push({ abs: op.abs, sig, named: (now === null) !== (sig === null) });
-      _count(report, op, now, sig, this.#shown(op.abs));
-    });
+      countApplied(report, op, now, sig, this.#shown(op.abs));
+    }
+    this.#tellOthers(layer.root, applied);
   }
 
   /** Keep the sandbox's version of a conflicting path and mark the sandbox stale. */
@@ -364,42 +409,4 @@ async function _pruneRefusal(op: LayerOp, ctx: RuleContext): Promise<string | un
     }
   } catch { /* nothing there: nothing to drop */ }
   return undefined;
-}
-
-/** The applier's request for `op`. */
-async function _request(op: LayerOp): Promise<ApplierOp> {
-  switch (op.kind) {
-    case "write":
-      return { op: "write", rel: op.rel, from: op.upper, mode: op.entry!.mode };
-    case "symlink":
-      return { op: "link", rel: op.rel, from: op.upper };
-    case "dir":
-      return { op: "dir", rel: op.rel, mode: op.entry!.mode };
-    case "prune": {
-      const keep: string[] = [];
-      for await (const e of Deno.readDir(op.upper)) keep.push(e.name);
-      return { op: "prune", rel: op.rel, keep };
-    }
-    default:
-      return { op: "remove", rel: op.rel };
-  }
-}
-
-/** Count an applied operation in the report. */
-function _count(r: ChangeReport, op: LayerOp, now: Sig | null, sig: Sig | null, shown: string) {
-  let c: "+" | "~" | "-" | undefined;
-  if (op.kind === "remove") c = now ? "-" : undefined;
-  else if (op.kind === "prune") c = undefined;
-  else if (op.kind === "dir") c = now?.kind === "dir" ? undefined : now ? "~" : "+";
-  else c = now ? "~" : "+";
-  if (!c) return;
-  if (c === "+") r.created++;
-  else if (c === "~") r.changed++;
-  else r.removed++;
-  if (op.kind === "write" && sig) r.bytes += sig.size;
-  if (r.paths.length < REPORT_PATHS) r.paths.push(c + shown);
-}
-
-function _refused(report: ChangeReport, path: string, why: string): void {
-  if (report.refused.length < REPORT_PATHS) report.refused.push({ path, why });
 }

@@ -1,0 +1,193 @@
+/**
+ * The pieces of a settlement that go a batch at a time
+ * (./settle_layers.ts): the applier's request for each operation, what an
+ * applied operation counts in the report, refusals, and the batches
+ * themselves. A settlement works through a layer {@link BATCH} entries at
+ * a time, awaiting between batches, so that another session's calls are
+ * served meanwhile and the host's memory follows one batch, not the layer.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { type ChangeReport, REPORT_PATHS } from "./change_report.ts";
+import {
+  commitRemovals,
+  commitSeen,
+  type LayerMemory,
+  type LayerOp,
+  type LayerScan,
+  opsOf,
+} from "./layer_diff.ts";
+import type { LayerRoot } from "./layer_dirs.ts";
+import type { Sig } from "./tree_sig.ts";
+import type { ApplierOp } from "./tree_applier.ts";
+
+/** Entries judged and applied per batch. */
+export const BATCH = 1024;
+
+/**
+ * `items` in slices of `size`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { slices } from "./apply_batch.ts";
+ * assert.deepEqual([...slices([1, 2, 3, 4, 5], 2)], [[1, 2], [3, 4], [5]]);
+ * ```
+ */
+export function* slices<T>(items: readonly T[], size = BATCH): Generator<T[]> {
+  for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
+}
+
+/** What a settlement does with each batch. */
+export interface BatchSteps {
+  /** Judge a batch: what is to be applied (refusals noted). */
+  plan: (ops: LayerOp[]) => Promise<LayerOp[]>;
+  /** Apply a judged batch. */
+  apply: (ops: LayerOp[]) => Promise<void>;
+}
+
+/**
+ * Judge and apply what `scan` found within the quota, a batch at a time:
+ * each batch's apply is under way while the next one is judged; removals
+ * (deepest first) once every write is applied. Each batch settled is
+ * committed to `memory`.
+ */
+export async function settleBatches(
+  layer: LayerRoot,
+  scan: LayerScan,
+  memory: LayerMemory,
+  steps: BatchSteps,
+): Promise<void> {
+  let pending: Promise<void> = Promise.resolve();
+  const go = async (ops: LayerOp[]) => {
+    const plan = await steps.plan(ops);
+    const applying = steps.apply(plan);
+    try {
+      await pending;
+    } finally {
+      pending = applying;
+    }
+  };
+  try {
+    for (const batch of slices(scan.changed.slice(0, scan.within))) {
+      await go(await opsOf(layer, batch, memory));
+      commitSeen(memory, batch);
+    }
+    await pending;
+    for (const batch of slices(scan.removals.slice(0, scan.removalsWithin))) {
+      await go(batch);
+      commitRemovals(memory, batch);
+    }
+  } finally {
+    await pending;
+  }
+}
+
+/** Name in `report` what `scan` holds that is not applied: names not UTF-8, entries past the quota. */
+export function notApplied(
+  report: ChangeReport,
+  layer: LayerRoot,
+  scan: LayerScan,
+  shown: (abs: string) => string,
+): void {
+  for (const b of scan.badNames) {
+    refuse(report, shown(join(layer.root, escapedPath(b))), "its name is not UTF-8");
+  }
+  const past = [...scan.changed.slice(scan.within), ...scan.removals.slice(scan.removalsWithin)];
+  for (const e of past) refuse(report, shown(join(layer.root, e.rel)), "past the layer's quota");
+}
+
+/**
+ * The applier's request for `op`, given what the tree holds there now
+ * (`now`): the applier replaces nothing else than that.
+ */
+export async function requestOf(op: LayerOp, now: Sig | null): Promise<ApplierOp> {
+  const expect = now;
+  switch (op.kind) {
+    case "write":
+      return {
+        op: "write",
+        rel: op.rel,
+        from: op.upper,
+        mode: op.entry!.mode,
+        size: op.entry!.size,
+        expect,
+      };
+    case "symlink":
+      return { op: "link", rel: op.rel, from: op.upper, expect };
+    case "dir":
+      return { op: "dir", rel: op.rel, mode: op.entry!.mode, expect };
+    case "prune": {
+      const keep: string[] = [];
+      for await (const e of Deno.readDir(op.upper)) keep.push(e.name);
+      return { op: "prune", rel: op.rel, keep, expect };
+    }
+    default:
+      return { op: "remove", rel: op.rel, expect };
+  }
+}
+
+/** Count an applied operation in the report. */
+export function countApplied(
+  r: ChangeReport,
+  op: LayerOp,
+  now: Sig | null,
+  sig: Sig | null,
+  shown: string,
+): void {
+  let c: "+" | "~" | "-" | undefined;
+  if (op.kind === "remove") c = now ? "-" : undefined;
+  else if (op.kind === "prune") c = undefined;
+  else if (op.kind === "dir") c = now?.kind === "dir" ? undefined : now ? "~" : "+";
+  else c = now ? "~" : "+";
+  if (!c) return;
+  if (c === "+") r.created++;
+  else if (c === "~") r.changed++;
+  else r.removed++;
+  if (op.kind === "write" && sig) r.bytes += sig.size;
+  if (r.paths.length < REPORT_PATHS) r.paths.push(c + shown);
+}
+
+/** Note a refused change (the report names the first ones). */
+export function refuse(report: ChangeReport, path: string, why: string): void {
+  if (report.refused.length < REPORT_PATHS) report.refused.push({ path, why });
+}
+
+/**
+ * A path given as bytes (a name that is not UTF-8), shown with every byte
+ * outside printable ASCII escaped.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { escapedPath } from "./apply_batch.ts";
+ * assert.equal(escapedPath(new Uint8Array([0x62, 0xff, 0x2e, 0x5c])), "b\\xff.\\x5c");
+ * ```
+ */
+export function escapedPath(bytes: Uint8Array): string {
+  let s = "";
+  for (const b of bytes) {
+    s += b >= 0x20 && b < 0x7f && b !== 0x5c
+      ? String.fromCharCode(b)
+      : `\\x${b.toString(16).padStart(2, "0")}`;
+  }
+  return s;
+}
+
+/** Settle `fn` over `items` with at most `n` under way at once, results in order. */
+export async function inTurn<T, R>(
+  items: readonly T[],
+  n: number,
+  fn: (x: T, i: number) => Promise<R>,
+): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(n, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i], i);
+    }
+  }));
+  return out;
+}
