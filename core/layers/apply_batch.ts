@@ -39,6 +39,61 @@ export function* slices<T>(items: readonly T[], size = BATCH): Generator<T[]> {
   for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
 }
 
+/**
+ * What the tree holds at the paths of a settlement, read by folder: each
+ * folder's names once (a path it does not name is absent, with no error
+ * to make), then one `lstat` per path it names. A name made after its
+ * folder was read reads as absent: the applier, which looks again right
+ * before it writes, sees it and replaces nothing (a conflict).
+ */
+export class TreeLook {
+  readonly #names = new Map<string, Set<string> | null>();
+
+  /**
+   * The signatures of `paths` (absolute), in order.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { TreeLook } from "./apply_batch.ts";
+   * const d = await Deno.makeTempDir();
+   * await Deno.writeTextFile(`${d}/a`, "hi");
+   * const [a, b, c] = new TreeLook().sigs([`${d}/a`, `${d}/b`, `${d}/none/c`]);
+   * assert.deepEqual([a?.kind, a?.size, b, c], ["file", 2, null, null]);
+   * ```
+   */
+  sigs(paths: string[]): Array<Sig | null> {
+    return paths.map((p) => {
+      const slash = p.lastIndexOf("/");
+      const dir = p.slice(0, Math.max(1, slash));
+      let names = this.#names.get(dir);
+      if (names === undefined) {
+        try {
+          names = new Set([...Deno.readDirSync(dir)].map((e) => e.name));
+        } catch {
+          names = null;
+        }
+        this.#names.set(dir, names);
+      }
+      return names?.has(p.slice(slash + 1)) ? _sig(p) : null;
+    });
+  }
+}
+
+function _sig(abs: string): Sig | null {
+  try {
+    const st = Deno.lstatSync(abs);
+    return {
+      kind: st.isFile ? "file" : st.isDirectory ? "dir" : st.isSymlink ? "symlink" : "other",
+      ino: st.ino ?? 0,
+      size: st.size,
+      mtimeMs: st.mtime?.getTime() ?? 0,
+    };
+  } catch {
+    return null;
+  }
+}
+
 /** What a settlement does with each batch. */
 export interface BatchSteps {
   /** Judge a batch: what is to be applied (refusals noted). */

@@ -14,7 +14,7 @@
  * @module
  */
 import { join } from "node:path";
-import { lowerSig } from "./tree_sig.ts";
+import { lowerSig, type Sig } from "./tree_sig.ts";
 import type { LayerRoot } from "./layer_dirs.ts";
 import { layerQuota, QuotaCount } from "./layer_quota.ts";
 import { streamUpper } from "./upper_stream.ts";
@@ -32,6 +32,8 @@ export interface LayerOp {
   entry?: UpperEntry;
   /** A removal because the entry left the layer (not a whiteout). */
   vanished?: boolean;
+  /** What the tree held at `abs` when its batch was read (./apply_batch.ts), when known. */
+  now?: Sig | null;
 }
 
 /** The state a layer's walks keep: signatures seen, folders found opaque (by inode). */
@@ -91,7 +93,7 @@ export async function scanLayer(
       const over = count.add(e.kind === "file" ? e.size : 0);
       const was = memory.seen.get(e.rel);
       if (was !== undefined) held++;
-      if (was === _sig(e) || artifacts.has(join(layer.root, e.rel))) continue;
+      if (was === _sig(e) || (artifacts.size && artifacts.has(join(layer.root, e.rel)))) continue;
       if (over && scan.within < 0) scan.within = scan.changed.length;
       if (e.kind === "whiteout") whiteouts.push({ e, over });
       else scan.changed.push(e);
@@ -179,13 +181,9 @@ export async function diffLayer(
 }
 
 function _op(layer: LayerRoot, e: UpperEntry, kind: LayerOp["kind"]): LayerOp {
-  return {
-    rel: e.rel,
-    abs: join(layer.root, e.rel),
-    upper: join(layer.dir, "u", e.rel),
-    kind,
-    entry: e,
-  };
+  // `rel` is `/`-separated already: joined without normalizing (a path per entry).
+  const root = layer.root === "/" ? "" : layer.root;
+  return { rel: e.rel, abs: `${root}/${e.rel}`, upper: `${layer.dir}/u/${e.rel}`, kind, entry: e };
 }
 
 /** The changed folders that are opaque, asked of tar once per folder inode. */

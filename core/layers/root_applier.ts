@@ -32,7 +32,11 @@ import type { ApplierOp, ApplierRequest, ApplierResult } from "./tree_applier.ts
 
 const _ENTRY = new URL("./tree_applier.ts", import.meta.url).pathname;
 /** Every module the applier loads (bound read-only in its namespace). */
-const _MODULES = [_ENTRY, new URL("../guard/temp_names.ts", import.meta.url).pathname];
+const _MODULES = [
+  _ENTRY,
+  new URL("./applier_fs.ts", import.meta.url).pathname,
+  new URL("../guard/temp_names.ts", import.meta.url).pathname,
+];
 /** `sync -f` (syncfs) flushes a batch's new files before they are renamed over the old. */
 const _SYNC = "/usr/bin/sync";
 

@@ -27,7 +27,14 @@ import { applyInRoot, leaveApplier, useApplier } from "./root_applier.ts";
 import type { ApplierResult } from "./tree_applier.ts";
 import { configRefusal } from "./git_rules.ts";
 import { type LayerMemory, layerMemory, type LayerOp, scanLayer } from "./layer_diff.ts";
-import { countApplied, notApplied, refuse, requestOf, settleBatches } from "./apply_batch.ts";
+import {
+  countApplied,
+  notApplied,
+  refuse,
+  requestOf,
+  settleBatches,
+  TreeLook,
+} from "./apply_batch.ts";
 import { type LayerQuota, layerQuota, QuotaCount } from "./layer_quota.ts";
 import { staleInView } from "./layer_freshness.ts";
 import type { LayerDirs, LayerRoot } from "./layer_dirs.ts";
@@ -204,8 +211,9 @@ export class SandboxLayers {
         hooksFolders: hooksFolders(layer.root),
       };
       const refs: LayerOp[] = [];
+      const look = new TreeLook();
       await settleBatches(layer, scan, memory, {
-        plan: (ops) => this.#plan(ops, ctx, refs, report),
+        plan: (ops) => this.#plan(ops, ctx, refs, report, look),
         apply: (ops) => this.#applyAll(layer, ops, report),
       });
       // Refs last: the objects they name are in the tree now.
@@ -221,8 +229,15 @@ export class SandboxLayers {
     });
   }
 
-  /** The operations of a batch to apply: each judged (all at once); refusals noted. */
-  async #plan(ops: LayerOp[], ctx: RuleContext, refs: LayerOp[], report: ChangeReport) {
+  /** The operations of a batch to apply: the tree read, each judged (all at once); refusals noted. */
+  async #plan(
+    ops: LayerOp[],
+    ctx: RuleContext,
+    refs: LayerOp[],
+    report: ChangeReport,
+    look: TreeLook,
+  ) {
+    look.sigs(ops.map((op) => op.abs)).forEach((now, i) => ops[i].now = now);
     const later = ops.map(() => [] as LayerOp[]);
     const whys = await Promise.all(
       ops.map((op, i) =>
@@ -262,7 +277,7 @@ export class SandboxLayers {
     const v = judgeChange(op.abs, kind, ctx);
     if (v.kind === "refuse") return v.why;
     // A folder or file that replaces one of the other kind removes it: judged as that too.
-    const now = await lowerSig(op.abs);
+    const now = op.now !== undefined ? op.now : await lowerSig(op.abs);
     if (now && (op.kind === "dir") !== (now.kind === "dir") && op.kind !== "remove") {
       const gone = judgeChange(op.abs, "remove", ctx);
       if (gone.kind !== "apply") return gone.kind === "refuse" ? gone.why : "it replaces git's own";
@@ -286,15 +301,17 @@ export class SandboxLayers {
    * the other sandboxes hear what happened.
    */
   async #applyAll(layer: LayerRoot, ops: LayerOp[], report: ChangeReport): Promise<void> {
-    const nows = await Promise.all(ops.map((op) => lowerSig(op.abs)));
+    const nows = await Promise.all(
+      ops.map((op) => op.now !== undefined ? op.now : lowerSig(op.abs)),
+    );
+    // When an entry entered the layer decides a conflict: read only where one may be.
+    await Promise.all(ops.map(async (op, i) => {
+      if (!nows[i] || !op.entry || op.entry.birthMs) return;
+      op.entry.birthMs = (await Deno.lstat(op.upper).catch(() => null))?.birthtime?.getTime() ?? 0;
+    }));
     const go: Array<{ op: LayerOp; now: Sig | null }> = [];
     for (const [i, op] of ops.entries()) {
       const now = nows[i];
-      // When the entry entered the layer decides a conflict (read only where one may be).
-      if (now && op.entry && !op.entry.birthMs) {
-        op.entry.birthMs = (await Deno.lstat(op.upper).catch(() => null))?.birthtime?.getTime() ??
-          0;
-      }
       if (this.#conflicts(layer, op, now)) {
         await this.#conflict(op, report);
         continue;

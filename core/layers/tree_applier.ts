@@ -9,7 +9,9 @@
  * inode): a name swapped for a symlink at any moment moves it elsewhere,
  * which is seen and refused before anything is written, and the write names
  * only the last component, in the folder it stands in. Operations of one
- * folder in a row share that walk (each re-checks where it stands). Deno
+ * folder in a row share that walk (each re-checks where it stands), and
+ * their file system calls go at once (./applier_fs.ts), so that the waits
+ * on the disk (a rename over a file frees the old one) overlap. Deno
  * still opens a name by its full path, so a swap between the check and the
  * open is not seen here: what bounds it is the namespace the applier runs
  * in (./root_applier.ts), where the root is the only writable folder.
@@ -19,7 +21,9 @@
  * core/guard/temp_names.ts's prefix and this applier's token), with its
  * final mode; then the data of every such file of the batch is flushed
  * with one `syncfs` per file system (`sync -f`; without it, one
- * `fdatasync` per file); only then is each renamed over its path. A rename
+ * `fdatasync` per file); only then is each renamed over its path (or, where
+ * the host saw nothing, linked there: that fails on a file made meanwhile,
+ * and nothing is replaced). A rename
  * replaces the name, never the file: a hard link the tree held is broken,
  * never written through, and at every moment the path is the old file or
  * the new one, whole. A path that holds something else than the host saw
@@ -40,6 +44,26 @@
  * @module
  */
 import { TEMP_PREFIX } from "../guard/temp_names.ts";
+import {
+  absOf,
+  applier,
+  CONFLICT,
+  enter,
+  expected,
+  fdatasync,
+  inPool,
+  makeEmpty,
+  MODE_BITS,
+  place,
+  privateFolder,
+  type Privates,
+  removeSync,
+  sigSync,
+  splitRel,
+  stage,
+  type Staged,
+  syncfs,
+} from "./applier_fs.ts";
 
 /** What a path of the tree is (kind, inode, size, modification time). */
 export interface ApplierSig {
@@ -82,216 +106,63 @@ export interface ApplierRequest {
   durable?: boolean;
 }
 
-/** The permission bits a file or folder may get: never setuid, setgid or sticky. */
-export const MODE_BITS = 0o777;
+/** File system calls of one folder under way at once. */
+const _AT_ONCE = 32;
 
-const _SYNC = "/usr/bin/sync";
-
-/** The applier's state: the root as opened, its inode, its token. */
-const _s = {
-  root: "",
-  ino: 0,
-  temp: "",
-  n: 0,
-  /** The folder (relative to the root) the process stands in, checked; undefined: unknown. */
-  at: undefined as string | undefined,
-  /** Whether `sync -f` runs here. */
-  syncfs: true,
-  /** File systems written since the last durable request: device to a folder on it. */
-  dirty: new Map<number, string>(),
-};
-
-function _abs(rel: string): string {
-  if (!rel) return _s.root;
-  return _s.root === "/" ? `/${rel}` : `${_s.root}/${rel}`;
+/** An empty file where the host saw nothing: made in place, with nothing to stage. */
+function _emptyNew(o: ApplierOp): boolean {
+  return o.op === "write" && o.size === 0 && o.expect === null;
 }
 
-function _sig(name: string): ApplierSig | null {
-  try {
-    const st = Deno.lstatSync(name);
-    return {
-      kind: st.isFile ? "file" : st.isDirectory ? "dir" : st.isSymlink ? "symlink" : "other",
-      ino: st.ino ?? 0,
-      size: st.size,
-      mtimeMs: st.mtime?.getTime() ?? 0,
-    };
-  } catch {
-    return null;
-  }
-}
-
-/** Whether `now` is what the host saw (a folder: the same folder, whatever it holds now). */
-function _expected(now: ApplierSig | null, expect: ApplierSig | null | undefined): boolean {
-  if (expect === undefined) return true;
-  if (now === null || expect === null) return now === expect;
-  if (now.kind !== expect.kind || now.ino !== expect.ino) return false;
-  return now.kind === "dir" || (now.size === expect.size && now.mtimeMs === expect.mtimeMs);
-}
-
-/**
- * Stand in the folder `dir` (relative to the root): the root, then each
- * folder on the way (made when `make`), checked AFTER each step by where
- * the process stands (its real path). Throws saying why not.
- */
-function _enter(dir: string, make: boolean): void {
-  const want = _abs(dir);
-  if (_s.at === dir) {
-    try {
-      if (Deno.cwd() === want) return;
-    } catch { /* removed meanwhile: walk again */ }
-  }
-  _s.at = undefined;
-  Deno.chdir(_s.root);
-  if (Deno.cwd() !== _s.root || Deno.statSync(".").ino !== _s.ino) {
-    throw new Error(`${_s.root} is no longer the folder that was opened`);
-  }
-  let at = _s.root;
-  for (const p of dir ? dir.split("/") : []) {
-    at = at === "/" ? `/${p}` : `${at}/${p}`;
-    if (make) {
-      try {
-        Deno.mkdirSync(p);
-      } catch (err) {
-        if (!(err instanceof Deno.errors.AlreadyExists)) throw err;
-      }
-    }
-    Deno.chdir(p);
-    if (Deno.cwd() !== at) throw new Error(`${at}, a folder on its way, is now a link elsewhere`);
-  }
-  _s.at = dir;
-  // Each file system written is flushed when a request asks for durability.
-  const dev = Deno.statSync(".").dev;
-  if (!_s.dirty.has(dev)) _s.dirty.set(dev, at);
-}
-
-function _split(rel: string): [string, string] {
-  const i = rel.lastIndexOf("/");
-  return i < 0 ? ["", rel] : [rel.slice(0, i), rel.slice(i + 1)];
-}
-
-function _removeSync(name: string): void {
-  try {
-    Deno.removeSync(name, { recursive: true });
-  } catch (err) {
-    if (!(err instanceof Deno.errors.NotFound)) throw err;
-  }
-}
-
-/** Flush the file systems of `folders` (absolute); false when `sync -f` cannot run here. */
-function _syncfs(folders: string[]): boolean {
-  if (!_s.syncfs || folders.length === 0) return _s.syncfs;
-  try {
-    const out = new Deno.Command(_SYNC, { args: ["-f", "--", ...folders], stdout: "null" })
-      .outputSync();
-    if (out.success) return true;
-    throw new Error(new TextDecoder().decode(out.stderr).slice(0, 200));
-  } catch {
-    _s.syncfs = false;
-    return false;
-  }
-}
-
-function _fdatasync(path: string): void {
-  const f = Deno.openSync(path, { read: true });
-  try {
-    f.syncDataSync();
-  } finally {
-    f.close();
-  }
-}
-
-/** A batch's private folders: folder (relative) to its private folder's name there. */
-type _Privates = Map<string, string>;
-
-/** A staged temporary: where it is (relative to its folder) and whether it holds data. */
-interface _Staged {
-  tmp: string;
-  data: boolean;
-}
-
-/** Write `o`'s new file or link in the private folder beside its path; throws when it cannot. */
-function _stage(o: ApplierOp, privates: _Privates): _Staged {
-  const [dir] = _split(o.rel);
-  _enter(dir, true);
-  let priv = privates.get(dir);
-  if (priv === undefined) {
-    priv = _s.temp;
-    try {
-      Deno.mkdirSync(priv, { mode: 0o700 });
-    } catch (err) {
-      // Left by an earlier batch of this applier: its own, reused.
-      if (!(err instanceof Deno.errors.AlreadyExists) || !Deno.lstatSync(priv).isDirectory) {
-        throw err;
-      }
-    }
-    privates.set(dir, priv);
-  }
-  const tmp = `${priv}/${++_s.n}`;
-  if (o.op === "link") {
-    Deno.symlinkSync(Deno.readLinkSync(o.from!), tmp);
-    return { tmp, data: false };
-  }
-  if (!Deno.lstatSync(o.from!).isFile) throw new Error("the layer's file is no longer a file");
-  Deno.copyFileSync(o.from!, tmp);
-  Deno.chmodSync(tmp, (o.mode ?? 0o644) & MODE_BITS);
-  return { tmp, data: Deno.lstatSync(tmp).size > 0 };
-}
-
-/** Make `o`'s path what the layer holds, standing in its folder. */
-function _apply(o: ApplierOp, staged: _Staged | undefined, privates: _Privates): ApplierResult {
+/** Make `o`'s path what the layer holds, standing in its folder (one at a time, in order). */
+async function _apply(o: ApplierOp, privates: Privates): Promise<ApplierResult> {
   const removal = o.op === "remove" || o.op === "prune";
-  const [dir, name] = _split(o.rel);
+  const [dir, name] = splitRel(o.rel);
   try {
-    _enter(dir, !removal);
+    enter(dir, !removal);
   } catch (err) {
     // A folder on the way is missing (or no folder): nothing to remove there.
     const gone = err instanceof Deno.errors.NotFound || err instanceof Deno.errors.NotADirectory;
     if (gone && removal) return { ok: true, sig: null };
     throw err;
   }
-  const now = _sig(name);
+  // Where the host saw nothing, nothing is looked at: the write itself fails on what is there.
+  const fresh = o.expect === null && (o.op === "write" || o.op === "link");
+  const now = fresh ? null : sigSync(name);
   // A folder made a folder is no conflict (this batch may have made it for what it holds).
-  if (!(o.op === "dir" && now?.kind === "dir") && !_expected(now, o.expect)) {
-    return { ok: false, conflict: true, error: "it changed in the tree meanwhile" };
+  if (!fresh && !(o.op === "dir" && now?.kind === "dir") && !expected(now, o.expect)) {
+    return CONFLICT;
   }
   const mode = (o.mode ?? (o.op === "dir" ? 0o755 : 0o644)) & MODE_BITS;
   switch (o.op) {
     case "write":
     case "link": {
-      if (now?.kind === "dir") _removeSync(name);
-      if (!staged && o.op === "write" && now === null && o.size === 0) {
-        // Nothing to tear: made in place, exclusively (a file made meanwhile is not replaced).
-        Deno.writeFileSync(name, new Uint8Array(), { createNew: true, mode });
-        break;
-      }
-      if (!staged) {
-        staged = _stage(o, privates);
-        _enter(dir, false);
-        if (staged.data) _fdatasync(staged.tmp);
-      }
-      Deno.renameSync(staged.tmp, name);
-      break;
+      // Not staged with its batch (its folder was no folder yet): staged and flushed alone.
+      if (now?.kind === "dir") removeSync(name);
+      const s = await stage(o, privateFolder(dir, privates));
+      if (s.data) fdatasync(s.tmp);
+      return await place(s, name, fresh);
     }
     case "dir":
-      if (now && now.kind !== "dir") _removeSync(name);
+      if (now && now.kind !== "dir") removeSync(name);
       if (!now || now.kind !== "dir") Deno.mkdirSync(name);
       Deno.chmodSync(name, mode);
       break;
     case "remove":
-      _removeSync(name);
+      removeSync(name);
       break;
     case "prune": {
       if (now?.kind !== "dir") break;
-      _s.at = undefined;
+      applier.at = undefined;
       Deno.chdir(name);
       if (Deno.statSync(".").ino !== now.ino) throw new Error(`${o.rel} changed meanwhile`);
       // This batch's private folder there stays: what it holds is still to be renamed.
-      const keep = new Set([...o.keep ?? [], _s.temp]);
-      for (const e of Deno.readDirSync(".")) if (!keep.has(e.name)) _removeSync(e.name);
-      return { ok: true, sig: _sig(".") };
+      const keep = new Set([...o.keep ?? [], applier.temp]);
+      for (const e of Deno.readDirSync(".")) if (!keep.has(e.name)) removeSync(e.name);
+      return { ok: true, sig: sigSync(".") };
     }
   }
-  return { ok: true, sig: _sig(name) };
+  return { ok: true, sig: sigSync(name) };
 }
 
 function _error(err: unknown): ApplierResult {
@@ -303,48 +174,98 @@ function _badRel(rel: string): boolean {
     rel.split("/").some((p) => p === ".." || p === "" || p === ".");
 }
 
+/** Stage the batch's new files and links, folder by folder, each folder's at once. */
+async function _stageAll(ops: ApplierOp[], skip: unknown[], privates: Privates) {
+  const staged: Array<Staged | undefined> = [];
+  const byDir = new Map<string, number[]>();
+  ops.forEach((o, i) => {
+    if (skip[i] || (o.op !== "write" && o.op !== "link") || _emptyNew(o)) return;
+    const dir = splitRel(o.rel)[0];
+    const list = byDir.get(dir);
+    if (list) list.push(i);
+    else byDir.set(dir, [i]);
+  });
+  for (const [dir, idx] of byDir) {
+    let priv: string;
+    try {
+      enter(dir, true);
+      priv = privateFolder(dir, privates);
+    } catch {
+      continue; // staged when applied, once its folder is made
+    }
+    await inPool(idx, _AT_ONCE, async (i) => {
+      try {
+        staged[i] = await stage(ops[i], priv);
+      } catch { /* staged again when applied */ }
+    });
+  }
+  return staged;
+}
+
 /**
  * Apply one batch: stage every new file and link beside its path, flush
- * their data, then apply each operation in order; private folders go.
+ * their data, then apply each operation in order (the files of one folder
+ * in a row put in place at once); the private folders go.
  */
-function _batch(ops: ApplierOp[]): ApplierResult[] {
+async function _batch(ops: ApplierOp[]): Promise<ApplierResult[]> {
   const results: Array<ApplierResult | undefined> = ops.map((o) =>
     _badRel(o.rel) ? { ok: false, error: `not a path inside the root: ${o.rel}` } : undefined
   );
-  const privates: _Privates = new Map();
-  const staged: Array<_Staged | undefined> = [];
-  ops.forEach((o, i) => {
-    if (results[i] || (o.op !== "write" && o.op !== "link")) return;
-    if (o.op === "write" && o.size === 0 && o.expect === null) return;
-    try {
-      staged[i] = _stage(o, privates);
-    } catch { /* staged again when applied, where its folder is made */ }
-  });
+  const privates: Privates = new Map();
+  const staged = await _stageAll(ops, results, privates);
   // The data first, then the names: a crash in between leaves the old files.
-  const data = staged.filter((s) => s?.data);
-  if (data.length && !_syncfs([...privates.keys()].map(_abs))) {
+  if (staged.some((s) => s?.data) && !syncfs([...privates.keys()].map(absOf))) {
     ops.forEach((o, i) => {
       if (!staged[i]?.data) return;
       try {
-        _enter(_split(o.rel)[0], false);
-        _fdatasync(staged[i]!.tmp);
+        enter(splitRel(o.rel)[0], false);
+        fdatasync(staged[i]!.tmp);
       } catch (err) {
         results[i] = _error(err);
       }
     });
   }
-  ops.forEach((o, i) => {
-    if (results[i]) return;
+  let run: Array<() => Promise<void>> = [];
+  let runDir: string | undefined;
+  const flush = async () => {
+    const r = run;
+    run = [];
+    runDir = undefined;
+    await inPool(r, _AT_ONCE, (f) => f());
+  };
+  for (const [i, o] of ops.entries()) {
+    if (results[i]) continue;
+    const s = staged[i];
+    if (!s && !_emptyNew(o)) {
+      await flush();
+      results[i] = await _apply(o, privates).catch(_error);
+      continue;
+    }
+    const [dir, name] = splitRel(o.rel);
+    if (runDir !== dir) await flush();
     try {
-      results[i] = _apply(o, staged[i], privates);
+      enter(dir, true);
+      runDir = dir;
+      const fresh = o.expect === null;
+      const now = fresh ? null : sigSync(name);
+      if (!expected(now, o.expect)) {
+        results[i] = CONFLICT;
+        continue;
+      }
+      if (now?.kind === "dir") removeSync(name);
+      const mode = (o.mode ?? 0o644) & MODE_BITS;
+      run.push(async () => {
+        results[i] = await (s ? place(s, name, fresh) : makeEmpty(name, mode)).catch(_error);
+      });
     } catch (err) {
       results[i] = _error(err);
     }
-  });
+  }
+  await flush();
   for (const [dir, priv] of privates) {
     try {
-      _enter(dir, false);
-      _removeSync(priv);
+      enter(dir, false);
+      removeSync(priv);
     } catch { /* its folder went: so did the private folder */ }
   }
   return results as ApplierResult[];
@@ -352,20 +273,20 @@ function _batch(ops: ApplierOp[]): ApplierResult[] {
 
 /** Make what was written since the last durable request reach the disk. */
 function _durable(): void {
-  const folders = [..._s.dirty.values()];
-  _s.dirty.clear();
-  if (_syncfs(folders)) return;
+  const folders = [...applier.dirty.values()];
+  applier.dirty.clear();
+  if (syncfs(folders)) return;
   for (const f of folders) {
     try {
-      _fdatasync(f);
+      fdatasync(f);
     } catch { /* gone */ }
   }
 }
 
 async function _main(): Promise<void> {
-  _s.root = Deno.cwd();
-  _s.ino = Deno.statSync(".").ino ?? 0;
-  _s.temp = `${TEMP_PREFIX}${Deno.args[0] ?? crypto.randomUUID().slice(0, 16)}`;
+  applier.root = Deno.cwd();
+  applier.ino = Deno.statSync(".").ino ?? 0;
+  applier.temp = `${TEMP_PREFIX}${Deno.args[0] ?? crypto.randomUUID().slice(0, 16)}`;
   const enc = new TextEncoder();
   let gone = false;
   const out = async (v: unknown) => {
@@ -376,7 +297,7 @@ async function _main(): Promise<void> {
       gone = true; // the host is gone: finish what is under way, then stop
     }
   };
-  await out({ ready: true, ino: _s.ino });
+  await out({ ready: true, ino: applier.ino });
   const dec = new TextDecoder();
   let buf = "";
   for await (const chunk of Deno.stdin.readable) {
@@ -386,7 +307,7 @@ async function _main(): Promise<void> {
       const line = buf.slice(0, nl);
       buf = buf.slice(nl + 1);
       const req = JSON.parse(line) as ApplierRequest;
-      const results = _batch(req.ops ?? []);
+      const results = await _batch(req.ops ?? []);
       if (req.durable) _durable();
       await out({ id: req.id, results });
     }

@@ -55,34 +55,52 @@ export async function* streamUpper(
   }).spawn();
   const errors = new Response(child.stderr).text();
   const size = o.chunk ?? 1024;
-  const dec = new TextDecoder("utf-8", { fatal: true });
+  const strict = new TextDecoder("utf-8", { fatal: true });
   let rest = new Uint8Array(0);
   let out: UpperEntry[] = [];
   let bad: string | undefined;
+  const take = async (e: _Entry) => {
+    if (e.kind === "other" && e.device) await _whiteout(e, upper);
+    out.push(e);
+  };
   try {
     for await (const bytes of child.stdout) {
       const buf = rest.length ? _concat(rest, bytes) : bytes;
-      let at = 0;
-      for (let nul = buf.indexOf(0, at); nul >= 0; nul = buf.indexOf(0, at)) {
-        const rec = buf.subarray(at, nul);
-        at = nul + 1;
-        const e = _record(rec, dec);
-        if (!e) continue;
-        if ("badPath" in e) {
-          // Beneath a name already handed on: it goes with it.
-          if (bad !== undefined && _startsWith(e.badPath, bad)) continue;
-          bad = _latin(e.badPath) + "/";
-          o.onBadName?.(e.badPath);
-          continue;
+      // Records end with NUL, which no UTF-8 sequence holds: decoded up to the last one.
+      const end = buf.lastIndexOf(0) + 1;
+      rest = buf.slice(end);
+      let text: string | undefined;
+      try {
+        text = strict.decode(buf.subarray(0, end));
+      } catch { /* a name that is not UTF-8 in this chunk: record by record */ }
+      if (text !== undefined) {
+        for (const rec of text.split("\0")) {
+          const e = rec ? _record(rec) : undefined;
+          if (e) await take(e);
         }
-        if (e.kind === "other" && e.device) await _whiteout(e, upper);
-        out.push(e);
-        if (out.length >= size) {
-          yield out;
-          out = [];
+      } else {
+        for (let at = 0, nul = buf.indexOf(0); nul >= 0 && nul < end; nul = buf.indexOf(0, at)) {
+          const rec = buf.subarray(at, nul);
+          at = nul + 1;
+          let str: string;
+          try {
+            str = strict.decode(rec);
+          } catch {
+            const path = rec.slice(_fieldsEnd(rec));
+            // Beneath a name already handed on: it goes with it.
+            if (bad !== undefined && _startsWith(path, bad)) continue;
+            bad = String.fromCharCode(...path) + "/";
+            o.onBadName?.(path);
+            continue;
+          }
+          const e = _record(str);
+          if (e) await take(e);
         }
       }
-      rest = buf.slice(at);
+      if (out.length >= size) {
+        yield out;
+        out = [];
+      }
     }
     if (out.length) yield out;
   } finally {
@@ -110,35 +128,36 @@ async function _whiteout(e: _Entry, upper: string): Promise<void> {
   } catch { /* gone meanwhile */ }
 }
 
-function _record(rec: Uint8Array, dec: TextDecoder): _Entry | { badPath: Uint8Array } | undefined {
+function _record(rec: string): _Entry | undefined {
   // Six fields before the path, each ending with a space.
+  const f: string[] = [];
   let at = 0;
-  const fields: string[] = [];
   for (let i = 0; i < 6; i++) {
-    const sp = rec.indexOf(0x20, at);
+    const sp = rec.indexOf(" ", at);
     if (sp < 0) return undefined;
-    fields.push(_latin(rec.subarray(at, sp)));
+    f.push(rec.slice(at, sp));
     at = sp + 1;
   }
-  const pathBytes = rec.subarray(at);
-  let rel: string;
-  try {
-    rel = dec.decode(pathBytes);
-  } catch {
-    return { badPath: pathBytes.slice() };
-  }
-  const [y, ino, size, mtime, birth, mode] = fields;
+  const y = f[0];
   const kind: UpperKind = y === "f" ? "file" : y === "d" ? "dir" : y === "l" ? "symlink" : "other";
-  return {
-    ...(y === "c" ? { device: true } : {}),
-    rel,
+  const e: _Entry = {
+    rel: rec.slice(at),
     kind,
-    ino: Number(ino),
-    size: Number(size),
-    mtimeMs: _ms(mtime),
-    birthMs: _ms(birth),
-    mode: parseInt(mode, 8) & 0o7777,
+    ino: Number(f[1]),
+    size: Number(f[2]),
+    mtimeMs: _ms(f[3]),
+    birthMs: _ms(f[4]),
+    mode: parseInt(f[5], 8) & 0o7777,
   };
+  if (y === "c") e.device = true;
+  return e;
+}
+
+/** Where the path starts in a record (after its six fields). */
+function _fieldsEnd(rec: Uint8Array): number {
+  let at = 0;
+  for (let i = 0; i < 6; i++) at = rec.indexOf(0x20, at) + 1;
+  return at;
 }
 
 /** Seconds with a fraction (`1733000000.123456789`) as whole milliseconds, as Deno's lstat gives. */
@@ -150,14 +169,6 @@ function _ms(t: string): number {
   const frac = (t.slice(dot + 1) + "000").slice(0, 3);
   if (!Number.isFinite(s) || s < 0) return 0;
   return s * 1000 + Number(frac);
-}
-
-function _latin(b: Uint8Array): string {
-  let s = "";
-  for (let i = 0; i < b.length; i += 8192) {
-    s += String.fromCharCode(...b.subarray(i, i + 8192));
-  }
-  return s;
 }
 
 function _startsWith(b: Uint8Array, prefix: string): boolean {
