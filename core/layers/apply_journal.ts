@@ -59,7 +59,8 @@ const _swept = new Set<string>();
 
 /**
  * Once per process and base: remove what the appliers of gone corral
- * processes left in the tree, as their journals say.
+ * processes left in the tree, as their journals say (at once: a few
+ * folders, each holding at most one batch).
  *
  * @example
  * ```ts
@@ -67,16 +68,16 @@ const _swept = new Set<string>();
  * import { sweepJournals } from "./apply_journal.ts";
  * const base = await Deno.makeTempDir(), root = await Deno.realPath(await Deno.makeTempDir());
  * await Deno.mkdir(`${base}/applies`);
- * await Deno.mkdir(`${root}/d/.~corral-00ff/`, { recursive: true });
- * await Deno.writeTextFile(`${root}/d/.~corral-00ff/1`, "half");
- * await Deno.writeTextFile(`${base}/applies/999999999-00ff.journal`,
- *   JSON.stringify({ root, token: "00ff", pid: 0 }) + '\n"d"\n');
- * await sweepJournals(base);
+ * await Deno.mkdir(`${root}/d/.~corral-00ff00ff/`, { recursive: true });
+ * await Deno.writeTextFile(`${root}/d/.~corral-00ff00ff/1`, "half");
+ * await Deno.writeTextFile(`${base}/applies/999999999-00ff00ff.journal`,
+ *   JSON.stringify({ root, token: "00ff00ff", pid: 0 }) + '\n"d"\n');
+ * sweepJournals(base);
  * assert.deepEqual([...Deno.readDirSync(`${root}/d`)], []);
  * assert.deepEqual([...Deno.readDirSync(`${base}/applies`)], []);
  * ```
  */
-export async function sweepJournals(base: string): Promise<void> {
+export function sweepJournals(base: string): void {
   if (_swept.has(base)) return;
   _swept.add(base);
   const dir = join(base, "applies");
@@ -90,13 +91,13 @@ export async function sweepJournals(base: string): Promise<void> {
     const pid = Number(name.split("-")[0]);
     if (pid === Deno.pid || _alive(pid)) continue;
     try {
-      await _sweep(join(dir, name));
+      _sweep(join(dir, name));
     } catch { /* a later start tries again */ }
   }
 }
 
-async function _sweep(file: string): Promise<void> {
-  const [head, ...rest] = (await Deno.readTextFile(file)).split("\n").filter(Boolean);
+function _sweep(file: string): void {
+  const [head, ...rest] = Deno.readTextFileSync(file).split("\n").filter(Boolean);
   const { root, token, pid } = JSON.parse(head) as { root: string; token: string; pid: number };
   // Its applier may still finish the batch it had: the next start looks again.
   if (pid > 0 && _alive(pid)) return;
@@ -109,10 +110,10 @@ async function _sweep(file: string): Promise<void> {
       const priv = join(folder, `${TEMP_PREFIX}${token}`);
       const st = Deno.lstatSync(priv);
       if (!st.isDirectory || (userId() !== undefined && st.uid !== userId())) continue;
-      await Deno.remove(priv, { recursive: true });
+      Deno.removeSync(priv, { recursive: true });
     } catch { /* nothing left there */ }
   }
-  await Deno.remove(file);
+  Deno.removeSync(file);
 }
 
 function _alive(pid: number): boolean {

@@ -54,9 +54,14 @@ const _appliers = new Map<string, Promise<_Applier>>();
 const _running = new Map<string, _Applier>();
 const _users = new Map<string, number>();
 
-/** One more sandbox over `root` will settle there. */
-export function useApplier(root: string): void {
+/**
+ * One more sandbox over `root` will settle there (its layers in
+ * `layers`): the first one in this process also removes what appliers of
+ * gone corral processes left in trees (./apply_journal.ts).
+ */
+export function useApplier(root: string, layers?: string): void {
   _users.set(root, (_users.get(root) ?? 0) + 1);
+  if (layers) sweepJournals(dirname(layers));
 }
 
 /** A sandbox over `root` is gone; the last one stops the applier. */
@@ -167,7 +172,7 @@ async function _command(root: string, layers: string, token: string): Promise<De
 
 async function _start(root: string, layers: string): Promise<_Applier> {
   // What appliers of gone corral processes left in a tree goes first.
-  await sweepJournals(dirname(layers));
+  sweepJournals(dirname(layers));
   const token = tempToken();
   const child = (await _command(root, layers, token)).spawn();
   const a: _Applier = {

@@ -97,7 +97,7 @@ export class SandboxLayers {
       this.#memory.set(l.root, layerMemory());
       this.#epoch.set(l.root, now);
       this.#inos.set(l.root, Deno.statSync(l.root).ino ?? 0);
-      useApplier(l.root);
+      useApplier(l.root, this.#base);
       let set = _live.get(l.root);
       if (!set) _live.set(l.root, set = new Set());
       set.add(this);
