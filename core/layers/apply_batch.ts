@@ -15,9 +15,10 @@ import {
   commitSeen,
   type LayerMemory,
   type LayerOp,
-  type LayerScan,
+  type LayerRest,
   opsOf,
 } from "./layer_diff.ts";
+import type { UpperEntry } from "./upper_walk.ts";
 import type { LayerRoot } from "./layer_dirs.ts";
 import type { Sig } from "./tree_sig.ts";
 import type { ApplierOp } from "./tree_applier.ts";
@@ -103,15 +104,17 @@ export interface BatchSteps {
 }
 
 /**
- * Judge and apply what `scan` found within the quota, a batch at a time:
- * each batch's apply is under way while the next one is judged; removals
- * (deepest first) once every write is applied. Each batch settled is
- * committed to `memory`.
+ * Judge and apply the changed entries of `batches` (a layer's second
+ * read, ./layer_diff.ts), a batch at a time: each batch's apply is under
+ * way while the next one is read and judged; then the removals (deepest
+ * first) once every write is applied. Each batch settled is committed to
+ * `memory`.
  */
 export async function settleBatches(
   layer: LayerRoot,
-  scan: LayerScan,
   memory: LayerMemory,
+  batches: AsyncIterable<UpperEntry[]>,
+  removals: () => Promise<LayerOp[]>,
   steps: BatchSteps,
 ): Promise<void> {
   let pending: Promise<void> = Promise.resolve();
@@ -125,12 +128,12 @@ export async function settleBatches(
     }
   };
   try {
-    for (const batch of slices(scan.changed.slice(0, scan.within))) {
+    for await (const batch of batches) {
       await go(await opsOf(layer, batch, memory));
       commitSeen(memory, batch);
     }
     await pending;
-    for (const batch of slices(scan.removals.slice(0, scan.removalsWithin))) {
+    for (const batch of slices(await removals())) {
       await go(batch);
       commitRemovals(memory, batch);
     }
@@ -139,18 +142,20 @@ export async function settleBatches(
   }
 }
 
-/** Name in `report` what `scan` holds that is not applied: names not UTF-8, entries past the quota. */
+/** Name in `report` what a layer holds that is not applied: names not UTF-8, entries past the quota. */
 export function notApplied(
   report: ChangeReport,
   layer: LayerRoot,
-  scan: LayerScan,
+  badNames: Uint8Array[],
+  rest: LayerRest,
   shown: (abs: string) => string,
 ): void {
-  for (const b of scan.badNames) {
+  for (const b of badNames) {
     refuse(report, shown(join(layer.root, escapedPath(b))), "its name is not UTF-8");
   }
-  const past = [...scan.changed.slice(scan.within), ...scan.removals.slice(scan.removalsWithin)];
-  for (const e of past) refuse(report, shown(join(layer.root, e.rel)), "past the layer's quota");
+  for (const rel of rest.past) {
+    refuse(report, shown(join(layer.root, rel)), "past the layer's quota");
+  }
 }
 
 /**

@@ -16,7 +16,8 @@
 import { join } from "node:path";
 import { lowerSig, type Sig } from "./tree_sig.ts";
 import type { LayerRoot } from "./layer_dirs.ts";
-import { layerQuota, QuotaCount } from "./layer_quota.ts";
+import { type LayerQuota, layerQuota, QuotaCount } from "./layer_quota.ts";
+import { REPORT_PATHS } from "./change_report.ts";
 import { streamUpper } from "./upper_stream.ts";
 import { opaqueFolders, type UpperEntry } from "./upper_walk.ts";
 
@@ -36,9 +37,9 @@ export interface LayerOp {
   now?: Sig | null;
 }
 
-/** The state a layer's walks keep: signatures seen, folders found opaque (by inode). */
+/** The state a layer's walks keep: signatures seen (hashed), folders found opaque (by inode). */
 export interface LayerMemory {
-  seen: Map<string, string>;
+  seen: Map<string, number>;
   opaque: Map<string, { ino: number; opaque: boolean }>;
 }
 
@@ -47,81 +48,122 @@ export function layerMemory(): LayerMemory {
   return { seen: new Map(), opaque: new Map() };
 }
 
-/** One read of a layer: what changed since `memory`, and what the layer holds. */
-export interface LayerScan {
-  /** Changed entries that are not removals, parents before children. */
-  changed: UpperEntry[];
-  /** Removals (whiteouts, and entries that left the layer), deepest first. */
-  removals: LayerOp[];
-  /** How many of `changed` lie within the quota (all of them unless it is passed). */
-  within: number;
-  /** How many of `removals` lie within the quota. */
-  removalsWithin: number;
-  /** The layer's count against its quota (`over` set when it was passed). */
+/** What the first read of a layer found: its count, and whether anything changed. */
+export interface LayerCount {
+  /** The layer's entries and bytes against its quota (`over` set when passed). */
   count: QuotaCount;
-  /** Paths of the layer whose names are not UTF-8 (bytes, relative), never in `changed`. */
+  /** Entries changed since `memory` (removals included). */
+  changed: number;
+  /** Some entry the last walk saw left the layer. */
+  vanished: boolean;
+  /** Paths whose names are not UTF-8 (bytes, relative): never applied. */
   badNames: Uint8Array[];
 }
 
 /**
- * Read the layer of `layer` against `memory` (which is not changed: the
- * caller commits each settled entry with {@link commitSeen}).
+ * The first read of a layer: count it against `quota` and tell whether
+ * anything changed since `memory`, keeping nothing of it.
  */
-export async function scanLayer(
+export async function countLayer(
   layer: LayerRoot,
   memory: LayerMemory,
   artifacts: ReadonlySet<string>,
-  count = new QuotaCount(layerQuota()),
-): Promise<LayerScan> {
-  const upper = join(layer.dir, "u");
-  const scan: LayerScan = {
-    changed: [],
-    removals: [],
-    within: -1,
-    removalsWithin: -1,
-    count,
+  quota: LayerQuota = layerQuota(),
+): Promise<LayerCount> {
+  const out: LayerCount = {
+    count: new QuotaCount(quota),
+    changed: 0,
+    vanished: false,
     badNames: [],
   };
-  const whiteouts: Array<{ e: UpperEntry; over: boolean }> = [];
   let held = 0;
-  for await (
-    const chunk of streamUpper(upper, {
-      onBadName: (b) => void (scan.badNames.length < 1000 && scan.badNames.push(b)),
-    })
-  ) {
+  const onBadName = (b: Uint8Array) => void (out.badNames.length < 1000 && out.badNames.push(b));
+  for await (const chunk of streamUpper(join(layer.dir, "u"), { onBadName })) {
     for (const e of chunk) {
-      const over = count.add(e.kind === "file" ? e.size : 0);
+      out.count.add(e.kind === "file" ? e.size : 0);
       const was = memory.seen.get(e.rel);
       if (was !== undefined) held++;
-      if (was === _sig(e) || (artifacts.size && artifacts.has(join(layer.root, e.rel)))) continue;
-      if (over && scan.within < 0) scan.within = scan.changed.length;
-      if (e.kind === "whiteout") whiteouts.push({ e, over });
-      else scan.changed.push(e);
+      if (was !== _sig(e) && !_artifact(layer, e, artifacts)) out.changed++;
     }
   }
-  if (scan.within < 0) scan.within = scan.changed.length;
-  const removals = whiteouts.map(({ e, over }) => ({ op: _op(layer, e, "remove"), over }));
-  // Something the last walk saw is gone from the layer: removals too.
-  if (held < memory.seen.size) {
+  out.vanished = held < memory.seen.size;
+  return out;
+}
+
+/** What the second read leaves for the end: the whiteouts, and what lay past the quota. */
+export interface LayerRest {
+  whiteouts: UpperEntry[];
+  /** The first changed paths past the quota (relative). */
+  past: string[];
+  /** How many changed entries lay past the quota. */
+  pastCount: number;
+  /** The count of the second read (the layer may have grown since the first). */
+  count?: QuotaCount;
+}
+
+/** An empty {@link LayerRest}. */
+export function layerRest(): LayerRest {
+  return { whiteouts: [], past: [], pastCount: 0 };
+}
+
+/**
+ * The second read: the changed entries within the quota, in batches of
+ * `size` (parents before children), as the layer is read; whiteouts and
+ * what lies past the quota go to `rest`.
+ */
+export async function* changedBatches(
+  layer: LayerRoot,
+  memory: LayerMemory,
+  artifacts: ReadonlySet<string>,
+  quota: LayerQuota,
+  rest: LayerRest,
+  size: number,
+): AsyncGenerator<UpperEntry[]> {
+  const count = rest.count = new QuotaCount(quota);
+  let batch: UpperEntry[] = [];
+  for await (const chunk of streamUpper(join(layer.dir, "u"), { chunk: size })) {
+    for (const e of chunk) {
+      const over = count.add(e.kind === "file" ? e.size : 0);
+      if (memory.seen.get(e.rel) === _sig(e) || _artifact(layer, e, artifacts)) continue;
+      if (over) {
+        if (rest.past.length < REPORT_PATHS) rest.past.push(e.rel);
+        rest.pastCount++;
+      } else if (e.kind === "whiteout") rest.whiteouts.push(e);
+      else batch.push(e);
+    }
+    if (batch.length >= size) {
+      yield batch;
+      batch = [];
+    }
+  }
+  if (batch.length) yield batch;
+}
+
+/**
+ * The removals of a settlement, deepest first (a folder's after its
+ * contents'): the whiteouts read, and, when the first read saw entries
+ * leave the layer (`vanished`), those (a third read finds them).
+ */
+export async function removalsOf(
+  layer: LayerRoot,
+  memory: LayerMemory,
+  rest: LayerRest,
+  vanished: boolean,
+): Promise<LayerOp[]> {
+  const removals = rest.whiteouts.map((e) => _op(layer, e, "remove"));
+  if (vanished) {
     const now = new Set<string>();
-    for await (const chunk of streamUpper(upper)) for (const e of chunk) now.add(e.rel);
+    for await (const chunk of streamUpper(join(layer.dir, "u"))) {
+      for (const e of chunk) now.add(e.rel);
+    }
     for (const rel of memory.seen.keys()) {
       if (now.has(rel)) continue;
-      const op: LayerOp = {
-        rel,
-        abs: join(layer.root, rel),
-        upper: join(upper, rel),
-        kind: "remove",
-      };
-      removals.push({ op: { ...op, vanished: true }, over: count.over !== undefined });
+      const e = { rel, kind: "other", ino: 0, size: 0, mtimeMs: 0, birthMs: 0, mode: 0 } as const;
+      removals.push({ ..._op(layer, e, "remove"), entry: undefined, vanished: true });
     }
   }
-  // Deepest first, so a folder's removal comes after its contents'; past the quota last.
   const depth = (o: LayerOp) => o.rel.split("/").length;
-  removals.sort((a, b) => Number(a.over) - Number(b.over) || depth(b.op) - depth(a.op));
-  scan.removals = removals.map((r) => r.op);
-  scan.removalsWithin = removals.filter((r) => !r.over).length;
-  return scan;
+  return removals.sort((a, b) => depth(b) - depth(a));
 }
 
 /** The operations of a batch of changed entries (not removals), in their order. */
@@ -158,7 +200,7 @@ export function commitRemovals(memory: LayerMemory, removals: LayerOp[]): void {
 
 /**
  * Every operation of one layer since `memory`, at once (small layers and
- * tests; the settlement goes a batch at a time). `memory` is not changed.
+ * tests; a settlement goes a batch at a time). `memory` is not changed.
  *
  * @example
  * ```ts
@@ -176,8 +218,18 @@ export async function diffLayer(
   memory: LayerMemory,
   artifacts: ReadonlySet<string>,
 ): Promise<{ ops: LayerOp[] }> {
-  const scan = await scanLayer(layer, memory, artifacts);
-  return { ops: [...await opsOf(layer, scan.changed, memory), ...scan.removals] };
+  const quota = layerQuota({ layer_max_entries: 1e8 });
+  const first = await countLayer(layer, memory, artifacts, quota);
+  const rest = layerRest();
+  const ops: LayerOp[] = [];
+  for await (const b of changedBatches(layer, memory, artifacts, quota, rest, 1e6)) {
+    ops.push(...await opsOf(layer, b, memory));
+  }
+  return { ops: [...ops, ...await removalsOf(layer, memory, rest, first.vanished)] };
+}
+
+function _artifact(layer: LayerRoot, e: UpperEntry, artifacts: ReadonlySet<string>): boolean {
+  return artifacts.size > 0 && artifacts.has(join(layer.root, e.rel));
 }
 
 function _op(layer: LayerRoot, e: UpperEntry, kind: LayerOp["kind"]): LayerOp {
@@ -215,6 +267,29 @@ async function _opaque(
   return found;
 }
 
-function _sig(e: UpperEntry): string {
-  return `${e.kind}:${e.ino}:${e.size}:${e.mtimeMs}:${e.mode}`;
+/**
+ * An entry's signature (kind, inode, size, modification time, mode) as a
+ * 53-bit hash: one number per entry in the memory, not a string; a change
+ * that hashes the same is one in 2^53.
+ */
+function _sig(e: UpperEntry): number {
+  let a = 0x811c9dc5, b = 0x9747b28c;
+  const words = [
+    _KINDS.indexOf(e.kind),
+    e.mode,
+    e.ino >>> 0,
+    Math.floor(e.ino / 2 ** 32),
+    e.size >>> 0,
+    Math.floor(e.size / 2 ** 32),
+    e.mtimeMs >>> 0,
+    Math.floor(e.mtimeMs / 2 ** 32),
+  ];
+  for (const w of words) {
+    a = Math.imul(a ^ w, 0x01000193);
+    b = Math.imul(b ^ w, 0x5bd1e995);
+    b ^= b >>> 15;
+  }
+  return (a >>> 0) * 2 ** 21 + (b >>> 11);
 }
+
+const _KINDS = ["file", "dir", "symlink", "whiteout", "other"];

@@ -93,17 +93,21 @@ export class QuotaCount {
    * import { layerQuota, QuotaCount } from "./layer_quota.ts";
    * const c = new QuotaCount(layerQuota({ layer_max_entries: 1, where: "toolsets.system" }));
    * c.add(0); c.add(0);
-   * assert.match(c.text(), /2 entries, over its quota of 1 .*layer_max_entries.*toolsets\.system/);
+   * assert.match(c.text(), /2 entries, over its quota of 1 entries \(toolsets\.system\.layer_max_entries/);
    * ```
    */
-  text(): string {
+  text(grew = false): string {
     const q = this.quota;
     const key = this.over === "bytes" ? "layer_max_bytes" : "layer_max_entries";
     const held = this.over === "bytes"
       ? `${_n(this.bytes)} bytes of files, over its quota of ${_n(q.bytes)} bytes`
       : `${_n(this.entries)} entries, over its quota of ${_n(q.entries)} entries`;
     const where = q.where ? `${q.where}.${key}` : key;
-    const what = q.partial ? "only what fits was applied" : "none of its changes were applied";
+    const what = q.partial
+      ? "only what fits was applied"
+      : grew
+      ? "it grew past it while it was applied: only what was read before was applied"
+      : "none of its changes were applied";
     return `the sandbox's write layer holds ${held} (${where} in permissions.json): ${what}; ` +
       `the sandbox starts afresh`;
   }

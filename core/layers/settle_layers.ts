@@ -26,8 +26,17 @@ import { judgeGitRefs } from "./git_settle.ts";
 import { applyInRoot, leaveApplier, useApplier } from "./root_applier.ts";
 import type { ApplierResult } from "./tree_applier.ts";
 import { configRefusal } from "./git_rules.ts";
-import { type LayerMemory, layerMemory, type LayerOp, scanLayer } from "./layer_diff.ts";
 import {
+  changedBatches,
+  countLayer,
+  type LayerMemory,
+  layerMemory,
+  type LayerOp,
+  layerRest,
+  removalsOf,
+} from "./layer_diff.ts";
+import {
+  BATCH,
   countApplied,
   notApplied,
   refuse,
@@ -35,7 +44,7 @@ import {
   settleBatches,
   TreeLook,
 } from "./apply_batch.ts";
-import { type LayerQuota, layerQuota, QuotaCount } from "./layer_quota.ts";
+import { type LayerQuota, layerQuota } from "./layer_quota.ts";
 import { staleInView } from "./layer_freshness.ts";
 import type { LayerDirs, LayerRoot } from "./layer_dirs.ts";
 import { withTreeLock } from "./tree_lock.ts";
@@ -183,27 +192,27 @@ export class SandboxLayers {
   }
 
   /**
-   * Settle one layer: read it as a stream against its quota, then judge
-   * and apply its changes a batch at a time (./apply_batch.ts), each
-   * batch's apply under way while the next is judged; removals after the
-   * writes, refs last; the last request makes it all durable.
+   * Settle one layer: read it once to count it against its quota and see
+   * whether anything changed (keeping nothing of it), then again as a
+   * stream, judging and applying its changes a batch at a time
+   * (./apply_batch.ts), each batch's apply under way while the next is
+   * read and judged; removals after the writes, refs last; the last
+   * request makes it all durable.
    */
   async #settle(layer: LayerRoot): Promise<ChangeReport> {
     const started = Date.now();
     const memory = this.#memory.get(layer.root)!;
-    const count = new QuotaCount(this.#o.quota ?? layerQuota());
-    const scan = await scanLayer(layer, memory, this.#artifacts, count);
-    if (!scan.changed.length && !scan.removals.length && !scan.badNames.length) {
+    const quota = this.#o.quota ?? layerQuota();
+    const first = await countLayer(layer, memory, this.#artifacts, quota);
+    if (!first.changed && !first.vanished && !first.badNames.length) {
       this.#epoch.set(layer.root, started);
       return emptyReport();
     }
     return await withTreeLock(layer.root, this.dirs.locks, async () => {
       const report = emptyReport();
-      if (count.over) {
-        this.#over = true;
-        report.over = count.text();
-        this.markStale(`its write layer went past its quota`);
-        if (!count.quota.partial) return report;
+      if (first.count.over) {
+        this.#overQuota(report, first.count.text());
+        if (!quota.partial) return report;
       }
       const ctx: RuleContext = {
         ...this.#o.rules,
@@ -212,16 +221,25 @@ export class SandboxLayers {
       };
       const refs: LayerOp[] = [];
       const look = new TreeLook();
-      await settleBatches(layer, scan, memory, {
-        plan: (ops) => this.#plan(ops, ctx, refs, report, look),
-        apply: (ops) => this.#applyAll(layer, ops, report),
-      });
+      const rest = layerRest();
+      await settleBatches(
+        layer,
+        memory,
+        changedBatches(layer, memory, this.#artifacts, quota, rest, BATCH),
+        () => removalsOf(layer, memory, rest, first.vanished),
+        {
+          plan: (ops) => this.#plan(ops, ctx, refs, report, look),
+          apply: (ops) => this.#applyAll(layer, ops, report),
+        },
+      );
+      // Past the quota only now: the layer grew while it was applied.
+      if (rest.count?.over && !report.over) this.#overQuota(report, rest.count.text(true));
       // Refs last: the objects they name are in the tree now.
       const verdicts = await judgeGitRefs(refs, ctx);
       for (const [op, why] of verdicts.refuse) refuse(report, this.#shown(op.abs), why);
       await this.#applyAll(layer, verdicts.apply, report);
       await this.#durable(layer, report);
-      notApplied(report, layer, scan, (abs) => this.#shown(abs));
+      notApplied(report, layer, first.badNames, rest, (abs) => this.#shown(abs));
       this.#epoch.set(layer.root, started);
       // Its view now holds what the tree does not: the next call starts from the tree.
       if (report.refused.length) this.markStale(`${report.refused[0].path} was not applied`);
@@ -253,6 +271,13 @@ export class SandboxLayers {
       else if (whys[i] === undefined) plan.push(op);
     });
     return plan;
+  }
+
+  /** The layers went past their quota: said in `report`; nothing more of them is applied. */
+  #overQuota(report: ChangeReport, why: string): void {
+    this.#over = true;
+    report.over = why;
+    this.markStale("its write layer went past its quota");
   }
 
   /** Make what the settlement applied durable (the applier's last request). */
