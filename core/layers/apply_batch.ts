@@ -19,6 +19,8 @@ import {
   opsOf,
 } from "./layer_diff.ts";
 import type { UpperEntry } from "./upper_walk.ts";
+import { isTempName } from "../guard/temp_names.ts";
+import { applyInRoot } from "./root_applier.ts";
 import type { LayerRoot } from "./layer_dirs.ts";
 import type { Sig } from "./tree_sig.ts";
 import type { ApplierOp } from "./tree_applier.ts";
@@ -142,6 +144,50 @@ export async function settleBatches(
   }
 }
 
+/**
+ * The operations of a batch to apply: the tree read for all of them at
+ * once (`look`), each judged (`judge`: why refused; `""` when it waits for
+ * the refs' phase, which `refs` gathers), refusals noted in `report`.
+ */
+export async function planBatch(
+  ops: LayerOp[],
+  look: TreeLook,
+  judge: (op: LayerOp, refs: LayerOp[]) => Promise<string | undefined>,
+  refs: LayerOp[],
+  report: ChangeReport,
+  shown: (abs: string) => string,
+): Promise<LayerOp[]> {
+  look.sigs(ops.map((op) => op.abs)).forEach((now, i) => ops[i].now = now);
+  const later = ops.map(() => [] as LayerOp[]);
+  const whys = await Promise.all(
+    ops.map((op, i) =>
+      isTempName(op.rel)
+        ? Promise.resolve("a name corral keeps for its own temporary files")
+        : judge(op, later[i])
+    ),
+  );
+  refs.push(...later.flat());
+  const plan: LayerOp[] = [];
+  ops.forEach((op, i) => {
+    if (whys[i]) refuse(report, shown(op.abs), whys[i]!);
+    else if (whys[i] === undefined) plan.push(op);
+  });
+  return plan;
+}
+
+/** Make what a settlement applied durable: the applier's last request, a flush. */
+export async function flushApplied(
+  report: ChangeReport,
+  root: string,
+  ino: number,
+  layers: string,
+): Promise<void> {
+  if (report.created + report.changed + report.removed === 0) return;
+  try {
+    await applyInRoot(root, ino, layers, [], true);
+  } catch { /* applied already; only its flush failed */ }
+}
+
 /** Name in `report` what a layer holds that is not applied: names not UTF-8, entries past the quota. */
 export function notApplied(
   report: ChangeReport,
@@ -162,7 +208,7 @@ export function notApplied(
  * The applier's request for `op`, given what the tree holds there now
  * (`now`): the applier replaces nothing else than that.
  */
-export async function requestOf(op: LayerOp, now: Sig | null): Promise<ApplierOp> {
+export function requestOf(op: LayerOp, now: Sig | null): ApplierOp {
   const expect = now;
   switch (op.kind) {
     case "write":
@@ -179,8 +225,7 @@ export async function requestOf(op: LayerOp, now: Sig | null): Promise<ApplierOp
     case "dir":
       return { op: "dir", rel: op.rel, mode: op.entry!.mode, expect };
     case "prune": {
-      const keep: string[] = [];
-      for await (const e of Deno.readDir(op.upper)) keep.push(e.name);
+      const keep = [...Deno.readDirSync(op.upper)].map((e) => e.name);
       return { op: "prune", rel: op.rel, keep, expect };
     }
     default:
@@ -188,13 +233,13 @@ export async function requestOf(op: LayerOp, now: Sig | null): Promise<ApplierOp
   }
 }
 
-/** Count an applied operation in the report. */
+/** Count an applied operation in the report (`shown`: its path as reports show it). */
 export function countApplied(
   r: ChangeReport,
   op: LayerOp,
   now: Sig | null,
   sig: Sig | null,
-  shown: string,
+  shown: () => string,
 ): void {
   let c: "+" | "~" | "-" | undefined;
   if (op.kind === "remove") c = now ? "-" : undefined;
@@ -206,7 +251,7 @@ export function countApplied(
   else if (c === "~") r.changed++;
   else r.removed++;
   if (op.kind === "write" && sig) r.bytes += sig.size;
-  if (r.paths.length < REPORT_PATHS) r.paths.push(c + shown);
+  if (r.paths.length < REPORT_PATHS) r.paths.push(c + shown());
 }
 
 /** Note a refused change (the report names the first ones). */

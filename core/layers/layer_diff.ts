@@ -15,6 +15,7 @@
  */
 import { join } from "node:path";
 import { lowerSig, type Sig } from "./tree_sig.ts";
+import { PathMemory } from "./path_memory.ts";
 import type { LayerRoot } from "./layer_dirs.ts";
 import { type LayerQuota, layerQuota, QuotaCount } from "./layer_quota.ts";
 import { REPORT_PATHS } from "./change_report.ts";
@@ -37,15 +38,19 @@ export interface LayerOp {
   now?: Sig | null;
 }
 
-/** The state a layer's walks keep: signatures seen (hashed), folders found opaque (by inode). */
+/**
+ * The state a layer's walks keep: per path, the hash of the entry last
+ * settled (and the view's signature: ./path_memory.ts); folders found
+ * opaque (by inode).
+ */
 export interface LayerMemory {
-  seen: Map<string, number>;
+  seen: PathMemory;
   opaque: Map<string, { ino: number; opaque: boolean }>;
 }
 
 /** A new, empty memory. */
 export function layerMemory(): LayerMemory {
-  return { seen: new Map(), opaque: new Map() };
+  return { seen: new PathMemory(), opaque: new Map() };
 }
 
 /** What the first read of a layer found: its count, and whether anything changed. */
@@ -274,20 +279,16 @@ async function _opaque(
  */
 function _sig(e: UpperEntry): number {
   let a = 0x811c9dc5, b = 0x9747b28c;
-  const words = [
-    _KINDS.indexOf(e.kind),
-    e.mode,
-    e.ino >>> 0,
-    Math.floor(e.ino / 2 ** 32),
-    e.size >>> 0,
-    Math.floor(e.size / 2 ** 32),
-    e.mtimeMs >>> 0,
-    Math.floor(e.mtimeMs / 2 ** 32),
-  ];
-  for (const w of words) {
+  const mix = (w: number) => {
     a = Math.imul(a ^ w, 0x01000193);
     b = Math.imul(b ^ w, 0x5bd1e995);
     b ^= b >>> 15;
+  };
+  mix(_KINDS.indexOf(e.kind));
+  mix(e.mode);
+  for (const x of [e.ino, e.size, e.mtimeMs]) {
+    mix(x >>> 0);
+    mix(Math.floor(x / 2 ** 32));
   }
   return (a >>> 0) * 2 ** 21 + (b >>> 11);
 }

@@ -17,7 +17,6 @@
 import { dirname, join, relative } from "node:path";
 import { hooksFolders } from "../guard/planted.ts";
 import { isWithin } from "../guard/is_within.ts";
-import { isTempName } from "../guard/temp_names.ts";
 import { keepConflict, lowerSig, sameSig, type Sig } from "./tree_sig.ts";
 import { type ChangeReport, emptyReport, isEmptyReport, mergeReports } from "./change_report.ts";
 import { followLayers } from "./layer_follow.ts";
@@ -38,7 +37,9 @@ import {
 import {
   BATCH,
   countApplied,
+  flushApplied,
   notApplied,
+  planBatch,
   refuse,
   requestOf,
   settleBatches,
@@ -48,6 +49,7 @@ import { type LayerQuota, layerQuota } from "./layer_quota.ts";
 import { staleInView } from "./layer_freshness.ts";
 import type { LayerDirs, LayerRoot } from "./layer_dirs.ts";
 import { withTreeLock } from "./tree_lock.ts";
+import { ViewMap } from "./path_memory.ts";
 
 /** What the rules of a sandbox's layers are (the write root is added per layer). */
 export type LayerRules = Omit<RuleContext, "root" | "hooksFolders">;
@@ -82,7 +84,7 @@ export class SandboxLayers {
   readonly #artifacts: Set<string>;
   readonly #memory = new Map<string, LayerMemory>();
   /** The tree's signature each path of this sandbox's view rests on (null: absent). */
-  readonly #view = new Map<string, Sig | null>();
+  readonly #view: ViewMap;
   readonly #epoch = new Map<string, number>();
   /** Each root's inode when the sandbox started: a root replaced since is not written. */
   readonly #inos = new Map<string, number>();
@@ -102,8 +104,9 @@ export class SandboxLayers {
     this.#artifacts = new Set(o.artifacts);
     this.#base = dirname(o.dirs.dir);
     const now = Date.now();
+    for (const l of o.dirs.roots) this.#memory.set(l.root, layerMemory());
+    this.#view = new ViewMap(new Map([...this.#memory].map(([r, m]) => [r, m.seen])));
     for (const l of o.dirs.roots) {
-      this.#memory.set(l.root, layerMemory());
       this.#epoch.set(l.root, now);
       this.#inos.set(l.root, Deno.statSync(l.root).ino ?? 0);
       useApplier(l.root, this.#base);
@@ -220,6 +223,7 @@ export class SandboxLayers {
         hooksFolders: hooksFolders(layer.root),
       };
       const refs: LayerOp[] = [];
+      const shown = (abs: string) => this.#shown(abs);
       const look = new TreeLook();
       const rest = layerRest();
       await settleBatches(
@@ -228,7 +232,8 @@ export class SandboxLayers {
         changedBatches(layer, memory, this.#artifacts, quota, rest, BATCH),
         () => removalsOf(layer, memory, rest, first.vanished),
         {
-          plan: (ops) => this.#plan(ops, ctx, refs, report, look),
+          plan: (ops) =>
+            planBatch(ops, look, (op, r) => this.#judge(op, ctx, r), refs, report, shown),
           apply: (ops) => this.#applyAll(layer, ops, report),
         },
       );
@@ -238,8 +243,8 @@ export class SandboxLayers {
       const verdicts = await judgeGitRefs(refs, ctx);
       for (const [op, why] of verdicts.refuse) refuse(report, this.#shown(op.abs), why);
       await this.#applyAll(layer, verdicts.apply, report);
-      await this.#durable(layer, report);
-      notApplied(report, layer, first.badNames, rest, (abs) => this.#shown(abs));
+      await flushApplied(report, layer.root, this.#inos.get(layer.root)!, this.#base);
+      notApplied(report, layer, first.badNames, rest, shown);
       this.#epoch.set(layer.root, started);
       // Its view now holds what the tree does not: the next call starts from the tree.
       if (report.refused.length) this.markStale(`${report.refused[0].path} was not applied`);
@@ -247,45 +252,11 @@ export class SandboxLayers {
     });
   }
 
-  /** The operations of a batch to apply: the tree read, each judged (all at once); refusals noted. */
-  async #plan(
-    ops: LayerOp[],
-    ctx: RuleContext,
-    refs: LayerOp[],
-    report: ChangeReport,
-    look: TreeLook,
-  ) {
-    look.sigs(ops.map((op) => op.abs)).forEach((now, i) => ops[i].now = now);
-    const later = ops.map(() => [] as LayerOp[]);
-    const whys = await Promise.all(
-      ops.map((op, i) =>
-        isTempName(op.rel)
-          ? "a name corral keeps for its own temporary files"
-          : this.#judge(op, ctx, later[i])
-      ),
-    );
-    refs.push(...later.flat());
-    const plan: LayerOp[] = [];
-    ops.forEach((op, i) => {
-      if (whys[i]) refuse(report, this.#shown(op.abs), whys[i]!);
-      else if (whys[i] === undefined) plan.push(op);
-    });
-    return plan;
-  }
-
   /** The layers went past their quota: said in `report`; nothing more of them is applied. */
   #overQuota(report: ChangeReport, why: string): void {
     this.#over = true;
     report.over = why;
     this.markStale("its write layer went past its quota");
-  }
-
-  /** Make what the settlement applied durable (the applier's last request). */
-  async #durable(layer: LayerRoot, report: ChangeReport): Promise<void> {
-    if (report.created + report.changed + report.removed === 0) return;
-    try {
-      await applyInRoot(layer.root, this.#inos.get(layer.root)!, this.#base, [], true);
-    } catch { /* applied already; only its flush failed */ }
   }
 
   /** Why `op` is refused; `""` when it waits for the refs' phase; undefined: apply. */
@@ -326,14 +297,16 @@ export class SandboxLayers {
    * the other sandboxes hear what happened.
    */
   async #applyAll(layer: LayerRoot, ops: LayerOp[], report: ChangeReport): Promise<void> {
-    const nows = await Promise.all(
-      ops.map((op) => op.now !== undefined ? op.now : lowerSig(op.abs)),
-    );
+    // The tree as the batch was read (./apply_batch.ts's TreeLook), else now.
+    for (const op of ops) if (op.now === undefined) op.now = await lowerSig(op.abs);
+    const nows = ops.map((op) => op.now as Sig | null);
     // When an entry entered the layer decides a conflict: read only where one may be.
-    await Promise.all(ops.map(async (op, i) => {
-      if (!nows[i] || !op.entry || op.entry.birthMs) return;
-      op.entry.birthMs = (await Deno.lstat(op.upper).catch(() => null))?.birthtime?.getTime() ?? 0;
-    }));
+    await Promise.all(
+      ops.filter((op) => op.now && op.entry && !op.entry.birthMs).map(async (op) => {
+        op.entry!.birthMs = (await Deno.lstat(op.upper).catch(() => null))?.birthtime?.getTime() ??
+          0;
+      }),
+    );
     const go: Array<{ op: LayerOp; now: Sig | null }> = [];
     for (const [i, op] of ops.entries()) {
       const now = nows[i];
@@ -345,15 +318,18 @@ export class SandboxLayers {
       go.push({ op, now });
     }
     if (go.length === 0) return;
-    const reqs = await Promise.all(go.map((g) => requestOf(g.op, g.now)));
     let results: ApplierResult[];
     try {
+      const reqs = go.map((g) => requestOf(g.op, g.now));
       results = await applyInRoot(layer.root, this.#inos.get(layer.root)!, this.#base, reqs);
     } catch (err) {
       for (const g of go) refuse(report, this.#shown(g.op.abs), (err as Error).message);
       return;
     }
+    // Told to the other sandboxes over the root, if any.
+    const others = (_live.get(layer.root)?.size ?? 0) > 1;
     const applied: Applied[] = [];
+    const memory = this.#memory.get(layer.root)!;
     for (const [i, { op, now }] of go.entries()) {
       const r = results[i] ?? { ok: false, error: "no answer" };
       if (r.conflict) await this.#conflict(op, report);
@@ -362,9 +338,9 @@ export class SandboxLayers {
         continue;
       }
       const sig = (r.sig ?? null) as Sig | null;
-      this.#view.set(op.abs, sig);
-      applied.push({ abs: op.abs, sig, named: (now === null) !== (sig === null) });
-      countApplied(report, op, now, sig, this.#shown(op.abs));
+      memory.seen.setView(op.rel, sig);
+      if (others) applied.push({ abs: op.abs, sig, named: (now === null) !== (sig === null) });
+      countApplied(report, op, now, sig, () => this.#shown(op.abs));
     }
     this.#tellOthers(layer.root, applied);
   }

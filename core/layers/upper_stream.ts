@@ -58,45 +58,34 @@ export async function* streamUpper(
   const strict = new TextDecoder("utf-8", { fatal: true });
   let rest = new Uint8Array(0);
   let out: UpperEntry[] = [];
-  let bad: string | undefined;
-  const take = async (e: _Entry) => {
-    if (e.kind === "other" && e.device) await _whiteout(e, upper);
-    out.push(e);
-  };
+  let bad: Uint8Array | undefined;
   try {
     for await (const bytes of child.stdout) {
       const buf = rest.length ? _concat(rest, bytes) : bytes;
-      // Records end with NUL, which no UTF-8 sequence holds: decoded up to the last one.
-      const end = buf.lastIndexOf(0) + 1;
-      rest = buf.slice(end);
-      let text: string | undefined;
-      try {
-        text = strict.decode(buf.subarray(0, end));
-      } catch { /* a name that is not UTF-8 in this chunk: record by record */ }
-      if (text !== undefined) {
-        for (const rec of text.split("\0")) {
-          const e = rec ? _record(rec) : undefined;
-          if (e) await take(e);
+      let at = 0;
+      for (let nul = buf.indexOf(0); nul >= 0; nul = buf.indexOf(0, at)) {
+        const rec = buf.subarray(at, nul);
+        at = nul + 1;
+        // Each path decoded alone: a fresh string, holding nothing else alive.
+        const f = _fields(rec);
+        if (!f) continue;
+        let rel: string;
+        try {
+          rel = strict.decode(rec.subarray(f.path));
+        } catch {
+          const path = rec.slice(f.path);
+          // Beneath a name already handed on: it goes with it.
+          if (bad !== undefined && _under(path, bad)) continue;
+          bad = path;
+          o.onBadName?.(path);
+          continue;
         }
-      } else {
-        for (let at = 0, nul = buf.indexOf(0); nul >= 0 && nul < end; nul = buf.indexOf(0, at)) {
-          const rec = buf.subarray(at, nul);
-          at = nul + 1;
-          let str: string;
-          try {
-            str = strict.decode(rec);
-          } catch {
-            const path = rec.slice(_fieldsEnd(rec));
-            // Beneath a name already handed on: it goes with it.
-            if (bad !== undefined && _startsWith(path, bad)) continue;
-            bad = String.fromCharCode(...path) + "/";
-            o.onBadName?.(path);
-            continue;
-          }
-          const e = _record(str);
-          if (e) await take(e);
-        }
+        const e = f.entry;
+        e.rel = rel;
+        if (f.device) await _whiteout(e, upper);
+        out.push(e);
       }
+      rest = buf.slice(at);
       if (out.length >= size) {
         yield out;
         out = [];
@@ -116,64 +105,72 @@ export async function* streamUpper(
   }
 }
 
-/** An entry, and whether it is a character device (a whiteout, or another device). */
-type _Entry = UpperEntry & { device?: boolean };
-
 /** A whiteout is a character device 0:0 (find does not print the device number). */
-async function _whiteout(e: _Entry, upper: string): Promise<void> {
-  delete e.device;
+async function _whiteout(e: UpperEntry, upper: string): Promise<void> {
   try {
     const st = await Deno.lstat(`${upper}/${e.rel}`);
     if (st.isCharDevice && (st.rdev ?? -1) === 0) e.kind = "whiteout";
   } catch { /* gone meanwhile */ }
 }
 
-function _record(rec: string): _Entry | undefined {
-  // Six fields before the path, each ending with a space.
-  const f: string[] = [];
-  let at = 0;
-  for (let i = 0; i < 6; i++) {
-    const sp = rec.indexOf(" ", at);
-    if (sp < 0) return undefined;
-    f.push(rec.slice(at, sp));
-    at = sp + 1;
-  }
-  const y = f[0];
-  const kind: UpperKind = y === "f" ? "file" : y === "d" ? "dir" : y === "l" ? "symlink" : "other";
-  const e: _Entry = {
-    rel: rec.slice(at),
-    kind,
-    ino: Number(f[1]),
-    size: Number(f[2]),
-    mtimeMs: _ms(f[3]),
-    birthMs: _ms(f[4]),
-    mode: parseInt(f[5], 8) & 0o7777,
+const _SP = 0x20, _DOT = 0x2e, _ZERO = 0x30;
+
+/**
+ * The six fields of a record (`kind inode size mtime birth mode `), read
+ * from its bytes without a string; `path`: where the path starts.
+ */
+function _fields(
+  rec: Uint8Array,
+): { entry: UpperEntry; device: boolean; path: number } | undefined {
+  if (rec.length < 12 || rec[1] !== _SP) return undefined;
+  const y = rec[0];
+  let at = 2;
+  const int = (base: number) => {
+    let n = 0;
+    for (; at < rec.length && rec[at] !== _SP; at++) n = n * base + rec[at] - _ZERO;
+    at++;
+    return n;
   };
-  if (y === "c") e.device = true;
-  return e;
+  // Seconds and a fraction, as whole milliseconds (as Deno's lstat gives); "-1…": unknown.
+  const ms = () => {
+    if (rec[at] === 0x2d) {
+      while (at < rec.length && rec[at] !== _SP) at++;
+      at++;
+      return 0;
+    }
+    let s = 0, frac = 0, digits = 0;
+    for (; at < rec.length && rec[at] !== _SP && rec[at] !== _DOT; at++) {
+      s = s * 10 + rec[at] - _ZERO;
+    }
+    if (rec[at] === _DOT) {
+      for (at++; at < rec.length && rec[at] !== _SP; at++) {
+        if (digits++ < 3) frac = frac * 10 + rec[at] - _ZERO;
+      }
+    }
+    at++;
+    while (digits++ < 3) frac *= 10;
+    return s * 1000 + frac;
+  };
+  const ino = int(10), size = int(10), mtimeMs = ms(), birthMs = ms(), mode = int(8) & 0o7777;
+  if (at > rec.length) return undefined;
+  const kind: UpperKind = y === 0x66
+    ? "file"
+    : y === 0x64
+    ? "dir"
+    : y === 0x6c
+    ? "symlink"
+    : "other";
+  return {
+    entry: { rel: "", kind, ino, size, mtimeMs, birthMs, mode },
+    device: y === 0x63,
+    path: at,
+  };
 }
 
-/** Where the path starts in a record (after its six fields). */
-function _fieldsEnd(rec: Uint8Array): number {
-  let at = 0;
-  for (let i = 0; i < 6; i++) at = rec.indexOf(0x20, at) + 1;
-  return at;
-}
-
-/** Seconds with a fraction (`1733000000.123456789`) as whole milliseconds, as Deno's lstat gives. */
-function _ms(t: string): number {
-  const dot = t.indexOf(".");
-  if (t.startsWith("-")) return 0; // unknown (a birth time the file system does not keep)
-  if (dot < 0) return Number(t) * 1000 || 0;
-  const s = Number(t.slice(0, dot));
-  const frac = (t.slice(dot + 1) + "000").slice(0, 3);
-  if (!Number.isFinite(s) || s < 0) return 0;
-  return s * 1000 + Number(frac);
-}
-
-function _startsWith(b: Uint8Array, prefix: string): boolean {
-  if (b.length < prefix.length) return false;
-  for (let i = 0; i < prefix.length; i++) if (b[i] !== prefix.charCodeAt(i)) return false;
+/** Whether `path` lies beneath `dir` (bytes). */
+function _under(path: Uint8Array, dir: Uint8Array): boolean {
+  if (path.length <= dir.length || path[dir.length] !== 0x2f) return false;
+  for (let i = 0; i < dir.length; i++) if (path[i] !== dir[i]) return false;
   return true;
 }
 
