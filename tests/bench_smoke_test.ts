@@ -40,6 +40,10 @@ Deno.test({
       assert.match(report, /\| 11b \|.*\*\*(PASS|MISS)\*\*/);
       assert.match(report, /\| one per session \| \d+ \| 0 \|/);
       assert.match(report, /\| shared per identity \| \d+ \| 0 \|.* \| 0 \|\n/);
+      // Section 12: settling against cp -a, and the host's memory while it settles.
+      assert.match(report, /\| 12a \|.*\*\*(PASS|MISS)\*\*/);
+      assert.match(report, /\| 12c \|.*\*\*(PASS|MISS)\*\*/);
+      assert.match(report, /\| 2000 empty files in one folder \| [\d.]+ [µm]?s \|/);
       assert.doesNotMatch(report, /Failed in this run/);
     } finally {
       await Deno.remove(dir, { recursive: true });

@@ -278,19 +278,28 @@ async function _opaque(
  * that hashes the same is one in 2^53.
  */
 function _sig(e: UpperEntry): number {
-  let a = 0x811c9dc5, b = 0x9747b28c;
-  const mix = (w: number) => {
-    a = Math.imul(a ^ w, 0x01000193);
-    b = Math.imul(b ^ w, 0x5bd1e995);
-    b ^= b >>> 15;
-  };
-  mix(_KINDS.indexOf(e.kind));
-  mix(e.mode);
-  for (const x of [e.ino, e.size, e.mtimeMs]) {
-    mix(x >>> 0);
-    mix(Math.floor(x / 2 ** 32));
-  }
-  return (a >>> 0) * 2 ** 21 + (b >>> 11);
+  _h.a = 0x811c9dc5;
+  _h.b = 0x9747b28c;
+  _mix(_KINDS.indexOf(e.kind));
+  _mix(e.mode);
+  _mix2(e.ino);
+  _mix2(e.size);
+  _mix2(e.mtimeMs);
+  return (_h.a >>> 0) * 2 ** 21 + (_h.b >>> 11);
+}
+
+const _h = { a: 0, b: 0 };
+
+function _mix(w: number): void {
+  _h.a = Math.imul(_h.a ^ w, 0x01000193);
+  _h.b = Math.imul(_h.b ^ w, 0x5bd1e995);
+  _h.b ^= _h.b >>> 15;
+}
+
+/** A number of up to 53 bits, as two words. */
+function _mix2(x: number): void {
+  _mix(x >>> 0);
+  _mix(Math.floor(x / 2 ** 32));
 }
 
 const _KINDS = ["file", "dir", "symlink", "whiteout", "other"];

@@ -64,25 +64,22 @@ export async function* streamUpper(
       const buf = rest.length ? _concat(rest, bytes) : bytes;
       let at = 0;
       for (let nul = buf.indexOf(0); nul >= 0; nul = buf.indexOf(0, at)) {
-        const rec = buf.subarray(at, nul);
+        const e = _fields(buf, at, nul);
+        const from = _cur.at;
         at = nul + 1;
+        if (!e) continue;
         // Each path decoded alone: a fresh string, holding nothing else alive.
-        const f = _fields(rec);
-        if (!f) continue;
-        let rel: string;
         try {
-          rel = strict.decode(rec.subarray(f.path));
+          e.rel = strict.decode(buf.subarray(from, nul));
         } catch {
-          const path = rec.slice(f.path);
+          const path = buf.slice(from, nul);
           // Beneath a name already handed on: it goes with it.
           if (bad !== undefined && _under(path, bad)) continue;
           bad = path;
           o.onBadName?.(path);
           continue;
         }
-        const e = f.entry;
-        e.rel = rel;
-        if (f.device) await _whiteout(e, upper);
+        if (_cur.device) await _whiteout(e, upper);
         out.push(e);
       }
       rest = buf.slice(at);
@@ -115,44 +112,53 @@ async function _whiteout(e: UpperEntry, upper: string): Promise<void> {
 
 const _SP = 0x20, _DOT = 0x2e, _ZERO = 0x30;
 
+/** Where {@link _fields} stopped (the path's first byte), and whether it read a device. */
+const _cur = { at: 0, end: 0, buf: new Uint8Array(0) as Uint8Array, device: false };
+
+function _int(base: number): number {
+  const { buf, end } = _cur;
+  let n = 0, at = _cur.at;
+  for (; at < end && buf[at] !== _SP; at++) n = n * base + buf[at] - _ZERO;
+  _cur.at = at + 1;
+  return n;
+}
+
+/** Seconds and a fraction, as whole milliseconds (as Deno's lstat gives); "-1…": unknown. */
+function _ms(): number {
+  const { buf, end } = _cur;
+  let at = _cur.at;
+  if (buf[at] === 0x2d) {
+    while (at < end && buf[at] !== _SP) at++;
+    _cur.at = at + 1;
+    return 0;
+  }
+  let s = 0, frac = 0, digits = 0;
+  for (; at < end && buf[at] !== _SP && buf[at] !== _DOT; at++) s = s * 10 + buf[at] - _ZERO;
+  if (buf[at] === _DOT) {
+    for (at++; at < end && buf[at] !== _SP; at++) {
+      if (digits++ < 3) frac = frac * 10 + buf[at] - _ZERO;
+    }
+  }
+  _cur.at = at + 1;
+  while (digits++ < 3) frac *= 10;
+  return s * 1000 + frac;
+}
+
 /**
- * The six fields of a record (`kind inode size mtime birth mode `), read
- * from its bytes without a string; `path`: where the path starts.
+ * The six fields of the record `buf[from, end)` (`kind inode size mtime
+ * birth mode `), read from its bytes without a string; its path starts at
+ * `_cur.at` after it.
  */
-function _fields(
-  rec: Uint8Array,
-): { entry: UpperEntry; device: boolean; path: number } | undefined {
-  if (rec.length < 12 || rec[1] !== _SP) return undefined;
-  const y = rec[0];
-  let at = 2;
-  const int = (base: number) => {
-    let n = 0;
-    for (; at < rec.length && rec[at] !== _SP; at++) n = n * base + rec[at] - _ZERO;
-    at++;
-    return n;
-  };
-  // Seconds and a fraction, as whole milliseconds (as Deno's lstat gives); "-1…": unknown.
-  const ms = () => {
-    if (rec[at] === 0x2d) {
-      while (at < rec.length && rec[at] !== _SP) at++;
-      at++;
-      return 0;
-    }
-    let s = 0, frac = 0, digits = 0;
-    for (; at < rec.length && rec[at] !== _SP && rec[at] !== _DOT; at++) {
-      s = s * 10 + rec[at] - _ZERO;
-    }
-    if (rec[at] === _DOT) {
-      for (at++; at < rec.length && rec[at] !== _SP; at++) {
-        if (digits++ < 3) frac = frac * 10 + rec[at] - _ZERO;
-      }
-    }
-    at++;
-    while (digits++ < 3) frac *= 10;
-    return s * 1000 + frac;
-  };
-  const ino = int(10), size = int(10), mtimeMs = ms(), birthMs = ms(), mode = int(8) & 0o7777;
-  if (at > rec.length) return undefined;
+function _fields(buf: Uint8Array, from: number, end: number): UpperEntry | undefined {
+  if (end - from < 12 || buf[from + 1] !== _SP) return undefined;
+  const y = buf[from];
+  _cur.buf = buf;
+  _cur.end = end;
+  _cur.at = from + 2;
+  _cur.device = y === 0x63;
+  const ino = _int(10), size = _int(10), mtimeMs = _ms(), birthMs = _ms();
+  const mode = _int(8) & 0o7777;
+  if (_cur.at > end) return undefined;
   const kind: UpperKind = y === 0x66
     ? "file"
     : y === 0x64
@@ -160,11 +166,7 @@ function _fields(
     : y === 0x6c
     ? "symlink"
     : "other";
-  return {
-    entry: { rel: "", kind, ino, size, mtimeMs, birthMs, mode },
-    device: y === 0x63,
-    path: at,
-  };
+  return { rel: "", kind, ino, size, mtimeMs, birthMs, mode };
 }
 
 /** Whether `path` lies beneath `dir` (bytes). */
