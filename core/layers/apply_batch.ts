@@ -216,14 +216,14 @@ export function requestOf(op: LayerOp, now: Sig | null): ApplierOp {
         op: "write",
         rel: op.rel,
         from: op.upper,
-        mode: op.entry!.mode,
+        mode: op.mode ?? op.entry!.mode,
         size: op.entry!.size,
         expect,
       };
     case "symlink":
       return { op: "link", rel: op.rel, from: op.upper, expect };
     case "dir":
-      return { op: "dir", rel: op.rel, mode: op.entry!.mode, expect };
+      return { op: "dir", rel: op.rel, mode: op.mode ?? op.entry!.mode, expect };
     case "prune": {
       const keep = [...Deno.readDirSync(op.upper)].map((e) => e.name);
       return { op: "prune", rel: op.rel, keep, expect };

@@ -36,6 +36,11 @@ export interface LayerOp {
   vanished?: boolean;
   /** What the tree held at `abs` when its batch was read (./apply_batch.ts), when known. */
   now?: Sig | null;
+  /**
+   * The permission bits to apply, when a rule narrowed the layer's (absent:
+   * `entry.mode`); the applier keeps only `0o777` of either.
+   */
+  mode?: number;
 }
 
 /**
