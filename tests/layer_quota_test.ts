@@ -98,3 +98,27 @@ Deno.test("layer_partial: past the quota what fits is applied, the rest refused 
     await registry.close();
   }
 });
+
+Deno.test("a bad layer limit is refused at load, naming the file and the key", () => {
+  assert.throws(
+    () =>
+      parsePolicy('{"toolsets":{"system":{"layer_max_entries":0}}}', "/x/permissions.json", "/w"),
+    /\/x\/permissions\.json: toolsets\.system\.layer_max_entries: Number must be greater than or equal to 1/,
+  );
+  assert.throws(
+    () => parsePolicy('{"defaults":{"layer_partial":"yes"}}', "/x/permissions.json", "/w"),
+    /defaults\.layer_partial: Expected boolean/,
+  );
+  // Set in defaults, kept per entry.
+  const p = parsePolicy(
+    '{"defaults":{"layer_max_bytes":1000},"toolsets":{"system":{"layer_partial":true}}}',
+    "/x/permissions.json",
+    "/w",
+  );
+  const s = p.toolset("system");
+  assert.deepEqual([s.layer_max_bytes, s.layer_partial, s.layer_max_entries], [
+    1000,
+    true,
+    undefined,
+  ]);
+});

@@ -39,27 +39,28 @@ export interface LayerLimits {
 }
 
 /**
- * The layer limits `entry` sets, else those `defaults` sets, else corral's.
+ * The layer limits `entry` sets, else those `defaults` sets (only those
+ * set: core/layers/layer_quota.ts fills in {@link DEFAULT_LAYER_LIMITS}).
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { layerLimits } from "./layer_limits.ts";
  * assert.deepEqual(layerLimits({ layer_max_entries: 10 }, { layer_partial: true }), {
- *   layer_max_entries: 10, layer_max_bytes: 4 * 1024 ** 3, layer_partial: true,
+ *   layer_max_entries: 10, layer_partial: true,
  * });
+ * assert.deepEqual(layerLimits(undefined, {}), {});
  * ```
  */
 export function layerLimits(
   entry: Partial<LayerLimits> | undefined,
   defaults: Partial<LayerLimits>,
-): LayerLimits {
-  const partial = entry?.layer_partial ?? defaults.layer_partial;
-  return {
-    layer_max_entries: entry?.layer_max_entries ?? defaults.layer_max_entries ??
-      DEFAULT_LAYER_LIMITS.layer_max_entries,
-    layer_max_bytes: entry?.layer_max_bytes ?? defaults.layer_max_bytes ??
-      DEFAULT_LAYER_LIMITS.layer_max_bytes,
-    ...(partial ? { layer_partial: true } : {}),
-  };
+): Partial<LayerLimits> {
+  const out: Partial<LayerLimits> = {};
+  const entries = entry?.layer_max_entries ?? defaults.layer_max_entries;
+  const bytes = entry?.layer_max_bytes ?? defaults.layer_max_bytes;
+  if (entries !== undefined) out.layer_max_entries = entries;
+  if (bytes !== undefined) out.layer_max_bytes = bytes;
+  if (entry?.layer_partial ?? defaults.layer_partial) out.layer_partial = true;
+  return out;
 }
