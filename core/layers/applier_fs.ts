@@ -10,8 +10,12 @@
  */
 import type { ApplierOp, ApplierResult, ApplierSig } from "./tree_applier.ts";
 
-/** The permission bits a file or folder may get: never setuid, setgid or sticky. */
-export const MODE_BITS = 0o777;
+/**
+ * The permission bits applied, exactly as asked: the host's judge has
+ * masked them already (core/layers/mode_rules.ts: no setuid, and setgid or
+ * sticky only on a folder that had them).
+ */
+export const MODE_BITS = 0o7777;
 
 const _SYNC = "/usr/bin/sync";
 
@@ -225,6 +229,8 @@ export async function makeEmpty(name: string, mode: number): Promise<ApplierResu
     if (err instanceof Deno.errors.AlreadyExists) return CONFLICT;
     throw err;
   }
+  // The umask narrowed the mode it was made with: set as asked.
+  if (((await Deno.lstat(name)).mode! & 0o7777) !== mode) await Deno.chmod(name, mode);
   return { ok: true, sig: await sigAsync(name) };
 }
 

@@ -24,6 +24,7 @@ import { applyInRoot } from "./root_applier.ts";
 import type { LayerRoot } from "./layer_dirs.ts";
 import type { Sig } from "./tree_sig.ts";
 import type { ApplierOp } from "./tree_applier.ts";
+import { maskedMode, userUmask } from "./mode_rules.ts";
 
 /** Entries judged and applied per batch. */
 export const BATCH = 1024;
@@ -146,34 +147,28 @@ export async function settleBatches(
 
 /**
  * The operations of a batch to apply: the tree read for all of them at
- * once (`look`), each judged (`judge`: why refused; `""` when it waits for
- * the refs' phase, which `refs` gathers), refusals noted in `report`.
+ * once (`look`), each judged (`judge`: what to apply in its place, its
+ * refusals and conflicts noted by it), a few at a time; a name corral keeps
+ * for its own temporary files is refused here, noted in `report`.
  */
 export async function planBatch(
   ops: LayerOp[],
   look: TreeLook,
-  judge: (op: LayerOp, refs: LayerOp[]) => Promise<string | undefined>,
-  refs: LayerOp[],
+  judge: (op: LayerOp) => Promise<LayerOp[]>,
   report: ChangeReport,
   shown: (abs: string) => string,
 ): Promise<LayerOp[]> {
   look.sigs(ops.map((op) => op.abs)).forEach((now, i) => ops[i].now = now);
-  const later = ops.map(() => [] as LayerOp[]);
-  const whys = await Promise.all(
-    ops.map((op, i) =>
-      isTempName(op.rel)
-        ? Promise.resolve("a name corral keeps for its own temporary files")
-        : judge(op, later[i])
-    ),
-  );
-  refs.push(...later.flat());
-  const plan: LayerOp[] = [];
-  ops.forEach((op, i) => {
-    if (whys[i]) refuse(report, shown(op.abs), whys[i]!);
-    else if (whys[i] === undefined) plan.push(op);
+  const plans = await inTurn(ops, _JUDGED_AT_ONCE, (op) => {
+    if (!isTempName(op.rel)) return judge(op);
+    refuse(report, shown(op.abs), "a name corral keeps for its own temporary files");
+    return Promise.resolve([]);
   });
-  return plan;
+  return plans.flat();
 }
+
+/** Operations judged at once (each may read the tree, or start git or find). */
+const _JUDGED_AT_ONCE = 8;
 
 /** Make what a settlement applied durable: the applier's last request, a flush. */
 export async function flushApplied(
@@ -188,17 +183,13 @@ export async function flushApplied(
   } catch { /* applied already; only its flush failed */ }
 }
 
-/** Name in `report` what a layer holds that is not applied: names not UTF-8, entries past the quota. */
+/** Name in `report` what a layer holds that is not applied for its quota. */
 export function notApplied(
   report: ChangeReport,
   layer: LayerRoot,
-  badNames: Uint8Array[],
   rest: LayerRest,
   shown: (abs: string) => string,
 ): void {
-  for (const b of badNames) {
-    refuse(report, shown(join(layer.root, escapedPath(b))), "its name is not UTF-8");
-  }
   for (const rel of rest.past) {
     refuse(report, shown(join(layer.root, rel)), "past the layer's quota");
   }
@@ -206,30 +197,33 @@ export function notApplied(
 
 /**
  * The applier's request for `op`, given what the tree holds there now
- * (`now`): the applier replaces nothing else than that.
+ * (`now`): the applier replaces nothing else than that. Its mode is the
+ * judge's (`op.mode`, masked); an operation the judge gave none (a ref's)
+ * gets the layer's, masked as for a new path.
  */
 export function requestOf(op: LayerOp, now: Sig | null): ApplierOp {
   const expect = now;
+  const mode = () =>
+    op.mode ?? maskedMode(op.entry!.mode & 0o7777, op.kind === "dir", null, userUmask());
   switch (op.kind) {
     case "write":
       return {
         op: "write",
         rel: op.rel,
         from: op.upper,
-        mode: op.mode ?? op.entry!.mode,
+        mode: mode(),
         size: op.entry!.size,
         expect,
       };
     case "symlink":
       return { op: "link", rel: op.rel, from: op.upper, expect };
     case "dir":
-      return { op: "dir", rel: op.rel, mode: op.mode ?? op.entry!.mode, expect };
-    case "prune": {
-      const keep = [...Deno.readDirSync(op.upper)].map((e) => e.name);
-      return { op: "prune", rel: op.rel, keep, expect };
-    }
-    default:
+      return { op: "dir", rel: op.rel, mode: mode(), expect };
+    case "remove":
       return { op: "remove", rel: op.rel, expect };
+    default:
+      // The judge never lets one through (a folder made again comes as removals).
+      throw new TypeError(`Cannot apply ${op.rel}: a ${op.kind} is no operation on the tree`);
   }
 }
 
@@ -257,27 +251,6 @@ export function countApplied(
 /** Note a refused change (the report names the first ones). */
 export function refuse(report: ChangeReport, path: string, why: string): void {
   if (report.refused.length < REPORT_PATHS) report.refused.push({ path, why });
-}
-
-/**
- * A path given as bytes (a name that is not UTF-8), shown with every byte
- * outside printable ASCII escaped.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { escapedPath } from "./apply_batch.ts";
- * assert.equal(escapedPath(new Uint8Array([0x62, 0xff, 0x2e, 0x5c])), "b\\xff.\\x5c");
- * ```
- */
-export function escapedPath(bytes: Uint8Array): string {
-  let s = "";
-  for (const b of bytes) {
-    s += b >= 0x20 && b < 0x7f && b !== 0x5c
-      ? String.fromCharCode(b)
-      : `\\x${b.toString(16).padStart(2, "0")}`;
-  }
-  return s;
 }
 
 /** Settle `fn` over `items` with at most `n` under way at once, results in order. */

@@ -34,6 +34,11 @@ export interface ChangeReport {
   conflicts: NotApplied[];
   /** Why the layer was not applied, or only in part: past its quota (./layer_quota.ts). */
   over?: string;
+  /**
+   * Changes applied with a narrower mode than the tool gave them
+   * (core/layers/mode_rules.ts); present only when there are some.
+   */
+  masked?: NotApplied[];
 }
 
 /**
@@ -77,6 +82,10 @@ export function mergeReports(a: ChangeReport, b: ChangeReport): ChangeReport {
   a.refused.push(...b.refused.slice(0, Math.max(0, REPORT_PATHS - a.refused.length)));
   a.conflicts.push(...b.conflicts.slice(0, Math.max(0, REPORT_PATHS - a.conflicts.length)));
   if (b.over !== undefined) a.over ??= b.over;
+  if (b.masked?.length) {
+    const m = a.masked ??= [];
+    m.push(...b.masked.slice(0, Math.max(0, REPORT_PATHS - m.length)));
+  }
   return a;
 }
 

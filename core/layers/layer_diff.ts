@@ -37,10 +37,14 @@ export interface LayerOp {
   /** What the tree held at `abs` when its batch was read (./apply_batch.ts), when known. */
   now?: Sig | null;
   /**
-   * The permission bits to apply, when a rule narrowed the layer's (absent:
-   * `entry.mode`); the applier keeps only `0o777` of either.
+   * Set by the judge (./layer_judge.ts): the mode to apply, masked
+   * (./mode_rules.ts); the applier applies exactly `mode & 0o7777`.
    */
   mode?: number;
+  /** Set by the judge: the git directory of a ref, `HEAD` or index (./git_settle.ts). */
+  gitDir?: string;
+  /** Set by the judge: a removal whose conflicts were checked path by path (./removal_rules.ts). */
+  judged?: boolean;
 }
 
 /**
@@ -66,8 +70,6 @@ export interface LayerCount {
   changed: number;
   /** Some entry the last walk saw left the layer. */
   vanished: boolean;
-  /** Paths whose names are not UTF-8 (bytes, relative): never applied. */
-  badNames: Uint8Array[];
 }
 
 /**
@@ -84,11 +86,9 @@ export async function countLayer(
     count: new QuotaCount(quota),
     changed: 0,
     vanished: false,
-    badNames: [],
   };
   let held = 0;
-  const onBadName = (b: Uint8Array) => void (out.badNames.length < 1000 && out.badNames.push(b));
-  for await (const chunk of streamUpper(join(layer.dir, "u"), { onBadName })) {
+  for await (const chunk of streamUpper(join(layer.dir, "u"))) {
     for (const e of chunk) {
       out.count.add(e.kind === "file" ? e.size : 0);
       const was = memory.seen.get(e.rel);

@@ -24,16 +24,19 @@
 import { dirname } from "node:path";
 import { findBwrap } from "../guard/jail.ts";
 import { launcherScript } from "../guard/launcher.ts";
-import { NAMESPACE_HOME, namespaceBase } from "../guard/namespace.ts";
+import { NAMESPACE_HOME, namespaceBase, seccompArgs } from "../guard/namespace.ts";
 import { runtimeFiles } from "../guard/namespace_runtime.ts";
+import { selfCommand } from "../guard/self_run.ts";
 import { tempToken } from "../guard/temp_names.ts";
+import { processFilter } from "../seccomp/mod.ts";
 import { ApplyJournal, sweepJournals } from "./apply_journal.ts";
 import type { ApplierOp, ApplierRequest, ApplierResult } from "./tree_applier.ts";
 
-const _ENTRY = new URL("./tree_applier.ts", import.meta.url).pathname;
-/** Every module the applier loads (bound read-only in its namespace). */
+/**
+ * The modules the applier loads beside its entry (bound read-only in its
+ * namespace under `deno run`; a compiled corral holds them).
+ */
 const _MODULES = [
-  _ENTRY,
   new URL("./applier_fs.ts", import.meta.url).pathname,
   new URL("../guard/temp_names.ts", import.meta.url).pathname,
 ];
@@ -119,7 +122,8 @@ export async function applyInRoot(
 
 /**
  * The applier's namespace: nothing of the host's but the runtime and the
- * applier's module (read-only), corral's layers (read-only) and the root,
+ * applier's module (read-only; in a compiled corral the runtime is corral,
+ * re-run as `__applier`), corral's layers (read-only) and the root,
  * bound from the folder the launcher opened and checked, writable. Deno's
  * cache is the namespace's own `/tmp`: the module needs no other.
  */
@@ -129,18 +133,31 @@ async function _command(root: string, layers: string, token: string): Promise<De
     throw new Error(`cannot write ${root}: bubblewrap is needed to apply a sandbox's changes`);
   }
   const rt = await runtimeFiles();
+  // `deno run tree_applier.ts`, or a compiled corral itself as `corral __applier`.
+  const flags = [
+    "--no-prompt",
+    "--no-config",
+    "--no-lock",
+    "--quiet",
+    "--allow-read",
+    "--allow-write",
+    `--allow-run=${_SYNC}`,
+  ];
+  const self = selfCommand("__applier", rt.exec, flags, [token]);
+  // The jail's second wall too (core/seccomp/), when this process made its filter.
+  const filter = await processFilter();
   const ns = [
     // Not --die-with-parent: with corral gone, it finishes its batch, then exits.
     ...namespaceBase(false).filter((a) => a !== "--die-with-parent"),
+    ...(filter ? seccompArgs(filter) : []),
     ...rt.libDirs.flatMap((d) => ["--ro-bind-try", d, d]),
     ...["--ro-bind", rt.exec, rt.exec],
     ...["--ro-bind-try", _SYNC, _SYNC],
     ...["--bind-fd", root, root],
     ...["--ro-bind", layers, layers],
-    ..._MODULES.flatMap((m) => ["--ro-bind", m, m]),
+    ...[...self.code, ...(self.code.length ? _MODULES : [])].flatMap((f) => ["--ro-bind", f, f]),
     ...["--chdir", root],
   ];
-  const deno = [rt.exec, "run", "--no-prompt", "--no-config", "--no-lock", "--quiet"];
   return new Deno.Command("/bin/bash", {
     args: [
       "-c",
@@ -149,12 +166,7 @@ async function _command(root: string, layers: string, token: string): Promise<De
       bwrap,
       ...ns,
       "--",
-      ...deno,
-      "--allow-read",
-      "--allow-write",
-      `--allow-run=${_SYNC}`,
-      _ENTRY,
-      token,
+      ...self.command,
     ],
     stdin: "piped",
     stdout: "piped",

@@ -15,16 +15,23 @@
  * @module
  */
 import { dirname, join, relative } from "node:path";
-import { hooksFolders } from "../guard/planted.ts";
 import { isWithin } from "../guard/is_within.ts";
 import { keepConflict, lowerSig, sameSig, type Sig } from "./tree_sig.ts";
-import { type ChangeReport, emptyReport, isEmptyReport, mergeReports } from "./change_report.ts";
+import {
+  type ChangeReport,
+  emptyReport,
+  isEmptyReport,
+  mergeReports,
+  type NotApplied,
+  REPORT_PATHS,
+} from "./change_report.ts";
 import { followLayers } from "./layer_follow.ts";
-import { type ChangeKind, judgeChange, type RuleContext } from "./change_rules.ts";
+import type { RuleContext } from "./change_rules.ts";
 import { judgeGitRefs } from "./git_settle.ts";
+import { userGitEnv } from "./hooks_folders.ts";
+import { LayerJudge } from "./layer_judge.ts";
 import { applyInRoot, leaveApplier, useApplier } from "./root_applier.ts";
 import type { ApplierResult } from "./tree_applier.ts";
-import { configRefusal } from "./git_rules.ts";
 import {
   changedBatches,
   countLayer,
@@ -51,8 +58,8 @@ import type { LayerDirs, LayerRoot } from "./layer_dirs.ts";
 import { withTreeLock } from "./tree_lock.ts";
 import { ViewMap } from "./path_memory.ts";
 
-/** What the rules of a sandbox's layers are (the write root is added per layer). */
-export type LayerRules = Omit<RuleContext, "root" | "hooksFolders">;
+/** What the rules of a sandbox's layers are (the root and what git says are added per layer). */
+export type LayerRules = Omit<RuleContext, "root" | "hooksFolders" | "gitDirs" | "configFiles">;
 
 /** What a {@link SandboxLayers} is made of. */
 export interface SandboxLayersOptions {
@@ -207,7 +214,7 @@ export class SandboxLayers {
     const memory = this.#memory.get(layer.root)!;
     const quota = this.#o.quota ?? layerQuota();
     const first = await countLayer(layer, memory, this.#artifacts, quota);
-    if (!first.changed && !first.vanished && !first.badNames.length) {
+    if (!first.changed && !first.vanished) {
       this.#epoch.set(layer.root, started);
       return emptyReport();
     }
@@ -217,13 +224,14 @@ export class SandboxLayers {
         this.#overQuota(report, first.count.text());
         if (!quota.partial) return report;
       }
-      const ctx: RuleContext = {
-        ...this.#o.rules,
-        root: layer.root,
-        hooksFolders: hooksFolders(layer.root),
-      };
-      const refs: LayerOp[] = [];
       const shown = (abs: string) => this.#shown(abs);
+      const judge = await LayerJudge.start(layer.root, join(layer.dir, "u"), {
+        rules: this.#o.rules,
+        view: { base: (abs) => this.#view.get(abs), epoch: this.#epoch.get(layer.root)! },
+        env: userGitEnv(),
+        shown,
+      });
+      const refs: LayerOp[] = [];
       const look = new TreeLook();
       const rest = layerRest();
       await settleBatches(
@@ -232,19 +240,27 @@ export class SandboxLayers {
         changedBatches(layer, memory, this.#artifacts, quota, rest, BATCH),
         () => removalsOf(layer, memory, rest, first.vanished),
         {
-          plan: (ops) =>
-            planBatch(ops, look, (op, r) => this.#judge(op, ctx, r), refs, report, shown),
+          plan: async (ops) => {
+            await judge.prepare(ops);
+            return await planBatch(
+              ops,
+              look,
+              (op) => this.#judge(op, judge, refs, report),
+              report,
+              shown,
+            );
+          },
           apply: (ops) => this.#applyAll(layer, ops, report),
         },
       );
       // Past the quota only now: the layer grew while it was applied.
       if (rest.count?.over && !report.over) this.#overQuota(report, rest.count.text(true));
       // Refs last: the objects they name are in the tree now.
-      const verdicts = await judgeGitRefs(refs, ctx);
+      const verdicts = await judgeGitRefs(refs, judge.ctx);
       for (const [op, why] of verdicts.refuse) refuse(report, this.#shown(op.abs), why);
       await this.#applyAll(layer, verdicts.apply, report);
       await flushApplied(report, layer.root, this.#inos.get(layer.root)!, this.#base);
-      notApplied(report, layer, first.badNames, rest, shown);
+      notApplied(report, layer, rest, shown);
       this.#epoch.set(layer.root, started);
       // Its view now holds what the tree does not: the next call starts from the tree.
       if (report.refused.length) this.markStale(`${report.refused[0].path} was not applied`);
@@ -259,35 +275,45 @@ export class SandboxLayers {
     this.markStale("its write layer went past its quota");
   }
 
-  /** Why `op` is refused; `""` when it waits for the refs' phase; undefined: apply. */
-  async #judge(op: LayerOp, ctx: RuleContext, refs: LayerOp[]): Promise<string | undefined> {
-    if (op.kind === "other") return "not a file, folder or link";
-    if (op.vanished && this.#view.get(op.abs) === undefined) return ""; // never applied: nothing to undo
-    const kind: ChangeKind = op.kind === "write"
-      ? "write"
-      : op.kind === "symlink"
-      ? "symlink"
-      : op.kind === "dir"
-      ? "dir"
-      : "remove";
-    const v = judgeChange(op.abs, kind, ctx);
-    if (v.kind === "refuse") return v.why;
-    // A folder or file that replaces one of the other kind removes it: judged as that too.
-    const now = op.now !== undefined ? op.now : await lowerSig(op.abs);
-    if (now && (op.kind === "dir") !== (now.kind === "dir") && op.kind !== "remove") {
-      const gone = judgeChange(op.abs, "remove", ctx);
-      if (gone.kind !== "apply") return gone.kind === "refuse" ? gone.why : "it replaces git's own";
+  /**
+   * Judge `op` (./layer_judge.ts): what to apply in its place (refs and
+   * what they hold wait in `refs` for the refs' phase); what was refused,
+   * kept, in conflict or masked goes into `report`.
+   */
+  async #judge(
+    op: LayerOp,
+    judge: LayerJudge,
+    refs: LayerOp[],
+    report: ChangeReport,
+  ): Promise<LayerOp[]> {
+    if (op.vanished && this.#view.get(op.abs) === undefined) return []; // never applied
+    const j = await judge.judge(op);
+    const shown = this.#shown(op.abs);
+    for (const k of j.kept) {
+      refuse(report, this.#shown(k.abs), `kept when ${shown} was removed: ${k.why}`);
     }
-    if (op.kind === "prune") return await _pruneRefusal(op, ctx);
-    if (v.kind === "git-ref") {
-      refs.push(op);
-      return "";
+    for (const c of j.conflicts) {
+      _note(report.conflicts, {
+        path: this.#shown(c),
+        why: `kept: it changed outside this sandbox since its view, so ${shown}'s removal ` +
+          `did not take it`,
+      });
+      this.markStale(`${this.#shown(c)} conflicted with a change made outside it`);
     }
-    if (v.kind === "git-config" && op.kind === "write") {
-      const before = (await lowerSig(op.abs))?.kind === "file" ? op.abs : undefined;
-      return await configRefusal(before, op.upper);
+    if (j.refuse !== undefined) {
+      refuse(report, shown, j.refuse);
+      return [];
     }
-    return undefined;
+    if (j.conflict) {
+      await this.#conflict(op, report);
+      return [];
+    }
+    if (j.masked) _note(report.masked ??= [], { path: shown, why: j.masked });
+    if (j.ref) {
+      refs.push(...j.apply);
+      return [];
+    }
+    return j.apply;
   }
 
   /**
@@ -353,12 +379,13 @@ export class SandboxLayers {
       : op.kind === "remove"
       ? "its removal was not applied"
       : "its folder was not applied";
-    report.conflicts.push({ path: shown, why: kept });
+    _note(report.conflicts, { path: shown, why: kept });
     this.markStale(`${shown} conflicted with a change made outside it`);
   }
 
   /** Whether the tree's `now` at `op.abs` moved since this sandbox's view of it. */
   #conflicts(layer: LayerRoot, op: LayerOp, now: Sig | null): boolean {
+    if (op.judged) return false; // checked path by path by the judge
     const base = this.#view.get(op.abs);
     if (base !== undefined) {
       return !sameSig(now, base) && !(op.kind === "dir" && now?.kind === "dir");
@@ -414,17 +441,7 @@ export class SandboxLayers {
   }
 }
 
-/** Why an opaque folder may not drop what the tree holds in it: one of those is refused. */
-async function _pruneRefusal(op: LayerOp, ctx: RuleContext): Promise<string | undefined> {
-  const keep = new Set<string>();
-  for await (const e of Deno.readDir(op.upper)) keep.add(e.name);
-  try {
-    for await (const e of Deno.readDir(op.abs)) {
-      if (keep.has(e.name)) continue;
-      const v = judgeChange(join(op.abs, e.name), "remove", ctx);
-      if (v.kind === "refuse") return `it would remove ${e.name}: ${v.why}`;
-      if (v.kind !== "apply") return `it would remove ${e.name}, git's own`;
-    }
-  } catch { /* nothing there: nothing to drop */ }
-  return undefined;
+/** Note a path in one of the report's lists (it names the first {@link REPORT_PATHS}). */
+function _note(list: NotApplied[], n: NotApplied): void {
+  if (list.length < REPORT_PATHS) list.push(n);
 }

@@ -79,7 +79,7 @@ export interface ApplierOp {
   rel: string;
   /** The upper layer's file or link (absolute, in corral's layers folder). */
   from?: string;
-  /** The permission bits it gets: only `0o777` of them is ever kept. */
+  /** The permission bits it gets, exactly (`mode & 0o7777`): the host masked them. */
   mode?: number;
   /** For `prune`: the names the folder keeps. */
   keep?: string[];
@@ -283,10 +283,10 @@ function _durable(): void {
   }
 }
 
-async function _main(): Promise<void> {
+async function _main(token: string | undefined): Promise<void> {
   applier.root = Deno.cwd();
   applier.ino = Deno.statSync(".").ino ?? 0;
-  applier.temp = `${TEMP_PREFIX}${Deno.args[0] ?? crypto.randomUUID().slice(0, 16)}`;
+  applier.temp = `${TEMP_PREFIX}${token ?? crypto.randomUUID().slice(0, 16)}`;
   const enc = new TextEncoder();
   let gone = false;
   const out = async (v: unknown) => {
@@ -314,4 +314,12 @@ async function _main(): Promise<void> {
   }
 }
 
-if (import.meta.main) await _main();
+/**
+ * Serve the protocol on stdin and stdout until stdin ends (a compiled
+ * corral: `corral __applier TOKEN`); `token` names its private folders.
+ */
+export function runTreeApplier(token?: string): Promise<void> {
+  return _main(token);
+}
+
+if (import.meta.main) await _main(Deno.args[0]);

@@ -129,7 +129,9 @@ Deno.test("the applier replaces a hard-linked file: the store's file outside the
   assert.equal((await a.close()).code, 0);
 });
 
-Deno.test("the applier keeps only permission bits, makes empty new files, refuses what changed meanwhile", async () => {
+// The host's judge masks a mode (core/layers/mode_rules.ts); the applier applies it exactly,
+// the umask of its own process narrowing nothing (an empty new file is made with its mode).
+Deno.test("the applier applies exactly the mode asked, makes empty new files, refuses what changed meanwhile", async () => {
   await using t = await _setUp();
   await Deno.writeTextFile(join(t.upper, "run.sh"), "#!/bin/sh\n");
   await Deno.writeTextFile(join(t.upper, "empty"), "");
@@ -147,7 +149,7 @@ Deno.test("the applier keeps only permission bits, makes empty new files, refuse
       op: "write",
       rel: "sub/run.sh",
       from: join(t.upper, "run.sh"),
-      mode: 0o4755,
+      mode: 0o775,
       size: 10,
       expect: null,
     },
@@ -155,7 +157,7 @@ Deno.test("the applier keeps only permission bits, makes empty new files, refuse
       op: "write",
       rel: "sub/deep/empty",
       from: join(t.upper, "empty"),
-      mode: 0o640,
+      mode: 0o666,
       size: 0,
       expect: null,
     },
@@ -180,9 +182,9 @@ Deno.test("the applier keeps only permission bits, makes empty new files, refuse
   assert.deepEqual(res.map((r) => r.ok), [true, true, true, false, true, false]);
   assert.equal(res[3].conflict, true);
   assert.match(res[5].error!, /not a path inside the root/);
-  assert.equal(Deno.statSync(join(t.root, "sub")).mode! & 0o7777, 0o775);
-  assert.equal(Deno.statSync(join(t.root, "sub/run.sh")).mode! & 0o7777, 0o755);
-  assert.equal(Deno.statSync(join(t.root, "sub/deep/empty")).mode! & 0o7777, 0o640);
+  assert.equal(Deno.statSync(join(t.root, "sub")).mode! & 0o7777, 0o2775);
+  assert.equal(Deno.statSync(join(t.root, "sub/run.sh")).mode! & 0o7777, 0o775);
+  assert.equal(Deno.statSync(join(t.root, "sub/deep/empty")).mode! & 0o7777, 0o666);
   assert.equal(await Deno.readTextFile(join(t.root, "notes.txt")), "the user's, edited later\n");
   assert.equal(Deno.readLinkSync(join(t.root, "sub/link")), "notes.txt");
   assert.deepEqual(_temps(t.root), []);

@@ -6,18 +6,19 @@
  * ./layer_diff.ts; ./upper_walk.ts reads small parts.
  *
  * A name that is not UTF-8 cannot be carried as a JavaScript string
- * without loss: such an entry (and what lies beneath it) is not yielded,
- * and is handed to `onBadName` as the bytes of its path, relative to the
- * layer, for the settlement to refuse and name.
+ * without loss: such an entry is yielded as kind `other`, marked `notUtf8`
+ * (a file or other entry, a folder with all it holds, or a removal), its
+ * path escaped for showing (./raw_list.ts `escapeName`), for the judge to
+ * refuse and name (./layer_judge.ts); what lies beneath such a folder is
+ * not yielded apart.
  *
  * @module
  */
+import { escapeName } from "./raw_list.ts";
 import type { UpperEntry, UpperKind } from "./upper_walk.ts";
 
 /** What {@link streamUpper} is told. */
 export interface StreamOptions {
-  /** A path that is not UTF-8 (bytes, relative to the layer); never yielded. */
-  onBadName?: (path: Uint8Array) => void;
   /** Entries per chunk (default 1024). */
   chunk?: number;
 }
@@ -73,10 +74,13 @@ export async function* streamUpper(
           e.rel = strict.decode(buf.subarray(from, nul));
         } catch {
           const path = buf.slice(from, nul);
-          // Beneath a name already handed on: it goes with it.
+          // Beneath a folder already yielded so: it goes with it.
           if (bad !== undefined && _under(path, bad)) continue;
           bad = path;
-          o.onBadName?.(path);
+          e.notUtf8 = e.kind === "dir" ? "folder" : _cur.device ? "removal" : "entry";
+          e.kind = "other";
+          e.rel = escapeName(path);
+          out.push(e);
           continue;
         }
         if (_cur.device) await _whiteout(e, upper);
