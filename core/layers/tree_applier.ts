@@ -39,7 +39,11 @@
  * (`{ id, ops: [{ op, rel, from?, mode?, keep?, size?, expect? }], durable? }`),
  * one JSON answer per line on stdout (`{ id, results: [{ ok, error?,
  * conflict?, sig? }] }`); the first line it writes is `{ ready: true, ino }`.
- * Its arguments: the token of its private folders.
+ * Its one argument: the token of its private folders (`deno run
+ * tree_applier.ts TOKEN`, or `corral __applier TOKEN` when compiled:
+ * core/guard/self_run.ts). Modes are applied exactly as asked
+ * (`mode & 0o7777`): the host's judge has masked them
+ * (./mode_rules.ts).
  *
  * @module
  */
