@@ -200,6 +200,17 @@ export function notApplied(
  * (`now`): the applier replaces nothing else than that. Its mode is the
  * judge's (`op.mode`, masked); an operation the judge gave none (a ref's)
  * gets the layer's, masked as for a new path.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { requestOf } from "./apply_batch.ts";
+ * const entry = { rel: "f", kind: "file", ino: 1, size: 1, mtimeMs: 0, birthMs: 0, mode: 0o4777 } as const;
+ * const op = { rel: "f", abs: "/r/f", upper: "/u/f", kind: "write", entry } as const;
+ * assert.equal(requestOf({ ...op, mode: 0o2775 }, null).mode, 0o2775); // the judge's, exactly
+ * assert.equal(requestOf(op, null).mode! & 0o7000, 0); // never setuid, setgid or sticky
+ * assert.equal(requestOf(op, null).mode! & 0o022 & Deno.umask(), 0); // nor what the umask denies
+ * ```
  */
 export function requestOf(op: LayerOp, now: Sig | null): ApplierOp {
   const expect = now;
