@@ -46,11 +46,15 @@ Deno.test({
       assert.match(report, new RegExp(`\\| 11b \\|.*${VERDICT}`));
       assert.match(report, /\| one per session \| \d+ \| 0 \|/);
       assert.match(report, /\| shared per identity \| \d+ \| 0 \|.* \| 0 \|\n/);
+      // Section 12: settling against cp -a, and the host's memory while it settles.
+      assert.match(report, new RegExp(`\\| 12a \\|.*${VERDICT}`));
+      assert.match(report, new RegExp(`\\| 12c \\|.*${VERDICT}`));
+      assert.match(report, /\| 2000 empty files in one folder \| [\d.]+ [µm]?s \|/);
       // Section 4: a cold start with no plugins against a warm one (goal 4d).
       assert.match(report, new RegExp(`\\| 4d \\|.*${VERDICT}`));
       // Every section measured says how loaded the machine was while it ran.
       const loads = report.match(/\nLoad: 1-, 5-, 15-minute load average /g) ?? [];
-      assert.equal(loads.length, 10, "a Load line per section run");
+      assert.equal(loads.length, 11, "a Load line per section run");
       assert.doesNotMatch(report, /Failed in this run/);
     } finally {
       await Deno.remove(dir, { recursive: true });

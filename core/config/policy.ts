@@ -10,6 +10,7 @@ import type { JailMode } from "../guard/jail.ts";
 import { ConfigError } from "../tool/errors.ts";
 import type { Grant } from "../tool/tool.ts";
 import { type CallLimits, callLimits } from "./call_limits.ts";
+import { type LayerLimits, layerLimits } from "./layer_limits.ts";
 import { expandHome } from "./env_var.ts";
 import { parseJsonConfig, readyJsonc } from "./json_config.ts";
 import { type LayerRole, mergeLayers, type SettingsLayer } from "./layers.ts";
@@ -32,7 +33,7 @@ export type Isolation = "worker" | "process";
 export type ConfirmPolicy = "ask" | "always" | "never";
 
 /** The resolved policy of one sandbox: absolute paths, limits filled in. */
-export interface SandboxPolicy extends Omit<Grant, "jail">, CallLimits {
+export interface SandboxPolicy extends Omit<Grant, "jail">, CallLimits, Partial<LayerLimits> {
   /**
    * Why its grant is refused: a path of it inside the workspace is reached
    * through a symlink there (which a tool could have made); its tools do
@@ -254,6 +255,7 @@ export class Policy {
         : {}),
       ...(entry?.limits ?? d.limits ? { limits: entry?.limits ?? d.limits } : {}),
       ...callLimits(entry, d),
+      ...layerLimits(entry, d),
       where,
       file: this.editFile,
     };

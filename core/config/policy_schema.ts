@@ -8,6 +8,7 @@
 import { z } from "zod";
 import { refusedSyscalls } from "../seccomp/rules.ts";
 import { CALL_LIMIT_KEYS } from "./call_limits.ts";
+import { LAYER_LIMIT_KEYS } from "./layer_limits.ts";
 import { closestNames } from "./closest.ts";
 import { serverSysSchema } from "./server_sys.ts";
 
@@ -56,6 +57,7 @@ export const sandboxSchema = z.object({
     'What audit lines keep of the arguments: "shape" (default: types, keys, lengths, size) or "values"',
   ),
   ...CALL_LIMIT_KEYS,
+  ...LAYER_LIMIT_KEYS,
 }).strict();
 
 /** A name of core/seccomp/rules.ts: an error names the bad value and the closest names. */
