@@ -5,7 +5,8 @@
  * write root at a time under its lock (./tree_lock.ts). A path that someone
  * else changed since the sandbox's view of it was taken is a conflict: the
  * other version stays in the tree, the sandbox's is kept in corral's
- * conflicts folder, and the sandbox is marked stale, to start afresh.
+ * conflicts folder, and the sandbox's view is made the tree's again
+ * (./view_refresh.ts, with the refresh of its view after others' applies).
  *
  * What the sandbox's view of a path rests on: the tree's signature when
  * corral last applied or saw it for this sandbox (or applied it for
@@ -32,7 +33,8 @@ import { applyInRoot, leaveApplier, useApplier } from "./root_applier.ts";
 import type { ApplierOp, ApplierResult } from "./tree_applier.ts";
 import { configRefusal } from "./git_rules.ts";
 import { diffLayer, type LayerMemory, layerMemory, type LayerOp } from "./layer_diff.ts";
-import { staleInView } from "./layer_freshness.ts";
+import { bumpGeneration } from "./layer_freshness.ts";
+import { LayerView, type ViewHooks, viewHooks } from "./view_refresh.ts";
 import type { LayerDirs, LayerRoot } from "./layer_dirs.ts";
 import { withTreeLock } from "./tree_lock.ts";
 
@@ -74,9 +76,9 @@ export class SandboxLayers {
   /** The folder of every sandbox's layers (the applier reads the upper layers there). */
   readonly #base: string;
   #queue: Promise<unknown> = Promise.resolve();
-  #stale: string | undefined;
-  #pid: number | undefined;
-  #looks: Promise<void> = Promise.resolve();
+  /** Its view of the tree, refreshed in place (./view_refresh.ts). */
+  readonly view: LayerView;
+  #onReport: ((r: ChangeReport) => void) | undefined;
   #closed = false;
 
   constructor(o: SandboxLayersOptions) {
@@ -84,6 +86,7 @@ export class SandboxLayers {
     this.dirs = o.dirs;
     this.#artifacts = new Set(o.artifacts);
     this.#base = dirname(o.dirs.dir);
+    this.view = new LayerView(o.dirs.roots, o.dirs.locks, this.#artifacts);
     const now = Date.now();
     for (const l of o.dirs.roots) {
       this.#memory.set(l.root, layerMemory());
@@ -96,23 +99,42 @@ export class SandboxLayers {
     }
   }
 
-  /** Why the sandbox should start afresh before its next call (its view is stale), if so. */
+  /** Why the sandbox's view must be the tree's again (a change of its was not applied), if so. */
   get stale(): string | undefined {
-    return this.#stale;
+    return this.view.stale;
   }
 
-  /** Mark the sandbox's view stale. */
+  /** Mark the sandbox's view stale: its next refresh clears its layer. */
   markStale(why: string): void {
-    this.#stale ??= why;
+    this.view.markStale(why);
   }
 
   /**
    * The launcher process whose mount namespace holds the overlays (the
-   * sandbox's first process): other sandboxes' applies are looked at there.
+   * sandbox's first process): its view is refreshed there.
    */
   watch(pid: number | undefined): void {
-    this.#pid = pid;
+    this.view.watch(pid);
   }
+
+  /**
+   * Before a call: refresh the sandbox's view of the tree in place when it
+   * is due (./view_refresh.ts); `idle` when no other call of it runs.
+   */
+  refresh(idle: boolean): Promise<void> {
+    if (this.#closed || !this.view.due()) return Promise.resolve();
+    const run = this.#queue.then(() => this.view.refresh(idle, this.#hooks));
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  readonly #hooks: ViewHooks = viewHooks({
+    settle: () => this.#settleAll(),
+    onReport: (r) => this.#onReport?.(r),
+    view: this.#view,
+    memory: this.#memory,
+    shown: (abs) => this.#shown(abs),
+  });
 
   /**
    * Settle what processes a call left running write, a short while after
@@ -121,6 +143,7 @@ export class SandboxLayers {
    */
   follow(busy: () => boolean, onReport: (r: ChangeReport) => void): void {
     this.#unfollow?.();
+    this.#onReport = onReport;
     this.#unfollow = followLayers({
       uppers: this.dirs.roots.map((l) => join(l.dir, "u")),
       busy,
@@ -132,11 +155,6 @@ export class SandboxLayers {
   }
 
   #unfollow: (() => void) | undefined;
-
-  /** Resolves once the looks at other sandboxes' applies are done (then read {@link stale}). */
-  looked(): Promise<void> {
-    return this.#looks;
-  }
 
   /** Settle every layer now: judge, apply, report. Calls are queued, one at a time. */
   settle(): Promise<ChangeReport> {
@@ -205,6 +223,11 @@ export class SandboxLayers {
       await this.#applyAll(layer, verdicts.apply, report, applied);
       memory.seen = diff.seen;
       this.#epoch.set(layer.root, started);
+      if (applied.length) {
+        // Every corral's sandboxes over this root learn of it (./layer_freshness.ts).
+        const g = await bumpGeneration(this.dirs.locks, layer.root);
+        this.view.applied(layer.root, g.before, g.after);
+      }
       this.#tellOthers(layer.root, applied);
       // Its view now holds what the tree does not: the next call starts from the tree.
       if (report.refused.length) this.markStale(`${report.refused[0].path} was not applied`);
@@ -319,7 +342,11 @@ export class SandboxLayers {
     }
   }
 
-  /** Another sandbox applied changes to `root`: update this view, or mark it stale. */
+  /**
+   * Another sandbox of this process applied changes to `root`: what this
+   * view rests on for the paths it does not hold (those it holds are cleared
+   * at its next refresh, ./view_clear.ts).
+   */
   #heard(root: string, applied: Applied[]): void {
     const layer = this.dirs.roots.find((l) => l.root === root);
     if (!layer) return;
@@ -330,18 +357,8 @@ export class SandboxLayers {
         Deno.lstatSync(join(layer.dir, "u", rel));
         held = true;
       } catch { /* not in this layer: its view is the tree's */ }
-      if (held) this.markStale(`${this.#shown(a.abs)} changed in another sandbox`);
-      else this.#view.set(a.abs, a.sig);
+      if (!held) this.#view.set(a.abs, a.sig);
     }
-    const named = applied.filter((a) => a.named);
-    const pid = this.#pid;
-    if (!named.length || this.#stale || pid === undefined) return;
-    const changes = named.map((a) => ({ abs: a.abs, present: a.sig !== null }));
-    this.#looks = this.#looks.then(async () => {
-      const off = await staleInView(pid, layer, changes);
-      if (off === undefined) this.markStale("another sandbox changed the tree");
-      else if (off.length) this.markStale(`${off[0]} changed in another sandbox`);
-    });
   }
 
   /** A path as reports show it: relative to the workspace when inside it. */
