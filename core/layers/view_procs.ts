@@ -37,43 +37,45 @@ export interface Paused {
 /** How long a pause may last at most (ms): past it the helper lets the sandbox go on by itself. */
 export const MAX_PAUSE_MS = 120_000;
 
-// The sandbox's processes: the launcher's descendants, level by level.
-const _ALL = `kids() { for p in "$@"; do cat /proc/$p/task/*/children 2>/dev/null; done; }
+// The sandbox's processes: the launcher's descendants, level by level (bash builtins only:
+// a pause must not wait on a fork per process).
+const _ALL = `kids() { local p f k; for p in "$@"; do for f in /proc/$p/task/*/children; do
+  k=(); read -r -a k < "$f" 2>/dev/null; echo "\${k[@]}"; done; done; }
 all() { local q out=; q=$(kids "$1"); while [ -n "$q" ]; do out="$out $q"; q=$(kids $q); done; echo $out; }`;
 
 // Stop every process (those forked meanwhile too) until all are stopped; exit 3 if that fails.
 const _STOP = `stopped=" "
 resume() { [ "$stopped" = " " ] || kill -CONT $stopped 2>/dev/null; }
 ok=
-for i in $(seq 200); do
+for ((i = 0; i < 400; i++)); do
   new=
   for p in $(all "$root"); do case $stopped in *" $p "*) ;; *) new="$new $p" ;; esac; done
   [ -n "$new" ] && { kill -STOP $new 2>/dev/null; for p in $new; do stopped="$stopped$p "; done; }
   still=
   for p in $stopped; do
-    for t in /proc/$p/task/*; do
-      s=$(sed 's/.*) //' "$t/stat" 2>/dev/null) || continue
-      case \${s%% *} in T|t|Z|X|"") ;; *) still=1 ;; esac
+    for t in /proc/$p/task/*/stat; do
+      l=; read -r l < "$t" 2>/dev/null; [ -n "$l" ] || continue
+      l=\${l##*) }
+      case \${l%% *} in T|t|Z|X) ;; *) still=1 ;; esac
     done
   done
   [ -z "$new" ] && [ -z "$still" ] && { ok=1; break; }
-  sleep 0.01
+  sleep 0.005
 done
 [ -n "$ok" ] || { resume; exit 3; }
 printf 'p\\0'`;
 
 // What they hold: NUL-separated records "l PROC TARGET", "i PROC INODE", "m INODE", "t MOUNTPOINT".
 const _REPORT = `pids=$(all "$root")
-fds= cwds= maps=
-for p in $pids; do fds="$fds /proc/$p/fd"; cwds="$cwds /proc/$p/cwd"; maps="$maps /proc/$p/maps"; done
+ps= maps=
+for p in $pids; do ps="$ps /proc/$p/fd /proc/$p/cwd"; maps="$maps /proc/$p/maps"; done
 if [ -n "$pids" ]; then
-  find $fds -mindepth 1 -maxdepth 1 -printf 'l\\0%p\\0%l\\0' 2>/dev/null
-  find -L $fds -mindepth 1 -maxdepth 1 -printf 'i\\0%p\\0%i\\0' 2>/dev/null
-  find $cwds -maxdepth 0 -printf 'l\\0%p\\0%l\\0' 2>/dev/null
-  find -L $cwds -maxdepth 0 -printf 'i\\0%p\\0%i\\0' 2>/dev/null
-  awk '$5 != 0 { print $5 }' $maps 2>/dev/null | sort -u | awk '{ print "m"; print }' | tr '\\n' '\\0'
+  find $ps -maxdepth 1 \\( -name cwd -o -path '*/fd/*' \\) -printf 'l\\0%p\\0%l\\0' 2>/dev/null
+  find -L $ps -maxdepth 1 \\( -name cwd -prune -printf 'i\\0%p\\0%i\\0' \\) -o \\
+    \\( -path '*/fd/*' -printf 'i\\0%p\\0%i\\0' \\) 2>/dev/null
   set -- $pids
-  awk '{ print "t"; print $5 }' /proc/$1/mountinfo 2>/dev/null | tr '\\n' '\\0'
+  awk 'FILENAME ~ /mountinfo$/ { printf "t%c%s%c", 0, $5, 0; next }
+    $5 != 0 && !seen[$5]++ { printf "m%c%s%c", 0, $5, 0 }' $maps /proc/$1/mountinfo 2>/dev/null
 fi`;
 
 const _SCRIPT = `root=$1 mode=$2

@@ -185,9 +185,11 @@ export class LayerView {
   /** What each root's layer holds that no longer belongs in the view (all of it when stale). */
   #plans(hooks: ViewHooks): Promise<string[][]> {
     const all = this.#stale !== undefined;
-    return Promise.all(this.#roots.map((l) =>
-      staleEntries(l, { expected: hooks.expected, artifacts: this.#artifacts, all })
-    ));
+    return Promise.all(
+      this.#roots.map((l) =>
+        staleEntries(l, { expected: hooks.expected, artifacts: this.#artifacts, all })
+      ),
+    );
   }
 
   /** Clear the plans (the sandbox is paused and settled); a stale view is the tree's again. */
