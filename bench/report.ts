@@ -39,6 +39,8 @@ export interface Sizes {
   teamIdle: number;
   /** Section 11: warm calls per variant for the identity overhead. */
   overheadCalls: number;
+  /** Section 12: calls of the day-long session. */
+  soakCalls: number;
 }
 
 /** The full run: `deno task bench`. */
@@ -66,6 +68,7 @@ export const FULL: Sizes = {
   teamPerIdentity: 10,
   teamIdle: 45,
   overheadCalls: 1000,
+  soakCalls: 20_000,
 };
 
 /** The smoke run: tiny counts, seconds (`--smoke`). */
@@ -93,6 +96,7 @@ export const SMOKE: Sizes = {
   teamPerIdentity: 2,
   teamIdle: 2,
   overheadCalls: 20,
+  soakCalls: 40,
 };
 
 /** Section headings; the smoke run checks that the report has every one. */
@@ -110,6 +114,7 @@ export const SECTIONS = [
   "## 9. Hosted MCP servers: direct, srt, corral",
   "## 10. A sandbox per principal: what each session costs",
   "## 11. A team: many sessions from many identities",
+  "## 12. A day of serving: one session, many calls",
 ] as const;
 
 /** One row of the goals table. */

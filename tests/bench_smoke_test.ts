@@ -37,6 +37,8 @@ Deno.test({
       );
       // Section 11: the team load, per session and shared, reaped when idle; the identity overhead.
       assert.match(report, /\| 11a \|.*\*\*(PASS|MISS)\*\*/);
+      // Section 12: a day of serving, its row judged.
+      assert.match(report, /\| 12 \|.*\*\*(PASS|MISS)\*\*/);
       assert.match(report, /\| 11b \|.*\*\*(PASS|MISS)\*\*/);
       assert.match(report, /\| one per session \| \d+ \| 0 \|/);
       assert.match(report, /\| shared per identity \| \d+ \| 0 \|.* \| 0 \|\n/);

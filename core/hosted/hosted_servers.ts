@@ -220,12 +220,16 @@ export class HostedServers {
   }
 
   /** The state of each server started in this process. */
-  states(): Array<{ server: string; state: string; reason?: string; starts: number }> {
+  states(): Array<
+    { server: string; state: string; reason?: string; starts: number; view?: string }
+  > {
     return [...this.#servers].map(([key, s]) => ({
       server: key.split("\0")[0],
       state: s.state,
       ...(s.reason ? { reason: s.reason } : {}),
       starts: s.starts,
+      // What its view of the workspace could not refresh (core/layers/view_refresh.ts).
+      ...(s.layers?.view.note ? { view: s.layers.view.note } : {}),
     }));
   }
 

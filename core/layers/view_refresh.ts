@@ -26,7 +26,7 @@
  *
  * @module
  */
-import { join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { isWithin } from "../guard/is_within.ts";
 import { type ChangeReport, isEmptyReport } from "./change_report.ts";
 import type { LayerMemory } from "./layer_diff.ts";
@@ -35,6 +35,55 @@ import { readGeneration, VIEW_MAX_AGE_MS } from "./layer_freshness.ts";
 import { lowerSig, type Sig } from "./tree_sig.ts";
 import { clearEntries, type Holds, staleEntries } from "./view_clear.ts";
 import { type HeldEntry, lookAtSandbox, pauseSandbox, remountLayers } from "./view_procs.ts";
+
+/** The file, in a sandbox's layer folder, that {@link LayerView.publish} keeps. */
+export const VIEW_FILE = "view.json";
+
+/** What {@link VIEW_FILE} holds. */
+export interface PublishedView {
+  /** The server's name. */
+  label: string;
+  /** The corral process that runs it. */
+  corral: number;
+  refreshes: number;
+  /** When its view was last made (ISO time). */
+  refreshed: string;
+  /** What its view could not refresh, if anything. */
+  stale?: string;
+}
+
+/**
+ * The views published under `bases` (the layers' folders), by label.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { publishedViews } from "./view_refresh.ts";
+ * const base = await Deno.makeTempDir();
+ * await Deno.mkdir(`${base}/sandboxes/1-x`, { recursive: true });
+ * await Deno.writeTextFile(`${base}/sandboxes/1-x/view.json`, '{"label":"s","corral":1,"refreshes":2,"refreshed":"t"}');
+ * assert.equal(publishedViews([base]).get("s")?.[0].refreshes, 2);
+ * ```
+ */
+export function publishedViews(bases: string[]): Map<string, PublishedView[]> {
+  const out = new Map<string, PublishedView[]>();
+  for (const base of bases) {
+    let dirs: Deno.DirEntry[];
+    try {
+      dirs = [...Deno.readDirSync(join(base, "sandboxes"))];
+    } catch {
+      continue;
+    }
+    for (const d of dirs) {
+      try {
+        const v = JSON.parse(Deno.readTextFileSync(join(base, "sandboxes", d.name, VIEW_FILE)));
+        if (typeof v?.label !== "string") continue;
+        out.set(v.label, [...(out.get(v.label) ?? []), v as PublishedView]);
+      } catch { /* none, or gone meanwhile */ }
+    }
+  }
+  return out;
+}
 
 /** What a {@link LayerView} asks of the sandbox's layers (core/layers/settle_layers.ts). */
 export interface ViewHooks {
@@ -90,6 +139,7 @@ export class LayerView {
   #at = Date.now();
   #stale: string | undefined;
   #note: string | undefined;
+  #label: string | undefined;
   /** How many times the view was refreshed. */
   refreshes = 0;
 
@@ -103,6 +153,29 @@ export class LayerView {
   /** The launcher whose mount namespace holds the overlays. */
   watch(pid: number | undefined): void {
     this.#pid = pid;
+  }
+
+  /**
+   * Keep the view's state in {@link VIEW_FILE} beside the layers, for
+   * `corral servers` (another process) to show, under `label` (a server's name).
+   */
+  publish(label: string): void {
+    this.#label = label;
+    this.#write();
+  }
+
+  #write(): void {
+    if (this.#label === undefined || this.#roots.length === 0) return;
+    const state: PublishedView = {
+      label: this.#label,
+      corral: Deno.pid,
+      refreshes: this.refreshes,
+      refreshed: new Date(this.#at).toISOString(),
+      ...(this.#note ? { stale: this.#note } : {}),
+    };
+    try {
+      Deno.writeTextFileSync(join(dirname(this.#roots[0].dir), VIEW_FILE), JSON.stringify(state));
+    } catch { /* its folder is gone: the sandbox ended */ }
   }
 
   /** A change of the sandbox's was not applied: its view must be the tree's again. */
@@ -170,12 +243,13 @@ export class LayerView {
     if (failed) {
       this.#note = `its view of the workspace could not be refreshed: ${failed}; what others ` +
         `changed since ${new Date(this.#at).toISOString()} may not show in it`;
-      return;
+    } else {
+      this.refreshes++;
+      this.#at = at;
+      for (const [root, g] of gens) this.#gens.set(root, g);
+      this.#note = await this.#notes(hooks, kept, held ?? await lookAtSandbox(pid) ?? []);
     }
-    this.refreshes++;
-    this.#at = at;
-    for (const [root, g] of gens) this.#gens.set(root, g);
-    this.#note = await this.#notes(hooks, kept, held ?? await lookAtSandbox(pid) ?? []);
+    this.#write();
   }
 
   #mounts(): string[] {
