@@ -218,9 +218,25 @@ export class LayerView {
   async refresh(idle: boolean, hooks: ViewHooks): Promise<void> {
     const pid = this.#pid;
     if (pid === undefined || !this.due()) return;
+    try {
+      await this.#refresh(pid, idle, hooks);
+    } catch (err) {
+      // Never the call's failure: the call runs in the view it has, and says so.
+      this.#note = this.#failed((err as Error).message);
+      this.#write();
+    }
+  }
+
+  #failed(why: string): string {
+    return `its view of the workspace could not be refreshed: ${why}; what others changed ` +
+      `since ${new Date(this.#at).toISOString()} may not show in it`;
+  }
+
+  async #refresh(pid: number, idle: boolean, hooks: ViewHooks): Promise<void> {
     const gens = new Map(this.#roots.map((l) => [l.root, readGeneration(this.#locks, l.root)]));
     const at = Date.now();
     const kept: string[] = [];
+    const problems: string[] = [];
     let held: HeldEntry[] | undefined;
     let failed: string | undefined;
     if (idle) {
@@ -236,18 +252,22 @@ export class LayerView {
           } finally {
             await paused.resume();
           }
-        } else kept.push("(its processes could not be paused to clear its layer)");
+        } else {
+          problems.push(
+            "its processes could not be paused, so its layer was not cleared: paths it wrote " +
+              "and others changed since show its own version",
+          );
+        }
       } else this.#stale = undefined;
     }
     if (held === undefined) failed = await remountLayers(pid, this.#mounts());
-    if (failed) {
-      this.#note = `its view of the workspace could not be refreshed: ${failed}; what others ` +
-        `changed since ${new Date(this.#at).toISOString()} may not show in it`;
-    } else {
+    if (failed) this.#note = this.#failed(failed);
+    else {
       this.refreshes++;
       this.#at = at;
       for (const [root, g] of gens) this.#gens.set(root, g);
-      this.#note = await this.#notes(hooks, kept, held ?? await lookAtSandbox(pid) ?? []);
+      const seen = held ?? await lookAtSandbox(pid) ?? [];
+      this.#note = [...problems, ...await this.#notes(hooks, kept, seen)].join("; ") || undefined;
     }
     this.#write();
   }
@@ -278,7 +298,7 @@ export class LayerView {
   }
 
   /** What the kernel left stale: held entries of the layer, names and folders held open. */
-  async #notes(hooks: ViewHooks, kept: string[], held: HeldEntry[]): Promise<string | undefined> {
+  async #notes(hooks: ViewHooks, kept: string[], held: HeldEntry[]): Promise<string[]> {
     const parts: string[] = [];
     if (kept.length) {
       parts.push(
@@ -303,7 +323,7 @@ export class LayerView {
           `opened until it is closed`,
       );
     }
-    return parts.length ? parts.join("; ") : undefined;
+    return parts;
   }
 }
 
