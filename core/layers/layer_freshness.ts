@@ -59,7 +59,8 @@ export function readGeneration(locks: string, root: string): string {
 /**
  * Bump `root`'s generation (call holding the root's lock): returns the
  * generation before and after. Written whole by a rename, so a reader never
- * sees half of it; a failed write leaves a reading that differs anyway.
+ * sees half of it. Where it cannot be written (a read-only layers folder),
+ * other views see the change when they are old ({@link VIEW_MAX_AGE_MS}).
  */
 export async function bumpGeneration(
   locks: string,
