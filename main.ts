@@ -3,13 +3,14 @@
  * Each command lives in its own module under core/cli/.
  *
  *     corral list [--json]
- *     corral schema [--format openai|anthropic|mcp]
+ *     corral schema [NAME] [--format openai|anthropic|mcp]
  *     corral call NAME [--args '<json object>' | --args -] [--yes] [--timeout MS]
  *     corral demo
  *     corral config [--json]
  *     corral audit [PATH] [--tool X] [--since ISO|1h|30m]
  *     corral trust [FILE…]
  *     corral check PATH…
+ *     corral harness [--config F] [--workspace D] FILE [TOOL] [ARGS…]
  *     corral new NAME [--permissions LETTERS] [--dir DIR] [--style class|module]
  *     corral plugins [list] | corral plugins install SPEC
  *     corral mcp [--http [HOST:]PORT [--token T] [--stateless]]
@@ -34,6 +35,7 @@ import {
 import { out, useColor } from "./core/cli/output.ts";
 import { removeScratch } from "./core/cli/scratch.ts";
 import { resolveUserPaths } from "./core/cli/user_cwd.ts";
+import { dropPermissions } from "./core/guard/self_run.ts";
 import { ConfigError } from "./core/tool/errors.ts";
 import { Reporter } from "./core/tool/reporter.ts";
 
@@ -74,7 +76,7 @@ const _COMMANDS: Record<
       const { schemaCommand } = await _load<typeof import("./core/cli/schema_command.ts")>(
         "./core/cli/schema_command.ts",
       );
-      return (values, _rest, s) => schemaCommand(values, s.registry);
+      return (values, rest, s) => schemaCommand(values, s.registry, rest[0]);
     },
   },
   call: {
@@ -152,7 +154,8 @@ const _COMMANDS: Record<
 
 /** Run the CLI with `argv`; returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
-  // Hidden: a compiled corral re-runs itself as a process sandbox.
+  // Hidden: a compiled corral re-runs itself for each program it starts (core/guard/self_run.ts):
+  // a process sandbox, the tree applier, a hosted server's egress bridge.
   if (argv[0] === "__sandbox-child") {
     const { runSandboxChild } = await _load<typeof import("./core/sandbox/sandbox_child.ts")>(
       "./core/sandbox/sandbox_child.ts",
@@ -160,9 +163,30 @@ export async function main(argv: string[]): Promise<number> {
     await runSandboxChild({ worker: true });
     return 0;
   }
+  if (argv[0] === "__applier") {
+    dropPermissions(["read", "write"]);
+    const { runTreeApplier } = await _load<typeof import("./core/layers/tree_applier.ts")>(
+      "./core/layers/tree_applier.ts",
+    );
+    await runTreeApplier();
+    return 0;
+  }
+  if (argv[0] === "__egress-bridge") {
+    dropPermissions(["read", "write", "net", "run"]);
+    const { runEgressBridge } = await _load<typeof import("./core/hosted/egress_bridge.ts")>(
+      "./core/hosted/egress_bridge.ts",
+    );
+    return await runEgressBridge(argv.slice(1));
+  }
   const reporter0 = new Reporter();
   let ahead: Promise<void> | undefined;
   try {
+    // A tool file's own command line: every word after FILE is the tool's, not corral's.
+    if (argv[0] === "harness") {
+      return await (await _load<typeof import("./core/cli/harness_command.ts")>(
+        "./core/cli/harness_command.ts",
+      )).harnessCommand(argv.slice(1));
+    }
     const { values, positionals } = parseCli(argv);
     if (values.version) {
       out(await _versionLine());
@@ -184,8 +208,13 @@ export async function main(argv: string[]): Promise<number> {
       (values.help ? out : (t: string) => reporter0.line(t))(USAGE);
       return values.help ? 0 : 2;
     }
+    if (command === "harness") {
+      throw new UsageError(
+        "harness comes first, and the tool's flags after its FILE: corral harness FILE [ARGS]",
+      );
+    }
     if (!Object.hasOwn(_COMMANDS, command)) {
-      const known = Object.keys(_COMMANDS).join(", ");
+      const known = [...Object.keys(_COMMANDS), "harness"].join(", ");
       throw new UsageError(`unknown command "${command}" (commands: ${known}, help)`);
     }
     // Usage errors come before anything is loaded (and before any plugin warning).

@@ -113,15 +113,25 @@ export function firstFile(paths: string[]): string | undefined {
 
 /** Wait until a sandbox's write layer under `base` holds `name` with `text` in it. */
 export async function waitInLayer(base: string, name: string, text: string): Promise<void> {
-  for (let i = 0; i < 600; i++) {
+  // Each file on its own: another sandbox's folder (a test running beside) ends no look.
+  const holds = (f: string) => {
     try {
-      for (const s of Deno.readDirSync(`${base}/sandboxes`)) {
-        for (const r of Deno.readDirSync(`${base}/sandboxes/${s.name}`)) {
-          const f = `${base}/sandboxes/${s.name}/${r.name}/u/${name}`;
-          if (Deno.readTextFileSync(f).includes(text)) return;
-        }
-      }
-    } catch { /* not yet */ }
+      return Deno.readTextFileSync(f).includes(text);
+    } catch {
+      return false;
+    }
+  };
+  const list = (dir: string) => {
+    try {
+      return [...Deno.readDirSync(dir)].map((e) => `${dir}/${e.name}`);
+    } catch {
+      return [];
+    }
+  };
+  for (let i = 0; i < 600; i++) {
+    for (const sandbox of list(`${base}/sandboxes`)) {
+      if (list(sandbox).some((root) => holds(`${root}/u/${name}`))) return;
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`no layer under ${base} holds ${name} with ${text}`);

@@ -6,9 +6,11 @@
  * sandbox child, every built-in tool module (imported by path at run time,
  * which `deno compile` cannot see), `toolsets/toolsets.json` and the shipped
  * `permissions.json`. The host's permissions and `--unstable-worker-options`
- * are fixed at compile time. A process sandbox is the binary itself, re-run
- * as `corral __sandbox-child`; it revokes what the grant does not use before
- * any tool code loads (see sandbox_child.ts).
+ * are fixed at compile time. Every program corral starts is the binary
+ * itself, re-run with a hidden subcommand (core/guard/self_run.ts): a
+ * process sandbox (`corral __sandbox-child`, which revokes what the grant
+ * does not use before any tool code loads), the tree applier
+ * (`__applier`), a hosted server's egress bridge (`__egress-bridge`).
  *
  *     deno task compile              # writes ./corral
  *     deno task compile dist/corral  # another output path
@@ -19,6 +21,7 @@ import { join } from "node:path";
 import { INSTALL_DIR } from "../config/install_dir.ts";
 import { toolModules } from "../registry/builtin_toolsets.ts";
 import { HOST_PERMISSION_FLAGS } from "../sandbox/host_flags.ts";
+import { SELF_PROGRAMS, WRITTEN_OUT } from "../guard/self_run.ts";
 
 /** The permissions the compiled host holds (the same as `deno task corral`). */
 export const COMPILE_PERMISSIONS = HOST_PERMISSION_FLAGS;
@@ -48,6 +51,10 @@ export async function compileIncludes(): Promise<string[]> {
   }
   // Loaded by a computed specifier when a hosted server first starts.
   files.push(join(INSTALL_DIR, "core", "hosted", "hosted_server.ts"));
+  // The programs a compiled corral starts as itself, and its files it writes out for a real
+  // `deno run` (core/guard/self_run.ts).
+  files.push(...Object.values(SELF_PROGRAMS).map((f) => join(INSTALL_DIR, f)));
+  files.push(...Object.values(WRITTEN_OUT).flat().map((f) => join(INSTALL_DIR, f)));
   // main.ts loads each command's module by a computed specifier (only the one that runs).
   const main = await Deno.readTextFile(join(INSTALL_DIR, "main.ts"));
   for (const m of main.matchAll(/_load<typeof import\("\.\/([^"]+)"\)>/g)) {

@@ -57,6 +57,10 @@ export interface SandboxPolicy extends Omit<Grant, "jail">, CallLimits {
   sys?: string[];
   /** The sandbox namespace: `off` opts out (absent: required). */
   jail?: JailMode;
+  /** The jail's syscall filter: `off` opts out (absent: required). */
+  seccomp?: "required" | "off";
+  /** Syscalls the filter refuses that this sandbox may make (core/seccomp/rules.ts names). */
+  allow_syscalls?: string[];
   /** Audit lines leave the arguments out (their digest stays). */
   redact_args?: boolean;
   /** Audit lines hold the argument values (`values`) or only their shape (`shape`, absent). */
@@ -237,6 +241,8 @@ export class Policy {
       // Absent: the defaults (core/guard/planted.ts); set only when the operator changed them.
       ...(this.unprotected.length || this.#raw.protect?.length ? { planted: this.planted } : {}),
       ...(entry?.jail ?? d.jail ? { jail: entry?.jail ?? d.jail } : {}),
+      ...(entry?.seccomp ?? d.seccomp ? { seccomp: entry?.seccomp ?? d.seccomp } : {}),
+      ...(entry?.allow_syscalls?.length ? { allow_syscalls: [...entry.allow_syscalls] } : {}),
       ...(entry?.redact_args ?? d.redact_args ? { redact_args: true } : {}),
       ...(entry?.audit_args ?? d.audit_args
         ? { audit_args: entry?.audit_args ?? d.audit_args }
@@ -246,6 +252,13 @@ export class Policy {
       where,
       file: this.editFile,
     };
+  }
+
+  /** Every list of refused syscalls a sandbox entry grants (`allow_syscalls`: core/seccomp/). */
+  syscallGrants(): string[][] {
+    const r = this.#raw;
+    return [r.toolsets, r.plugins, r.servers].flatMap((m) => Object.values(m ?? {}))
+      .map((e) => e.allow_syscalls ?? []).filter((l) => l.length > 0);
   }
 
   /** Resolve a policy path against the workspace, following symlinks. */
@@ -262,7 +275,9 @@ export class Policy {
 
 /** Shared between plugins, so nobody may change it. */
 function _frozen(p: SandboxPolicy): SandboxPolicy {
-  for (const list of [p.read, p.write, p.run, p.net, p.env, p.sys ?? []]) Object.freeze(list);
+  for (const list of [p.read, p.write, p.run, p.net, p.env, p.sys ?? [], p.allow_syscalls ?? []]) {
+    Object.freeze(list);
+  }
   return Object.freeze(p);
 }
 

@@ -216,7 +216,10 @@ function _refusal(given: string, entry: string, shown = entry): PermissionDenied
  * The folders git runs hooks from that `core.hooksPath` names for the
  * repository at `root`, when they lie inside it: the folder itself and,
  * for husky's layout (`.husky/_`, which runs the scripts beside it), its
- * parent.
+ * parent. This is the files tools' early refusal by name, inside the
+ * sandbox, where no git runs: it reads the root's own `.git/config` only.
+ * What reaches the tree is judged after the call with every repository's
+ * config and the user's own, read by git (core/layers/hooks_folders.ts).
  *
  * @example
  * ```ts

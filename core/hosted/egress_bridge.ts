@@ -4,7 +4,9 @@
  * way out of the namespace), listens for the forwarders of its `host:port`
  * grants and answers their names (../guard/forward_bridge.ts), then runs
  * the server with the same stdio and exits with it. Run as
- * `deno run bridge.ts SOCKET FORWARDS_JSON -- COMMAND ARGS…`.
+ * `deno run bridge.ts SOCKET FORWARDS_JSON -- COMMAND ARGS…`, or in a
+ * compiled corral as `corral __egress-bridge SOCKET FORWARDS_JSON -- …`
+ * (core/guard/self_run.ts).
  * It imports only the bridges themselves (../guard/egress_env.ts,
  * ../guard/forward_bridge.ts and ../guard/egress_forward.ts, which import
  * nothing else): they run inside the sandbox.
@@ -15,24 +17,30 @@ import { bridgeEgress } from "../guard/egress_env.ts";
 import type { Forward } from "../guard/egress_forward.ts";
 import { bridgeForwards, serveNames } from "../guard/forward_bridge.ts";
 
-const [socket, forwardsJson, sep, command, ...args] = Deno.args;
-if (sep !== "--" || !socket || !command) {
-  console.error("usage: egress_bridge.ts SOCKET FORWARDS_JSON -- COMMAND ARGS...");
-  Deno.exit(2);
-}
-bridgeEgress(socket);
-const forwards = JSON.parse(forwardsJson) as Forward[];
-if (forwards.length) {
-  // Every forwarder listens before the server starts: none of its own can take the port.
-  bridgeForwards(socket, forwards);
-  await serveNames(forwards).catch(() => {});
+/**
+ * Bridge, then run `COMMAND ARGS…` of `argv` (`SOCKET FORWARDS_JSON --
+ * COMMAND ARGS…`) with the same stdio; resolves with its exit code.
+ */
+export async function runEgressBridge(argv: string[]): Promise<number> {
+  const [socket, forwardsJson, sep, command, ...args] = argv;
+  if (sep !== "--" || !socket || !command) {
+    console.error("usage: egress_bridge.ts SOCKET FORWARDS_JSON -- COMMAND ARGS...");
+    return 2;
+  }
+  bridgeEgress(socket);
+  const forwards = JSON.parse(forwardsJson) as Forward[];
+  if (forwards.length) {
+    // Every forwarder listens before the server starts: none of its own can take the port.
+    bridgeForwards(socket, forwards);
+    await serveNames(forwards).catch(() => {});
+  }
+  const child = new Deno.Command(command, {
+    args,
+    stdin: "inherit",
+    stdout: "inherit",
+    stderr: "inherit",
+  }).spawn();
+  return (await child.status).code;
 }
 
-const child = new Deno.Command(command, {
-  args,
-  stdin: "inherit",
-  stdout: "inherit",
-  stderr: "inherit",
-}).spawn();
-const status = await child.status;
-Deno.exit(status.code);
+if (import.meta.main) Deno.exit(await runEgressBridge(Deno.args));

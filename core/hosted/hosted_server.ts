@@ -27,6 +27,7 @@ import { servedBy } from "./asking_through.ts";
 import { pinned, type ToolDefinition } from "./approvals.ts";
 import { CallLane, CallTimedOut } from "./call_lane.ts";
 import type { SandboxLayers } from "../layers/settle_layers.ts";
+import { LastChanges, type Settles } from "../sandbox/last_changes.ts";
 
 export { CallCancelled, CallTimedOut } from "./call_lane.ts";
 import { type Launched, launchServer, type LaunchSpec } from "./launch.ts";
@@ -75,6 +76,10 @@ export class HostedServer {
   #client?: Client;
   #lane?: CallLane;
   #launched?: Launched;
+  /** The running process's calls and last settlement (../sandbox/last_changes.ts). */
+  #run?: LastChanges;
+  /** The process each call was sent to. */
+  readonly #runOf = new WeakMap<HostedCall, LastChanges>();
   #failures = 0;
   #notBefore = 0;
   #calls = new Set<HostedCall>();
@@ -113,6 +118,10 @@ export class HostedServer {
     await this.ensure();
     const lane = this.#lane;
     if (!lane) throw new Error("the server's connection is closed");
+    if (this.#run && !this.#runOf.has(call)) {
+      this.#runOf.set(call, this.#run);
+      this.#run.enter();
+    }
     this.#calls.add(call);
     try {
       return await lane.call(name, args, call);
@@ -129,16 +138,27 @@ export class HostedServer {
   }
 
   /**
-   * Run `fn` (a call, then the settlement of what it wrote) as busy: the
+   * Run `fn` (`call`, then the settlement of what it wrote) as busy: the
    * settling of writes between calls waits, so what a call wrote is judged
-   * for that call, never reported apart as if written between calls.
+   * for that call, never reported apart as if written between calls. `fn`
+   * gets what settles the call's writes: the layers of the process it ran
+   * on, or, when that process ended under it (killed, crashed, stopped),
+   * its last settlement (../sandbox/last_changes.ts).
    */
-  async holding<T>(fn: () => Promise<T>): Promise<T> {
+  async holding<T>(
+    call: HostedCall,
+    fn: (settles: () => Settles | undefined) => Promise<T>,
+  ): Promise<T> {
     this.#held++;
     try {
-      return await fn();
+      return await fn(() => {
+        const run = this.#runOf.get(call);
+        return run?.settles(run === this.#run);
+      });
     } finally {
       this.#held--;
+      this.#runOf.get(call)?.leave();
+      this.#runOf.delete(call);
     }
   }
 
@@ -176,6 +196,7 @@ export class HostedServer {
     this.#client = undefined;
     this.#lane = undefined;
     this.#launched = undefined;
+    this.#run = undefined;
     if (this.state === "running") this.state = "idle";
     launched?.kill();
     return launched ? launched.exited.then(() => {}) : Promise.resolve();
@@ -184,10 +205,14 @@ export class HostedServer {
   async #start(): Promise<Client> {
     this.starts++;
     let launched: Launched | undefined;
+    // Its last settlement: the calls' it ended under, else a line apart.
+    const run = new LastChanges((r) => this.#spec.onChanges?.(r), () => launched?.exited);
     try {
-      launched = await launchServer(this.#spec);
+      launched = await launchServer({ ...this.#spec, onChanges: (r) => run.ended(r) });
+      run.layers = launched.layers;
       const [client, lane] = await this.#connect(launched);
       this.#launched = launched;
+      this.#run = run;
       this.#client = client;
       this.#lane = lane;
       // What it writes between calls is settled while no call runs; reported apart.
@@ -290,6 +315,7 @@ export class HostedServer {
     this.#client = undefined;
     this.#lane = undefined;
     this.#launched = undefined;
+    this.#run = undefined;
     this.#hooks.onEvent("crashed", why);
     this.#fail(`crashed: ${why}`);
   }

@@ -71,6 +71,8 @@ export type HostedCallContext = {
   session?: string;
   /** Who is calling (an HTTP identity; `local` on the command line), for the audit log. */
   identity?: string;
+  /** Told when the call is sent to its server (it runs: its audit line is written in full). */
+  onRun?: () => void;
 } & HostedCall;
 
 /** A session's servers idle this long are stopped (like an idle MCP session). */
@@ -193,11 +195,12 @@ export class HostedServers {
       );
       return withFault(refused, "denied", "not_approved");
     }
-    // What the call wrote is judged and applied now (core/layers/), as for corral's own tools,
-    // and for this call: no settling of writes between calls runs until then.
-    return await server.holding(async () => {
+    // What the call wrote is judged and applied now (core/layers/), for this call alone; a
+    // server that ended under it (killed, crashed, its session's end) settled as it ended.
+    return await server.holding(ctx, async (settles) => {
+      ctx.onRun?.();
       const result = await runHostedCall(server, entry.name, tool, serverTool, args, ctx);
-      return await settleAfter(server.layers, result, tool);
+      return await settleAfter(settles(), result, tool);
     });
   }
 
@@ -219,16 +222,13 @@ export class HostedServers {
     }
   }
 
-  /** The state of each server started in this process. */
-  states(): Array<
-    { server: string; state: string; reason?: string; starts: number; view?: string }
-  > {
+  /** Each server started here; `view`: what its view could not refresh (../layers/view_refresh.ts). */
+  states(): { server: string; state: string; reason?: string; starts: number; view?: string }[] {
     return [...this.#servers].map(([key, s]) => ({
       server: key.split("\0")[0],
       state: s.state,
       ...(s.reason ? { reason: s.reason } : {}),
       starts: s.starts,
-      // What its view of the workspace could not refresh (core/layers/view_refresh.ts).
       ...(s.layers?.view.note ? { view: s.layers.view.note } : {}),
     }));
   }

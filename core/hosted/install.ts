@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { denoProgram } from "../guard/self_run.ts";
 import { join, resolve } from "node:path";
 import type { ServerEntry } from "../config/server_config.ts";
 import { installStep, packageSpec } from "./install_step.ts";
@@ -110,7 +111,10 @@ async function _npm(entry: ServerEntry, dir: string): Promise<InstallRecord> {
   const denoDir = join(dir, "deno");
   const lock = join(dir, "deno.lock");
   const spec = packageSpec(entry);
-  await installStep(entry, Deno.execPath(), ["cache", "--no-config", `--lock=${lock}`, spec], {
+  // A compiled corral installs with the Deno on PATH (it cannot be `deno cache` itself).
+  const deno = denoProgram();
+  if (typeof deno !== "string") throw new Error(`cannot install ${entry.name}: ${deno.missing}`);
+  await installStep(entry, deno, ["cache", "--no-config", `--lock=${lock}`, spec], {
     DENO_DIR: denoDir,
   });
   const lockText = JSON.parse(await Deno.readTextFile(lock));

@@ -12,6 +12,7 @@ import { dirname, isAbsolute, join } from "node:path";
 import type { SandboxPolicy } from "../config/policy.ts";
 import type { ServerEntry } from "../config/server_config.ts";
 import { pathExists } from "../guard/path_exists.ts";
+import { compiledCorral, denoProgram } from "../guard/self_run.ts";
 import type { Grant } from "../tool/tool.ts";
 import type { InstallRecord } from "./install.ts";
 
@@ -26,6 +27,38 @@ export interface ServerCommand {
   system: boolean;
   /** Folders put first on its PATH (a venv's `bin`). */
   path?: string[];
+}
+
+/**
+ * Why server `entry` cannot run here, when it is an npm server and this is a
+ * compiled corral with no Deno on PATH (an npm server runs under a real
+ * `deno run`), with what to do; else undefined. `corral list` shows it.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { npmDenoMissing } from "./server_command.ts";
+ * const npm = { kind: "npm" } as never;
+ * assert.equal(npmDenoMissing(npm), undefined); // under deno run: this Deno
+ * assert.match(npmDenoMissing(npm, true, "/nonexistent")!, /needs Deno on PATH.*npm install -g deno/);
+ * assert.equal(npmDenoMissing({ kind: "command" } as never, true, "/nonexistent"), undefined);
+ * ```
+ */
+export function npmDenoMissing(
+  entry: ServerEntry,
+  compiled: boolean = compiledCorral(),
+  path?: string,
+): string | undefined {
+  if (entry.kind !== "npm") return undefined;
+  const deno = path === undefined ? denoProgram(compiled) : denoProgram(compiled, path);
+  return typeof deno === "string" ? undefined : deno.missing;
+}
+
+/** The `deno` an npm server runs under: this one, or in a binary the one on PATH (else throws). */
+function _deno(): string {
+  const deno = denoProgram();
+  if (typeof deno !== "string") throw new Error(deno.missing);
+  return deno;
 }
 
 /** The folders of the system runtime: bound already, never again as code. */
@@ -90,9 +123,10 @@ function _npm(
       : l.length
       ? [`--allow-${name}=${[...new Set(l)].join(",")}`]
       : [];
+  const deno = _deno();
   return {
     command: [
-      Deno.execPath(),
+      deno,
       "run",
       "--no-prompt",
       "--cached-only",
@@ -112,7 +146,8 @@ function _npm(
       `npm:${entry.package}@${entry.version}`,
       ...args,
     ],
-    code: [record.lock!],
+    // A compiled corral runs it under the Deno on PATH: bound too (corral's own is bound already).
+    code: [record.lock!, ...(compiledCorral() ? [deno] : [])],
     denoDir: record.dir,
     system: g.run.length > 0,
   };
@@ -158,6 +193,6 @@ function _which(program: string): string {
   for (const d of ["/usr/local/bin", "/usr/bin", "/bin"]) {
     if (pathExists(join(d, program))) return join(d, program);
   }
-  if (program === "deno") return Deno.execPath();
+  if (program === "deno") return _deno();
   throw new Error(`command "${program}" was not found in /usr/local/bin, /usr/bin or /bin`);
 }

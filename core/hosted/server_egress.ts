@@ -12,7 +12,7 @@
  * @module
  */
 import { join } from "node:path";
-import { configDir } from "../config/install_dir.ts";
+import { codeStoreDir, configDir } from "../config/install_dir.ts";
 import {
   type EgressRecord,
   pinnedResolver,
@@ -34,18 +34,28 @@ import { isIpAddress } from "../guard/net_guard.ts";
 import { operatorCerts, TRUST_IN_NAMESPACE, trustVars, writeTrust } from "../guard/trust_store.ts";
 import { type InjectedSecret, SecretInjector } from "../guard/egress_inject.ts";
 import { etcFiles } from "../guard/namespace_etc.ts";
+import {
+  compiledCorral,
+  SELF_PROGRAMS,
+  selfCommand,
+  selfFile,
+  writeSelfFiles,
+  WRITTEN_OUT,
+} from "../guard/self_run.ts";
 
-const _here = (p: string) => new URL(p, import.meta.url).pathname;
-const _BRIDGE = _here("./egress_bridge.ts");
-const _DIRECT = _here("../guard/forward_direct.ts");
-/** The bridge's own files, bound read-only into the namespace. */
-const _BRIDGE_CODE = [
-  _BRIDGE,
-  _here("../guard/egress_env.ts"),
-  _here("../guard/forward_bridge.ts"),
-  _here("../guard/egress_forward.ts"),
-  _DIRECT,
-];
+/**
+ * The bridge's own files, bound read-only into the namespace under `deno run`;
+ * none in a compiled corral, which is the bridge itself (core/guard/self_run.ts).
+ */
+function _bridgeCode(): string[] {
+  if (compiledCorral()) return [];
+  return [
+    SELF_PROGRAMS["__egress-bridge"],
+    "core/guard/egress_env.ts",
+    "core/guard/forward_bridge.ts",
+    "core/guard/egress_forward.ts",
+  ].map(selfFile);
+}
 
 /** What {@link serverEgress} made: the proxy, and what the namespace needs for it. */
 export interface ServerEgress {
@@ -113,15 +123,16 @@ export async function serverEgress(
   });
   // The operator's trust store, read-only beside the proxy's socket, and its own CA if any.
   const trusted = writeTrust(egress.dir, ca ? [ca.certPem] : []);
+  const preload = forwards.length ? await _preload(egress) : [];
   return {
     egress,
     forwards,
     env: { ...proxyVars(EGRESS_URL), ...(trusted ? trustVars(TRUST_IN_NAMESPACE) : {}) },
-    code: _BRIDGE_CODE,
+    code: [..._bridgeCode(), ...preload],
     etc: etcFiles(run, forwardNames(forwards)),
     ...(forwards.length ? { netns: extraAddresses(forwards) } : {}),
     wrap: (deno, command) => _behindBridge(deno, command, forwards),
-    direct: (command) => _direct(command, forwards),
+    direct: (command) => _direct(command, forwards, preload[0]),
   };
 }
 
@@ -133,8 +144,9 @@ export async function serverEgress(
 function _direct(
   command: string[],
   forwards: Forward[],
+  preload: string | undefined,
 ): { command: string[]; env: Record<string, string> } {
-  if (!forwards.length || command[1] !== "run") return { command, env: {} };
+  if (!forwards.length || command[1] !== "run" || !preload) return { command, env: {} };
   const socket = EGRESS_SOCKET_IN_NAMESPACE;
   const flags = { net: `unix:${socket}`, read: socket, write: socket };
   const out = [...command];
@@ -143,19 +155,25 @@ function _direct(
     if (at < 0) out.splice(2, 0, `--allow-${name}=${value}`);
     else if (out[at] !== `--allow-${name}`) out[at] += `,${value}`;
   }
-  out.splice(2, 0, `--preload=${_DIRECT}`);
+  out.splice(2, 0, `--preload=${preload}`);
   const settings: DirectForwards = { socket, forwards };
   return { command: out, env: { [DIRECT_FORWARDS_VAR]: JSON.stringify(settings) } };
 }
 
-/** `command` behind the egress bridge (./egress_bridge.ts), which listens where the proxy is. */
-function _behindBridge(deno: string, command: string[], forwards: Forward[]): string[] {
+/**
+ * `command` behind the egress bridge (./egress_bridge.ts), which listens
+ * where the proxy is: `deno run egress_bridge.ts …`, or in a compiled corral
+ * `corral __egress-bridge …` (`deno` is then corral itself).
+ */
+function _behindBridge(
+  deno: string,
+  command: string[],
+  forwards: Forward[],
+): string[] {
   const listen = forwards.map((f) => hostPort(f.listen, f.port));
   // Its name server, when it has forwarders (the launcher lets it take port 53).
   if (forwards.length) listen.push("127.0.0.1:53");
-  return [
-    deno,
-    "run",
+  const flags = [
     "--no-prompt",
     "--no-config",
     "--no-lock",
@@ -163,12 +181,21 @@ function _behindBridge(deno: string, command: string[], forwards: Forward[]): st
     `--allow-read=${EGRESS_SOCKET_IN_NAMESPACE}`,
     `--allow-write=${EGRESS_SOCKET_IN_NAMESPACE}`,
     `--allow-run=${command[0]}`,
-    _BRIDGE,
-    EGRESS_SOCKET_IN_NAMESPACE,
-    JSON.stringify(forwards),
-    "--",
-    ...command,
   ];
+  const args = [EGRESS_SOCKET_IN_NAMESPACE, JSON.stringify(forwards), "--", ...command];
+  return selfCommand("__egress-bridge", deno, flags, args).command;
+}
+
+/** The preload's copies in corral's code store (first: forward_direct.ts), for this proxy. */
+async function _preload(egress: StartedEgress): Promise<string[]> {
+  try {
+    // ../guard/forward_direct.ts and the one file it imports, copied from corral's own (also in
+    // a compiled corral, where its files are not on disk), for a real `deno run` to preload.
+    return await writeSelfFiles([...WRITTEN_OUT["egress-preload"]], join(codeStoreDir(), "self"));
+  } catch (err) {
+    egress.close();
+    throw new Error(`cannot write the egress preload to corral's code store: ${err}`);
+  }
 }
 
 function _within<T>(p: Promise<T>, ms: number): Promise<T> {

@@ -32,6 +32,11 @@ export interface ChangeReport {
   refused: NotApplied[];
   /** Changes kept out because the path changed meanwhile: `why` names the kept copy. */
   conflicts: NotApplied[];
+  /**
+   * Changes applied with a narrower mode than the tool gave them
+   * (core/layers/mode_rules.ts); present only when there are some.
+   */
+  masked?: NotApplied[];
 }
 
 /**
@@ -74,6 +79,10 @@ export function mergeReports(a: ChangeReport, b: ChangeReport): ChangeReport {
   a.paths.push(...b.paths.slice(0, Math.max(0, REPORT_PATHS - a.paths.length)));
   a.refused.push(...b.refused.slice(0, Math.max(0, REPORT_PATHS - a.refused.length)));
   a.conflicts.push(...b.conflicts.slice(0, Math.max(0, REPORT_PATHS - a.conflicts.length)));
+  if (b.masked?.length) {
+    const m = a.masked ??= [];
+    m.push(...b.masked.slice(0, Math.max(0, REPORT_PATHS - m.length)));
+  }
   return a;
 }
 

@@ -13,12 +13,19 @@
  *   it points at);
  * - the protected entries (core/guard/planted.ts: editor, agent, shell and
  *   tool settings, `.envrc`, …) at any depth;
- * - inside any git repository (`.git`, also one the tool made): hooks other
- *   than `*.sample`, `commondir`, `gitdir`, `modules/`, `worktrees/`, a
- *   rebase's or cherry-pick's todo lists, object alternates, and a `.git`
- *   that is a file or a link. Its `config` is judged by content
- *   (./git_rules.ts), and refs, `HEAD` and the index by what they would
- *   make the user's own git write out.
+ * - inside any git repository (a `.git` folder, or a folder that is a git
+ *   directory under any name, `ctx.gitDirs`: ./git_dirs.ts; also one the
+ *   tool made): hooks other than `*.sample`, `commondir`, `gitdir`,
+ *   `modules/`, `worktrees/`, a rebase's or cherry-pick's todo lists, object
+ *   alternates, any link, and a `.git` that is a file or a link. Its
+ *   `config` is judged by content (./git_rules.ts), and refs, `HEAD` and
+ *   the index by what they would make the user's own git write out;
+ * - inside a hooks folder (`ctx.hooksFolders`: ./hooks_folders.ts);
+ *   a config file that git includes (`ctx.configFiles`) is judged by
+ *   content as a repository's `config` is.
+ *
+ * A removal is judged here for its own path; what it takes below it is
+ * judged path by path (./removal_rules.ts).
  *
  * @module
  */
@@ -45,6 +52,10 @@ export interface RuleContext {
   grantPaths: readonly string[];
   /** Folders a repository's `core.hooksPath` names inside the tree (e.g. `.husky`). */
   hooksFolders: readonly string[];
+  /** Folders that are git directories under another name than `.git` (before or after). */
+  gitDirs?: ReadonlySet<string>;
+  /** Config files git includes (from a repository's config or the user's). */
+  configFiles?: ReadonlySet<string>;
 }
 
 /** A verdict: applied as is, refused (why), or judged by ./git_rules.ts. */
@@ -110,17 +121,45 @@ export function judgeChange(abs: string, kind: ChangeKind, ctx: RuleContext): Ve
     if (g) return _refuse(`a link or file here would change where the grant path ${g} points`);
   }
   const rel = _rel(abs, ctx);
-  const git = _gitPart(rel);
-  if (git) return _gitVerdict(abs, git.inner, kind, ctx);
+  const git = _gitVerdicts(abs, rel, kind, ctx);
+  if (git) return git;
   for (const h of ctx.hooksFolders) {
-    if (isWithin(abs, h) || (kind !== "dir" && isWithin(h, abs))) {
+    // A removal above a hooks folder is judged over what it takes (./removal_rules.ts).
+    if (isWithin(abs, h) || (kind !== "dir" && kind !== "remove" && isWithin(h, abs))) {
       return _refuse(`git runs the hooks in ${h} (core.hooksPath)`);
     }
   }
+  if (ctx.configFiles?.has(abs)) {
+    if (kind === "symlink") return _refuse("git reads this file as config: a link here is refused");
+    if (kind === "write") return { kind: "git-config", gitDir: "" };
+  }
   const entry = matchPlanted(rel, ctx.entries.filter((e) => !_isGitEntry(e)));
-  // Making a folder on the way to an entry is harmless; what is written in it is judged.
-  if (entry && !(kind === "dir" && _onTheWay(rel, entry))) return _refuse(_entryWhy(entry));
+  // Making (or removing) a folder on the way to an entry is harmless; what is in it is judged.
+  if (entry && !((kind === "dir" || kind === "remove") && _onTheWay(rel, entry))) {
+    return _refuse(_entryWhy(entry));
+  }
   return _APPLY;
+}
+
+/**
+ * The verdict on `abs` inside every git directory that holds it (a `.git`
+ * by name, and `ctx.gitDirs`): the first refusal, else the innermost
+ * repository's; undefined when no repository holds it.
+ */
+function _gitVerdicts(abs: string, rel: string, kind: ChangeKind, ctx: RuleContext) {
+  const dirs: string[] = [];
+  const named = _gitPart(rel);
+  if (named) dirs.push(named.inner ? abs.slice(0, abs.length - named.inner.length - 1) : abs);
+  for (const d of ctx.gitDirs ?? []) if (isWithin(abs, d) && !dirs.includes(d)) dirs.push(d);
+  if (dirs.length === 0) return undefined;
+  dirs.sort((a, b) => a.length - b.length);
+  let last: Verdict = _APPLY;
+  for (const d of dirs) {
+    const v = _gitVerdict(abs, abs === d ? "" : abs.slice(d.length + 1), kind, ctx);
+    if (v.kind === "refuse") return v;
+    if (v.kind !== "apply") last = v;
+  }
+  return last;
 }
 
 function _gitVerdict(abs: string, inner: string, kind: ChangeKind, ctx: RuleContext): Verdict {
@@ -129,17 +168,20 @@ function _gitVerdict(abs: string, inner: string, kind: ChangeKind, ctx: RuleCont
     if (kind === "dir") return _APPLY;
     return _refuse(
       kind === "remove"
-        ? "removing a repository's .git folder is refused"
+        ? "removing a repository's git folder (its history) is refused"
         : "a .git file or link points git at a folder elsewhere (its config and hooks)",
     );
+  }
+  if (kind === "symlink") {
+    return _refuse("a link inside a git folder: git would read what it points at as its own");
   }
   for (const [re, why] of _GIT_NEVER) if (re.test(inner)) return _refuse(why);
   if (/^config(\.worktree)?$/.test(inner)) {
     const entry = inner === "config" ? ".git/config" : ".git/config.worktree";
-    return _has(ctx.entries, entry) ? { kind: "git-config", gitDir } : _APPLY;
+    return hasEntry(ctx.entries, entry) ? { kind: "git-config", gitDir } : _APPLY;
   }
   for (const [re, entry] of _GIT_ENTRIES) {
-    if (!re.test(inner) || !_has(ctx.entries, entry)) continue;
+    if (!re.test(inner) || !hasEntry(ctx.entries, entry)) continue;
     // git never runs a *.sample hook, nor anything in a folder below hooks/.
     const sample = kind !== "dir" && /^hooks\/[^/]+\.sample$/.test(inner);
     if (entry === ".git/hooks/" && (inner === "hooks" && kind === "dir" || sample)) return _APPLY;
@@ -166,7 +208,8 @@ function _isGitEntry(entry: string): boolean {
   return entry.toLowerCase().startsWith(".git/") || entry === HOOKS_PATH_ENTRY;
 }
 
-function _has(entries: readonly string[], entry: string): boolean {
+/** Whether `entry` is among the protected `entries` (a trailing `/` and case aside). */
+export function hasEntry(entries: readonly string[], entry: string): boolean {
   return entries.some((e) => e.replace(/\/+$/, "").toLowerCase() === entry.replace(/\/+$/, ""));
 }
 

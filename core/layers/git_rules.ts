@@ -74,8 +74,21 @@ async function _runGit(args: string[], env: Record<string, string> = {}) {
   return { ok: out.success, text: new TextDecoder().decode(out.stdout) };
 }
 
-/** The config `file` as git reads it: `key\nvalue` entries (empty when missing). */
-async function _configEntries(file: string | undefined): Promise<string[]> {
+/**
+ * The config `file` as git reads it, its includes not followed: `key\nvalue`
+ * entries (keys as git names them: section and name lower-case). Empty when
+ * `file` is undefined; throws when git cannot read it.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { configEntries } from "./git_rules.ts";
+ * const d = await Deno.makeTempDir();
+ * await Deno.writeTextFile(`${d}/c`, "[core]\n\thooksPath = .githooks\n");
+ * assert.deepEqual(await configEntries(`${d}/c`), ["core.hookspath\n.githooks"]);
+ * ```
+ */
+export async function configEntries(file: string | undefined): Promise<string[]> {
   if (!file) return [];
   const r = await _runGit(["config", "--file", file, "--no-includes", "--list", "-z"]);
   if (!r.ok) throw new Error("git cannot read it as a config file");
@@ -104,7 +117,7 @@ export async function configRefusal(
 ): Promise<string | undefined> {
   let old: string[], now: string[];
   try {
-    [old, now] = await Promise.all([_configEntries(before), _configEntries(after)]);
+    [old, now] = await Promise.all([configEntries(before), configEntries(after)]);
   } catch (err) {
     return `its git config cannot be checked: ${(err as Error).message}`;
   }

@@ -26,7 +26,7 @@ export async function judgeGitRefs(ops: LayerOp[], ctx: RuleContext): Promise<Re
   const out: RefVerdicts = { apply: [], refuse: [] };
   const byRepo = new Map<string, LayerOp[]>();
   for (const op of ops) {
-    const gitDir = _gitDir(op.abs);
+    const gitDir = op.gitDir || _gitDir(op.abs);
     byRepo.set(gitDir, [...(byRepo.get(gitDir) ?? []), op]);
   }
   for (const [gitDir, list] of byRepo) {

@@ -25,6 +25,12 @@ export interface LayerOp {
   entry?: UpperEntry;
   /** A removal because the entry left the layer (not a whiteout). */
   vanished?: boolean;
+  /** Set by the judge (./layer_judge.ts): the mode to apply, masked (./mode_rules.ts). */
+  mode?: number;
+  /** Set by the judge: the git directory of a ref, `HEAD` or index (./git_settle.ts). */
+  gitDir?: string;
+  /** Set by the judge: a removal whose conflicts were checked path by path (./removal_rules.ts). */
+  judged?: boolean;
 }
 
 /** The state a layer's walks keep: signatures seen, folders found opaque (by inode). */

@@ -16,11 +16,11 @@
  */
 import { findBwrap } from "../guard/jail.ts";
 import { launcherScript } from "../guard/launcher.ts";
-import { NAMESPACE_HOME, namespaceBase } from "../guard/namespace.ts";
+import { NAMESPACE_HOME, namespaceBase, seccompArgs } from "../guard/namespace.ts";
 import { runtimeFiles } from "../guard/namespace_runtime.ts";
+import { selfCommand } from "../guard/self_run.ts";
+import { processFilter } from "../seccomp/mod.ts";
 import type { ApplierOp, ApplierResult } from "./tree_applier.ts";
-
-const _ENTRY = new URL("./tree_applier.ts", import.meta.url).pathname;
 
 interface _Applier {
   child: Deno.ChildProcess;
@@ -87,7 +87,8 @@ export async function applyInRoot(
 
 /**
  * The applier's namespace: nothing of the host's but the runtime and the
- * applier's module (read-only), corral's layers (read-only) and the root,
+ * applier's module (read-only; in a compiled corral the runtime is corral,
+ * re-run as `__applier`), corral's layers (read-only) and the root,
  * bound from the folder the launcher opened and checked, writable. Deno's
  * cache is the namespace's own `/tmp`: the module needs no other.
  */
@@ -97,16 +98,28 @@ async function _command(root: string, layers: string): Promise<Deno.Command> {
     throw new Error(`cannot write ${root}: bubblewrap is needed to apply a sandbox's changes`);
   }
   const rt = await runtimeFiles();
+  // `deno run tree_applier.ts`, or a compiled corral itself as `corral __applier`.
+  const flags = [
+    "--no-prompt",
+    "--no-config",
+    "--no-lock",
+    "--quiet",
+    "--allow-read",
+    "--allow-write",
+  ];
+  const self = selfCommand("__applier", rt.exec, flags, []);
+  // The jail's second wall too (core/seccomp/), when this process made its filter.
+  const filter = await processFilter();
   const ns = [
     ...namespaceBase(false),
+    ...(filter ? seccompArgs(filter) : []),
     ...rt.libDirs.flatMap((d) => ["--ro-bind-try", d, d]),
     ...["--ro-bind", rt.exec, rt.exec],
     ...["--bind-fd", root, root],
     ...["--ro-bind", layers, layers],
-    ...["--ro-bind", _ENTRY, _ENTRY],
+    ...self.code.flatMap((f) => ["--ro-bind", f, f]),
     ...["--chdir", root],
   ];
-  const deno = [rt.exec, "run", "--no-prompt", "--no-config", "--no-lock", "--quiet"];
   return new Deno.Command("/bin/bash", {
     args: [
       "-c",
@@ -115,10 +128,7 @@ async function _command(root: string, layers: string): Promise<Deno.Command> {
       bwrap,
       ...ns,
       "--",
-      ...deno,
-      "--allow-read",
-      "--allow-write",
-      _ENTRY,
+      ...self.command,
     ],
     stdin: "piped",
     stdout: "piped",

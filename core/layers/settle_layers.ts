@@ -16,7 +16,6 @@
  * @module
  */
 import { dirname, join, relative } from "node:path";
-import { hooksFolders } from "../guard/planted.ts";
 import { isWithin } from "../guard/is_within.ts";
 import { keepConflict, lowerSig, sameSig, type Sig } from "./tree_sig.ts";
 import {
@@ -27,19 +26,20 @@ import {
   REPORT_PATHS,
 } from "./change_report.ts";
 import { followLayers } from "./layer_follow.ts";
-import { type ChangeKind, judgeChange, type RuleContext } from "./change_rules.ts";
+import type { RuleContext } from "./change_rules.ts";
 import { judgeGitRefs } from "./git_settle.ts";
+import { userGitEnv } from "./hooks_folders.ts";
+import { LayerJudge } from "./layer_judge.ts";
 import { applyInRoot, leaveApplier, useApplier } from "./root_applier.ts";
 import type { ApplierOp, ApplierResult } from "./tree_applier.ts";
-import { configRefusal } from "./git_rules.ts";
 import { diffLayer, type LayerMemory, layerMemory, type LayerOp } from "./layer_diff.ts";
 import { bumpGeneration } from "./layer_freshness.ts";
 import { LayerView, type ViewHooks, viewHooks } from "./view_refresh.ts";
 import type { LayerDirs, LayerRoot } from "./layer_dirs.ts";
 import { withTreeLock } from "./tree_lock.ts";
 
-/** What the rules of a sandbox's layers are (the write root is added per layer). */
-export type LayerRules = Omit<RuleContext, "root" | "hooksFolders">;
+/** What the rules of a sandbox's layers are (the root and what git says are added per layer). */
+export type LayerRules = Omit<RuleContext, "root" | "hooksFolders" | "gitDirs" | "configFiles">;
 
 /** What a {@link SandboxLayers} is made of. */
 export interface SandboxLayersOptions {
@@ -204,21 +204,22 @@ export class SandboxLayers {
     return await withTreeLock(layer.root, this.dirs.locks, async () => {
       const report = emptyReport();
       const applied: Applied[] = [];
-      const ctx: RuleContext = {
-        ...this.#o.rules,
-        root: layer.root,
-        hooksFolders: hooksFolders(layer.root),
-      };
+      const judge = await LayerJudge.start(layer.root, join(layer.dir, "u"), {
+        rules: this.#o.rules,
+        view: { base: (abs) => this.#view.get(abs), epoch: this.#epoch.get(layer.root)! },
+        env: userGitEnv(),
+        shown: (abs) => this.#shown(abs),
+      });
+      await judge.prepare(diff.ops);
       const refs: LayerOp[] = [];
       const plan: LayerOp[] = [];
       for (const op of diff.ops) {
-        const why = await this.#judge(op, ctx, refs);
-        if (why) _refused(report, this.#shown(op.abs), why);
-        else if (why === undefined) plan.push(op);
+        const j = await this.#judge(op, judge, report);
+        (j.ref ? refs : plan).push(...j.apply);
       }
       await this.#applyAll(layer, plan, report, applied);
       // Refs last: the objects they name are in the tree now.
-      const verdicts = await judgeGitRefs(refs, ctx);
+      const verdicts = await judgeGitRefs(refs, judge.ctx);
       for (const [op, why] of verdicts.refuse) _refused(report, this.#shown(op.abs), why);
       await this.#applyAll(layer, verdicts.apply, report, applied);
       memory.seen = diff.seen;
@@ -235,35 +236,40 @@ export class SandboxLayers {
     });
   }
 
-  /** Why `op` is refused; `""` when it waits for the refs' phase; undefined: apply. */
-  async #judge(op: LayerOp, ctx: RuleContext, refs: LayerOp[]): Promise<string | undefined> {
-    if (op.kind === "other") return "not a file, folder or link";
-    if (op.vanished && this.#view.get(op.abs) === undefined) return ""; // never applied: nothing to undo
-    const kind: ChangeKind = op.kind === "write"
-      ? "write"
-      : op.kind === "symlink"
-      ? "symlink"
-      : op.kind === "dir"
-      ? "dir"
-      : "remove";
-    const v = judgeChange(op.abs, kind, ctx);
-    if (v.kind === "refuse") return v.why;
-    // A folder or file that replaces one of the other kind removes it: judged as that too.
-    const now = await lowerSig(op.abs);
-    if (now && (op.kind === "dir") !== (now.kind === "dir") && op.kind !== "remove") {
-      const gone = judgeChange(op.abs, "remove", ctx);
-      if (gone.kind !== "apply") return gone.kind === "refuse" ? gone.why : "it replaces git's own";
+  /**
+   * Judge `op` (./layer_judge.ts): what to apply in its place (for the refs'
+   * phase when `ref`); what was refused, kept, in conflict or masked goes
+   * into `report`.
+   */
+  async #judge(
+    op: LayerOp,
+    judge: LayerJudge,
+    report: ChangeReport,
+  ): Promise<{ apply: LayerOp[]; ref?: boolean }> {
+    if (op.vanished && this.#view.get(op.abs) === undefined) return { apply: [] }; // never applied
+    const j = await judge.judge(op);
+    const shown = this.#shown(op.abs);
+    for (const k of j.kept) {
+      _refused(report, this.#shown(k.abs), `kept when ${shown} was removed: ${k.why}`);
     }
-    if (op.kind === "prune") return await _pruneRefusal(op, ctx);
-    if (v.kind === "git-ref") {
-      refs.push(op);
-      return "";
+    for (const c of j.conflicts) {
+      report.conflicts.push({
+        path: this.#shown(c),
+        why: `kept: it changed outside this sandbox since its view, so ${shown}'s removal ` +
+          `did not take it`,
+      });
+      this.markStale(`${this.#shown(c)} conflicted with a change made outside it`);
     }
-    if (v.kind === "git-config" && op.kind === "write") {
-      const before = (await lowerSig(op.abs))?.kind === "file" ? op.abs : undefined;
-      return await configRefusal(before, op.upper);
+    if (j.refuse !== undefined) {
+      _refused(report, shown, j.refuse);
+      return { apply: [] };
     }
-    return undefined;
+    if (j.conflict) {
+      await this.#conflict(op, report);
+      return { apply: [] };
+    }
+    if (j.masked) (report.masked ??= []).push({ path: shown, why: j.masked });
+    return { apply: j.apply, ref: j.ref };
   }
 
   /**
@@ -319,6 +325,7 @@ export class SandboxLayers {
 
   /** Whether the tree's `now` at `op.abs` moved since this sandbox's view of it. */
   #conflicts(layer: LayerRoot, op: LayerOp, now: Sig | null): boolean {
+    if (op.judged) return false; // checked path by path by the judge
     const base = this.#view.get(op.abs);
     if (base !== undefined) {
       return !sameSig(now, base) && !(op.kind === "dir" && now?.kind === "dir");
@@ -368,30 +375,15 @@ export class SandboxLayers {
   }
 }
 
-/** Why an opaque folder may not drop what the tree holds in it: one of those is refused. */
-async function _pruneRefusal(op: LayerOp, ctx: RuleContext): Promise<string | undefined> {
-  const keep = new Set<string>();
-  for await (const e of Deno.readDir(op.upper)) keep.add(e.name);
-  try {
-    for await (const e of Deno.readDir(op.abs)) {
-      if (keep.has(e.name)) continue;
-      const v = judgeChange(join(op.abs, e.name), "remove", ctx);
-      if (v.kind === "refuse") return `it would remove ${e.name}: ${v.why}`;
-      if (v.kind !== "apply") return `it would remove ${e.name}, git's own`;
-    }
-  } catch { /* nothing there: nothing to drop */ }
-  return undefined;
-}
-
 /** The applier's request for `op`. */
 async function _request(op: LayerOp): Promise<ApplierOp> {
   switch (op.kind) {
     case "write":
-      return { op: "write", rel: op.rel, from: op.upper, mode: op.entry!.mode };
+      return { op: "write", rel: op.rel, from: op.upper, mode: op.mode ?? op.entry!.mode };
     case "symlink":
       return { op: "link", rel: op.rel, from: op.upper };
     case "dir":
-      return { op: "dir", rel: op.rel, mode: op.entry!.mode };
+      return { op: "dir", rel: op.rel, mode: op.mode ?? op.entry!.mode };
     case "prune": {
       const keep: string[] = [];
       for await (const e of Deno.readDir(op.upper)) keep.push(e.name);

@@ -169,4 +169,9 @@ async function _main(): Promise<void> {
   }
 }
 
+/** Serve the protocol on stdin and stdout until stdin ends (a compiled corral: `corral __applier`). */
+export function runTreeApplier(): Promise<void> {
+  return _main();
+}
+
 if (import.meta.main) await _main();

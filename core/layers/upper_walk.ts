@@ -12,6 +12,7 @@
  * @module
  */
 import { join } from "node:path";
+import { notUtf8Entries } from "./raw_list.ts";
 
 /** What an upper-layer entry is. */
 export type UpperKind = "file" | "dir" | "symlink" | "whiteout" | "other";
@@ -28,6 +29,12 @@ export interface UpperEntry {
   birthMs: number;
   /** Permission bits. */
   mode: number;
+  /**
+   * Set when the name is not UTF-8 (`rel` is then escaped, for showing only;
+   * `kind` is `other`): what it was, a file or other entry, a folder with
+   * all it holds, or a removal (a whiteout).
+   */
+  notUtf8?: "entry" | "folder" | "removal";
 }
 
 /**
@@ -54,6 +61,9 @@ export async function walkUpper(upper: string): Promise<UpperEntry[]> {
     } catch {
       return; // gone meanwhile
     }
+    // A name that is not UTF-8 comes lossy ("\uFFFD") and opens nothing: listed by bytes.
+    if (names.some((n) => n.includes("\uFFFD"))) out.push(...await notUtf8Entries(upper, rel));
+    names.splice(0, names.length, ...new Set(names));
     names.sort();
     const entries = await Promise.all(names.map(async (name) => {
       const r = rel ? `${rel}/${name}` : name;

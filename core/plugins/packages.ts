@@ -15,6 +15,7 @@ import { childErrorText, QUIET_CHILD_ENV } from "../guard/child_output.ts";
 import { ConfigError } from "../tool/errors.ts";
 import { errorReason, importHosts, isRemoteSpecifier, packageName } from "../config/plugin_set.ts";
 import { graphEscape } from "./plugin_files.ts";
+import { denoProgram } from "../guard/self_run.ts";
 
 export { importHosts, isRemoteSpecifier, packageName } from "../config/plugin_set.ts";
 
@@ -88,7 +89,10 @@ export async function installPlugin(
       );
     }
   }
-  const cmd = new Deno.Command(options.deno ?? Deno.execPath(), {
+  // A compiled corral installs with the Deno on PATH (it cannot be `deno cache` itself).
+  const deno = options.deno ?? denoProgram();
+  if (typeof deno !== "string") throw new ConfigError(`Cannot install ${spec}: ${deno.missing}`);
+  const cmd = new Deno.Command(deno, {
     args: [
       "cache",
       `--config=${join(INSTALL_DIR, "deno.json")}`,

@@ -10,20 +10,21 @@ import type { SandboxPolicy } from "../config/policy.ts";
 import {
   argShape,
   type AuditLog,
+  type AuditOutcome,
   type AuditRecord,
   type AuditWho,
   boundedJson,
   canonicalJson,
   classifyResult,
 } from "../guard/audit.ts";
-import { sha256Hex, useNativeSha256 } from "../guard/sha256.ts";
+import { sha256Hex, useNativeSha256 } from "../guard/sha256_hex.ts";
 import type { EgressRecord } from "../guard/egress.ts";
 import { redact, scrubText } from "../guard/redact.ts";
 import type { AskKind } from "../sandbox/protocol.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { CredentialRevokedError } from "../tool/errors.ts";
 import { failure, type ToolResult, withFault } from "../tool/result.ts";
-import type { Catalog } from "./catalog.ts";
+import type { Catalog, ToolInfo } from "./catalog.ts";
 import {
   type ChangeReport,
   changesOf,
@@ -91,6 +92,27 @@ export function revokedResult(raw: ToolResult, name: string, signal?: AbortSigna
   return changed ? withChanges(out, changed) : out;
 }
 
+/** What one call's line is made of ({@link CallAudit.call}). */
+export interface CallLine {
+  who: AuditWho;
+  name: string;
+  args: unknown;
+  /** ISO time the call started. */
+  time: string;
+  /** `performance.now()` when it started. */
+  started: number;
+  result: ToolResult;
+  /** How it ended (default: classified from `result`). */
+  outcome?: { outcome: AuditOutcome; reason?: string };
+  /**
+   * The call reached its sandbox or server and ran: its line is written in
+   * full, whatever its outcome, never only counted in a tally of refusals.
+   */
+  ran?: boolean;
+  /** What its settlement did (default: the report marked on `result`). */
+  changes?: ChangeReport;
+}
+
 /** The audit lines of one call runner. */
 export class CallAudit {
   readonly #o: CallAuditOptions;
@@ -146,16 +168,14 @@ export class CallAudit {
     }).catch((err) => this.#warn(err));
   }
 
-  /** The line of one call; a line that cannot be written is a warning (the call ran). */
-  async call(
-    who: AuditWho,
-    name: string,
-    args: unknown,
-    time: string,
-    started: number,
-    result: ToolResult,
-    outcome = classifyResult(result),
-  ): Promise<void> {
+  /**
+   * The line of one call, with its outcome and its own change list; a line
+   * that cannot be written is a warning (the call ran).
+   */
+  async call(c: CallLine): Promise<void> {
+    const { who, name, args, time, started, result } = c;
+    const outcome = c.outcome ?? classifyResult(result);
+    const changes = _changes(c.changes ?? changesOf(result));
     const { audit, catalog, reporter, secrets } = this.#o;
     const entry = catalog.anyEntry(name);
     const info = entry?.info;
@@ -173,6 +193,7 @@ export class CallAudit {
         grant: info ? { ...info.grant } : null,
         isolation: info?.isolation ?? "",
         ...(info?.jail ? { jail: info.jail } : {}),
+        ...(info?.seccomp ? { seccomp: _wall(info.seccomp) } : {}),
         args_sha256: sha256Hex(canonical),
         args_bytes: canonical.length,
         ..._shownArgs(args, entry?.source.policy, secrets),
@@ -180,15 +201,17 @@ export class CallAudit {
         outcome: outcome.outcome,
         ...(outcome.reason ? { reason: outcome.reason } : {}),
         ...(result.error ? { error: scrubText(result.error, secrets) } : {}),
-        ..._changes(result),
+        ...changes,
       };
     };
     try {
-      // Refusals (the caller's limits, unknown tools, bad arguments) are counted per identity
-      // and reason rather than written one by one (core/guard/audit_refusals.ts); a
-      // revocation that stopped a call, and a call that changed files, are always written.
+      // Refusals before a call ran (the caller's limits, unknown tools, bad arguments) are
+      // counted per identity and reason rather than written one by one
+      // (core/guard/audit_refusals.ts). A call that ran (its writes refused at the apply, a
+      // permission its code lacked), a revocation that stopped one, and a call that changed
+      // files are always written, each on its own line: a tally never stands for them.
       if (
-        outcome.outcome === "denied" && outcome.reason !== "revoked" && !_changes(result).changes
+        outcome.outcome === "denied" && !c.ran && outcome.reason !== "revoked" && !changes.changes
       ) {
         const refused = { identity: who.identity, reason: outcome.reason ?? "", tool: name };
         await audit.refusal(refused, line);
@@ -226,8 +249,7 @@ export class CallAudit {
 }
 
 /** What a call changed in the tree (core/layers/), when it changed anything. */
-function _changes(result: ToolResult): { changes?: ChangeReport } {
-  const report = changesOf(result);
+function _changes(report: ChangeReport | undefined): { changes?: ChangeReport } {
   return report && !isEmptyReport(report) ? { changes: report } : {};
 }
 
@@ -248,4 +270,9 @@ function _shownArgs(
   }
   const { shape, truncated } = argShape(args ?? null);
   return { args_shape: shape, ...(truncated ? { args_truncated: true } : {}) };
+}
+
+/** The second wall of a call's sandbox, with the refused syscalls its policy grants. */
+function _wall(w: NonNullable<ToolInfo["seccomp"]>): string {
+  return w.filter === "on" && w.except.length ? `on, except ${w.except.join(", ")}` : w.filter;
 }

@@ -8,7 +8,7 @@
  */
 import type { Policy } from "../config/policy.ts";
 import { type AuditLog, type AuditWho, classifyResult } from "../guard/audit.ts";
-import { hideHostPaths, scrubDeep, scrubText } from "../guard/redact.ts";
+import { scrubText } from "../guard/redact.ts";
 import type { EgressRecord } from "../guard/egress.ts";
 import type { AskKind } from "../sandbox/protocol.ts";
 import type { SandboxEnv } from "../sandbox/protocol.ts";
@@ -30,7 +30,8 @@ import type { Catalog, CatalogEntry, ToolInfo, ToolsetSource } from "./catalog.t
 import type { HostedCallContext } from "../hosted/hosted_servers.ts";
 import { hostVars } from "./host_vars.ts";
 import { auditWho, CallAudit, revokedResult } from "./call_audit.ts";
-import type { ChangeReport } from "../layers/change_report.ts";
+import { cleanResult } from "./clean_result.ts";
+import { type ChangeReport, changesOf, withChanges } from "../layers/change_report.ts";
 import { sink as telemetry } from "../telemetry/metrics_sink.ts";
 
 /** Per-call options of {@link CallRunner.call} (and `Registry.call`). */
@@ -102,6 +103,8 @@ export class CallRunner {
   readonly #pool: SandboxPool;
   readonly #audit: CallAudit | undefined;
   #envs = new WeakMap<Sandbox, SandboxEnv>();
+  /** Calls running now: {@link close} waits for their lines. */
+  readonly #running = new Set<Promise<unknown>>();
 
   constructor(options: CallRunnerOptions) {
     this.#options = options;
@@ -124,8 +127,17 @@ export class CallRunner {
    * Call a tool in its sandbox. Unknown names throw a `TypeError`; every
    * other outcome is a {@link ToolResult}.
    */
-  async call(name: string, args: unknown, options: RegistryCallOptions = {}): Promise<ToolResult> {
-    if (!this.#options.audit) return this.#clean(await this.#call(name, args, options), name);
+  call(name: string, args: unknown, options: RegistryCallOptions = {}): Promise<ToolResult> {
+    const call = this.#audited(name, args, options);
+    const done = call.catch(() => {});
+    this.#running.add(done);
+    done.finally(() => this.#running.delete(done));
+    return call;
+  }
+
+  async #audited(name: string, args: unknown, options: RegistryCallOptions): Promise<ToolResult> {
+    const ran = { ran: false };
+    if (!this.#options.audit) return this.#clean(await this.#call(name, args, options, ran), name);
     // An audit log is a control: a call that could not be recorded does not run.
     try {
       await this.#options.audit.check();
@@ -143,25 +155,29 @@ export class CallRunner {
     const who = auditWho(options);
     let raw: ToolResult;
     try {
-      raw = await this.#call(name, args, options);
+      raw = await this.#call(name, args, options, ran);
     } catch (err) {
       // An unknown tool is a refused request; anything else thrown is corral's error.
       const thrown = failure(name, (err as Error).message);
       const [outcome, reason] = err instanceof TypeError
         ? ["denied", "unknown_tool"] as const
         : ["error", "internal"] as const;
-      await this.#audit!.call(who, name, args, time, started, thrown, { outcome, reason });
+      const line = { who, name, args, time, started, ran: ran.ran };
+      await this.#audit!.call({ ...line, result: thrown, outcome: { outcome, reason } });
       throw err;
     }
     raw = revokedResult(raw, name, options.signal); // its caller's token revoked: refused
-    // Classified before cleaning: the marks of core/tool/result.ts are on this object only...
+    // Read before cleaning: the marks of core/tool/result.ts and core/layers/ are on this
+    // object only (a cleaned copy is a new object)...
     const outcome = classifyResult(raw);
+    const changes = changesOf(raw);
     let result = this.#clean(raw, name);
-    // ...and on the cleaned copy the caller gets (telemetry reads it: core/telemetry/).
+    // ...and put on the cleaned copy the caller gets (telemetry reads it: core/telemetry/).
     if (outcome.outcome === "error" || outcome.outcome === "denied") {
       result = withFault(result, outcome.outcome, outcome.reason ?? outcome.outcome);
     }
-    await this.#audit!.call(who, name, args, time, started, result, outcome);
+    if (changes) withChanges(result, changes);
+    await this.#audit!.call({ who, name, args, time, started, result, outcome, ...ran, changes });
     return result;
   }
 
@@ -177,16 +193,15 @@ export class CallRunner {
     reason: string,
     message: string,
   ): Promise<void> {
-    const refused = failure(name, message);
-    await this.#audit?.call(
-      auditWho(options),
+    await this.#audit?.call({
+      who: auditWho(options),
       name,
       args,
-      new Date().toISOString(),
-      performance.now(),
-      refused,
-      { outcome: "denied", reason },
-    );
+      time: new Date().toISOString(),
+      started: performance.now(),
+      result: failure(name, message),
+      outcome: { outcome: "denied", reason },
+    });
   }
 
   /**
@@ -207,31 +222,20 @@ export class CallRunner {
     await this.#pool.closeKeys((key) => key.startsWith(`${id}|`));
   }
 
-  /** Stop every sandbox; the refusals counted so far are written. */
+  /**
+   * Stop every sandbox; the calls they cut end with their own lines (waited
+   * for, 10 s at most), then the refusals counted so far are written.
+   */
   async close(): Promise<void> {
-    this.#options.audit?.flush();
     await this.#pool.close();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const cap = new Promise<void>((r) => timer = setTimeout(r, _CLOSE_WAIT_MS));
+    await Promise.race([Promise.all(this.#running), cap]).finally(() => clearTimeout(timer));
+    this.#options.audit?.flush();
   }
 
-  /**
-   * Secrets scrubbed from the whole result; no host path outside the
-   * workspace in its error, nor in the text blocks of a failure (a hosted
-   * server's error travels in both: the same text is cut the same way).
-   */
   #clean(result: ToolResult, name: string): ToolResult {
-    const out = scrubDeep(result, this.#options.secrets);
-    const ws = this.#options.workspace;
-    if (typeof out.error === "string") {
-      out.error = hideHostPaths(_policyHint(out.error, this.#options.catalog, name), ws);
-    }
-    if (out.success === false && Array.isArray(out.content_blocks)) {
-      out.content_blocks = out.content_blocks.map((b) =>
-        b?.type === "text" && typeof b.text === "string"
-          ? { ...b, text: hideHostPaths(_policyHint(b.text, this.#options.catalog, name), ws) }
-          : b
-      );
-    }
-    return out;
+    return cleanResult(result, name, this.#options);
   }
 
   /** One line per egress connection, allowed or refused (also for discovery sandboxes). */
@@ -245,7 +249,12 @@ export class CallRunner {
     this.#audit?.changes(who ?? {}, toolset, report);
   }
 
-  async #call(name: string, args: unknown, options: RegistryCallOptions): Promise<ToolResult> {
+  async #call(
+    name: string,
+    args: unknown,
+    options: RegistryCallOptions,
+    ran: { ran: boolean },
+  ): Promise<ToolResult> {
     const { catalog, reporter } = this.#options;
     const entry = catalog.entry(name);
     if (!entry) {
@@ -279,6 +288,7 @@ export class CallRunner {
         timeoutMs,
         // Principals never share a hosted server either (core/hosted/hosted_servers.ts).
         session: options.principal,
+        onRun: () => ran.ran = true,
         identity: auditWho(options).identity,
         signal: options.signal,
         onProgress: (progress, total, message) =>
@@ -298,6 +308,7 @@ export class CallRunner {
     if (typeof held === "string") return withFault(failure(name, held), "denied", "limits");
     const { sandbox } = held;
     const env = this.#env(sandbox, source, info);
+    ran.ran = true;
     const result = await sandbox.call(module, name, args, env, {
       timeoutMs,
       signal: options.signal,
@@ -415,35 +426,5 @@ export class CallRunner {
   }
 }
 
-const _LETTER = { read: "r", write: "w", run: "x", net: "n" } as const;
-
-/**
- * Deno's "run again with the --allow-read flag" means nothing to the
- * operator of a sandbox: say which policy change would allow it.
- */
-function _policyHint(error: string, catalog: Catalog, name: string): string {
-  const policy = catalog.anyEntry(name)?.source.policy;
-  error = error.replace(
-    /this tool's entry in permissions\.json/g,
-    `${policy?.own ?? policy?.where ?? "(this tool's entry)"} of ${
-      policy?.file ?? "permissions.json"
-    }`,
-  );
-  return error.replace(
-    /Requires (read|write|run|net) access to "([^"]+)", run again with the --allow-\w+ flag/,
-    (_m, kind: keyof typeof _LETTER, what: string) => {
-      const source = catalog.anyEntry(name)?.source;
-      const where = source?.policy;
-      const entry = where?.own ?? where?.where ?? "its toolset's entry";
-      // A hosted server holds a letter by its list alone: the list is the operator's change.
-      if (source?.kind === "server") {
-        return `server "${source.id}" may not ${kind} "${what}": to allow it, add it to ` +
-          `${entry}.${kind} in ${where?.file ?? "permissions.json"}`;
-      }
-      return `this tool may not ${kind} "${what}": to allow it, give the tool the letter ` +
-        `${_LETTER[kind]} and add it to "${kind}" of ${entry} in ${
-          where?.file ?? "permissions.json"
-        }`;
-    },
-  );
-}
+/** How long {@link CallRunner.close} waits for the calls its sandboxes' end cut. */
+const _CLOSE_WAIT_MS = 10_000;

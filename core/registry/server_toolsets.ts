@@ -2,7 +2,8 @@
  * Hosted MCP servers as toolsets of the catalog: what one registers, from
  * its approved records (core/hosted/), nothing started. A server's tools
  * never take a built-in's name nor another toolset's (they are prefixed
- * with `<server>_`), and without the namespace they do not load.
+ * with `<server>_`), and without the namespace they do not load (nor, in a
+ * compiled corral with no Deno on PATH, an npm server's).
  *
  * @module
  */
@@ -10,6 +11,7 @@ import type { SandboxPolicy } from "../config/policy.ts";
 import type { ServerEntry } from "../config/server_config.ts";
 import { ConfigError } from "../tool/errors.ts";
 import type { HostedServers } from "../hosted/hosted_servers.ts";
+import { npmDenoMissing } from "../hosted/server_command.ts";
 import type { ModuleMeta } from "../sandbox/protocol.ts";
 import type { Catalog, ToolsetSource } from "./catalog.ts";
 
@@ -23,7 +25,6 @@ export function serverMetas(
   hosted: HostedServers,
   source: ToolsetSource,
   entry: ServerEntry,
-  bwrap: string | undefined,
   reserved: Map<string, string>,
 ): ModuleMeta[] {
   if (catalog.sources().some((s) => s.id === entry.name && s.kind !== "server")) {
@@ -32,10 +33,12 @@ export function serverMetas(
     );
   }
   catalog.remove(entry.name);
-  // Fail closed: a hosted server always runs in the namespace, whatever it holds.
-  const missing = bwrap || source.policy.jail === "off"
-    ? undefined
-    : catalog.confine(source, { read: ["/"], write: [], run: [], net: [] }).missing;
+  // Fail closed: a hosted server always runs in the jail (the namespace and its syscall
+  // filter), whatever it holds; a compiled corral needs a deno on PATH for npm servers.
+  const missing = source.policy.jail === "off"
+    ? npmDenoMissing(entry)
+    : catalog.confine(source, { read: ["/"], write: [], run: [], net: [] }).missing ??
+      npmDenoMissing(entry);
   const taken = (n: string) =>
     reserved.has(n) || (catalog.entry(n)?.source ?? source).id !== entry.name;
   return hosted.metas(entry, source.policy, taken, missing);

@@ -6,7 +6,8 @@
  *
  * @module
  */
-import { basename, join } from "node:path";
+import { join } from "node:path";
+import { compiledCorral } from "../guard/self_run.ts";
 import { INSTALL_DIR } from "../config/install_dir.ts";
 import { CHILD_ENTRY, type TransportSpec } from "./transport.ts";
 
@@ -25,7 +26,7 @@ const _CONFIG = join(INSTALL_DIR, "deno.json");
  * ```
  */
 export function selfHosted(): boolean {
-  return !/^deno(\.exe)?$/.test(basename(Deno.execPath()));
+  return compiledCorral();
 }
 
 /** A permission flag of `l` (`*`: unscoped; empty: none). */

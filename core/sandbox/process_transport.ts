@@ -175,6 +175,7 @@ function _mounts(
     // corral's own passwd, group, hosts and resolv.conf: no account or name of the host's.
     ...(g.run.length || g.net.length ? { etc: etcFiles(_runDir(spec), []) } : {}),
     ...(launch.egress ? { egressDir: launch.egress.dir } : {}),
+    ...(ns.seccomp ? { seccomp: ns.seccomp } : {}),
     cwd: spec.workspace,
   });
   if (launch.folders) launch.layers = launch.folders.open(layout.artifacts);

@@ -18,9 +18,8 @@ import type { HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./prot
 import type { CallOptions, LoadRequest, SandboxOptions } from "./sandbox_options.ts";
 import type { SandboxNamespace, Transport, TransportHooks, TransportSpec } from "./transport.ts";
 import { startWorker } from "./worker_transport.ts";
-import { isEmptyReport } from "../layers/change_report.ts";
-import type { SandboxLayers } from "../layers/settle_layers.ts";
 import { resultOf, settleAfter } from "./settled_result.ts";
+import { LastChanges } from "./last_changes.ts";
 import { insideEnv } from "./sandbox_env.ts";
 import { DeadlineTimer } from "./deadline_timer.ts";
 
@@ -118,6 +117,7 @@ export class Sandbox {
    * Run one tool call. Never throws: every outcome is a {@link ToolResult}.
    * What it wrote is settled when it ends (core/layers/, ./settled_result.ts):
    * its changes marked on the result; any not applied fail it, saying which.
+   * A sandbox killed under it settles once more: that is the call's (./last_changes.ts).
    */
   async call(
     module: string,
@@ -127,13 +127,17 @@ export class Sandbox {
     options: CallOptions = {},
   ): Promise<ToolResult> {
     await this.#freshen();
-    const layers = this.#transport?.layers;
-    const result = await this.#call(module, tool, args, env, options);
-    // A sandbox started by this call has its layers only now.
-    return await settleAfter(layers ?? this.#transport?.layers ?? this.#lastLayers, result, tool);
+    const on: { t?: Transport } = {}; // the sandbox run the call was sent to
+    try {
+      const result = await this.#call(module, tool, args, env, options, on);
+      const run = on.t && this.#runs.get(on.t);
+      return await settleAfter(run?.settles(on.t === this.#transport), result, tool);
+    } finally {
+      if (on.t) this.#runs.get(on.t)?.leave();
+    }
   }
 
-  #lastLayers: SandboxLayers | undefined; // the last transport's: a killed one still settles
+  readonly #runs = new WeakMap<Transport, LastChanges>();
 
   /**
    * Before a call: the sandbox's view of the tree is refreshed in place when
@@ -150,11 +154,14 @@ export class Sandbox {
     args: unknown,
     env: SandboxEnv,
     options: CallOptions,
+    on: { t?: Transport },
   ): Promise<ToolResult> {
     const refused = await this.#verify();
     if (refused) return withFault(failure(tool, refused), "error", "sandbox_refused");
     const msg = await this.#request(
       (id) => {
+        on.t = this.#transport;
+        if (on.t) this.#runs.get(on.t)?.enter();
         // The environment is sent once per running sandbox and again only
         // when it changes: calls stay small messages.
         const path = insidePath(this.#pinned, module);
@@ -163,19 +170,9 @@ export class Sandbox {
         }
         this.#envSent = env;
         this.#envTransport = this.#transport;
-        return {
-          type: "call",
-          id,
-          module: path,
-          tool,
-          args,
-          env: insideEnv(
-            env,
-            this.options.policy,
-            !!this.#namespace,
-            this.options.grant.net.length > 0,
-          ),
-        };
+        const net = this.options.grant.net.length > 0;
+        const inside = insideEnv(env, this.options.policy, !!this.#namespace, net);
+        return { type: "call", id, module: path, tool, args, env: inside };
       },
       tool,
       options,
@@ -400,14 +397,15 @@ export class Sandbox {
         if (self.t === this.#transport) this.#recycle(reason);
       },
       onLog: (text) => this.options.onLog?.(text),
-      onChanges: (report) => {
-        if (!isEmptyReport(report)) this.options.onChanges?.(report);
-      },
+      // Its last settlement: the calls' it ended under, else reported apart.
+      onChanges: (report) => run.ended(report),
     };
+    const run = new LastChanges((r) => this.options.onChanges?.(r), () => self.t?.ended);
     const t = self.t = o.policy.isolation === "process"
       ? startProcess(spec, hooks)
       : startWorker(spec, hooks);
-    this.#lastLayers = t.layers;
+    run.layers = t.layers;
+    this.#runs.set(t, run);
     // What processes left running write is settled while no call runs; reported apart.
     t.layers?.follow(() => this.#pending.size > 0, (r) => this.options.onChanges?.(r));
     this.#pid = t.pid;

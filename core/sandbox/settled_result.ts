@@ -8,7 +8,7 @@
  * @module
  */
 import { type ChangeReport, notAppliedText, withChanges } from "../layers/change_report.ts";
-import type { SandboxLayers } from "../layers/settle_layers.ts";
+import type { Settles } from "./last_changes.ts";
 import type { CallFault } from "../tool/result.ts";
 import { failure, faultOf, parseFault, type ToolResult, withFault } from "../tool/result.ts";
 import type { SandboxMessage } from "./protocol.ts";
@@ -30,9 +30,13 @@ export function resultOf(msg: SandboxMessage, tool: string): {
   return { result, fault };
 }
 
-/** Settle `layers` after a call and mark its result ({@link settled}); a failed settlement fails it. */
+/**
+ * Settle `layers` (a sandbox's, or what settled when it ended under the
+ * call: ./last_changes.ts) after a call and mark its result ({@link settled});
+ * a failed settlement fails it.
+ */
 export async function settleAfter(
-  layers: SandboxLayers | undefined,
+  layers: Settles | undefined,
   result: ToolResult,
   tool: string,
 ): Promise<ToolResult> {
@@ -47,7 +51,7 @@ export async function settleAfter(
       "settle",
     );
   }
-  const note = layers.view.note;
+  const note = layers.view?.note;
   return settled(note ? withStaleView(result, note) : result, report, tool);
 }
 
