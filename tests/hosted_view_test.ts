@@ -152,6 +152,43 @@ async function _stateOf(a: Client, names: string[]) {
   return { value, id, look: _json(look) };
 }
 
+/** `corral servers`, text and JSON: `corral`'s servers run, each view current and refreshed. */
+async function _servers(l: HostedLayout, corral: number): Promise<void> {
+  const spawn = hostedMcpSpawn(l);
+  const args = spawn.args.slice(0, spawn.args.indexOf("mcp"));
+  const common = ["--workspace", l.ws, "--config", join(l.base, "corral.json")];
+  const run = async (json: boolean) => {
+    const out = await new Deno.Command(spawn.command, {
+      args: [...args, "servers", ...(json ? ["--json"] : []), ...common],
+      env: spawn.env,
+      cwd: spawn.cwd,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder().decode(out.stdout);
+    assert.ok(out.success, `corral servers: ${text}${new TextDecoder().decode(out.stderr)}`);
+    return text;
+  };
+  type Row = { name: string; running: Array<{ corral: number; refreshes: number; view: string }> };
+  const rows: Row[] = JSON.parse(await run(true));
+  for (const name of ["state", "thinking"]) {
+    const mine = rows.find((r) => r.name === name)?.running.filter((v) => v.corral === corral);
+    // A's server (and B's, where B started one) runs in that corral, its view current; A's
+    // was refreshed after B's writes.
+    assert.ok(mine?.length, `${name}: ${JSON.stringify(rows)}`);
+    for (const v of mine!) assert.equal(v.view, "current", `${name}: ${JSON.stringify(v)}`);
+    assert.ok(
+      mine!.some((v) => v.refreshes > 0),
+      `${name}: never refreshed: ${JSON.stringify(mine)}`,
+    );
+  }
+  assert.match(
+    await run(false),
+    new RegExp(`running in corral ${corral}: view of the workspace current`),
+  );
+}
+
 Deno.test("two stdio and two HTTP sessions: B writes 20 times, A keeps its servers' state and sees B's files", async () => {
   await using l = await hostedLayout();
   await Deno.writeTextFile(join(l.ws, "seed.txt"), "seed\n");
@@ -197,6 +234,8 @@ Deno.test("two stdio and two HTTP sessions: B writes 20 times, A keeps its serve
       assert.deepEqual(now.look.listed, [...present, "seed.txt"].sort(), `${tag} A's listing`);
       assert.equal(await _think(a, 2), 2, `${tag}: A's thoughts were kept`);
     }
+    // `corral servers` (another process) shows the HTTP corral's servers and their views.
+    await _servers(l, http.child.pid);
   } finally {
     for (const c of [stdioA, stdioB, httpA, httpB]) await c.close().catch(() => {});
     http.child.kill("SIGTERM");
