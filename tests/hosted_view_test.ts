@@ -15,6 +15,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { findBwrap } from "../core/guard/jail.ts";
+import { layerBases } from "../core/config/install_dir.ts";
 import {
   approve,
   HOSTED_FIXTURES,
@@ -152,6 +153,39 @@ async function _stateOf(a: Client, names: string[]) {
   return { value, id, look: _json(look) };
 }
 
+/**
+ * A copy of the state server's view file published by `corral`, in a folder named for a corral
+ * process that has ended: what a corral killed outright leaves until the next one sweeps it.
+ */
+async function _goneView(corral: number): Promise<{ dir: string; pid: number }> {
+  const ended = new Deno.Command("true").spawn();
+  await ended.status;
+  for (const base of layerBases()) {
+    const sandboxes = join(base, "sandboxes");
+    let dirs: string[] = [];
+    try {
+      dirs = [...Deno.readDirSync(sandboxes)].map((d) => join(sandboxes, d.name));
+    } catch { /* not this base */ }
+    for (const d of dirs) {
+      let view: { label?: string; corral?: number };
+      try {
+        view = JSON.parse(await Deno.readTextFile(join(d, "view.json")));
+      } catch {
+        continue;
+      }
+      if (view.label !== "state" || view.corral !== corral) continue;
+      const dir = join(sandboxes, `${ended.pid}-gone`);
+      await Deno.mkdir(dir);
+      await Deno.writeTextFile(
+        join(dir, "view.json"),
+        JSON.stringify({ ...view, corral: ended.pid }),
+      );
+      return { dir, pid: ended.pid };
+    }
+  }
+  throw new Error(`no view published by corral ${corral} under ${layerBases().join(", ")}`);
+}
+
 /** `corral servers`, text and JSON: `corral`'s servers run, each view current and refreshed. */
 async function _servers(l: HostedLayout, corral: number): Promise<void> {
   const spawn = hostedMcpSpawn(l);
@@ -171,7 +205,15 @@ async function _servers(l: HostedLayout, corral: number): Promise<void> {
     return text;
   };
   type Row = { name: string; running: Array<{ corral: number; refreshes: number; view: string }> };
-  const rows: Row[] = JSON.parse(await run(true));
+  // A view left behind by a corral that is gone (killed outright) beside the live ones: not shown.
+  const gone = await _goneView(corral);
+  let rows: Row[];
+  try {
+    rows = JSON.parse(await run(true));
+  } finally {
+    await Deno.remove(gone.dir, { recursive: true });
+  }
+  for (const r of rows) assert.ok(!r.running.some((v) => v.corral === gone.pid), JSON.stringify(r));
   for (const name of ["state", "thinking"]) {
     const mine = rows.find((r) => r.name === name)?.running.filter((v) => v.corral === corral);
     // A's server (and B's, where B started one) runs in that corral, its view current; A's

@@ -90,6 +90,7 @@ function _list(
 ): number {
   // Servers running now in any corral of this user: what their view of the workspace is.
   const views = publishedViews(layerBases());
+  const alive = _running([...new Set([...views.values()].flat().map((v) => v.corral))]);
   const rows = names.map((name) => {
     const e = entryOf(name)!;
     const inst = installed(e);
@@ -110,7 +111,7 @@ function _list(
           .length
         : null,
       changed,
-      running: (views.get(name) ?? []).map((v) => ({
+      running: (views.get(name) ?? []).filter((v) => alive.has(v.corral)).map((v) => ({
         corral: v.corral,
         refreshes: v.refreshes,
         refreshed: v.refreshed,
@@ -138,4 +139,31 @@ function _list(
     }
   }
   return 0;
+}
+
+/**
+ * The corral processes among `pids` that still run: one killed outright
+ * leaves its views behind until the next corral sweeps its folders
+ * (core/layers/layer_dirs.ts). When that cannot be told, all of them.
+ */
+function _running(pids: number[]): Set<number> {
+  if (pids.length === 0) return new Set();
+  try {
+    const done = new Deno.Command("/bin/sh", {
+      args: [
+        "-c",
+        'for p; do [ -d "/proc/$p" ] && echo "$p"; done',
+        "corral-alive",
+        ...pids.map(String),
+      ],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "null",
+      clearEnv: true,
+      env: { PATH: "/usr/bin:/bin" },
+    }).outputSync();
+    return new Set(new TextDecoder().decode(done.stdout).split("\n").filter(Boolean).map(Number));
+  } catch {
+    return new Set(pids);
+  }
 }
