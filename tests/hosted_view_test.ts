@@ -157,10 +157,12 @@ async function _stateOf(a: Client, names: string[]) {
  * A copy of the state server's view file published by `corral`, in a folder named for a corral
  * process that has ended: what a corral killed outright leaves until the next one sweeps it.
  */
-async function _goneView(corral: number): Promise<{ dir: string; pid: number }> {
+async function _goneView(l: HostedLayout, corral: number): Promise<{ dir: string; pid: number }> {
   const ended = new Deno.Command("true").spawn();
   await ended.status;
-  for (const base of layerBases()) {
+  // corral's layers: in its config folder when its cache is off (as here), else the usual places.
+  const bases = [join(l.config, "layers"), ...layerBases()];
+  for (const base of bases) {
     const sandboxes = join(base, "sandboxes");
     let dirs: string[] = [];
     try {
@@ -183,7 +185,7 @@ async function _goneView(corral: number): Promise<{ dir: string; pid: number }> 
       return { dir, pid: ended.pid };
     }
   }
-  throw new Error(`no view published by corral ${corral} under ${layerBases().join(", ")}`);
+  throw new Error(`no view published by corral ${corral} under ${bases.join(", ")}`);
 }
 
 /** `corral servers`, text and JSON: `corral`'s servers run, each view current and refreshed. */
@@ -206,12 +208,13 @@ async function _servers(l: HostedLayout, corral: number): Promise<void> {
   };
   type Row = { name: string; running: Array<{ corral: number; refreshes: number; view: string }> };
   // A view left behind by a corral that is gone (killed outright) beside the live ones: not shown.
-  const gone = await _goneView(corral);
+  const gone = await _goneView(l, corral);
   let rows: Row[];
   try {
     rows = JSON.parse(await run(true));
   } finally {
-    await Deno.remove(gone.dir, { recursive: true });
+    // corral servers' own start may have swept it already (its corral is gone): either way, unseen.
+    await Deno.remove(gone.dir, { recursive: true }).catch(() => {});
   }
   for (const r of rows) assert.ok(!r.running.some((v) => v.corral === gone.pid), JSON.stringify(r));
   for (const name of ["state", "thinking"]) {
