@@ -43,6 +43,8 @@ export interface Sizes {
   settleChanged: number;
   settleRounds: number;
   settleEmpty: number[];
+  /** Section 13: calls of the day-long session. */
+  soakCalls: number;
 }
 
 /** The full run: `deno task bench`. */
@@ -73,6 +75,7 @@ export const FULL: Sizes = {
   settleChanged: 1000,
   settleRounds: 5,
   settleEmpty: [10_000, 100_000],
+  soakCalls: 20_000,
 };
 
 /** The smoke run: tiny counts, seconds (`--smoke`). */
@@ -103,6 +106,7 @@ export const SMOKE: Sizes = {
   settleChanged: 50,
   settleRounds: 1,
   settleEmpty: [200, 2000],
+  soakCalls: 40,
 };
 
 /** Section headings; the smoke run checks that the report has every one. */
@@ -121,6 +125,7 @@ export const SECTIONS = [
   "## 10. A sandbox per principal: what each session costs",
   "## 11. A team: many sessions from many identities",
   "## 12. Settling a call's changes",
+  "## 13. A day of serving: one session, many calls",
 ] as const;
 
 /** One row of the goals table. */

@@ -16,7 +16,8 @@
  * before), 8 MCP over HTTP against a bare SDK server (calls per second), 9 a hosted MCP
  * server (the official filesystem server run by node, wrapped by srt, hosted by corral), 10 a
  * sandbox per principal, 11 a team (many sessions from many identities; identity overhead), 12
- * settling a call's changes (against `cp -a`; the host's memory while it settles).
+ * settling a call's changes (against `cp -a`; the host's memory while it settles), 13 a day of
+ * serving (one session, 20,000 calls: what the host grows, what it gives back).
  *
  * @module
  */
@@ -36,6 +37,7 @@ import { sectionHosted } from "./section_hosted.ts";
 import { sectionSessions } from "./section_sessions.ts";
 import { sectionTeam } from "./section_team.ts";
 import { sectionSettle } from "./section_settle.ts";
+import { sectionSoak } from "./section_soak.ts";
 
 export { SECTIONS } from "./report.ts";
 
@@ -119,6 +121,7 @@ async function main(): Promise<number> {
     await attempt("10", SECTIONS[11], () => sectionSessions(sizes));
     await attempt("11", SECTIONS[12], () => sectionTeam(sizes));
     await attempt("12", SECTIONS[13], () => sectionSettle(sizes, base));
+    await attempt("13", SECTIONS[14], () => sectionSoak(sizes));
   } finally {
     await Deno.remove(base, { recursive: true }).catch(() => {});
   }

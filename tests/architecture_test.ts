@@ -1,6 +1,6 @@
 // ARCHITECTURE.md stays true: every path it names exists, imports follow its
 // layers, the sandbox realm and the host realm stay apart, and no source file
-// outside tests grows past 450 lines.
+// outside tests grows past 800 lines (past 600 it is named: one concept a file).
 import assert from "node:assert/strict";
 import { basename, dirname, relative } from "node:path";
 import { localModuleGraph } from "../core/sandbox/module_graph.ts";
@@ -22,7 +22,9 @@ const LAYERS = [
   ["plugins", "mcp"],
   ["cli"],
 ];
-const MAX_LINES = 450;
+/** A source file this long fails the test; past {@link WARN_LINES} it is named on stderr. */
+const MAX_LINES = 800;
+const WARN_LINES = 600;
 
 /** Every file git knows, relative to the root (deleted files are left out). */
 async function repoFiles(): Promise<string[]> {
@@ -185,6 +187,9 @@ Deno.test(`no source file outside tests is over ${MAX_LINES} lines`, async () =>
   for (const f of sources) {
     const lines = (await Deno.readTextFile(`${ROOT}${f}`)).split("\n").length - 1;
     if (lines > MAX_LINES) long.push(`${f}: ${lines} lines`);
+    else if (lines > WARN_LINES) {
+      console.warn(`${f}: ${lines} lines, over ${WARN_LINES}: does it hold more than one concept?`);
+    }
   }
   assert.deepEqual(long, []);
 });

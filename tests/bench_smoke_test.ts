@@ -44,6 +44,8 @@ Deno.test({
       // Section 11: the team load, per session and shared, reaped when idle; the identity overhead.
       assert.match(report, new RegExp(`\\| 11a \\|.*${VERDICT}`));
       assert.match(report, new RegExp(`\\| 11b \\|.*${VERDICT}`));
+      // Section 13: a day of serving, its row judged.
+      assert.match(report, new RegExp(`\\| 13 \\|.*${VERDICT}`));
       assert.match(report, /\| one per session \| \d+ \| 0 \|/);
       assert.match(report, /\| shared per identity \| \d+ \| 0 \|.* \| 0 \|\n/);
       // Section 12: settling against cp -a, and the host's memory while it settles.
@@ -54,7 +56,7 @@ Deno.test({
       assert.match(report, new RegExp(`\\| 4d \\|.*${VERDICT}`));
       // Every section measured says how loaded the machine was while it ran.
       const loads = report.match(/\nLoad: 1-, 5-, 15-minute load average /g) ?? [];
-      assert.equal(loads.length, 11, "a Load line per section run");
+      assert.equal(loads.length, 12, "a Load line per section run");
       assert.doesNotMatch(report, /Failed in this run/);
     } finally {
       await Deno.remove(dir, { recursive: true });

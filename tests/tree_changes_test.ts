@@ -116,7 +116,7 @@ Deno.test("two sessions writing one file at once: a conflict error, both version
     assert.equal(line.session, "session-a");
     assert.equal(line.outcome, "error");
     assert.equal(await Deno.readTextFile(line.changes.conflicts[0].why), "edit\nA\n");
-    // A's sandbox starts afresh and sees B's version.
+    // A's view is refreshed in place (the same sandbox) and sees B's version.
     const again = await registry.call("RunBashCode", { code: "cat edit.txt" }, {
       principal: "session-a",
     });

@@ -1,6 +1,8 @@
 /**
  * `corral servers [list]`: the hosted MCP servers of corral.json, their
- * install and approval state. `corral servers install [NAME]`: install
+ * install and approval state, and, for each running in a corral of this
+ * user, its view of the workspace (current, or what it could not refresh:
+ * core/layers/view_refresh.ts). `corral servers install [NAME]`: install
  * (npm, PyPI) at the exact version with integrity recorded, then start each
  * server once that has no approved tools and record them. `corral servers
  * approve NAME`: start it, show what changed, record what it lists now as
@@ -11,6 +13,8 @@
 import { changedFields, readApproved, readSeen } from "../hosted/approvals.ts";
 import { serverLetters } from "../hosted/hosted_servers.ts";
 import { installed, installServer } from "../hosted/install.ts";
+import { layerBases } from "../config/install_dir.ts";
+import { publishedViews } from "../layers/view_refresh.ts";
 import { effectiveGrant } from "../sandbox/grant.ts";
 import { Reporter, terminalSafe } from "../tool/reporter.ts";
 import { openRegistry } from "./open_registry.ts";
@@ -84,6 +88,9 @@ function _list(
   entryOf: (n: string) => import("../config/server_config.ts").ServerEntry | undefined,
   values: CliValues,
 ): number {
+  // Servers running now in any corral of this user: what their view of the workspace is.
+  const views = publishedViews(layerBases());
+  const alive = _running([...new Set([...views.values()].flat().map((v) => v.corral))]);
   const rows = names.map((name) => {
     const e = entryOf(name)!;
     const inst = installed(e);
@@ -104,6 +111,12 @@ function _list(
           .length
         : null,
       changed,
+      running: (views.get(name) ?? []).filter((v) => alive.has(v.corral)).map((v) => ({
+        corral: v.corral,
+        refreshes: v.refreshes,
+        refreshed: v.refreshed,
+        view: v.stale ?? "current",
+      })),
     };
   });
   if (values.json) {
@@ -115,6 +128,42 @@ function _list(
     out(`  installed: ${terminalSafe(r.installed)}`);
     out(`  approved tools: ${r.approved ?? "none yet (corral servers install " + r.name + ")"}`);
     for (const c of r.changed) out(`  changed since approval: ${c.tool} (${c.fields.join(", ")})`);
+    for (const v of r.running) {
+      out(
+        `  running in corral ${v.corral}: view of the workspace ${
+          v.view === "current"
+            ? `current (made ${v.refreshed}; refreshed ${v.refreshes} times since it started)`
+            : `stale: ${terminalSafe(v.view)}`
+        }`,
+      );
+    }
   }
   return 0;
+}
+
+/**
+ * The corral processes among `pids` that still run: one killed outright
+ * leaves its views behind until the next corral sweeps its folders
+ * (core/layers/layer_dirs.ts). When that cannot be told, all of them.
+ */
+function _running(pids: number[]): Set<number> {
+  if (pids.length === 0) return new Set();
+  try {
+    const done = new Deno.Command("/bin/sh", {
+      args: [
+        "-c",
+        'for p; do [ -d "/proc/$p" ] && echo "$p"; done',
+        "corral-alive",
+        ...pids.map(String),
+      ],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "null",
+      clearEnv: true,
+      env: { PATH: "/usr/bin:/bin" },
+    }).outputSync();
+    return new Set(new TextDecoder().decode(done.stdout).split("\n").filter(Boolean).map(Number));
+  } catch {
+    return new Set(pids);
+  }
 }

@@ -174,17 +174,12 @@ export class HostedServer {
   }
 
   /**
-   * A server whose view of the tree went stale (a change of its was refused
-   * or conflicted, or another sandbox changed what it holds) starts afresh
-   * from the tree before its next call, once no call of it runs.
+   * Before a call: the server's view of the tree is refreshed in place when
+   * others changed the tree (or a change of its own was not applied); the
+   * server keeps running, with its memory (core/layers/view_refresh.ts).
    */
   async #freshen(): Promise<void> {
-    const layers = this.#launched?.layers;
-    if (!layers) return;
-    await layers.looked();
-    if (!layers.stale || this.#calls.size > 0 || this.#held > 1) return;
-    this.#hooks.onLog(`starts afresh: ${layers.stale}`);
-    await this.stop();
+    await this.#launched?.layers?.refresh(this.#calls.size === 0 && this.#held <= 1);
   }
 
   /** The running server's write layers (core/layers/), settled after each call. */

@@ -222,13 +222,14 @@ export class HostedServers {
     }
   }
 
-  /** The state of each server started in this process. */
-  states(): Array<{ server: string; state: string; reason?: string; starts: number }> {
+  /** Each server started here; `view`: what its view could not refresh (../layers/view_refresh.ts). */
+  states(): { server: string; state: string; reason?: string; starts: number; view?: string }[] {
     return [...this.#servers].map(([key, s]) => ({
       server: key.split("\0")[0],
       state: s.state,
       ...(s.reason ? { reason: s.reason } : {}),
       starts: s.starts,
+      ...(s.layers?.view.note ? { view: s.layers.view.note } : {}),
     }));
   }
 

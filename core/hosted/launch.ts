@@ -186,6 +186,8 @@ async function _command(
       cwd: spec.workspace,
     });
     start.layers = start.folders?.open(layout.artifacts);
+    // `corral servers` shows what its view could not refresh (core/layers/view_refresh.ts).
+    start.layers?.view.publish(spec.entry.name);
     start.args = [...layout.args, "--", ...cmd];
     return start;
   } catch (err) {

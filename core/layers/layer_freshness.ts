@@ -1,73 +1,83 @@
 /**
- * Whether a sandbox's overlay still shows the tree after another sandbox
- * applied changes to it. The kernel leaves an overlay undefined when its
- * lower folder changes while mounted; in practice a path the sandbox looked
- * up before it existed stays missing in its view (a cached negative entry),
- * and a removed one may stay visible. So after an apply that made or
- * removed paths, corral looks at them from inside each other sandbox's
- * layer namespace (`nsenter` into its launcher's mount namespace, where
- * the overlay is mounted at `LAYER/m`): any path that shows otherwise than
- * in the tree marks that sandbox stale, and it starts afresh (after
- * settling) before its next call.
+ * When a sandbox's view of the tree is due for a refresh (./view_refresh.ts):
+ * the tree's generation, and the view's age.
+ *
+ * The kernel leaves an overlay undefined when its lower folder changes
+ * while mounted; measured here, a path the sandbox looked up before it
+ * existed stays missing, and a path replaced or removed in the tree stays as
+ * it was, until the overlay's cached entries are dropped. Whether that may
+ * have happened is read from outside this process's memory:
+ *
+ * - every apply to a write root, by any corral process of this user, bumps
+ *   the root's **generation**: a small file beside the root's lock file (in
+ *   the layers' `locks` folder, never in the tree), written under that lock
+ *   (./tree_lock.ts). A view made at another generation is due, so a file
+ *   another session or another corral process made or removed shows at the
+ *   sandbox's next call;
+ * - a view older than {@link VIEW_MAX_AGE_MS} is due too: what other
+ *   programs (an editor, git) changed in the tree shows at the first call
+ *   that comes that long after the last refresh. No watch on the tree is
+ *   needed (a workspace may hold more folders than inotify watches).
  *
  * @module
  */
-import { join, relative } from "node:path";
-import { userId } from "../config/install_dir.ts";
-import type { LayerRoot } from "./layer_dirs.ts";
+import { join } from "node:path";
+import { sha256Hex } from "../guard/sha256_hex.ts";
 
-/** More changed paths than this: the sandbox is taken as stale without looking. */
-export const MAX_LOOKS = 256;
+/** A view older than this (ms) is refreshed before a call, whatever the generation. */
+export const VIEW_MAX_AGE_MS = 2_000;
 
-// Prints each path whose presence in the overlay is not the expected one (1 present, 0 absent).
-const _LOOK = `m=$1; shift
-while [ $# -gt 1 ]; do
-  if [ -e "$m/$1" ] || [ -L "$m/$1" ]; then h=1; else h=0; fi
-  [ "$h" = "$2" ] || printf '%s\\n' "$1"
-  shift 2
-done`;
+/** The file holding `root`'s generation, in the layers' `locks` folder. */
+export function generationFile(locks: string, root: string): string {
+  return join(locks, `${sha256Hex(root).slice(0, 32)}.gen`);
+}
 
 /**
- * The paths of `changes` (absolute, in `layer.root`, each present or not in
- * the tree now) that the overlay of the sandbox whose launcher is `pid`
- * shows otherwise. Undefined when it cannot be looked at (then take it as stale).
+ * `root`'s generation now (`""` when no apply ever bumped it, or it cannot
+ * be read: then a view made at another reading is due, which is safe).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { bumpGeneration, readGeneration } from "./layer_freshness.ts";
+ * const locks = await Deno.makeTempDir();
+ * assert.equal(readGeneration(locks, "/ws"), "");
+ * const { before, after } = await bumpGeneration(locks, "/ws");
+ * assert.equal(before, "");
+ * assert.equal(readGeneration(locks, "/ws"), after);
+ * assert.notEqual(after, (await bumpGeneration(locks, "/ws")).after);
+ * ```
  */
-export async function staleInView(
-  pid: number,
-  layer: LayerRoot,
-  changes: Array<{ abs: string; present: boolean }>,
-): Promise<string[] | undefined> {
-  if (changes.length > MAX_LOOKS) return undefined;
-  const nsenter = _nsenter();
-  if (!nsenter) return undefined;
-  const ns = userId() === 0
-    ? ["-t", String(pid), "-m"]
-    : ["-t", String(pid), "-U", "-m", "--preserve-credentials"];
-  const args = changes.flatMap((c) => [relative(layer.root, c.abs), c.present ? "1" : "0"]);
+export function readGeneration(locks: string, root: string): string {
   try {
-    const out = await new Deno.Command(nsenter, {
-      args: [...ns, "--", "/bin/sh", "-c", _LOOK, "corral-look", join(layer.dir, "m"), ...args],
-      stdin: "null",
-      stdout: "piped",
-      stderr: "null",
-      clearEnv: true,
-      env: { PATH: "/usr/bin:/bin" },
-    }).output();
-    if (!out.success) return undefined;
-    return new TextDecoder().decode(out.stdout).split("\n").filter(Boolean);
+    return Deno.readTextFileSync(generationFile(locks, root)).trim();
   } catch {
-    return undefined;
+    return "";
   }
 }
 
-let _path: string | undefined | null = null;
-
-function _nsenter(): string | undefined {
-  if (_path !== null) return _path;
-  for (const p of ["/usr/bin/nsenter", "/bin/nsenter", "/usr/sbin/nsenter"]) {
-    try {
-      if (Deno.statSync(p).isFile) return _path = p;
-    } catch { /* not there */ }
+/**
+ * Bump `root`'s generation (call holding the root's lock): returns the
+ * generation before and after. Written whole by a rename, so a reader never
+ * sees half of it. Where it cannot be written (a read-only layers folder),
+ * other views see the change when they are old ({@link VIEW_MAX_AGE_MS}).
+ */
+export async function bumpGeneration(
+  locks: string,
+  root: string,
+): Promise<{ before: string; after: string }> {
+  const before = readGeneration(locks, root);
+  const n = Number.parseInt(before.split("-")[0], 10);
+  // A counter, and this process's mark: two processes never write the same value.
+  const after = `${Number.isSafeInteger(n) ? n + 1 : 1}-${Deno.pid}`;
+  const file = generationFile(locks, root);
+  const tmp = `${file}.${Deno.pid}.tmp`;
+  try {
+    await Deno.mkdir(locks, { recursive: true, mode: 0o700 });
+    await Deno.writeTextFile(tmp, after + "\n", { mode: 0o600 });
+    await Deno.rename(tmp, file);
+  } catch {
+    await Deno.remove(tmp).catch(() => {});
   }
-  return _path = undefined;
+  return { before, after };
 }

@@ -54,7 +54,8 @@ import {
   TreeLook,
 } from "./apply_batch.ts";
 import { type LayerQuota, layerQuota } from "./layer_quota.ts";
-import { staleInView } from "./layer_freshness.ts";
+import { bumpGeneration } from "./layer_freshness.ts";
+import { LayerView, type ViewHooks, viewHooks } from "./view_refresh.ts";
 import type { LayerDirs, LayerRoot } from "./layer_dirs.ts";
 import { withTreeLock } from "./tree_lock.ts";
 import { ViewMap } from "./path_memory.ts";
@@ -99,9 +100,11 @@ export class SandboxLayers {
   /** The folder of every sandbox's layers (the applier reads the upper layers there). */
   readonly #base: string;
   #queue: Promise<unknown> = Promise.resolve();
-  #stale: string | undefined;
-  #pid: number | undefined;
-  #looks: Promise<void> = Promise.resolve();
+  /** Its view of the tree, refreshed in place (./view_refresh.ts). */
+  readonly view: LayerView;
+  #onReport: ((r: ChangeReport) => void) | undefined;
+  /** Something of this settlement reached the tree (the tree's generation moves). */
+  #appliedNow = false;
   #closed = false;
   /** The layers went past their quota: nothing more of them is applied. */
   #over = false;
@@ -111,10 +114,18 @@ export class SandboxLayers {
     this.dirs = o.dirs;
     this.#artifacts = new Set(o.artifacts);
     this.#base = dirname(o.dirs.dir);
+    this.view = new LayerView(o.dirs.roots, o.dirs.locks, this.#artifacts);
     // The kernel's file time, as the tree's files are stamped (./file_clock.ts).
     const now = fileClockNow(o.dirs.dir);
     for (const l of o.dirs.roots) this.#memory.set(l.root, layerMemory());
     this.#view = new ViewMap(new Map([...this.#memory].map(([r, m]) => [r, m.seen])));
+    this.#hooks = viewHooks({
+      settle: () => this.#settleAll(),
+      onReport: (r) => this.#onReport?.(r),
+      view: this.#view,
+      memory: this.#memory,
+      shown: (abs) => this.#shown(abs),
+    });
     for (const l of o.dirs.roots) {
       this.#epoch.set(l.root, now);
       this.#inos.set(l.root, Deno.statSync(l.root).ino ?? 0);
@@ -125,23 +136,36 @@ export class SandboxLayers {
     }
   }
 
-  /** Why the sandbox should start afresh before its next call (its view is stale), if so. */
+  /** Why the sandbox's view must be the tree's again (a change of its was not applied), if so. */
   get stale(): string | undefined {
-    return this.#stale;
+    return this.view.stale;
   }
 
-  /** Mark the sandbox's view stale. */
+  /** Mark the sandbox's view stale: its next refresh clears its layer. */
   markStale(why: string): void {
-    this.#stale ??= why;
+    this.view.markStale(why);
   }
 
   /**
    * The launcher process whose mount namespace holds the overlays (the
-   * sandbox's first process): other sandboxes' applies are looked at there.
+   * sandbox's first process): its view is refreshed there.
    */
   watch(pid: number | undefined): void {
-    this.#pid = pid;
+    this.view.watch(pid);
   }
+
+  /**
+   * Before a call: refresh the sandbox's view of the tree in place when it
+   * is due (./view_refresh.ts); `idle` when no other call of it runs.
+   */
+  refresh(idle: boolean): Promise<void> {
+    if (this.#closed || !this.view.due()) return Promise.resolve();
+    const run = this.#queue.then(() => this.view.refresh(idle, this.#hooks));
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  #hooks: ViewHooks;
 
   /**
    * Settle what processes a call left running write, a short while after
@@ -150,6 +174,7 @@ export class SandboxLayers {
    */
   follow(busy: () => boolean, onReport: (r: ChangeReport) => void): void {
     this.#unfollow?.();
+    this.#onReport = onReport;
     this.#unfollow = followLayers({
       uppers: this.dirs.roots.map((l) => join(l.dir, "u")),
       busy,
@@ -161,11 +186,6 @@ export class SandboxLayers {
   }
 
   #unfollow: (() => void) | undefined;
-
-  /** Resolves once the looks at other sandboxes' applies are done (then read {@link stale}). */
-  looked(): Promise<void> {
-    return this.#looks;
-  }
 
   /** Settle every layer now: judge, apply, report. Calls are queued, one at a time. */
   settle(): Promise<ChangeReport> {
@@ -222,6 +242,7 @@ export class SandboxLayers {
     }
     return await withTreeLock(layer.root, this.dirs.locks, async () => {
       const report = emptyReport();
+      this.#appliedNow = false;
       if (first.count.over) {
         this.#overQuota(report, first.count.text());
         if (!quota.partial) return report;
@@ -264,6 +285,11 @@ export class SandboxLayers {
       await flushApplied(report, layer.root, this.#inos.get(layer.root)!, this.#base);
       notApplied(report, layer, rest, shown);
       this.#epoch.set(layer.root, started);
+      if (this.#appliedNow) {
+        // Every corral's sandboxes over this root learn of it (./layer_freshness.ts).
+        const g = await bumpGeneration(this.dirs.locks, layer.root);
+        this.view.applied(layer.root, g.before, g.after);
+      }
       // Its view now holds what the tree does not: the next call starts from the tree.
       if (report.refused.length) this.markStale(`${report.refused[0].path} was not applied`);
       return report;
@@ -366,6 +392,7 @@ export class SandboxLayers {
         continue;
       }
       const sig = (r.sig ?? null) as Sig | null;
+      this.#appliedNow = true;
       memory.seen.setView(op.rel, sig);
       if (others) applied.push({ abs: op.abs, sig, named: (now === null) !== (sig === null) });
       countApplied(report, op, now, sig, () => this.#shown(op.abs));
@@ -411,7 +438,11 @@ export class SandboxLayers {
     }
   }
 
-  /** Another sandbox applied changes to `root`: update this view, or mark it stale. */
+  /**
+   * Another sandbox of this process applied changes to `root`: what this
+   * view rests on for the paths it does not hold (those it holds are cleared
+   * at its next refresh, ./view_clear.ts).
+   */
   #heard(root: string, applied: Applied[]): void {
     const layer = this.dirs.roots.find((l) => l.root === root);
     if (!layer) return;
@@ -422,18 +453,8 @@ export class SandboxLayers {
         Deno.lstatSync(join(layer.dir, "u", rel));
         held = true;
       } catch { /* not in this layer: its view is the tree's */ }
-      if (held) this.markStale(`${this.#shown(a.abs)} changed in another sandbox`);
-      else this.#view.set(a.abs, a.sig);
+      if (!held) this.#view.set(a.abs, a.sig);
     }
-    const named = applied.filter((a) => a.named);
-    const pid = this.#pid;
-    if (!named.length || this.#stale || pid === undefined) return;
-    const changes = named.map((a) => ({ abs: a.abs, present: a.sig !== null }));
-    this.#looks = this.#looks.then(async () => {
-      const off = await staleInView(pid, layer, changes);
-      if (off === undefined) this.markStale("another sandbox changed the tree");
-      else if (off.length) this.markStale(`${off[0]} changed in another sandbox`);
-    });
   }
 
   /** A path as reports show it: relative to the workspace when inside it. */

@@ -14,6 +14,8 @@ import { type ChangeReport, emptyReport, isEmptyReport } from "../layers/change_
 /** What settles a call's writes: a sandbox's layers, or the last settlement of a run it outlived. */
 export interface Settles {
   settle(): Promise<ChangeReport>;
+  /** What the live sandbox's view could not refresh (core/layers/view_refresh.ts), if anything. */
+  readonly view?: { readonly note: string | undefined };
 }
 
 /**

@@ -137,18 +137,12 @@ export class Sandbox {
   readonly #runs = new WeakMap<Transport, LastChanges>();
 
   /**
-   * Before a call: a sandbox whose view of the tree went stale (another
-   * sandbox changed what it holds, or a conflict) starts afresh, once idle.
+   * Before a call: the sandbox's view of the tree is refreshed in place when
+   * others changed the tree (or a change of its own was not applied): the
+   * same process goes on (core/layers/view_refresh.ts).
    */
   async #freshen(): Promise<void> {
-    const layers = this.#transport?.layers;
-    if (!layers) return;
-    await layers.looked();
-    if (!layers.stale || this.#pending.size > 0) return;
-    this.options.onLog?.(`sandbox ${this.options.label} starts afresh: ${layers.stale}`);
-    const ended = this.#transport?.ended;
-    this.#recycle(`started afresh: ${layers.stale}`);
-    await ended;
+    await this.#transport?.layers?.refresh(this.#pending.size === 0);
   }
 
   async #call(

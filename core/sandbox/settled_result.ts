@@ -51,7 +51,29 @@ export async function settleAfter(
       "settle",
     );
   }
-  return settled(result, report, tool);
+  const note = layers.view?.note;
+  return settled(note ? withStaleView(result, note) : result, report, tool);
+}
+
+/**
+ * `result` with `stale_view`: what the sandbox's view of the workspace
+ * could not be refreshed for (core/layers/view_refresh.ts), so that the
+ * model does not take a stale view for the workspace.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { withStaleView } from "./settled_result.ts";
+ * import { faultOf, withFault } from "../tool/result.ts";
+ * const r = withStaleView(withFault({ success: false, error: "x" }, "error", "threw"), "a.txt is open");
+ * assert.equal(r.stale_view, "a.txt is open");
+ * assert.equal(faultOf(r)?.reason, "threw");
+ * ```
+ */
+export function withStaleView(result: ToolResult, note: string): ToolResult {
+  const out: ToolResult = { ...result, stale_view: note };
+  const fault = faultOf(result);
+  return fault ? withFault(out, fault.outcome, fault.reason) : out;
 }
 
 /**

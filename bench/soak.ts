@@ -1,0 +1,403 @@
+/**
+ * A day of serving, compressed (issue 39): one `corral mcp --http` session
+ * driven with CALLS calls that mix a worker toolset (`files`, isolation
+ * worker), a process toolset (`system`: RunBashCode, reading and writing)
+ * and a hosted server with a write grant (tests/fixtures/hosted/
+ * state_server.ts), with refusals (a protected file written, a tool that
+ * needs a confirmation no client gives), cancellations (a process call and a
+ * hosted call cancelled mid-way) and a server crash in the middle. Measured
+ * on the corral process: its RSS after the warm-up against its RSS at the
+ * end; its open descriptors, child processes, cgroups, layer folders and
+ * temp files against their baseline (an idle server that already served a
+ * first session), once the session ended and again once the server exited;
+ * the audit log against its rotation bound. Prints one JSON object.
+ *
+ *     deno run -A bench/soak.ts CALLS
+ *
+ * @module
+ */
+// @ts-types="@modelcontextprotocol/sdk/client/index"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+// @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { join } from "node:path";
+import { CORRAL_FLAGS, median, processChildren, procStatus, ROOT, startCorralHttp } from "./lib.ts";
+
+/** What a corral process holds that a day must not grow. */
+export interface Held {
+  fds: number;
+  children: number;
+  cgroups: number;
+  layers: number;
+  temp: number;
+}
+
+/** What bench/soak.ts prints. */
+export interface SoakResult {
+  calls: number;
+  warmup: number;
+  seconds: number;
+  /** Calls by kind, and by outcome (ok, failed, cancelled). */
+  kinds: Record<string, number>;
+  outcomes: Record<string, number>;
+  /** The corral process's RSS (bytes): after the warm-up, at the end, and the growth. */
+  rssWarm: number;
+  rssEnd: number;
+  rssGrowth: number;
+  /** Before any session (the server up), after the first session, and the soak's own ends. */
+  start: Held;
+  baseline: Held;
+  during: Held;
+  afterSession: Held;
+  afterExit: Held;
+  /** The audit log: its bound, what its files hold, their longest line, and whether it rotated. */
+  auditBound: number;
+  auditBytes: number;
+  auditLongestLine: number;
+  auditRotated: boolean;
+  /** Hosted server starts seen by the session (a crash restarts it). */
+  serverIds: number;
+  /** What the descriptors open after the session and not before it point at (a leak's trace). */
+  extraFds: string[];
+}
+
+const STATE = join(ROOT, "tests", "fixtures", "hosted", "state_server.ts");
+const NO_CONFIRM = Object.fromEntries(
+  [
+    "remember_value",
+    "recall_value",
+    "server_id",
+    "look_files",
+    "write_note",
+    "slow_call",
+    "crash_now",
+  ]
+    .map((t) => [t, false]),
+);
+
+/** Run the soak: `calls` calls in one session, the first `warmup` of them not measured. */
+export async function runSoak(
+  calls: number,
+  warmup: number,
+  auditBound: number,
+): Promise<SoakResult> {
+  const tmp = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_soak_" }));
+  const dirs = ["ws", "config", "cache", "tmp", "layers"].map((d) => join(tmp, d));
+  for (const d of dirs) await Deno.mkdir(d);
+  const [ws, config, cache, temp, layers] = dirs;
+  await Deno.writeTextFile(join(ws, "notes.txt"), "one two three\nfour five\n");
+  const corralJson = join(tmp, "corral.json"), permissions = join(tmp, "permissions.json");
+  const audit = join(tmp, "audit.jsonl");
+  await Deno.writeTextFile(
+    corralJson,
+    JSON.stringify({
+      servers: {
+        state: {
+          command: [Deno.execPath(), "run", "-A", "--no-config", STATE],
+          confirm: NO_CONFIRM,
+        },
+      },
+    }),
+  );
+  await Deno.writeTextFile(
+    permissions,
+    JSON.stringify({
+      toolsets: {
+        files: { isolation: "worker", read: ["."] },
+        system: { run: ["bash"], read: ["."], write: ["."] },
+      },
+      servers: { state: { read: ["."], write: ["."] } },
+    }),
+  );
+  const env = {
+    CORRAL_CONFIG_DIR: config,
+    CORRAL_CACHE_DIR: cache,
+    CORRAL_LAYERS_DIR: layers,
+    TMPDIR: temp,
+    HOME: Deno.env.get("HOME") ?? "/root",
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+  };
+  const common = ["--workspace", ws, "--config", corralJson, "--permissions", permissions];
+  await _approve(common, env);
+  const { child, url } = await startCorralHttp(
+    [
+      ...["--http", "127.0.0.1:0", "--no-token", ...common],
+      ...["--audit", audit, "--audit-max-bytes", String(auditBound)],
+    ],
+    env,
+  );
+  const parents = _cgroupParents(child.pid);
+  const held = () => _held(child.pid, layers, temp, parents);
+  try {
+    const start = held();
+    // A first session: what an idle server that has served keeps (its caches, its log) is the baseline.
+    await _session(url, async (c) => {
+      for (let i = 0; i < 20; i++) await _one(c, i, 0, new Set());
+    });
+    const baseline = await _settled(held, start);
+    const fdsBefore = _fdTargets(child.pid);
+    const t0 = performance.now();
+    const kinds: Record<string, number> = {};
+    const outcomes: Record<string, number> = {};
+    const ids = new Set<string>();
+    const rss: number[] = [];
+    let during = baseline;
+    await _session(url, async (c) => {
+      for (let i = 0; i < calls; i++) {
+        const { kind, outcome } = await _one(c, i, calls, ids);
+        kinds[kind] = (kinds[kind] ?? 0) + 1;
+        outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
+        if (i >= warmup && (i - warmup) % Math.max(1, Math.floor((calls - warmup) / 50)) === 0) {
+          rss.push(procStatus("VmRSS", child.pid));
+        }
+      }
+      rss.push(procStatus("VmRSS", child.pid));
+      during = held();
+    });
+    const seconds = (performance.now() - t0) / 1000;
+    const afterSession = await _settled(held, baseline);
+    const extraFds = _fdTargets(child.pid);
+    for (const t of fdsBefore) {
+      const at = extraFds.indexOf(t);
+      if (at >= 0) extraFds.splice(at, 1);
+    }
+    const k = Math.min(5, Math.floor(rss.length / 2));
+    const rssWarm = median(rss.slice(0, k)), rssEnd = median(rss.slice(-k));
+    child.kill("SIGTERM");
+    await child.status;
+    const afterExit = await _settled(held, { ...start, fds: 0, children: 0 });
+    return {
+      calls,
+      warmup,
+      seconds,
+      kinds,
+      outcomes,
+      rssWarm,
+      rssEnd,
+      rssGrowth: rssEnd / rssWarm - 1,
+      start,
+      baseline,
+      during,
+      afterSession,
+      afterExit,
+      auditBound,
+      ..._audit(audit),
+      serverIds: ids.size,
+      extraFds,
+    };
+  } finally {
+    try {
+      child.kill("SIGKILL");
+    } catch { /* exited */ }
+    await child.status;
+    await new Deno.Command("/bin/sh", {
+      args: ["-c", 'chmod -R u+rwx "$1"; rm -rf "$1"', "rm", tmp],
+    })
+      .output();
+  }
+}
+
+/** Approve the hosted server's tools as the operator does (`corral servers install`). */
+async function _approve(common: string[], env: Record<string, string>): Promise<void> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", ...CORRAL_FLAGS, `${ROOT}main.ts`, "servers", "install", "state", ...common],
+    env: { NO_COLOR: "1", ...env },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!out.success) throw new Error(`servers install: ${new TextDecoder().decode(out.stderr)}`);
+}
+
+/** Open one session, run `fn` in it, end it (DELETE) and close. */
+async function _session(url: string, fn: (c: Client) => Promise<void>): Promise<void> {
+  const transport = new StreamableHTTPClientTransport(new URL(url));
+  const c = new Client({ name: "soak", version: "1" });
+  await c.connect(transport, { timeout: 180_000 });
+  try {
+    await fn(c);
+  } finally {
+    await transport.terminateSession().catch(() => {});
+    await c.close();
+  }
+}
+
+/** Call number `i` of `n`: its kind by `i % 20` (9 worker, 5 hosted, 2 process reads, 3 writes, a refusal, a cancellation); the crash once, in the middle. */
+async function _one(
+  c: Client,
+  i: number,
+  n: number,
+  ids: Set<string>,
+): Promise<{ kind: string; outcome: string }> {
+  const f = `w_${i % 10}.txt`;
+  const call = async (
+    kind: string,
+    name: string,
+    args: Record<string, unknown>,
+    cancelMs?: number,
+  ) => {
+    const ac = new AbortController();
+    const timer = cancelMs === undefined ? undefined : setTimeout(() => ac.abort(), cancelMs);
+    try {
+      const r = await c.callTool({ name, arguments: args }, undefined, {
+        signal: ac.signal,
+        timeout: 120_000,
+      });
+      if (name === "server_id" && !r.isError) {
+        ids.add(JSON.parse((r.content as Array<{ text: string }>)[0].text).id);
+      }
+      return { kind, outcome: r.isError ? "failed" : "ok" };
+    } catch (err) {
+      if (ac.signal.aborted) return { kind, outcome: "cancelled" };
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  if (n && i === Math.floor(n / 2)) return await call("crash", "crash_now", {});
+  switch (i % 20) {
+    case 6:
+      return await call("worker", "ListFiles", { path: "." });
+    case 7:
+      return await call("hosted", "recall_value", {});
+    case 8:
+      return await call("hosted", "server_id", {});
+    case 9:
+      return await call("hosted", "look_files", { names: [f, "notes.txt"] });
+    case 10:
+    case 11:
+      return await call("process", "RunBashCode", { code: `cat ${f} 2>/dev/null; echo` });
+    case 12:
+      return await call("write", "RunBashCode", { code: `echo ${i} > ${f}` });
+    case 13:
+      return await call("write", "RunBashCode", { code: `rm -f w_${(i + 5) % 10}.txt` });
+    case 14:
+      return await call("write", "write_note", { name: `h_${i % 10}.txt`, text: String(i) });
+    case 15:
+      return i % 40 < 20
+        ? await call("refused", "RunBashCode", { code: "echo 'export X=1' > .envrc" })
+        : await call("refused", "DeleteFile", { filepath: "notes.txt" });
+    case 16:
+      return i % 40 < 20
+        ? await call("cancelled", "RunBashCode", { code: "sleep 5" }, 50)
+        : await call("cancelled", "slow_call", { ms: 5000 }, 50);
+    case 17:
+      return await call("hosted", "remember_value", { value: String(i) });
+    default: // 0-5, 18, 19
+      return await call("worker", "WordCount", { filepath: "notes.txt" });
+  }
+}
+
+/** Wait (up to 60 s) until what the process holds is back to `want` at most; the last reading. */
+async function _settled(held: () => Held, want: Held): Promise<Held> {
+  let now = held();
+  for (let i = 0; i < 600; i++) {
+    const back = (Object.keys(want) as Array<keyof Held>).every((k) => now[k] <= want[k]);
+    if (back) return now;
+    await new Promise((r) => setTimeout(r, 100));
+    now = held();
+  }
+  return now;
+}
+
+function _held(pid: number, layers: string, temp: string, parents: string[]): Held {
+  return {
+    fds: _count(`/proc/${pid}/fd`),
+    children: _descendants(pid),
+    cgroups: _cgroups(pid, parents),
+    layers: _count(join(layers, "sandboxes")),
+    temp: _tree(temp),
+  };
+}
+
+function _fdTargets(pid: number): string[] {
+  const out: string[] = [];
+  try {
+    for (const e of Deno.readDirSync(`/proc/${pid}/fd`)) {
+      try {
+        out.push(Deno.readLinkSync(`/proc/${pid}/fd/${e.name}`).replace(/\[\d+\]$/, "[…]"));
+      } catch { /* closed meanwhile */ }
+    }
+  } catch { /* gone */ }
+  return out.sort();
+}
+
+function _count(dir: string): number {
+  try {
+    return [...Deno.readDirSync(dir)].length;
+  } catch {
+    return 0;
+  }
+}
+
+function _tree(dir: string): number {
+  let n = 0;
+  try {
+    for (const e of Deno.readDirSync(dir)) {
+      n++;
+      if (e.isDirectory) n += _tree(join(dir, e.name));
+    }
+  } catch { /* gone meanwhile */ }
+  return n;
+}
+
+function _descendants(pid: number): number {
+  const kids = processChildren();
+  let n = 0;
+  const walk = (p: number) => {
+    for (const k of kids.get(p) ?? []) {
+      n++;
+      walk(k);
+    }
+  };
+  walk(pid);
+  return n;
+}
+
+/** The cgroup folders corral makes its groups in (`pids`, `memory`, or the unified one). */
+function _cgroupParents(pid: number): string[] {
+  const out: string[] = [];
+  try {
+    for (const line of Deno.readTextFileSync(`/proc/${pid}/cgroup`).split("\n")) {
+      const [, ctl, path] = line.split(":");
+      if (path === undefined) continue;
+      if (ctl === "") out.push(`/sys/fs/cgroup${path}`);
+      for (const c of ["pids", "memory"]) {
+        if (ctl.split(",").includes(c)) out.push(`/sys/fs/cgroup/${c}${path}`);
+      }
+    }
+  } catch { /* gone */ }
+  return out;
+}
+
+/** corral's groups for the sandboxes of `pid` (`corral-PID-…`) under `parents`. */
+function _cgroups(pid: number, parents: string[]): number {
+  let n = 0;
+  for (const dir of parents) {
+    try {
+      for (const e of Deno.readDirSync(dir)) if (e.name.startsWith(`corral-${pid}-`)) n++;
+    } catch { /* not readable */ }
+  }
+  return n;
+}
+
+function _audit(
+  path: string,
+): { auditBytes: number; auditLongestLine: number; auditRotated: boolean } {
+  let bytes = 0, longest = 0, rotated = false;
+  for (const p of [path, ...[1, 2, 3, 4].map((i) => `${path}.${i}`)]) {
+    try {
+      const text = Deno.readTextFileSync(p);
+      bytes += new TextEncoder().encode(text).length;
+      for (const l of text.split("\n")) longest = Math.max(longest, l.length + 1);
+      if (p !== path) rotated = true;
+    } catch { /* not there */ }
+  }
+  return { auditBytes: bytes, auditLongestLine: longest, auditRotated: rotated };
+}
+
+if (import.meta.main) {
+  const calls = Number(Deno.args[0] ?? 20_000);
+  const warmup = Number(Deno.args[1] ?? Math.floor(calls / 10));
+  const bound = Number(Deno.args[2] ?? 2 * 1024 * 1024);
+  console.log(JSON.stringify(await runSoak(calls, warmup, bound)));
+}
