@@ -160,7 +160,12 @@ export class SandboxLayers {
    */
   refresh(idle: boolean): Promise<void> {
     if (this.#closed || !this.view.due()) return Promise.resolve();
-    const run = this.#queue.then(() => this.view.refresh(idle, this.#hooks));
+    const run = this.#queue.then(async () => {
+      const stale = this.view.stale !== undefined;
+      await this.view.refresh(idle, this.#hooks);
+      // A stale view made the tree's again holds nothing of its own: its quota starts afresh.
+      if (stale && this.view.stale === undefined) this.#over = false;
+    });
     this.#queue = run.catch(() => {});
     return run;
   }
