@@ -19,6 +19,7 @@
 import { closeConn, copyConn, writeAll } from "../guard/conn_io.ts";
 import { bodyFraming, BodyMeter } from "../guard/http_body.ts";
 import { readHttpHead } from "../guard/http_head.ts";
+import { PeerClock, peerDeadline } from "../guard/peer_clock.ts";
 import { join } from "node:path";
 import { FrontConns } from "./front_conns.ts";
 
@@ -155,7 +156,8 @@ async function _relay(
   phase: (p: "body" | "open") => void,
 ): Promise<void> {
   let late = false;
-  const timer = setTimeout(() => {
+  // The head's time is the client's, never a stall of this process (core/guard/peer_clock.ts).
+  const timer = peerDeadline(timing.headMs, () => {
     late = true;
     _answer(
       conn,
@@ -163,8 +165,8 @@ async function _relay(
       `Request timeout: no complete request head within ${timing.headMs / 1000} s ` +
         "(--head-timeout)",
     ).finally(() => closeConn(conn));
-  }, timing.headMs);
-  const head = await readHttpHead(conn, _MAX_HEAD).finally(() => clearTimeout(timer));
+  });
+  const head = await readHttpHead(conn, _MAX_HEAD).finally(() => timer.stop());
   if (late) return;
   if (head === "too large") {
     return await _answer(conn, 431, `Request header fields too large (over ${_MAX_HEAD} bytes)`);
@@ -214,10 +216,12 @@ function _bodyClock(
   t: _Timing,
   sent: { bytes: number },
 ): { stop(): void } {
-  const start = performance.now();
+  const every = Math.min(250, t.graceMs, t.bodyMs);
+  const clock = new PeerClock(every);
   const tick = setInterval(() => {
     if (meter.done) return clearInterval(tick);
-    const elapsed = performance.now() - start;
+    if (!clock.tick()) return; // this process stalled: what arrived meanwhile is read first
+    const elapsed = clock.elapsed();
     let why = "";
     if (elapsed >= t.bodyMs) {
       why = `no complete request body within ${t.bodyMs / 1000} s (--body-timeout)`;
@@ -232,7 +236,7 @@ function _bodyClock(
     };
     if (sent.bytes > 0) return close();
     _answer(conn, 408, `Request timeout: ${why}`).finally(close);
-  }, Math.min(250, t.graceMs, t.bodyMs));
+  }, every);
   return { stop: () => clearInterval(tick) };
 }
 
