@@ -1,11 +1,10 @@
 /**
- * What corral already hashed, by file stamp: a file whose size, inode,
- * modification and change times are what they were when its bytes were
- * hashed holds those bytes still, so a sandbox's start does not read and
- * hash it again. The change time cannot be set back by anyone but the
- * clock, so a file rewritten and given its old modification time is read
- * again; a file changed less than 3 s before it was stamped is never
- * trusted by stamp (its writes may share the stamp's second). The stamps
+ * What corral already hashed, by file stamp (core/guard/file_stamp.ts): a
+ * file whose size, inode, modification and change times are what they were
+ * when its bytes were hashed holds those bytes still, so a sandbox's start
+ * does not read and hash it again. A file rewritten and given its old
+ * modification time is read again (its change time moved); a file changed
+ * less than 3 s before it was stamped is never trusted by stamp. The stamps
  * are kept for the next start in corral's code store (`stamps.json` beside
  * the module sets: part of the trust base, out of every tool's reach).
  *
@@ -13,12 +12,13 @@
  */
 import { join, resolve } from "node:path";
 import { IMPORT_SPECIFIER, type Pins, resolveLocal, sha256Hex } from "./module_graph.ts";
+import { fileStamp } from "../guard/file_stamp.ts";
 
 /** A file's stamp (size, inode, mtime, ctime), or undefined when too young or unreadable. */
 export type Stamp = string;
 
-/** Files changed this recently are always read again (their stamp may not show the change). */
-const _RACY_MS = 3000;
+export { fileStamp };
+
 const _VERSION = 1;
 
 interface _Known {
@@ -26,33 +26,6 @@ interface _Known {
   hash: string;
   /** The local files it imports (absolute), when it was read for its imports. */
   imports?: string[];
-}
-
-/**
- * The stamp of `path` now, or undefined (missing, or changed within the
- * last 3 s: then it must be read).
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { fileStamp } from "./file_stamps.ts";
- * const file = await Deno.makeTempFile();
- * assert.equal(fileStamp(file), undefined); // just written
- * assert.equal(fileStamp("/no/such/file"), undefined);
- * ```
- */
-export function fileStamp(path: string): Stamp | undefined {
-  let st: Deno.FileInfo;
-  try {
-    st = Deno.statSync(path);
-  } catch {
-    return undefined;
-  }
-  const mtime = st.mtime?.getTime();
-  const ctime = st.ctime?.getTime();
-  if (mtime === undefined || ctime === undefined) return undefined;
-  if (Date.now() - Math.max(mtime, ctime) < _RACY_MS) return undefined;
-  return `${st.size}:${st.ino ?? ""}:${mtime}:${ctime}`;
 }
 
 /**
