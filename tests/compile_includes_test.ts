@@ -24,7 +24,8 @@ const TOOL_CODE_IMPORTS: Array<[string, string]> = [
     'import(module.startsWith("/") ? `file://${module}` : module)',
   ],
   ["core/sandbox/sandbox_child.ts", "import(`file://${m}`)"],
-  ["core/tool/harness_main.ts", "import(`file://${resolve(file)}`)"], // corral harness FILE
+  // `corral harness FILE`: the user's tool file, run by Deno (a compiled corral refuses the command).
+  ["core/tool/harness_main.ts", "import(`file://${resolve(file)}`)"],
   ["core/cli/cli.ts", "import(new URL(path, import.meta.url).href)"], // _load: its call sites are walked
   // corral's own host bundle (core/cli/bundle_build.ts), never used by a compiled binary.
   ["core/cli/host_bundle.ts", "import(new URL(`${record.dir}/entry.js`, _DIR).href)"],

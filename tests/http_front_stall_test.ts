@@ -39,16 +39,14 @@ async function _accepted(port: number): Promise<Deno.Conn> {
 }
 
 Deno.test("a request that arrived whole while the process stalled past the head timeout is served, not answered 408; a silent client still gets 408", async () => {
-  const front = listenFront({ hostname: "127.0.0.1", port: 0, headTimeoutMs: 300 });
   const seen: string[] = [];
-  const server = Deno.serve(
-    { path: front.socket, onListen: () => {} },
+  const front = await listenFront(
+    { hostname: "127.0.0.1", port: 0, headTimeoutMs: 300 },
     async (req) => {
       seen.push(await req.text());
-      return new Response("served");
+      return new Response("served", { headers: { connection: "close" } });
     },
   );
-  front.start();
   try {
     for (let round = 0; round < 3; round++) {
       const conn = await _accepted(front.addr.port);
@@ -67,25 +65,21 @@ Deno.test("a request that arrived whole while the process stalled past the head 
     assert.match(refused, /no complete request head within 0\.3 s \(--head-timeout\)/);
     assert.equal(seen.length, 3);
   } finally {
-    front.close();
-    await server.shutdown();
-    await front.finished;
+    await front.close();
   }
 });
 
 Deno.test("a body that arrived whole while the process stalled past the body timeout is served; a body that never comes still gets 408", async () => {
-  const front = listenFront({
+  const front = await listenFront({
     hostname: "127.0.0.1",
     port: 0,
     bodyTimeoutMs: 300,
     bodyGraceMs: 300,
     minBodyRate: 1,
-  });
-  const server = Deno.serve(
-    { path: front.socket, onListen: () => {} },
-    async (req) => new Response(`got ${await req.text().catch(() => "(cut)")}`),
-  );
-  front.start();
+  }, async (req) =>
+    new Response(`got ${await req.text().catch(() => "(cut)")}`, {
+      headers: { connection: "close" },
+    }));
   const [head, body] = REQUEST.split("\r\n\r\n");
   try {
     const conn = await _accepted(front.addr.port);
@@ -102,8 +96,43 @@ Deno.test("a body that arrived whole while the process stalled past the body tim
       /^HTTP\/1\.1 408[\s\S]*no complete request body within 0\.3 s/,
     );
   } finally {
-    front.close();
-    await server.shutdown();
-    await front.finished;
+    await front.close();
+  }
+});
+
+Deno.test("a kept-alive connection's next head is timed from its first byte: a partial one gets 408, a whole one sent after a pause is served", async () => {
+  const front = await listenFront(
+    { hostname: "127.0.0.1", port: 0, headTimeoutMs: 400 },
+    async (req) => new Response(`got ${await req.text()}`),
+  );
+  const ask = "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
+  const enc = new TextEncoder();
+  const dec = new TextDecoder();
+  const buf = new Uint8Array(4096);
+  /** The next response on `conn` (it ends with the handler's "got {}"). */
+  const response = async (conn: Deno.Conn) => {
+    let text = "";
+    while (!text.endsWith("got {}")) {
+      const n = await conn.read(buf);
+      if (n === null) break;
+      text += dec.decode(buf.subarray(0, n));
+    }
+    return text;
+  };
+  try {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: front.addr.port });
+    await conn.write(enc.encode(ask));
+    assert.match(await response(conn), /^HTTP\/1\.1 200[\s\S]*keep-alive/i);
+    // Idle longer than the head timeout, then a whole request: the clock starts at its first byte.
+    await new Promise((r) => setTimeout(r, 800));
+    await conn.write(enc.encode(ask));
+    assert.match(await response(conn), /^HTTP\/1\.1 200/);
+    // A partial next head is refused at its deadline, not held.
+    await conn.write(enc.encode("POST /mcp HTTP/1.1\r\nHost"));
+    const refused = await _answer(conn);
+    assert.match(refused, /^HTTP\/1\.1 408 Request Timeout/);
+    assert.match(refused, /no complete request head within 0\.4 s \(--head-timeout\)/);
+  } finally {
+    await front.close();
   }
 });

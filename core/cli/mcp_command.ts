@@ -211,7 +211,7 @@ export async function runMcpCommand(
     if (team?.metricsTokenFile) {
       log(`corral: /metrics needs "Authorization: Bearer <the token in ${team.metricsTokenFile}>"`);
     }
-    const http = serveHttp(registry, {
+    const http = await serveHttp(registry, {
       team: team?.identity,
       hostname,
       port,

@@ -158,7 +158,7 @@ export interface AuditChangesRecord extends Partial<AuditWho> {
  * ```
  */
 export async function digestArgs(value: unknown): Promise<string> {
-  // WebCrypto here, ./sha256.ts elsewhere: the tests compare the two.
+  // WebCrypto here, ./sha256_hex.ts elsewhere: the tests compare the two.
   const bytes = new TextEncoder().encode(canonicalJson(value));
   const digest = await crypto.subtle.digest("SHA-256", bytes);
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");

@@ -15,6 +15,7 @@
  * @module
  */
 import { dirname, join, relative } from "node:path";
+import { fileClockNow } from "./file_clock.ts";
 import { isWithin } from "../guard/is_within.ts";
 import { keepConflict, lowerSig, sameSig, type Sig } from "./tree_sig.ts";
 import {
@@ -84,7 +85,8 @@ export class SandboxLayers {
     this.dirs = o.dirs;
     this.#artifacts = new Set(o.artifacts);
     this.#base = dirname(o.dirs.dir);
-    const now = Date.now();
+    // The kernel's file time, as the tree's files are stamped (./file_clock.ts).
+    const now = fileClockNow(o.dirs.dir);
     for (const l of o.dirs.roots) {
       this.#memory.set(l.root, layerMemory());
       this.#epoch.set(l.root, now);
@@ -175,7 +177,7 @@ export class SandboxLayers {
   }
 
   async #settle(layer: LayerRoot): Promise<ChangeReport> {
-    const started = Date.now();
+    const started = fileClockNow(this.dirs.dir);
     const memory = this.#memory.get(layer.root)!;
     const diff = await diffLayer(layer, memory, this.#artifacts);
     if (diff.ops.length === 0) {

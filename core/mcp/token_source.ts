@@ -11,7 +11,7 @@
  */
 import { join } from "node:path";
 import { configDir } from "../config/install_dir.ts";
-import { sha256Hex } from "../guard/sha256.ts";
+import { sha256Hex } from "../guard/sha256_hex.ts";
 
 /** The environment variable a server reads its token from, and clients' entries name. */
 export const TOKEN_VAR = "CORRAL_MCP_TOKEN";

@@ -17,7 +17,7 @@ import {
   canonicalJson,
   classifyResult,
 } from "../guard/audit.ts";
-import { sha256Hex, useNativeSha256 } from "../guard/sha256.ts";
+import { sha256Hex, useNativeSha256 } from "../guard/sha256_hex.ts";
 import type { EgressRecord } from "../guard/egress.ts";
 import { redact, scrubText } from "../guard/redact.ts";
 import type { AskKind } from "../sandbox/protocol.ts";

@@ -168,10 +168,10 @@ async function _holds(folder: string, files: readonly string[]): Promise<boolean
 }
 
 /**
- * SHA-256 in hex by WebCrypto: Deno's native digest, where the TypeScript
- * one (core/guard/sha256.ts) cost a cold start 10–25 ms for these few KiB
- * (its code runs once, never optimised). Same hashes, so kept filters stay
- * valid.
+ * SHA-256 in hex by WebCrypto: Deno's native digest, with no module to load
+ * (a script hash, core/guard/sha256_hex.ts, runs its code once, never
+ * optimised: a cold start paid 10–25 ms for these few KiB). Same hashes, so
+ * kept filters stay valid.
  */
 async function _sha256(data: string | Uint8Array): Promise<string> {
   const bytes = typeof data === "string" ? new TextEncoder().encode(data) : new Uint8Array(data);
