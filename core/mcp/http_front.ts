@@ -2,13 +2,11 @@
  * The HTTP server of `corral mcp --http`: `node:http` (Deno's, whose parser
  * is llhttp), each request handed to a `fetch`-style handler through
  * `@hono/node-server`. The platform enforces what it can: a request head
- * must be at most 64 KiB (`maxHeaderSize`: 431), well-formed (llhttp
- * refuses the rest: 400), and an idle kept-alive connection closes after
- * 5 s (`keepAliveTimeout`). What it lacks is done here on its events: a
- * request head must be whole within `headTimeoutMs` (also for each next
- * request of a kept-alive connection, from its first byte; else 408 and
- * close), counted on the time this process could run (./head_clock.ts:
- * `headersTimeout` blamed clients for the server's own stalls); connections are capped in all
+ * must be whole within `headTimeoutMs` (`headersTimeout`, also for each
+ * next request of a kept-alive connection; else 408 and close), at most 64
+ * KiB (`maxHeaderSize`: 431), well-formed (llhttp refuses the rest: 400),
+ * and an idle kept-alive connection closes after 5 s (`keepAliveTimeout`).
+ * What it lacks is done here on its events: connections are capped in all
  * and per client address, the oldest without a whole head giving way
  * (./front_conns.ts: 503 or 429 otherwise); a body must be whole within
  * `bodyTimeoutMs` of its head and average `minBodyRate` bytes a second once
@@ -23,7 +21,6 @@ import type { Socket } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { type BodyTiming, timeBody } from "./body_clock.ts";
 import { FrontConns } from "./front_conns.ts";
-import { HeadClock } from "./head_clock.ts";
 import { answerRaw } from "./http_refusal.ts";
 
 /** Default of `--head-timeout`: seconds a client may take to send a request head. */
@@ -78,7 +75,6 @@ interface _Conn {
   id: number;
   who: string;
   inFlight: number;
-  head: HeadClock;
 }
 
 /**
@@ -115,15 +111,15 @@ export async function listenFront(
     options.maxConnsPerClient ?? DEFAULT_MAX_CONNS_PER_CLIENT,
   );
   const server = createServer({
-    // The head and the body have clocks of their own (./head_clock.ts, ./body_clock.ts).
-    headersTimeout: 0,
-    requestTimeout: 0,
+    headersTimeout: headMs,
+    requestTimeout: 0, // the body has its own clock (./body_clock.ts)
     keepAliveTimeout: _KEEP_ALIVE_MS,
+    connectionsCheckingInterval: Math.max(50, Math.min(250, headMs / 4)),
     maxHeaderSize: MAX_HEAD_BYTES,
   });
   const held = new Map<Socket, _Conn>();
   const state = { closing: false };
-  server.on("connection", (socket: Socket) => _admit(socket, conns, held, headMs));
+  server.on("connection", (socket: Socket) => _admit(socket, conns, held));
   server.on("clientError", (err: Error & { code?: string }, socket: Socket) => {
     _clientError(err, socket, headMs);
   });
@@ -134,7 +130,6 @@ export async function listenFront(
   server.on("request", (req: IncomingMessage, res: ServerResponse) => {
     const conn = held.get(req.socket as Socket);
     if (!conn) return; // refused at the door: its answer is on its way, then it closes
-    conn.head.got();
     _serveOne(req, res, conn, conns, timing, listener, state);
   });
   await new Promise<void>((resolve, reject) => {
@@ -147,16 +142,15 @@ export async function listenFront(
   return _running(server, held, state);
 }
 
-/** Admit a new connection (its head's clock started), or answer 429/503 and close it. */
-function _admit(socket: Socket, conns: FrontConns, held: Map<Socket, _Conn>, headMs: number): void {
+/** Admit a new connection, or answer 429/503 and close it. */
+function _admit(socket: Socket, conns: FrontConns, held: Map<Socket, _Conn>): void {
   const who = _address(socket.remoteAddress);
   socket.on("error", () => {});
   const admitted = conns.admit(who, () => socket.destroy());
   if (!admitted.ok) {
     return answerRaw(socket, admitted.status, admitted.message);
   }
-  const head = new HeadClock(socket, headMs, () => _clientError(_late(), socket, headMs));
-  held.set(socket, { id: admitted.id, who, inFlight: 0, head });
+  held.set(socket, { id: admitted.id, who, inFlight: 0 });
   socket.once("close", () => {
     held.delete(socket);
     conns.release(admitted.id);
@@ -188,10 +182,7 @@ function _serveOne(
     conn.inFlight--;
     if (state.closing && conn.inFlight === 0) return void req.socket.destroy();
     // Kept alive: it waits for its next head, and may give way like a new connection.
-    if (!req.socket.destroyed) {
-      conns.phase(conn.id, "head");
-      if (conn.inFlight === 0) conn.head.next();
-    }
+    if (!req.socket.destroyed) conns.phase(conn.id, "head");
   });
   listener(req, res).catch(() => req.socket.destroy());
 }
@@ -213,11 +204,6 @@ function _clientError(err: Error & { code?: string }, socket: Socket, headMs: nu
     return answerRaw(socket, 431, `Request header fields too large (over ${MAX_HEAD_BYTES} bytes)`);
   }
   answerRaw(socket, 400, `Bad Request: not a valid HTTP/1.1 request (${err.code ?? err.message})`);
-}
-
-/** The error a late head is answered for (as `node:http`'s `headersTimeout` names it). */
-function _late(): Error & { code: string } {
-  return Object.assign(new Error("request head timeout"), { code: "ERR_HTTP_REQUEST_TIMEOUT" });
 }
 
 function _internalError(err: unknown): Response {
