@@ -183,7 +183,7 @@ export async function main(argv: string[]): Promise<number> {
     const { runTreeApplier } = await _load<typeof import("../layers/tree_applier.ts")>(
       "../layers/tree_applier.ts",
     );
-    await runTreeApplier();
+    await runTreeApplier(argv[1]);
     return 0;
   }
   // Hidden: make the host bundle now (./bundle_build.ts; a call starts it when its bundle is stale).
