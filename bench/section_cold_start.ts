@@ -24,7 +24,12 @@ export async function sectionColdStart(sizes: Sizes, base: string): Promise<stri
     '{"filepath":"small.txt"}',
     "--quiet",
   ];
-  const env = { CORRAL_CACHE_DIR: cache };
+  // The call runs from the host bundle (core/cli/host_bundle.ts), made first; `require` makes a
+  // call that could not use it fail rather than measure the modules' path unnoticed.
+  const made = await timeDeno(["run", ...CORRAL_FLAGS, `${ROOT}main.ts`, "__bundle"], {});
+  if (made.code !== 0) throw new Error(`corral __bundle failed: ${made.stderr.slice(-500)}`);
+  const env = { CORRAL_CACHE_DIR: cache, CORRAL_BUNDLE: "require" };
+  const modules = { CORRAL_CACHE_DIR: cache, CORRAL_BUNDLE: "off" };
   const commands: Array<
     { key: string; label: string; args: string[]; env?: Record<string, string> }
   > = [
@@ -44,6 +49,12 @@ export async function sectionColdStart(sizes: Sizes, base: string): Promise<stri
       label: "**`corral call WordCount`**, discovery cache warm",
       args: call,
       env,
+    },
+    {
+      key: "modules",
+      label: "`corral call WordCount` from corral's modules (`CORRAL_BUNDLE=off`)",
+      args: call,
+      env: modules,
     },
     {
       key: "nocache",

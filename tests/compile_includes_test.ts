@@ -1,12 +1,12 @@
 // A compiled corral runs everything it starts (issue 39). This walks corral's
 // code for every file loaded by path or by a computed specifier, or bound into
-// a namespace, at run time: `new URL("…", import.meta.url)`, main.ts's
+// a namespace, at run time: `new URL("…", import.meta.url)`, core/cli/cli.ts's
 // `_load("…")`, `new Worker(…)`, computed `import(…)`, `--preload`, and
 // install-relative paths ("core/….ts") handed to core/guard/self_run.ts. Each
 // such file must be embedded in the binary (core/cli/compile.ts
 // `compileIncludes()` or the static graph it pulls in); a program (a module
 // that runs when started) must also be started through the binary, as one of
-// SELF_PROGRAMS that main.ts dispatches; a file handed to another program's
+// SELF_PROGRAMS that core/cli/cli.ts dispatches; a file handed to another program's
 // `--preload` must come out of the binary by writeSelfFiles. The compiled
 // binary itself cannot be built here (DENO_FACTS.md); tests/self_run_test.ts
 // runs each program the way the binary does.
@@ -26,7 +26,9 @@ const TOOL_CODE_IMPORTS: Array<[string, string]> = [
   ["core/sandbox/sandbox_child.ts", "import(`file://${m}`)"],
   // `corral harness FILE`: the user's tool file, run by Deno (a compiled corral refuses the command).
   ["core/tool/harness_main.ts", "import(`file://${resolve(file)}`)"],
-  ["main.ts", "import(new URL(path, import.meta.url).href)"], // _load: its call sites are walked
+  ["core/cli/cli.ts", "import(new URL(path, import.meta.url).href)"], // _load: its call sites are walked
+  // corral's own host bundle (core/cli/bundle_build.ts), never used by a compiled binary.
+  ["core/cli/host_bundle.ts", "import(new URL(`${record.dir}/entry.js`, _DIR).href)"],
 ];
 
 /** One finding: a file corral loads or starts by path at run time, and where. */
@@ -165,12 +167,14 @@ Deno.test("every file corral loads or starts by path is embedded, and every prog
   }
 });
 
-Deno.test("every program started through the binary is dispatched by main.ts and embedded", async () => {
-  const main = await Deno.readTextFile(join(ROOT, "main.ts"));
+Deno.test("every program started through the binary is dispatched by core/cli/cli.ts and embedded", async () => {
+  const cli = await Deno.readTextFile(join(ROOT, "core/cli/cli.ts"));
   const includes = new Set((await compileIncludes()).map((f) => relative(ROOT, f)));
   for (const [name, module] of Object.entries(SELF_PROGRAMS)) {
-    assert.match(main, new RegExp(`argv\\[0\\] === "${name}"`), `main.ts does not run ${name}`);
-    assert.ok(main.includes(`_load<typeof import("./${module}")>`), `${name} loads ${module}`);
+    assert.match(cli, new RegExp(`argv\\[0\\] === "${name}"`), `cli.ts does not run ${name}`);
+    const rel = relative(join(ROOT, "core/cli"), join(ROOT, module));
+    const spec = rel.startsWith(".") ? rel : `./${rel}`;
+    assert.ok(cli.includes(`_load<typeof import("${spec}")>`), `${name} loads ${module}`);
     assert.ok(includes.has(module), `${module} is not in compileIncludes()`);
   }
   for (const f of Object.values(WRITTEN_OUT).flat()) {

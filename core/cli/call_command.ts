@@ -112,7 +112,8 @@ export async function callCommand(
   }
   const interactive = values.args !== "-" && Deno.stdin.isTerminal();
   const confirm = values.yes ? () => true : interactive ? _askOnTerminal : undefined;
-  keepNextLaunch(); // this call's sandbox is the one the next identical call starts ahead
+  // This call's sandbox is the one the next identical call starts ahead, loading this tool's module.
+  keepNextLaunch(registry.get(name)?.source);
   let result;
   try {
     result = await registry.call(name, args, {

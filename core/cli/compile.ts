@@ -55,10 +55,12 @@ export async function compileIncludes(): Promise<string[]> {
   // `deno run` (core/guard/self_run.ts).
   files.push(...Object.values(SELF_PROGRAMS).map((f) => join(INSTALL_DIR, f)));
   files.push(...Object.values(WRITTEN_OUT).flat().map((f) => join(INSTALL_DIR, f)));
-  // main.ts loads each command's module by a computed specifier (only the one that runs).
-  const main = await Deno.readTextFile(join(INSTALL_DIR, "main.ts"));
-  for (const m of main.matchAll(/_load<typeof import\("\.\/([^"]+)"\)>/g)) {
-    files.push(join(INSTALL_DIR, m[1]));
+  // main.ts loads core/cli/cli.ts, and that each command's module, by a computed specifier (only
+  // the one that runs).
+  files.push(join(INSTALL_DIR, "core", "cli", "cli.ts"));
+  const cli = await Deno.readTextFile(join(INSTALL_DIR, "core", "cli", "cli.ts"));
+  for (const m of cli.matchAll(/_load<typeof import\("([^"]+)"\)>/g)) {
+    files.push(join(INSTALL_DIR, "core", "cli", m[1]));
   }
   return [...new Set(files)].sort();
 }

@@ -46,12 +46,17 @@ export async function prestartCall(values: CliValues, name: string): Promise<voi
   } catch { /* none yet, or unreadable: started as usual */ }
 }
 
-/** Keep the launch plan of the call that runs next (call it right before the call). */
-export function keepNextLaunch(): void {
+/**
+ * Keep the launch plan of the call that runs next (call it right before the
+ * call); of the sandbox's modules, only `module` (the called tool's) is
+ * loaded ahead next time, when it is one of them.
+ */
+export function keepNextLaunch(module?: string): void {
   const file = _file;
   if (!file) return;
-  recordNextLaunch((plan, preload) => {
+  recordNextLaunch((plan, modules) => {
     try {
+      const preload = module && modules.includes(module) ? [module] : modules;
       const text = JSON.stringify({ v: 1, plan, found: limitsProbe(), preload });
       if (text === _known) return;
       Deno.mkdirSync(join(file, ".."), { recursive: true, mode: 0o700 });

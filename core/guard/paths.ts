@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path";
+import { basename, dirname, isAbsolute, join, resolve, sep } from "./posix_path.ts";
 import { PermissionDeniedError } from "../tool/errors.ts";
 
 /**

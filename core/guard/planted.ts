@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "./posix_path.ts";
 import { PermissionDeniedError } from "../tool/errors.ts";
 
 /**

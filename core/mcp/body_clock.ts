@@ -9,6 +9,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
+import { PeerClock } from "../guard/peer_clock.ts";
 import { answerRaw } from "./http_refusal.ts";
 
 /** The rules of a body's clock (ms, bytes a second). */
@@ -22,7 +23,10 @@ export interface BodyTiming {
  * Time `req`'s body from now (its head has just arrived): `whole` hears
  * when it has arrived; the answer is a function that stops the clock.
  * Bytes are counted on the connection as they arrive (`bytesRead`), so a
- * handler that has not read the body yet does not make it late.
+ * handler that has not read the body yet does not make it late. The clock
+ * counts only the time this process could run (core/guard/peer_clock.ts):
+ * a tick that comes late after a stall judges nothing, so a body that
+ * arrived during the stall is read first.
  *
  * @example
  * ```ts
@@ -56,14 +60,16 @@ export function timeBody(
     return () => {};
   }
   const socket = req.socket as Socket;
-  const start = performance.now();
+  const every = Math.max(10, Math.min(250, t.graceMs, t.bodyMs));
+  const clock = new PeerClock(every);
   const before = socket.bytesRead;
   const tick = setInterval(() => {
     if (req.complete) {
       clearInterval(tick);
       return whole();
     }
-    const elapsed = performance.now() - start;
+    if (!clock.tick()) return; // this process stalled: what arrived meanwhile is read first
+    const elapsed = clock.elapsed();
     let why = "";
     if (elapsed >= t.bodyMs) {
       why = `no complete request body within ${t.bodyMs / 1000} s (--body-timeout)`;
@@ -74,6 +80,6 @@ export function timeBody(
     clearInterval(tick);
     if (res.headersSent) return void socket.destroy();
     answerRaw(socket, 408, `Request timeout: ${why}`);
-  }, Math.max(10, Math.min(250, t.graceMs, t.bodyMs)));
+  }, every);
   return () => clearInterval(tick);
 }

@@ -70,7 +70,7 @@ async function* _lines(read: (p: Uint8Array) => Promise<number | null>): AsyncGe
 const _KINDS = ["read", "write", "run", "net", "env", "sys", "ffi", "import"] as const;
 
 /** Revoke every kind the grant does not use; return the state of each kind. */
-async function _drop(init: _Init): Promise<Record<string, string>> {
+function _drop(init: _Init): Record<string, string> {
   const keep = new Set<string>(["read"]);
   // The egress bridge connects to a unix socket: that needs write (of the socket only).
   if (init.write.length || init.egress) keep.add("write");
@@ -81,7 +81,8 @@ async function _drop(init: _Init): Promise<Record<string, string>> {
   for (const name of _KINDS) {
     const desc = { name } as Deno.PermissionDescriptor;
     try {
-      if (!keep.has(name)) await Deno.permissions.revoke(desc);
+      // Synchronous: no promise and no turn of the event loop for each kind.
+      if (!keep.has(name)) Deno.permissions.revokeSync(desc);
       held[name] = Deno.permissions.querySync(desc).state;
     } catch (err) {
       held[name] = `unknown: ${(err as Error).message}`;
@@ -114,7 +115,7 @@ export async function runSandboxChild(options: { worker?: boolean } = {}): Promi
   // The way out of the namespace, before any tool code exists: a TCP port on
   // the namespace's own loopback, relayed to the host's egress proxy.
   if (init.egress) bridgeEgress(init.egress);
-  const held = await _drop(init);
+  const held = _drop(init);
   if (options.worker) return await _viaWorker(lines, token, init, held);
   // The tool code will share this realm: keep what writes a protocol line
   // (and the token) in this closure, with the built-ins it needs taken now,

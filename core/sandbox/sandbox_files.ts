@@ -12,14 +12,26 @@ import { probeLimits } from "../guard/limits.ts";
 import { isWithin, runtimeFiles } from "../guard/namespace.ts";
 import type { Grant } from "../tool/tool.ts";
 import { CACHE_FORMAT, privateDenoCache } from "./emit_cache.ts";
-import { changedPins, localModuleGraph, pinGraph, type Pins, sha256Hex } from "./module_graph.ts";
+import { changedPins, pinGraph, type Pins } from "./module_graph.ts";
+import { fileStamp, FileStamps, stampedGraph, stampedHash } from "./file_stamps.ts";
 import { type KnownBytes, type PinnedCode, pinnedCode } from "./pinned_code.ts";
 import { type DenoNeeds, leanDenoDir } from "./discovery_deno_dir.ts";
 import { selfHosted } from "./child_command.ts";
 import { sealedRuntimeReady } from "./sealed_runtime.ts";
 import { CHILD_ENTRY, type SandboxNamespace, WORKER_ENTRY } from "./transport.ts";
 
-let _entryGraph: Promise<string[]> | undefined;
+let _entry: Promise<{ files: string[]; pins: Pins }> | undefined;
+let _stamps: FileStamps | undefined;
+
+/** What corral hashed, by file stamp, kept in its code store (./file_stamps.ts). */
+function _stamped(): FileStamps {
+  return _stamps ??= new FileStamps(join(codeStoreDir(), "stamps.json"));
+}
+
+/** The sandbox entry points' graph and pins: files unchanged since the last start are not read. */
+function _entryPins(): Promise<{ files: string[]; pins: Pins }> {
+  return _entry ??= stampedGraph([WORKER_ENTRY, CHILD_ENTRY], _stamped());
+}
 
 /**
  * The files the sandbox entry points import (read access for the sandbox).
@@ -31,8 +43,8 @@ let _entryGraph: Promise<string[]> | undefined;
  * assert.ok((await sandboxEntryFiles()).some((f) => f.endsWith("sandbox_worker.ts")));
  * ```
  */
-export function sandboxEntryFiles(): Promise<string[]> {
-  return _entryGraph ??= localModuleGraph([WORKER_ENTRY, CHILD_ENTRY]);
+export async function sandboxEntryFiles(): Promise<string[]> {
+  return (await _entryPins()).files;
 }
 
 /** What {@link prepareSandboxFiles} found. */
@@ -54,9 +66,8 @@ let _salt: Promise<string> | undefined;
 /** What a module set's folder depends on besides its pins: Deno, corral's lock, the entry points. */
 function _storeSalt(): Promise<string> {
   return _salt ??= (async () => {
-    const read = (name: string) =>
-      Deno.readFile(join(INSTALL_DIR, name)).then(sha256Hex, () => "missing");
-    const entry = Object.entries(await pinGraph(await sandboxEntryFiles())).sort();
+    const read = (name: string) => stampedHash(join(INSTALL_DIR, name), _stamped());
+    const entry = Object.entries((await _entryPins()).pins).sort();
     return JSON.stringify([
       CACHE_FORMAT,
       Deno.version.deno,
@@ -86,6 +97,17 @@ export async function prepareSandboxFiles(o: {
   // A process sandbox starts in limits: their probe (begun by the registry) is awaited here,
   // never run again synchronously at the start.
   const probing = o.process ? probeLimits() : undefined;
+  try {
+    return await _prepare(o, probing);
+  } finally {
+    _stamped().save();
+  }
+}
+
+async function _prepare(
+  o: Parameters<typeof prepareSandboxFiles>[0],
+  probing: Promise<unknown> | undefined,
+): Promise<SandboxFiles> {
   const local = o.modules.filter((m) => m.startsWith("/"));
   const unpinned = local.filter((m) => !o.pins || !(m in o.pins));
   const pins: Pins = { ...(unpinned.length ? await pinGraph(unpinned) : {}), ...o.pins };
@@ -195,7 +217,18 @@ function _noPrivateCache(dir: string, err: Error): string {
  */
 export async function pinsRefusal(pins: Pins | undefined): Promise<string | undefined> {
   if (!pins) return undefined;
-  const changed = await changedPins(pins);
+  // A file whose stamp is the one it had when corral last hashed it to this pin is unchanged.
+  const stamps = _stamped();
+  const unsure = Object.fromEntries(
+    Object.entries(pins).filter(([file, hash]) => stamps.known(file)?.hash !== hash),
+  );
+  const before = new Map(Object.keys(unsure).map((f) => [f, fileStamp(f)])); // stamped, then read
+  const changed = await changedPins(unsure);
+  for (const [file, hash] of Object.entries(unsure)) {
+    if (!file.startsWith("/") || changed.includes(file)) continue;
+    stamps.remember(file, hash, undefined, before.get(file));
+  }
+  stamps.save();
   if (changed.length === 0) return undefined;
   return `not started: ${changed.map((f) => `"${f}"`).join(", ")} changed since corral ` +
     `checked ${changed.length > 1 ? "them" : "it"} at discovery (restart corral, or run ` +

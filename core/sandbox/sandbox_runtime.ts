@@ -33,24 +33,60 @@ let _post: (msg: SandboxMessage) => void = () => {};
 /**
  * Which call printed a line: the call's id travels in an async context, so
  * a timer or a rejection a call left behind stays that call's (or, once it
- * has ended, nobody's: the sandbox's log), never the next call's.
- * AsyncLocalStorage is loaded by the first call, not at start: it starts
- * Deno's Node layer (about 10 ms and 3 MiB per isolate), which a discovery
- * worker, whose every line is its one import's, never needs.
+ * has ended, nobody's: the sandbox's log), never the next call's. The
+ * context is Deno's own async variable, the one node:async_hooks'
+ * AsyncLocalStorage is built on (`Deno[Deno.internal].core.AsyncVariable`:
+ * it follows promises, timers and microtasks), so no sandbox starts Deno's
+ * Node layer for it (about 4 MiB and a fifth of a small sandbox's start).
+ * Where that is missing (another Deno), AsyncLocalStorage itself, loaded
+ * by the first call.
  */
-let _als: { run<R>(id: number, fn: () => R): R; getStore(): number | undefined } | undefined;
+let _als: { run<R>(id: number, fn: () => R): R; getStore(): number | undefined } | undefined =
+  _coreContext();
 let _alsLoading: Promise<void> | undefined;
 
 function _current(): number | undefined {
   return _als?.getStore();
 }
 
+/** The call context on Deno's core async variable, or undefined where Deno has none. */
+function _coreContext(): typeof _als {
+  try {
+    const core = (Deno as unknown as Record<symbol, { core?: Record<string, unknown> }>)[
+      (Deno as unknown as { internal: symbol }).internal
+    ]?.core;
+    const Variable = core?.AsyncVariable as
+      | (new () => { enter(v: unknown): unknown; get(): unknown })
+      | undefined;
+    const restore = core?.setAsyncContext as ((c: unknown) => void) | undefined;
+    if (typeof Variable !== "function" || typeof restore !== "function") return undefined;
+    const variable = new Variable();
+    if (typeof variable.enter !== "function" || typeof variable.get !== "function") {
+      return undefined;
+    }
+    return {
+      run<R>(id: number, fn: () => R): R {
+        const before = variable.enter(id);
+        try {
+          return fn();
+        } finally {
+          restore(before);
+        }
+      },
+      getStore: () => variable.get() as number | undefined,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * Load what a first call needs (AsyncLocalStorage, and so Deno's Node
- * layer) now: a sandbox started ahead of a call (./prestart.ts) does it
- * while the host works, not when the call arrives.
+ * Load what a first call needs (AsyncLocalStorage, where Deno's own async
+ * variable is missing) now: a sandbox started ahead of a call
+ * (./prestart.ts) does it while the host works, not when the call arrives.
  */
 export function warmCalls(): void {
+  if (_als) return;
   _alsLoading ??= import("node:async_hooks").then(({ AsyncLocalStorage }) => {
     _als = new AsyncLocalStorage<number>();
   });
@@ -88,14 +124,19 @@ const _logBytes = (p: Uint8Array): number => {
   _post({ type: "log", id: _current(), text: text.slice(0, _MAX_LOG) });
   return p.length;
 };
-const _sink = () =>
-  Object.freeze({
+const _sink = () => {
+  // Made when asked: a stream is Deno's web streams, which a sandbox loads only if a tool uses them.
+  let writable: WritableStream<Uint8Array> | undefined;
+  return Object.freeze({
     write: (p: Uint8Array) => Promise.resolve(_logBytes(p)),
     writeSync: _logBytes,
-    writable: new WritableStream<Uint8Array>({ write: (chunk) => void _logBytes(chunk) }),
+    get writable(): WritableStream<Uint8Array> {
+      return writable ??= new WritableStream<Uint8Array>({ write: (c) => void _logBytes(c) });
+    },
     isTerminal: () => false,
     close: () => {},
   });
+};
 const _noStdin = () => {
   throw new Error("stdin is not available to tool code in a corral sandbox");
 };

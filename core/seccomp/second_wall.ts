@@ -11,7 +11,6 @@
  * @module
  */
 import { dirname, join } from "node:path";
-import { sha256Hex } from "../guard/sha256_hex.ts";
 import { BUILDER_SOURCE, libRules, runBuilder, SYSTEM_PYTHON } from "./builder.ts";
 import { checkedNames, filterProblems } from "./check_filter.ts";
 import { refusedSyscalls, SECCOMP_RULES, USERNS_SYSCALLS } from "./rules.ts";
@@ -84,7 +83,7 @@ export async function jailFilter(
   if (known) {
     // Made before in this process: used while its files are still the ones proven.
     const f = await known.catch(() => undefined);
-    if (f && _holds(dirname(f.files[0]), f.files)) return f;
+    if (f && await _holds(dirname(f.files[0]), f.files)) return f;
     if (_made.get(key) === known) _made.delete(key);
   }
   let p = _made.get(key);
@@ -113,9 +112,9 @@ async function _load(
   arch: string,
   python: string,
 ): Promise<JailFilter> {
-  const key = sha256Hex(
+  const key = (await _sha256(
     JSON.stringify([_CHECK_VERSION, arch, except, SECCOMP_RULES, BUILDER_SOURCE]),
-  ).slice(0, 32);
+  )).slice(0, 32);
   const folder = join(dir, key);
   const files = _FILES.map((f) => join(folder, f));
   const filter: JailFilter = {
@@ -123,7 +122,7 @@ async function _load(
     userns: except.some((n) => USERNS_SYSCALLS.includes(n)),
     except,
   };
-  if (_holds(folder, files)) return filter;
+  if (await _holds(folder, files)) return filter;
   let built;
   try {
     built = await runBuilder(arch, libRules(SECCOMP_RULES, except), checkedNames(arch), python);
@@ -145,7 +144,7 @@ async function _load(
       v: _CHECK_VERSION,
       arch,
       except,
-      sha256: bytes.map((b) => sha256Hex(b)),
+      sha256: await Promise.all(bytes.map(_sha256)),
       known: built.table.length,
       highest: Math.max(...built.table),
     };
@@ -157,14 +156,27 @@ async function _load(
 }
 
 /** The kept filter is exactly what was proven (its record's hashes). */
-function _holds(folder: string, files: readonly string[]): boolean {
+async function _holds(folder: string, files: readonly string[]): Promise<boolean> {
   try {
     const r = JSON.parse(Deno.readTextFileSync(join(folder, "filter.json"))) as _Record;
-    return r.v === _CHECK_VERSION &&
-      files.every((f, i) => sha256Hex(Deno.readFileSync(f)) === r.sha256[i]);
+    if (r.v !== _CHECK_VERSION) return false;
+    const found = await Promise.all(files.map((f) => _sha256(Deno.readFileSync(f))));
+    return found.every((h, i) => h === r.sha256[i]);
   } catch {
     return false;
   }
+}
+
+/**
+ * SHA-256 in hex by WebCrypto: Deno's native digest, with no module to load
+ * (a script hash, core/guard/sha256_hex.ts, runs its code once, never
+ * optimised: a cold start paid 10–25 ms for these few KiB). Same hashes, so
+ * kept filters stay valid.
+ */
+async function _sha256(data: string | Uint8Array): Promise<string> {
+  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : new Uint8Array(data);
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** Written whole or not at all: a file beside it, renamed. */

@@ -1,0 +1,310 @@
+/**
+ * corral's command line: parse, pick the command, return its exit code.
+ * Each command lives in its own module under core/cli/. main.ts runs it,
+ * from the host bundle when that is fresh (./host_bundle.ts).
+ *
+ *     corral list [--json]
+ *     corral schema [NAME] [--format openai|anthropic|mcp]
+ *     corral call NAME [--args '<json object>' | --args -] [--yes] [--timeout MS]
+ *     corral demo
+ *     corral config [--json]
+ *     corral audit [PATH] [--tool X] [--since ISO|1h|30m]
+ *     corral trust [FILE…]
+ *     corral check PATH…
+ *     corral harness [--config F] [--workspace D] FILE [TOOL] [ARGS…]
+ *     corral new NAME [--permissions LETTERS] [--dir DIR] [--style class|module]
+ *     corral plugins [list] | corral plugins install SPEC
+ *     corral mcp [--http [HOST:]PORT [--token T] [--stateless]]
+ *     corral mcp --client-config [--http URL] [--show-token]
+ *     corral servers [list] | install [NAME] | approve NAME
+ *     corral tokens add NAME | revoke NAME | list [--json]
+ *
+ * Exit codes: 0 success, 1 the tool (or check) failed, 2 usage or
+ * configuration error, 3 internal error.
+ *
+ * @module
+ */
+import type { CliSession } from "./open_registry.ts";
+import {
+  type CliValues,
+  COMMAND_ARITY,
+  commandHelp,
+  parseCli,
+  USAGE,
+  UsageError,
+} from "./options.ts";
+import { out, useColor } from "./output.ts";
+import { removeScratch } from "./scratch.ts";
+import { resolveUserPaths } from "./user_cwd.ts";
+import { dropPermissions } from "../guard/self_run.ts";
+import { ConfigError } from "../tool/errors.ts";
+import { Reporter } from "../tool/reporter.ts";
+
+/**
+ * One of corral's own modules, by a computed specifier: Deno then loads the
+ * module graph of the command that runs, not (at every start, `--help`
+ * too) that of every command. `deno task compile` names these modules
+ * (core/cli/compile.ts). In the host bundle (./host_bundle.ts) each comes
+ * from the bundle's own table, so that the process holds one instance of
+ * every module.
+ */
+function _load<T>(path: string): Promise<T> {
+  const bundled = _bundled?.[path];
+  if (bundled) return bundled() as Promise<T>;
+  return import(new URL(path, import.meta.url).href);
+}
+
+let _bundled: Record<string, () => Promise<unknown>> | undefined;
+
+/**
+ * The modules {@link _load} takes from the host bundle, by the path it is
+ * given (set by the bundle's entry: core/cli/bundle_build.ts).
+ */
+export function useBundled(table: Record<string, () => Promise<unknown>>): void {
+  _bundled = table;
+}
+
+type _Standalone = (v: CliValues, rest: string[]) => Promise<number>;
+type _OnCatalog = (v: CliValues, rest: string[], s: CliSession) => number | Promise<number>;
+
+/**
+ * Every command, in the order the help names them. A command either runs
+ * alone or on the catalog (the registry is opened for it and closed after).
+ * Each module loads only when its command runs (the MCP SDK, say, only for
+ * `mcp`).
+ */
+const _COMMANDS: Record<
+  string,
+  | { alone: () => Promise<_Standalone> }
+  | { onCatalog: () => Promise<_OnCatalog>; prepare?: (v: CliValues) => Promise<void> }
+> = {
+  list: {
+    onCatalog: async () => {
+      const { listCommand } = await _load<typeof import("./list_command.ts")>(
+        "./list_command.ts",
+      );
+      return (values, _rest, s) => listCommand(values, s, useColor());
+    },
+  },
+  schema: {
+    onCatalog: async () => {
+      const { schemaCommand } = await _load<typeof import("./schema_command.ts")>(
+        "./schema_command.ts",
+      );
+      return (values, rest, s) => schemaCommand(values, s.registry, rest[0]);
+    },
+  },
+  call: {
+    onCatalog: async () => {
+      const { callCommand } = await _load<typeof import("./call_command.ts")>(
+        "./call_command.ts",
+      );
+      return (values, rest, s) => callCommand(values, rest[0], s.registry);
+    },
+  },
+  demo: {
+    // The demo works in a scratch workspace of its own unless one is given.
+    prepare: async (values) => {
+      if (values.workspace) return;
+      values.workspace = await (await _load<typeof import("./demo_command.ts")>(
+        "./demo_command.ts",
+      )).demoWorkspace();
+    },
+    onCatalog: async () => {
+      const { demoCommand } = await _load<typeof import("./demo_command.ts")>(
+        "./demo_command.ts",
+      );
+      return (_values, _rest, s) => demoCommand(s.registry, useColor());
+    },
+  },
+  check: {
+    alone: async () =>
+      (await _load<typeof import("./check_command.ts")>("./check_command.ts"))
+        .checkCommand,
+  },
+  new: {
+    alone: async () =>
+      (await _load<typeof import("./new_command.ts")>("./new_command.ts"))
+        .newCommand,
+  },
+  plugins: {
+    alone: async () =>
+      (await _load<typeof import("./plugins_command.ts")>("./plugins_command.ts"))
+        .pluginsCommand,
+  },
+  mcp: {
+    onCatalog: async () => {
+      const { mcpCommand } = await _load<typeof import("./mcp_command.ts")>(
+        "./mcp_command.ts",
+      );
+      return (values, _rest, s) => mcpCommand(values, s);
+    },
+  },
+  config: {
+    alone: async () =>
+      (await _load<typeof import("./config_command.ts")>("./config_command.ts"))
+        .configCommand,
+  },
+  audit: {
+    alone: async () =>
+      (await _load<typeof import("./audit_command.ts")>("./audit_command.ts"))
+        .auditCommand,
+  },
+  trust: {
+    alone: async () =>
+      (await _load<typeof import("./trust_command.ts")>("./trust_command.ts"))
+        .trustCommand,
+  },
+  servers: {
+    alone: async () =>
+      (await _load<typeof import("./servers_command.ts")>("./servers_command.ts"))
+        .serversCommand,
+  },
+  tokens: {
+    alone: async () =>
+      (await _load<typeof import("./tokens_command.ts")>("./tokens_command.ts"))
+        .tokensCommand,
+  },
+};
+
+/** Run the CLI with `argv`; returns the exit code. */
+export async function main(argv: string[]): Promise<number> {
+  // Hidden: a compiled corral re-runs itself for each program it starts (core/guard/self_run.ts):
+  // a process sandbox, the tree applier, a hosted server's egress bridge.
+  if (argv[0] === "__sandbox-child") {
+    const { runSandboxChild } = await _load<typeof import("../sandbox/sandbox_child.ts")>(
+      "../sandbox/sandbox_child.ts",
+    );
+    await runSandboxChild({ worker: true });
+    return 0;
+  }
+  if (argv[0] === "__applier") {
+    dropPermissions(["read", "write"]);
+    const { runTreeApplier } = await _load<typeof import("../layers/tree_applier.ts")>(
+      "../layers/tree_applier.ts",
+    );
+    await runTreeApplier(argv[1]);
+    return 0;
+  }
+  // Hidden: make the host bundle now (./bundle_build.ts; a call starts it when its bundle is stale).
+  if (argv[0] === "__bundle") {
+    return await (await _load<typeof import("./bundle_build.ts")>("./bundle_build.ts"))
+      .buildHostBundle();
+  }
+  if (argv[0] === "__egress-bridge") {
+    dropPermissions(["read", "write", "net", "run"]);
+    const { runEgressBridge } = await _load<typeof import("../hosted/egress_bridge.ts")>(
+      "../hosted/egress_bridge.ts",
+    );
+    return await runEgressBridge(argv.slice(1));
+  }
+  const reporter0 = new Reporter();
+  let ahead: Promise<void> | undefined;
+  try {
+    // A tool file's own command line: every word after FILE is the tool's, not corral's.
+    if (argv[0] === "harness") {
+      return await (await _load<typeof import("./harness_command.ts")>(
+        "./harness_command.ts",
+      )).harnessCommand(argv.slice(1));
+    }
+    const { values, positionals } = parseCli(argv);
+    if (values.version) {
+      out(await _versionLine());
+      return 0;
+    }
+    const [command, ...rest] = positionals;
+    if (command === "help" || (values.help && command)) {
+      const topic = command === "help" ? rest[0] : command;
+      if (!topic) {
+        out(USAGE);
+        return 0;
+      }
+      const help = commandHelp(topic);
+      if (!help) throw new UsageError(`no help for "${topic}": it is not a command`);
+      out(help);
+      return 0;
+    }
+    if (values.help || positionals.length === 0) {
+      (values.help ? out : (t: string) => reporter0.line(t))(USAGE);
+      return values.help ? 0 : 2;
+    }
+    if (command === "harness") {
+      throw new UsageError(
+        "harness comes first, and the tool's flags after its FILE: corral harness FILE [ARGS]",
+      );
+    }
+    if (!Object.hasOwn(_COMMANDS, command)) {
+      const known = [...Object.keys(_COMMANDS), "harness"].join(", ");
+      throw new UsageError(`unknown command "${command}" (commands: ${known}, help)`);
+    }
+    // Usage errors come before anything is loaded (and before any plugin warning).
+    const [min, max] = COMMAND_ARITY[command] ?? [0, Infinity];
+    if (rest.length > max) {
+      throw new UsageError(
+        `${command} takes ${max === 0 ? "no" : `at most ${max}`} argument${
+          max === 1 ? "" : "s"
+        }; unexpected "${rest[max]}" (corral help ${command})`,
+      );
+    }
+    if (rest.length < min) {
+      throw new UsageError(`${command} needs an argument (corral help ${command})`);
+    }
+    // Every path the user typed means the folder they typed it in (not corral's, under deno task).
+    resolveUserPaths(command, values as Record<string, unknown>, rest);
+    // A client's entry for corral mcp: printed, nothing served, no catalog needed.
+    if (command === "mcp" && values["client-config"]) {
+      return await (await _load<typeof import("./client_config.ts")>(
+        "./client_config.ts",
+      )).clientConfigCommand(values);
+    }
+    const spec = _COMMANDS[command];
+    if ("alone" in spec) return await (await spec.alone())(values, rest);
+    await spec.prepare?.(values);
+    // The sandbox this call needed last time starts now, while the host loads (adopted only
+    // when the call needs exactly that one: core/sandbox/prestart.ts).
+    if (command === "call") {
+      ahead = (await _load<typeof import("./prestart_recipe.ts")>(
+        "./prestart_recipe.ts",
+      )).prestartCall(values, rest[0])
+        .catch(() => {});
+      await ahead;
+    }
+    const { openRegistry } = await _load<typeof import("./open_registry.ts")>(
+      "./open_registry.ts",
+    );
+    // The command's modules (the MCP SDK, say) load while the catalog is built.
+    const loading = spec.onCatalog();
+    loading.catch(() => {}); // awaited below; a failure to open the registry comes first
+    const session = await openRegistry(values, new Reporter({ quiet: values.quiet }), command);
+    try {
+      return await (await loading)(values, rest, session);
+    } finally {
+      await session.registry.close();
+    }
+  } catch (err) {
+    if (err instanceof UsageError) {
+      reporter0.line(`corral: ${err.message}\nRun "corral --help" for usage.`);
+      return 2;
+    }
+    if (err instanceof ConfigError) {
+      reporter0.line(`corral: ${err.message}`);
+      return 2;
+    }
+    reporter0.line(`corral: internal error: ${(err as Error)?.stack ?? err}`);
+    return 3;
+  } finally {
+    // A sandbox started ahead that the call did not take is stopped.
+    if (ahead) {
+      await (await _load<typeof import("../sandbox/prestart.ts")>("../sandbox/prestart.ts"))
+        .dropPrestarted();
+    }
+    removeScratch();
+  }
+}
+
+async function _versionLine(): Promise<string> {
+  const { corralVersion } = await _load<typeof import("../config/version.ts")>(
+    "../config/version.ts",
+  );
+  return `corral ${corralVersion()} (Deno ${Deno.version.deno})`;
+}
