@@ -7,8 +7,12 @@
  * the machine hits both alike. Then each server is started STARTS more
  * times, alternately, and timed from spawn to its first answer (the
  * connections measured first have filled the caches). corral runs with an
- * empty config directory and a discovery cache of its own. Prints one JSON
- * object.
+ * empty config directory and a discovery cache of its own. Two more corral
+ * servers take part in the call blocks, with corral's hand-written stdio
+ * lanes turned off (`CORRAL_BENCH_MCP_LANES`, core/mcp/stdio_lane.ts): `sdk`
+ * (no fast lane: the SDK's dispatch) and `plain` (the SDK's stdout writer
+ * too), so that each lane is measured against the plain SDK path side by
+ * side. Prints one JSON object.
  *
  *     deno run -A bench/mcp.ts CALLS STARTS
  *
@@ -36,11 +40,14 @@ export interface ServerResult {
   warmupP50?: number;
 }
 
+/** The servers of the call blocks: the peer, corral, corral with its stdio lanes off. */
+export type ServerName = "filesystem" | "corral" | "corral-sdk" | "corral-plain";
+
 /** What this script prints. */
 export interface McpResult {
   calls: number;
   fileBytes: number;
-  servers: Record<"filesystem" | "corral", ServerResult>;
+  servers: Record<ServerName, ServerResult>;
 }
 
 /** What `_connect` measured: spawn to the first answer of the first start. */
@@ -51,7 +58,7 @@ interface _Connected {
 }
 
 interface _Server {
-  name: "filesystem" | "corral";
+  name: ServerName;
   client: Client;
   call: () => Promise<number>;
   samples: number[];
@@ -64,7 +71,7 @@ function _text(result: unknown): string {
 }
 
 async function _connect(
-  name: "filesystem" | "corral",
+  name: ServerName,
   args: string[],
   file: string,
   workspace: string,
@@ -93,13 +100,14 @@ async function _connect(
     ]);
     const { tools } = await client.listTools();
     const names = tools.map((t: { name: string }) => t.name);
-    const tool = name === "corral"
+    const ofCorral = name !== "filesystem";
+    const tool = ofCorral
       ? "ReadFile"
       : ["read_text_file", "read_file"].find((t) => names.includes(t));
     if (!tool || !names.includes(tool)) {
       throw new Error(`no file-reading tool among: ${names.join(", ")}`);
     }
-    const toolArgs = name === "corral" ? { filepath: "file10k.txt" } : { path: file };
+    const toolArgs = ofCorral ? { filepath: "file10k.txt" } : { path: file };
     const call = async () => {
       const res = await client.callTool({ name: tool, arguments: toolArgs });
       if (res.isError) throw new Error(`${tool} failed: ${_text(res).slice(0, 300)}`);
@@ -134,7 +142,19 @@ async function main(): Promise<void> {
   const corralEnv = { CORRAL_CACHE_DIR: `${tmp}/cache`, CORRAL_CONFIG_DIR: `${tmp}/config` };
   const fs = await _connect("filesystem", fsArgs, file, workspace, {});
   const corral = await _connect("corral", corralArgs, file, workspace, corralEnv);
-  const servers = [fs.server, corral.server].filter((s): s is _Server => s !== undefined);
+  const lanesOff = { sdk: "corral-sdk", plain: "corral-plain" } as const;
+  const off: Record<string, _Connected> = {};
+  for (const [lanes, name] of Object.entries(lanesOff)) {
+    const env = { ...corralEnv, CORRAL_BENCH_MCP_LANES: lanes };
+    off[name] = await _connect(name, corralArgs, file, workspace, env);
+  }
+  const results = new Map<ServerName, ServerResult>([
+    ["filesystem", fs.result],
+    ["corral", corral.result],
+    ...Object.entries(off).map(([n, c]) => [n as ServerName, c.result] as const),
+  ]);
+  const servers = [fs, corral, ...Object.values(off)].map((c) => c.server)
+    .filter((s): s is _Server => s !== undefined);
 
   // Warm-up (the same for each, its p50 kept), then alternate blocks of calls.
   const warm = new Map<_Server, number>();
@@ -142,7 +162,9 @@ async function main(): Promise<void> {
   const block = Math.max(1, Math.min(100, Math.ceil(calls / 10)));
   for (let done = 0; done < calls; done += block) {
     const n = Math.min(block, calls - done);
-    const order = (done / block) % 2 ? [...servers].reverse() : servers;
+    // Each server takes each place in the order in turn (rotated block by block).
+    const k = (done / block) % servers.length;
+    const order = [...servers.slice(k), ...servers.slice(0, k)];
     for (const s of order) {
       const part: number[] = [];
       for (let i = 0; i < n; i++) {
@@ -155,7 +177,7 @@ async function main(): Promise<void> {
     }
   }
   for (const s of servers) {
-    const r = s.name === "corral" ? corral.result : fs.result;
+    const r = results.get(s.name)!;
     r.p50 = quantile(s.samples, 0.5);
     r.p99 = quantile(s.samples, 0.99);
     r.mean = s.samples.reduce((a, b) => a + b, 0) / s.samples.length;
@@ -187,7 +209,7 @@ async function main(): Promise<void> {
   const result: McpResult = {
     calls,
     fileBytes: text.length,
-    servers: { filesystem: fs.result, corral: corral.result },
+    servers: Object.fromEntries(results) as Record<ServerName, ServerResult>,
   };
   console.log(JSON.stringify(result));
 }
