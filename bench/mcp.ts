@@ -21,6 +21,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { BENCH, CORRAL_FLAGS, quantile, ROOT, warmUp, WARMUP_CALLS } from "./lib.ts";
+import { cpuBetween, treeTicks } from "./proc_cpu.ts";
 
 /** One server's result. */
 export interface ServerResult {
@@ -38,6 +39,8 @@ export interface ServerResult {
   n?: number;
   /** The p50 of the warm-up calls before the measured ones (bench/lib.ts WARMUP_CALLS). */
   warmupP50?: number;
+  /** CPU per measured call: the server process's own, and its children's (corral's sandboxes). */
+  cpuMs?: { own: number; children: number };
 }
 
 /** The servers of the call blocks: the peer, corral, corral with its stdio lanes off. */
@@ -63,6 +66,8 @@ interface _Server {
   call: () => Promise<number>;
   samples: number[];
   blocks: number[];
+  pid?: number;
+  cpu: { own: number; children: number };
 }
 
 function _text(result: unknown): string {
@@ -116,7 +121,8 @@ async function _connect(
     result.answerChars = await call();
     const firstStartMs = performance.now() - t0;
     result.tool = tool;
-    return { server: { name, client, call, samples: [], blocks: [] }, result, firstStartMs };
+    const server = { name, client, call, samples: [], blocks: [], pid: transport.pid ?? undefined };
+    return { server: { ...server, cpu: { own: 0, children: 0 } }, result, firstStartMs };
   } catch (err) {
     await client.close().catch(() => {});
     const tail = stderr.trim().split("\n").slice(-3).join(" | ");
@@ -167,10 +173,16 @@ async function main(): Promise<void> {
     const order = [...servers.slice(k), ...servers.slice(0, k)];
     for (const s of order) {
       const part: number[] = [];
+      const before = s.pid ? treeTicks(s.pid) : undefined;
       for (let i = 0; i < n; i++) {
         const t0 = performance.now();
         await s.call();
         part.push(performance.now() - t0);
+      }
+      if (before) {
+        const used = cpuBetween(before, treeTicks(s.pid!));
+        s.cpu.own += used.own;
+        s.cpu.children += used.children;
       }
       s.samples.push(...part);
       s.blocks.push(quantile(part, 0.5));
@@ -184,6 +196,7 @@ async function main(): Promise<void> {
     r.blockMedians = s.blocks;
     r.n = s.samples.length;
     r.warmupP50 = warm.get(s);
+    if (s.pid) r.cpuMs = { own: s.cpu.own / r.n, children: s.cpu.children / r.n };
     await s.client.close().catch(() => {});
   }
 
