@@ -168,7 +168,7 @@ export async function main(argv: string[]): Promise<number> {
     const { runTreeApplier } = await _load<typeof import("./core/layers/tree_applier.ts")>(
       "./core/layers/tree_applier.ts",
     );
-    await runTreeApplier();
+    await runTreeApplier(argv[1]);
     return 0;
   }
   if (argv[0] === "__egress-bridge") {

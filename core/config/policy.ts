@@ -10,6 +10,7 @@ import type { JailMode } from "../guard/jail.ts";
 import { ConfigError } from "../tool/errors.ts";
 import type { Grant } from "../tool/tool.ts";
 import { type CallLimits, callLimits } from "./call_limits.ts";
+import { type LayerLimits, layerLimits } from "./layer_limits.ts";
 import { expandHome } from "./env_var.ts";
 import { parseJsonConfig, readyJsonc } from "./json_config.ts";
 import { type LayerRole, mergeLayers, type SettingsLayer } from "./layers.ts";
@@ -32,7 +33,7 @@ export type Isolation = "worker" | "process";
 export type ConfirmPolicy = "ask" | "always" | "never";
 
 /** The resolved policy of one sandbox: absolute paths, limits filled in. */
-export interface SandboxPolicy extends Omit<Grant, "jail">, CallLimits {
+export interface SandboxPolicy extends Omit<Grant, "jail">, CallLimits, Partial<LayerLimits> {
   /**
    * Why its grant is refused: a path of it inside the workspace is reached
    * through a symlink there (which a tool could have made); its tools do
@@ -45,6 +46,8 @@ export interface SandboxPolicy extends Omit<Grant, "jail">, CallLimits {
   timeout_ms: number;
   /** How long discovery may import a module. */
   discovery_timeout_ms: number;
+  /** Plugins one discovery process imports at most (absent: the default, 64). */
+  discovery_batch?: number;
   memory_mb: number;
   max_output_bytes: number;
   /** The files tools refuse files larger than this. */
@@ -231,6 +234,9 @@ export class Policy {
       timeout_ms: entry?.timeout_ms ?? d.timeout_ms ?? DEFAULT_LIMITS.timeout_ms,
       discovery_timeout_ms: entry?.discovery_timeout_ms ?? d.discovery_timeout_ms ??
         Math.min(entry?.timeout_ms ?? d.timeout_ms ?? DEFAULT_LIMITS.timeout_ms, 10_000),
+      ...(entry?.discovery_batch ?? d.discovery_batch
+        ? { discovery_batch: entry?.discovery_batch ?? d.discovery_batch }
+        : {}),
       memory_mb: entry?.memory_mb ?? d.memory_mb ?? DEFAULT_LIMITS.memory_mb,
       max_output_bytes: entry?.max_output_bytes ?? d.max_output_bytes ??
         DEFAULT_LIMITS.max_output_bytes,
@@ -249,6 +255,7 @@ export class Policy {
         : {}),
       ...(entry?.limits ?? d.limits ? { limits: entry?.limits ?? d.limits } : {}),
       ...callLimits(entry, d),
+      ...layerLimits(entry, d),
       where,
       file: this.editFile,
     };

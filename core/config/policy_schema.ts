@@ -8,6 +8,7 @@
 import { z } from "zod";
 import { refusedSyscalls } from "../seccomp/rules.ts";
 import { CALL_LIMIT_KEYS } from "./call_limits.ts";
+import { LAYER_LIMIT_KEYS } from "./layer_limits.ts";
 import { closestNames } from "./closest.ts";
 import { serverSysSchema } from "./server_sys.ts";
 
@@ -24,6 +25,9 @@ export const sandboxSchema = z.object({
   timeout_ms: z.number().int().positive().max(86_400_000).optional(),
   discovery_timeout_ms: z.number().int().positive().max(600_000).optional().describe(
     "How long importing a module may take at discovery (default: timeout_ms, at most 10 s)",
+  ),
+  discovery_batch: z.number().int().min(1).max(1024).optional().describe(
+    "Plugins one discovery process imports at most, each in a worker of its own (default 64; 1: a process each)",
   ),
   memory_mb: z.number().int().min(32).max(65_536).optional(),
   max_output_bytes: z.number().int().min(1024).max(1_073_741_824).optional(),
@@ -53,6 +57,7 @@ export const sandboxSchema = z.object({
     'What audit lines keep of the arguments: "shape" (default: types, keys, lengths, size) or "values"',
   ),
   ...CALL_LIMIT_KEYS,
+  ...LAYER_LIMIT_KEYS,
 }).strict();
 
 /** A name of core/seccomp/rules.ts: an error names the bad value and the closest names. */

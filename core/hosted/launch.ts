@@ -22,6 +22,7 @@ import { etcFiles } from "../guard/namespace_etc.ts";
 import type { ChangeReport } from "../layers/change_report.ts";
 import type { SandboxLayers } from "../layers/settle_layers.ts";
 import { type StartedLayers, startLayers } from "../layers/start_layers.ts";
+import { layerQuota } from "../layers/layer_quota.ts";
 import type { Grant } from "../tool/tool.ts";
 import { installed, type InstallRecord } from "./install.ts";
 import { serverCommand } from "./server_command.ts";
@@ -164,7 +165,7 @@ async function _command(
     start.folders = startLayers(g.write, spec.workspace, g.planted, {
       trust: ns.trust ?? ns.protect.map((path) => ({ path, what: "corral's trust base" })),
       grantPaths: ns.grantPaths,
-    });
+    }, layerQuota(spec.policy));
     const layout = namespaceLayout({
       bwrap: ns.bwrap,
       runtime: { ...rt, denoDir: own.denoDir ?? rt.denoDir },

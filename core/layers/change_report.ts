@@ -32,6 +32,8 @@ export interface ChangeReport {
   refused: NotApplied[];
   /** Changes kept out because the path changed meanwhile: `why` names the kept copy. */
   conflicts: NotApplied[];
+  /** Why the layer was not applied, or only in part: past its quota (./layer_quota.ts). */
+  over?: string;
   /**
    * Changes applied with a narrower mode than the tool gave them
    * (core/layers/mode_rules.ts); present only when there are some.
@@ -56,7 +58,7 @@ export function emptyReport(): ChangeReport {
 /** Whether `r` holds nothing at all. */
 export function isEmptyReport(r: ChangeReport): boolean {
   return r.created + r.changed + r.removed === 0 && r.refused.length === 0 &&
-    r.conflicts.length === 0;
+    r.conflicts.length === 0 && r.over === undefined;
 }
 
 /**
@@ -79,6 +81,7 @@ export function mergeReports(a: ChangeReport, b: ChangeReport): ChangeReport {
   a.paths.push(...b.paths.slice(0, Math.max(0, REPORT_PATHS - a.paths.length)));
   a.refused.push(...b.refused.slice(0, Math.max(0, REPORT_PATHS - a.refused.length)));
   a.conflicts.push(...b.conflicts.slice(0, Math.max(0, REPORT_PATHS - a.conflicts.length)));
+  if (b.over !== undefined) a.over ??= b.over;
   if (b.masked?.length) {
     const m = a.masked ??= [];
     m.push(...b.masked.slice(0, Math.max(0, REPORT_PATHS - m.length)));
@@ -101,6 +104,7 @@ export function mergeReports(a: ChangeReport, b: ChangeReport): ChangeReport {
  */
 export function notAppliedText(r: ChangeReport): string | undefined {
   const parts: string[] = [];
+  if (r.over) parts.push(r.over);
   if (r.conflicts.length) {
     parts.push(
       `${r.conflicts.length} change(s) conflicted with a change made meanwhile outside this ` +

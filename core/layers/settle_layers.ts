@@ -23,6 +23,7 @@ import {
   emptyReport,
   isEmptyReport,
   mergeReports,
+  type NotApplied,
   REPORT_PATHS,
 } from "./change_report.ts";
 import { followLayers } from "./layer_follow.ts";
@@ -31,11 +32,32 @@ import { judgeGitRefs } from "./git_settle.ts";
 import { userGitEnv } from "./hooks_folders.ts";
 import { LayerJudge } from "./layer_judge.ts";
 import { applyInRoot, leaveApplier, useApplier } from "./root_applier.ts";
-import type { ApplierOp, ApplierResult } from "./tree_applier.ts";
-import { diffLayer, type LayerMemory, layerMemory, type LayerOp } from "./layer_diff.ts";
+import type { ApplierResult } from "./tree_applier.ts";
+import {
+  changedBatches,
+  countLayer,
+  type LayerMemory,
+  layerMemory,
+  type LayerOp,
+  layerRest,
+  removalsOf,
+} from "./layer_diff.ts";
+import {
+  BATCH,
+  countApplied,
+  flushApplied,
+  notApplied,
+  planBatch,
+  refuse,
+  requestOf,
+  settleBatches,
+  TreeLook,
+} from "./apply_batch.ts";
+import { type LayerQuota, layerQuota } from "./layer_quota.ts";
 import { staleInView } from "./layer_freshness.ts";
 import type { LayerDirs, LayerRoot } from "./layer_dirs.ts";
 import { withTreeLock } from "./tree_lock.ts";
+import { ViewMap } from "./path_memory.ts";
 
 /** What the rules of a sandbox's layers are (the root and what git says are added per layer). */
 export type LayerRules = Omit<RuleContext, "root" | "hooksFolders" | "gitDirs" | "configFiles">;
@@ -48,6 +70,8 @@ export interface SandboxLayersOptions {
   rules: LayerRules;
   /** Where conflicting versions are kept. */
   conflictsDir: string;
+  /** The bounds of the layers (./layer_quota.ts); absent: corral's defaults. */
+  quota?: LayerQuota;
 }
 
 /** One applied change, told to the other sandboxes over the same root. */
@@ -68,7 +92,7 @@ export class SandboxLayers {
   readonly #artifacts: Set<string>;
   readonly #memory = new Map<string, LayerMemory>();
   /** The tree's signature each path of this sandbox's view rests on (null: absent). */
-  readonly #view = new Map<string, Sig | null>();
+  readonly #view: ViewMap;
   readonly #epoch = new Map<string, number>();
   /** Each root's inode when the sandbox started: a root replaced since is not written. */
   readonly #inos = new Map<string, number>();
@@ -79,6 +103,8 @@ export class SandboxLayers {
   #pid: number | undefined;
   #looks: Promise<void> = Promise.resolve();
   #closed = false;
+  /** The layers went past their quota: nothing more of them is applied. */
+  #over = false;
 
   constructor(o: SandboxLayersOptions) {
     this.#o = o;
@@ -87,11 +113,12 @@ export class SandboxLayers {
     this.#base = dirname(o.dirs.dir);
     // The kernel's file time, as the tree's files are stamped (./file_clock.ts).
     const now = fileClockNow(o.dirs.dir);
+    for (const l of o.dirs.roots) this.#memory.set(l.root, layerMemory());
+    this.#view = new ViewMap(new Map([...this.#memory].map(([r, m]) => [r, m.seen])));
     for (const l of o.dirs.roots) {
-      this.#memory.set(l.root, layerMemory());
       this.#epoch.set(l.root, now);
       this.#inos.set(l.root, Deno.statSync(l.root).ino ?? 0);
-      useApplier(l.root);
+      useApplier(l.root, this.#base);
       let set = _live.get(l.root);
       if (!set) _live.set(l.root, set = new Set());
       set.add(this);
@@ -171,68 +198,104 @@ export class SandboxLayers {
 
   async #settleAll(): Promise<ChangeReport> {
     const total = emptyReport();
-    if (this.#closed) return total;
+    if (this.#closed || this.#over) return total;
     for (const l of this.dirs.roots) mergeReports(total, await this.#settle(l));
     return total;
   }
 
+  /**
+   * Settle one layer: read it once to count it against its quota and see
+   * whether anything changed (keeping nothing of it), then again as a
+   * stream, judging and applying its changes a batch at a time
+   * (./apply_batch.ts), each batch's apply under way while the next is
+   * read and judged; removals after the writes, refs last; the last
+   * request makes it all durable.
+   */
   async #settle(layer: LayerRoot): Promise<ChangeReport> {
     const started = fileClockNow(this.dirs.dir);
     const memory = this.#memory.get(layer.root)!;
-    const diff = await diffLayer(layer, memory, this.#artifacts);
-    if (diff.ops.length === 0) {
-      memory.seen = diff.seen;
+    const quota = this.#o.quota ?? layerQuota();
+    const first = await countLayer(layer, memory, this.#artifacts, quota);
+    if (!first.changed && !first.vanished) {
       this.#epoch.set(layer.root, started);
       return emptyReport();
     }
     return await withTreeLock(layer.root, this.dirs.locks, async () => {
       const report = emptyReport();
-      const applied: Applied[] = [];
+      if (first.count.over) {
+        this.#overQuota(report, first.count.text());
+        if (!quota.partial) return report;
+      }
+      const shown = (abs: string) => this.#shown(abs);
       const judge = await LayerJudge.start(layer.root, join(layer.dir, "u"), {
         rules: this.#o.rules,
         view: { base: (abs) => this.#view.get(abs), epoch: this.#epoch.get(layer.root)! },
         env: userGitEnv(),
-        shown: (abs) => this.#shown(abs),
+        shown,
       });
-      await judge.prepare(diff.ops);
       const refs: LayerOp[] = [];
-      const plan: LayerOp[] = [];
-      for (const op of diff.ops) {
-        const j = await this.#judge(op, judge, report);
-        (j.ref ? refs : plan).push(...j.apply);
-      }
-      await this.#applyAll(layer, plan, report, applied);
+      const look = new TreeLook();
+      const rest = layerRest();
+      await settleBatches(
+        layer,
+        memory,
+        changedBatches(layer, memory, this.#artifacts, quota, rest, BATCH),
+        () => removalsOf(layer, memory, rest, first.vanished),
+        {
+          plan: async (ops) => {
+            await judge.prepare(ops);
+            return await planBatch(
+              ops,
+              look,
+              (op) => this.#judge(op, judge, refs, report),
+              report,
+              shown,
+            );
+          },
+          apply: (ops) => this.#applyAll(layer, ops, report),
+        },
+      );
+      // Past the quota only now: the layer grew while it was applied.
+      if (rest.count?.over && !report.over) this.#overQuota(report, rest.count.text(true));
       // Refs last: the objects they name are in the tree now.
       const verdicts = await judgeGitRefs(refs, judge.ctx);
-      for (const [op, why] of verdicts.refuse) _refused(report, this.#shown(op.abs), why);
-      await this.#applyAll(layer, verdicts.apply, report, applied);
-      memory.seen = diff.seen;
+      for (const [op, why] of verdicts.refuse) refuse(report, this.#shown(op.abs), why);
+      await this.#applyAll(layer, verdicts.apply, report);
+      await flushApplied(report, layer.root, this.#inos.get(layer.root)!, this.#base);
+      notApplied(report, layer, rest, shown);
       this.#epoch.set(layer.root, started);
-      this.#tellOthers(layer.root, applied);
       // Its view now holds what the tree does not: the next call starts from the tree.
       if (report.refused.length) this.markStale(`${report.refused[0].path} was not applied`);
       return report;
     });
   }
 
+  /** The layers went past their quota: said in `report`; nothing more of them is applied. */
+  #overQuota(report: ChangeReport, why: string): void {
+    this.#over = true;
+    report.over = why;
+    this.markStale("its write layer went past its quota");
+  }
+
   /**
-   * Judge `op` (./layer_judge.ts): what to apply in its place (for the refs'
-   * phase when `ref`); what was refused, kept, in conflict or masked goes
-   * into `report`.
+   * Judge `op` (./layer_judge.ts): what to apply in its place (refs and
+   * what they hold wait in `refs` for the refs' phase); what was refused,
+   * kept, in conflict or masked goes into `report`.
    */
   async #judge(
     op: LayerOp,
     judge: LayerJudge,
+    refs: LayerOp[],
     report: ChangeReport,
-  ): Promise<{ apply: LayerOp[]; ref?: boolean }> {
-    if (op.vanished && this.#view.get(op.abs) === undefined) return { apply: [] }; // never applied
+  ): Promise<LayerOp[]> {
+    if (op.vanished && this.#view.get(op.abs) === undefined) return []; // never applied
     const j = await judge.judge(op);
     const shown = this.#shown(op.abs);
     for (const k of j.kept) {
-      _refused(report, this.#shown(k.abs), `kept when ${shown} was removed: ${k.why}`);
+      refuse(report, this.#shown(k.abs), `kept when ${shown} was removed: ${k.why}`);
     }
     for (const c of j.conflicts) {
-      report.conflicts.push({
+      _note(report.conflicts, {
         path: this.#shown(c),
         why: `kept: it changed outside this sandbox since its view, so ${shown}'s removal ` +
           `did not take it`,
@@ -240,54 +303,74 @@ export class SandboxLayers {
       this.markStale(`${this.#shown(c)} conflicted with a change made outside it`);
     }
     if (j.refuse !== undefined) {
-      _refused(report, shown, j.refuse);
-      return { apply: [] };
+      refuse(report, shown, j.refuse);
+      return [];
     }
     if (j.conflict) {
       await this.#conflict(op, report);
-      return { apply: [] };
+      return [];
     }
-    if (j.masked) (report.masked ??= []).push({ path: shown, why: j.masked });
-    return { apply: j.apply, ref: j.ref };
+    if (j.masked) _note(report.masked ??= [], { path: shown, why: j.masked });
+    if (j.ref) {
+      refs.push(...j.apply);
+      return [];
+    }
+    return j.apply;
   }
 
   /**
    * Apply `ops` that do not conflict, through the root's applier
    * (./root_applier.ts: the root as it was opened, never a name swapped
-   * meanwhile); the report and `applied` say what happened.
+   * meanwhile, each file replaced, never written in place); the report and
+   * the other sandboxes hear what happened.
    */
-  async #applyAll(layer: LayerRoot, ops: LayerOp[], report: ChangeReport, applied: Applied[]) {
-    const go: Array<{ op: LayerOp; now: Sig | null; req: ApplierOp }> = [];
-    for (const op of ops) {
-      const now = await lowerSig(op.abs);
+  async #applyAll(layer: LayerRoot, ops: LayerOp[], report: ChangeReport): Promise<void> {
+    // The tree as the batch was read (./apply_batch.ts's TreeLook), else now.
+    for (const op of ops) if (op.now === undefined) op.now = await lowerSig(op.abs);
+    const nows = ops.map((op) => op.now as Sig | null);
+    // When an entry entered the layer decides a conflict: read only where one may be.
+    await Promise.all(
+      ops.filter((op) => op.now && op.entry && !op.entry.birthMs).map(async (op) => {
+        op.entry!.birthMs = (await Deno.lstat(op.upper).catch(() => null))?.birthtime?.getTime() ??
+          0;
+      }),
+    );
+    const go: Array<{ op: LayerOp; now: Sig | null }> = [];
+    for (const [i, op] of ops.entries()) {
+      const now = nows[i];
       if (this.#conflicts(layer, op, now)) {
         await this.#conflict(op, report);
         continue;
       }
       if (op.kind === "remove" && now === null) continue;
-      go.push({ op, now, req: await _request(op) });
+      go.push({ op, now });
     }
     if (go.length === 0) return;
     let results: ApplierResult[];
     try {
-      results = await applyInRoot(
-        layer.root,
-        this.#inos.get(layer.root)!,
-        this.#base,
-        go.map((g) => g.req),
-      );
+      const reqs = go.map((g) => requestOf(g.op, g.now));
+      results = await applyInRoot(layer.root, this.#inos.get(layer.root)!, this.#base, reqs);
     } catch (err) {
-      for (const g of go) _refused(report, this.#shown(g.op.abs), (err as Error).message);
+      for (const g of go) refuse(report, this.#shown(g.op.abs), (err as Error).message);
       return;
     }
-    go.forEach(({ op, now }, i) => {
+    // Told to the other sandboxes over the root, if any.
+    const others = (_live.get(layer.root)?.size ?? 0) > 1;
+    const applied: Applied[] = [];
+    const memory = this.#memory.get(layer.root)!;
+    for (const [i, { op, now }] of go.entries()) {
       const r = results[i] ?? { ok: false, error: "no answer" };
-      if (!r.ok) return _refused(report, this.#shown(op.abs), `could not be applied: ${r.error}`);
+      if (r.conflict) await this.#conflict(op, report);
+      if (!r.ok) {
+        if (!r.conflict) refuse(report, this.#shown(op.abs), `could not be applied: ${r.error}`);
+        continue;
+      }
       const sig = (r.sig ?? null) as Sig | null;
-      this.#view.set(op.abs, sig);
-      applied.push({ abs: op.abs, sig, named: (now === null) !== (sig === null) });
-      _count(report, op, now, sig, this.#shown(op.abs));
-    });
+      memory.seen.setView(op.rel, sig);
+      if (others) applied.push({ abs: op.abs, sig, named: (now === null) !== (sig === null) });
+      countApplied(report, op, now, sig, () => this.#shown(op.abs));
+    }
+    this.#tellOthers(layer.root, applied);
   }
 
   /** Keep the sandbox's version of a conflicting path and mark the sandbox stale. */
@@ -298,7 +381,7 @@ export class SandboxLayers {
       : op.kind === "remove"
       ? "its removal was not applied"
       : "its folder was not applied";
-    report.conflicts.push({ path: shown, why: kept });
+    _note(report.conflicts, { path: shown, why: kept });
     this.markStale(`${shown} conflicted with a change made outside it`);
   }
 
@@ -360,40 +443,7 @@ export class SandboxLayers {
   }
 }
 
-/** The applier's request for `op`. */
-async function _request(op: LayerOp): Promise<ApplierOp> {
-  switch (op.kind) {
-    case "write":
-      return { op: "write", rel: op.rel, from: op.upper, mode: op.mode ?? op.entry!.mode };
-    case "symlink":
-      return { op: "link", rel: op.rel, from: op.upper };
-    case "dir":
-      return { op: "dir", rel: op.rel, mode: op.mode ?? op.entry!.mode };
-    case "prune": {
-      const keep: string[] = [];
-      for await (const e of Deno.readDir(op.upper)) keep.push(e.name);
-      return { op: "prune", rel: op.rel, keep };
-    }
-    default:
-      return { op: "remove", rel: op.rel };
-  }
-}
-
-/** Count an applied operation in the report. */
-function _count(r: ChangeReport, op: LayerOp, now: Sig | null, sig: Sig | null, shown: string) {
-  let c: "+" | "~" | "-" | undefined;
-  if (op.kind === "remove") c = now ? "-" : undefined;
-  else if (op.kind === "prune") c = undefined;
-  else if (op.kind === "dir") c = now?.kind === "dir" ? undefined : now ? "~" : "+";
-  else c = now ? "~" : "+";
-  if (!c) return;
-  if (c === "+") r.created++;
-  else if (c === "~") r.changed++;
-  else r.removed++;
-  if (op.kind === "write" && sig) r.bytes += sig.size;
-  if (r.paths.length < REPORT_PATHS) r.paths.push(c + shown);
-}
-
-function _refused(report: ChangeReport, path: string, why: string): void {
-  if (report.refused.length < REPORT_PATHS) report.refused.push({ path, why });
+/** Note a path in one of the report's lists (it names the first {@link REPORT_PATHS}). */
+function _note(list: NotApplied[], n: NotApplied): void {
+  if (list.length < REPORT_PATHS) list.push(n);
 }
