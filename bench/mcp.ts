@@ -7,8 +7,12 @@
  * the machine hits both alike. Then each server is started STARTS more
  * times, alternately, and timed from spawn to its first answer (the
  * connections measured first have filled the caches). corral runs with an
- * empty config directory and a discovery cache of its own. Prints one JSON
- * object.
+ * empty config directory and a discovery cache of its own. Two more corral
+ * servers take part in the call blocks, with corral's hand-written stdio
+ * lanes turned off (`CORRAL_BENCH_MCP_LANES`, core/mcp/stdio_lane.ts): `sdk`
+ * (no fast lane: the SDK's dispatch) and `plain` (the SDK's stdout writer
+ * too), so that each lane is measured against the plain SDK path side by
+ * side. Prints one JSON object.
  *
  *     deno run -A bench/mcp.ts CALLS STARTS
  *
@@ -17,6 +21,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { BENCH, CORRAL_FLAGS, quantile, ROOT, warmUp, WARMUP_CALLS } from "./lib.ts";
+import { cpuBetween, treeTicks } from "./proc_cpu.ts";
 
 /** One server's result. */
 export interface ServerResult {
@@ -34,13 +39,18 @@ export interface ServerResult {
   n?: number;
   /** The p50 of the warm-up calls before the measured ones (bench/lib.ts WARMUP_CALLS). */
   warmupP50?: number;
+  /** CPU per measured call: the server process's own, and its children's (corral's sandboxes). */
+  cpuMs?: { own: number; children: number };
 }
+
+/** The servers of the call blocks: the peer, corral, corral with its stdio lanes off. */
+export type ServerName = "filesystem" | "corral" | "corral-sdk" | "corral-plain";
 
 /** What this script prints. */
 export interface McpResult {
   calls: number;
   fileBytes: number;
-  servers: Record<"filesystem" | "corral", ServerResult>;
+  servers: Record<ServerName, ServerResult>;
 }
 
 /** What `_connect` measured: spawn to the first answer of the first start. */
@@ -51,11 +61,13 @@ interface _Connected {
 }
 
 interface _Server {
-  name: "filesystem" | "corral";
+  name: ServerName;
   client: Client;
   call: () => Promise<number>;
   samples: number[];
   blocks: number[];
+  pid?: number;
+  cpu: { own: number; children: number };
 }
 
 function _text(result: unknown): string {
@@ -64,7 +76,7 @@ function _text(result: unknown): string {
 }
 
 async function _connect(
-  name: "filesystem" | "corral",
+  name: ServerName,
   args: string[],
   file: string,
   workspace: string,
@@ -93,13 +105,14 @@ async function _connect(
     ]);
     const { tools } = await client.listTools();
     const names = tools.map((t: { name: string }) => t.name);
-    const tool = name === "corral"
+    const ofCorral = name !== "filesystem";
+    const tool = ofCorral
       ? "ReadFile"
       : ["read_text_file", "read_file"].find((t) => names.includes(t));
     if (!tool || !names.includes(tool)) {
       throw new Error(`no file-reading tool among: ${names.join(", ")}`);
     }
-    const toolArgs = name === "corral" ? { filepath: "file10k.txt" } : { path: file };
+    const toolArgs = ofCorral ? { filepath: "file10k.txt" } : { path: file };
     const call = async () => {
       const res = await client.callTool({ name: tool, arguments: toolArgs });
       if (res.isError) throw new Error(`${tool} failed: ${_text(res).slice(0, 300)}`);
@@ -108,7 +121,8 @@ async function _connect(
     result.answerChars = await call();
     const firstStartMs = performance.now() - t0;
     result.tool = tool;
-    return { server: { name, client, call, samples: [], blocks: [] }, result, firstStartMs };
+    const server = { name, client, call, samples: [], blocks: [], pid: transport.pid ?? undefined };
+    return { server: { ...server, cpu: { own: 0, children: 0 } }, result, firstStartMs };
   } catch (err) {
     await client.close().catch(() => {});
     const tail = stderr.trim().split("\n").slice(-3).join(" | ");
@@ -134,7 +148,19 @@ async function main(): Promise<void> {
   const corralEnv = { CORRAL_CACHE_DIR: `${tmp}/cache`, CORRAL_CONFIG_DIR: `${tmp}/config` };
   const fs = await _connect("filesystem", fsArgs, file, workspace, {});
   const corral = await _connect("corral", corralArgs, file, workspace, corralEnv);
-  const servers = [fs.server, corral.server].filter((s): s is _Server => s !== undefined);
+  const lanesOff = { sdk: "corral-sdk", plain: "corral-plain" } as const;
+  const off: Record<string, _Connected> = {};
+  for (const [lanes, name] of Object.entries(lanesOff)) {
+    const env = { ...corralEnv, CORRAL_BENCH_MCP_LANES: lanes };
+    off[name] = await _connect(name, corralArgs, file, workspace, env);
+  }
+  const results = new Map<ServerName, ServerResult>([
+    ["filesystem", fs.result],
+    ["corral", corral.result],
+    ...Object.entries(off).map(([n, c]) => [n as ServerName, c.result] as const),
+  ]);
+  const servers = [fs, corral, ...Object.values(off)].map((c) => c.server)
+    .filter((s): s is _Server => s !== undefined);
 
   // Warm-up (the same for each, its p50 kept), then alternate blocks of calls.
   const warm = new Map<_Server, number>();
@@ -142,26 +168,35 @@ async function main(): Promise<void> {
   const block = Math.max(1, Math.min(100, Math.ceil(calls / 10)));
   for (let done = 0; done < calls; done += block) {
     const n = Math.min(block, calls - done);
-    const order = (done / block) % 2 ? [...servers].reverse() : servers;
+    // Each server takes each place in the order in turn (rotated block by block).
+    const k = (done / block) % servers.length;
+    const order = [...servers.slice(k), ...servers.slice(0, k)];
     for (const s of order) {
       const part: number[] = [];
+      const before = s.pid ? treeTicks(s.pid) : undefined;
       for (let i = 0; i < n; i++) {
         const t0 = performance.now();
         await s.call();
         part.push(performance.now() - t0);
+      }
+      if (before) {
+        const used = cpuBetween(before, treeTicks(s.pid!));
+        s.cpu.own += used.own;
+        s.cpu.children += used.children;
       }
       s.samples.push(...part);
       s.blocks.push(quantile(part, 0.5));
     }
   }
   for (const s of servers) {
-    const r = s.name === "corral" ? corral.result : fs.result;
+    const r = results.get(s.name)!;
     r.p50 = quantile(s.samples, 0.5);
     r.p99 = quantile(s.samples, 0.99);
     r.mean = s.samples.reduce((a, b) => a + b, 0) / s.samples.length;
     r.blockMedians = s.blocks;
     r.n = s.samples.length;
     r.warmupP50 = warm.get(s);
+    if (s.pid) r.cpuMs = { own: s.cpu.own / r.n, children: s.cpu.children / r.n };
     await s.client.close().catch(() => {});
   }
 
@@ -187,7 +222,7 @@ async function main(): Promise<void> {
   const result: McpResult = {
     calls,
     fileBytes: text.length,
-    servers: { filesystem: fs.result, corral: corral.result },
+    servers: Object.fromEntries(results) as Record<ServerName, ServerResult>,
   };
   console.log(JSON.stringify(result));
 }

@@ -262,11 +262,12 @@ export async function main(argv: string[]): Promise<number> {
     await spec.prepare?.(values);
     // The sandbox this call needed last time starts now, while the host loads (adopted only
     // when the call needs exactly that one: core/sandbox/prestart.ts).
-    if (command === "call") {
-      ahead = (await _load<typeof import("./prestart_recipe.ts")>(
-        "./prestart_recipe.ts",
-      )).prestartCall(values, rest[0])
-        .catch(() => {});
+    // `corral mcp` on stdio: the sandbox its last session in this folder started first.
+    if (command === "call" || (command === "mcp" && values.http === undefined)) {
+      const recipes = await _load<typeof import("./prestart_recipe.ts")>("./prestart_recipe.ts");
+      ahead =
+        (command === "call" ? recipes.prestartCall(values, rest[0]) : recipes.prestartMcp(values))
+          .catch(() => {});
       await ahead;
     }
     const { openRegistry } = await _load<typeof import("./open_registry.ts")>(

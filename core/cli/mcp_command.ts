@@ -14,12 +14,15 @@ import { envVar } from "../config/env_var.ts";
 import { ConfigError } from "../tool/errors.ts";
 import type { CliSession } from "./open_registry.ts";
 import type { CliValues } from "./options.ts";
+import { keepNextLaunch } from "./prestart_recipe.ts";
 import { sandboxLimitsOf } from "./sandbox_limits.ts";
 import type { TeamServer } from "./team_server.ts";
 
 /** Run `corral mcp` with the command line's flags; returns the exit code. */
 export async function mcpCommand(values: CliValues, session: CliSession): Promise<number> {
   session.registry.sandboxes.setLimits(sandboxLimitsOf(values));
+  // On stdio, the first sandbox this session starts is the one the next session starts ahead.
+  if (values.http === undefined) keepNextLaunch();
   // Deno exports OpenTelemetry metrics only when asked; then the metrics are kept from the start
   // (otherwise only the HTTP server loads them: prom-client is ~35 ms of start-up).
   if (/^(true|1)$/i.test(envVar("OTEL_DENO") ?? "")) await import("../telemetry/metrics.ts");

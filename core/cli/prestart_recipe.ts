@@ -5,7 +5,10 @@
  * identical command can start that sandbox at once, while the host loads
  * (core/sandbox/prestart.ts). The plan is only a guess: the sandbox is
  * adopted when the plan worked out then is exactly the same, else stopped.
- * No cache (`CORRAL_CACHE_DIR=""`, `--no-cache`): nothing is started ahead.
+ * `corral mcp` on stdio keeps the first sandbox its session started the
+ * same way (`prestartMcp`): the first call of the next session finds it
+ * running. No cache (`CORRAL_CACHE_DIR=""`, `--no-cache`): nothing is
+ * started ahead.
  *
  * @module
  */
@@ -44,6 +47,16 @@ export async function prestartCall(values: CliValues, name: string): Promise<voi
     };
     if (recipe.v === 1) prestart(recipe.plan, recipe.found, recipe.preload);
   } catch { /* none yet, or unreadable: started as usual */ }
+}
+
+/**
+ * Start the sandbox that the last `corral mcp` on stdio with these options
+ * started first (its first read-only launch), if it is known; and make this
+ * session's first such launch the one kept. Its key is apart from every
+ * `corral call NAME`'s (a tool's name has no NUL).
+ */
+export function prestartMcp(values: CliValues): Promise<void> {
+  return prestartCall(values, "\0mcp stdio");
 }
 
 /**

@@ -6,7 +6,8 @@
  * @module
  */
 import { limitedStdin } from "./stdio_limit.ts";
-import { connectStdio } from "./stdio_lane.ts";
+import process from "node:process";
+import { connectStdio, stdioLanes } from "./stdio_lane.ts";
 import { TaskStore } from "./tasks/task_store.ts";
 import {
   createMcpServer,
@@ -52,7 +53,7 @@ export async function serveStdio(
   await connectStdio(
     mcp,
     input,
-    _stdout(),
+    stdioLanes() === "plain" ? process.stdout : _stdout(),
     () => createMcpServer(registry, { ...options, tasks }),
     tasks,
   );

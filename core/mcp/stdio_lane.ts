@@ -5,15 +5,28 @@
  * every other line, and every one the lane does not take, goes to the SDK's
  * stdio transport exactly as it arrived, in the same order.
  *
+ * `CORRAL_BENCH_MCP_LANES` turns corral's hand-written lanes off, for the
+ * benchmark's baseline rows (bench/section_mcp.ts) and nothing else: `sdk`
+ * sends every line to the SDK (its dispatch runs the same handler, every
+ * check included), `plain` also lets the SDK write to `process.stdout`
+ * (./serve_stdio.ts). Unset, or anything else: the lanes run.
+ *
  * @module
  */
 import { Buffer } from "node:buffer";
 import { StdioServerTransport } from "@modelcontextprotocol/server/stdio";
+import { envVar } from "../config/env_var.ts";
 import { FastCalls } from "./fast_call.ts";
 import type { CorralMcpServer } from "./mcp_server.ts";
 import { LineStream } from "./stdio_limit.ts";
 import { type ModernStdio, modernStdio, opensModern } from "./stdio_modern.ts";
 import type { TaskStore } from "./tasks/task_store.ts";
+
+/** Which of corral's stdio lanes run: all, `sdk` (no fast lane) or `plain` (SDK stdout too). */
+export function stdioLanes(): "all" | "sdk" | "plain" {
+  const lanes = envVar("CORRAL_BENCH_MCP_LANES");
+  return lanes === "sdk" || lanes === "plain" ? lanes : "all";
+}
 
 /**
  * Connect `mcp` to `lines` (complete lines) and `stdout`, with the fast
@@ -35,6 +48,7 @@ export async function connectStdio(
   );
   await mcp.connect(transport);
   const lane = new FastCalls(mcp.server, mcp.callTool, transport);
+  const fast = stdioLanes() === "all";
   let first = true;
   let other: ModernStdio | undefined;
   const onLine = (line: Buffer) => {
@@ -43,7 +57,7 @@ export async function connectStdio(
       if (modern && opensModern(line)) other = modernStdio(modern, stdout, tasks);
     }
     if (other) return other.push(line);
-    const message = laneCandidate(line);
+    const message = fast ? laneCandidate(line) : undefined;
     if (message === undefined || !lane.offer(message)) sdkInput.push(line);
   };
   const onError = (e: unknown) => sdkInput.emit("error", e);
