@@ -35,6 +35,8 @@ import { diffLayer, type LayerMemory, layerMemory, type LayerOp } from "./layer_
 import { staleInView } from "./layer_freshness.ts";
 import type { LayerDirs, LayerRoot } from "./layer_dirs.ts";
 import { withTreeLock } from "./tree_lock.ts";
+import { type HoldRequest, HoldSet } from "./hold_state.ts";
+import { holdLayers } from "./held_writer.ts";
 
 /** What the rules of a sandbox's layers are (the root and what git says are added per layer). */
 export type LayerRules = Omit<RuleContext, "root" | "hooksFolders" | "gitDirs" | "configFiles">;
@@ -47,6 +49,18 @@ export interface SandboxLayersOptions {
   rules: LayerRules;
   /** Where conflicting versions are kept. */
   conflictsDir: string;
+  /**
+   * Held changes being applied (./held_apply.ts): the view of the tree they
+   * were made on (each root's epoch, the signatures, when each entry
+   * entered the layer), so that they are judged as their settlement would have been.
+   */
+  resume?: {
+    epochs: Map<string, number>;
+    view: Map<string, Sig | null>;
+    births: Map<string, number>;
+  };
+  /** What applies the changes (default ./root_applier.ts; ./held_apply.ts's dry run to show them). */
+  applier?: typeof applyInRoot;
 }
 
 /** One applied change, told to the other sandboxes over the same root. */
@@ -78,6 +92,8 @@ export class SandboxLayers {
   #pid: number | undefined;
   #looks: Promise<void> = Promise.resolve();
   #closed = false;
+  /** The calls whose changes are held for review instead of applied (./hold_state.ts). */
+  readonly holds: HoldSet = new HoldSet();
 
   constructor(o: SandboxLayersOptions) {
     this.#o = o;
@@ -87,13 +103,14 @@ export class SandboxLayers {
     const now = Date.now();
     for (const l of o.dirs.roots) {
       this.#memory.set(l.root, layerMemory());
-      this.#epoch.set(l.root, now);
+      this.#epoch.set(l.root, o.resume?.epochs.get(l.root) ?? now);
       this.#inos.set(l.root, Deno.statSync(l.root).ino ?? 0);
       useApplier(l.root);
       let set = _live.get(l.root);
       if (!set) _live.set(l.root, set = new Set());
       set.add(this);
     }
+    for (const [abs, sig] of o.resume?.view ?? []) this.#view.set(abs, sig);
   }
 
   /** Why the sandbox should start afresh before its next call (its view is stale), if so. */
@@ -170,14 +187,40 @@ export class SandboxLayers {
   async #settleAll(): Promise<ChangeReport> {
     const total = emptyReport();
     if (this.#closed) return total;
+    const holds = this.holds.active();
+    if (holds) return await this.#hold(holds);
     for (const l of this.dirs.roots) mergeReports(total, await this.#settle(l));
     return total;
+  }
+
+  /**
+   * Hold what changed in every layer for review (./held_writer.ts) instead
+   * of applying it: the tree is not touched; the sandbox's view now holds
+   * what the tree does not, so its next call starts from the tree.
+   */
+  async #hold(holds: HoldRequest[]): Promise<ChangeReport> {
+    this.holds.held(holds); // (one that fails is tried again: never applied instead)
+    const report = await holdLayers(this.dirs.roots, this.#o.rules, holds, async (l) => {
+      const started = Date.now(), memory = this.#memory.get(l.root)!;
+      const diff = await diffLayer(l, memory, this.#artifacts);
+      const [ino, epoch] = [this.#inos.get(l.root)!, this.#epoch.get(l.root)!];
+      return {
+        ops: diff.ops,
+        view: { ino, epoch, view: this.#view },
+        commit: () => void (memory.seen = diff.seen, this.#epoch.set(l.root, started)),
+      };
+    });
+    if (report.held) this.markStale(`its changes are held for review (${report.held.id})`);
+    return report;
   }
 
   async #settle(layer: LayerRoot): Promise<ChangeReport> {
     const started = Date.now();
     const memory = this.#memory.get(layer.root)!;
     const diff = await diffLayer(layer, memory, this.#artifacts);
+    for (const op of this.#o.resume && diff.ops || []) {
+      if (op.entry) op.entry.birthMs = this.#o.resume!.births.get(op.abs) ?? 0;
+    }
     if (diff.ops.length === 0) {
       memory.seen = diff.seen;
       this.#epoch.set(layer.root, started);
@@ -268,7 +311,7 @@ export class SandboxLayers {
     if (go.length === 0) return;
     let results: ApplierResult[];
     try {
-      results = await applyInRoot(
+      results = await (this.#o.applier ?? applyInRoot)(
         layer.root,
         this.#inos.get(layer.root)!,
         this.#base,

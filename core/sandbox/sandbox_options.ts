@@ -8,6 +8,7 @@ import type { SandboxPolicy } from "../config/policy.ts";
 import type { EgressRecord } from "../guard/egress.ts";
 import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
 import type { ChangeReport } from "../layers/change_report.ts";
+import type { HoldRequest } from "../layers/hold_state.ts";
 import type { Pins } from "./module_graph.ts";
 import type { SandboxNamespace } from "./transport.ts";
 import type { AskKind, SandboxEnv } from "./protocol.ts";
@@ -77,4 +78,6 @@ export interface CallOptions {
   config?: unknown;
   /** Answer the tool's questions to the client (sampling, elicitation); absent: none can. */
   onAsk?: (kind: AskKind, params: unknown) => Promise<unknown>;
+  /** Hold the call's changes for review instead of applying them (core/layers/hold_state.ts). */
+  hold?: HoldRequest;
 }
