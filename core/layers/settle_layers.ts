@@ -425,8 +425,11 @@ function _count(r: ChangeReport, op: LayerOp, now: Sig | null, sig: Sig | null, 
   let c: "+" | "~" | "-" | undefined;
   if (op.kind === "remove") c = now ? "-" : undefined;
   else if (op.kind === "prune") c = undefined;
-  else if (op.kind === "dir") c = now?.kind === "dir" ? undefined : now ? "~" : "+";
-  else c = now ? "~" : "+";
+  else if (op.kind === "dir") {
+    // A folder that was one already: changed only when its mode did.
+    const mode = op.treeMode !== undefined && op.mode !== op.treeMode;
+    c = now?.kind === "dir" ? (mode ? "~" : undefined) : now ? "~" : "+";
+  } else c = now ? "~" : "+";
   if (!c) return;
   if (c === "+") r.created++;
   else if (c === "~") r.changed++;
