@@ -11,6 +11,10 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { runCli, tempLayout } from "./_helpers.ts";
 import { childEnv, CORRAL_ARGS, textOf } from "./_mcp_helpers.ts";
 import { auditLines, exists } from "./_judge_helpers.ts";
+import { approve, hostedLayout, hostedRegistry } from "./_hosted_helpers.ts";
+import { heldRules, settleHeld } from "../core/layers/held_apply.ts";
+import { findHeld, removeHeld } from "../core/layers/held_store.ts";
+import { join } from "node:path";
 
 /** A workspace, a policy whose system toolset (jailed bash) writes it, a held folder outside. */
 async function _layout(tools: Record<string, unknown> = {}) {
@@ -225,4 +229,36 @@ Deno.test("held changes over MCP (tools.X.hold): the result says so with the ID;
   } finally {
     await again.close();
   }
+});
+
+Deno.test("held changes of a hosted server (servers.fs.hold): its write is held, then applied by the same settlement", async () => {
+  await using l = await hostedLayout();
+  const servers = {
+    fs: { npm: "@modelcontextprotocol/server-filesystem@2026.8.31", args: ["${workspace}"] },
+  };
+  const grant = { fs: { read: ["."], write: ["."], hold: true } };
+  const first = await hostedRegistry(l, servers, grant);
+  await approve(first.registry, "fs");
+  await first.registry.close();
+  const { registry } = await hostedRegistry(l, servers, grant);
+  let id: string;
+  try {
+    const w = await registry.call(
+      "write_file",
+      { path: join(l.ws, "b.txt"), content: "from the server" },
+      { confirm: () => true },
+    );
+    assert.equal(w.success, true, JSON.stringify(w));
+    id = (w.held_changes as { id: string }).id;
+    assert.match(String((w.held_changes as { note: string }).note), /held for review/);
+    assert.equal(await exists(join(l.ws, "b.txt")), false);
+  } finally {
+    await registry.close();
+  }
+  const found = findHeld(id, l.ws);
+  assert.deepEqual(found.manifest.by, ["servers.fs.hold"]);
+  const { report } = await settleHeld(found, heldRules(found.manifest), false);
+  await removeHeld(found.dir);
+  assert.deepEqual(report.paths, ["+b.txt"]);
+  assert.equal(await Deno.readTextFile(join(l.ws, "b.txt")), "from the server");
 });
