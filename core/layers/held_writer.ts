@@ -26,6 +26,8 @@ import type { LayerRoot } from "./layer_dirs.ts";
 import type { LayerRules } from "./settle_layers.ts";
 import { lowerSig, type Sig } from "./tree_sig.ts";
 import { opaqueFolders } from "./upper_walk.ts";
+import { findBwrap } from "../guard/jail.ts";
+import { namespaceBase } from "../guard/namespace.ts";
 
 /** What a root's view of the tree rested on when its changes were held. */
 export interface HeldRootView {
@@ -116,6 +118,11 @@ export class HeldWriter {
       if (held.has(rel)) continue;
       const e = await _entry(into, rel, layer.root, byRel.get(rel), opaque.has(rel));
       if (!e) continue;
+      const was = byRel.get(rel)?.entry?.kind;
+      if (was && was !== e.kind) {
+        // Swapped while it was copied (its processes still run): held at the next settlement.
+        throw new Error(`the changes could not be held: ${rel} changed while it was read`);
+      }
       held.add(rel);
       r.entries.push(e);
       const birth = byRel.get(rel)?.entry?.birthMs ??
@@ -214,14 +221,39 @@ const _TAR_XATTRS = [
   "--xattrs-include=user.overlay.opaque",
 ];
 
-/** Copy `rels` of `from` into `to` as they are (whiteouts and opaque folders too), by GNU tar. */
+/**
+ * Copy `rels` of `from` into `to` as they are (whiteouts and opaque
+ * folders too), by GNU tar. The layer is the sandbox's, and its processes
+ * may still run: tar reads it in a namespace of its own where nothing but
+ * the layer and the system's programs exist, so a folder swapped for a link
+ * meanwhile leads nowhere (as the applier's namespace does,
+ * ./root_applier.ts).
+ */
 async function _copy(from: string, to: string, rels: string[]): Promise<void> {
   if (rels.length === 0) return;
   const env = { PATH: "/usr/bin:/bin", LC_ALL: "C" };
-  const pack = new Deno.Command("tar", {
-    // (-C before the list: tar's options are positional.)
-    args: [..._TAR_XATTRS, "-cf", "-", "-C", from, "--no-recursion", "--ignore-failed-read"]
-      .concat(["--null", "-T", "-"]),
+  const bwrap = await findBwrap();
+  if (!bwrap) throw new Error("the changes could not be held: bubblewrap is needed to read them");
+  const system = ["/bin", "/lib", "/lib64", "/sbin"].flatMap((p) => {
+    const st = (() => {
+      try {
+        return Deno.lstatSync(p);
+      } catch {
+        return null;
+      }
+    })();
+    return !st ? [] : st.isSymlink ? ["--symlink", Deno.readLinkSync(p), p] : ["--ro-bind", p, p];
+  });
+  const pack = new Deno.Command(bwrap, {
+    args: [
+      ...namespaceBase(false).filter((a) => a !== "--cap-drop" && a !== "ALL"),
+      // (Root reads the overlay's trusted.* marks only with this one; a user's are user.*.)
+      ...["--cap-drop", "ALL", ...(Deno.uid() === 0 ? ["--cap-add", "CAP_SYS_ADMIN"] : [])],
+      ...["--ro-bind", "/usr", "/usr", ...system, "--ro-bind", from, from, "--"],
+      // (-C before the list: tar's options are positional.)
+      ...["/usr/bin/tar", ..._TAR_XATTRS, "-cf", "-", "-C", from, "--no-recursion"],
+      ...["--ignore-failed-read", "--null", "-T", "-"],
+    ],
     stdin: "piped",
     stdout: "piped",
     stderr: "piped",
