@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { dirname, join, relative } from "node:path";
+import { join, relative } from "node:path";
 import { isWithin } from "../guard/is_within.ts";
 import { type ChangeReport, emptyReport, REPORT_PATHS } from "./change_report.ts";
 import type { HoldRequest } from "./hold_state.ts";
@@ -25,6 +25,7 @@ import type { LayerOp } from "./layer_diff.ts";
 import type { LayerRoot } from "./layer_dirs.ts";
 import type { LayerRules } from "./settle_layers.ts";
 import { lowerSig, type Sig } from "./tree_sig.ts";
+import { listRaw } from "./raw_list.ts";
 import { opaqueFolders } from "./upper_walk.ts";
 import { findBwrap } from "../guard/jail.ts";
 import { namespaceBase } from "../guard/namespace.ts";
@@ -35,8 +36,8 @@ export interface HeldRootView {
   ino: number;
   /** Since when the view of every path it keeps no signature for was taken. */
   epoch: number;
-  /** The tree's signature each path of the view rests on (null: absent). */
-  view: ReadonlyMap<string, Sig | null>;
+  /** The tree's signature each path of the view rests on (null: absent; undefined: none kept). */
+  view: { get(abs: string): Sig | null | undefined };
 }
 
 /** One new held set, filled root by root (a batch of operations at a time). */
@@ -114,6 +115,7 @@ export class HeldWriter {
     const dirs = rels.filter((rel) => byRel.get(rel)?.kind === "dir");
     const opaque = await opaqueFolders(into, dirs);
     const held = new Set(r.entries.map((e) => e.rel));
+    const fresh: HeldEntry[] = [];
     for (const rel of [...rels, ...vanished.map((op) => op.rel)]) {
       if (held.has(rel)) continue;
       const e = await _entry(into, rel, layer.root, byRel.get(rel), opaque.has(rel));
@@ -125,20 +127,24 @@ export class HeldWriter {
       }
       held.add(rel);
       r.entries.push(e);
+      fresh.push(e);
       const birth = byRel.get(rel)?.entry?.birthMs ??
         (await Deno.lstat(join(upper, rel)).catch(() => null))?.birthtime?.getTime() ?? 0;
       r.births[rel] = birth;
     }
-    // The view of every path held and of every path of the tree below one.
-    const paths = new Set([...held].map((rel) => join(layer.root, rel)));
+    // The view of every path held and, where the tree has a folder, of every path below it
+    // (what a removal, a folder made anew or a file in its place takes).
     const seen = new Set(r.view.map(([abs]) => abs));
-    for (const [abs, sig] of v.view) {
-      if (seen.has(abs) || !isWithin(abs, layer.root)) continue;
-      for (let p = abs; p.length > layer.root.length; p = dirname(p)) {
-        if (!paths.has(p)) continue;
-        r.view.push([abs, sig]);
-        break;
-      }
+    const note = (abs: string) => {
+      const sig = v.view.get(abs);
+      if (sig !== undefined && !seen.has(abs)) r.view.push([abs, sig]), seen.add(abs);
+    };
+    for (const e of fresh) {
+      const abs = join(layer.root, e.rel);
+      note(abs);
+      if (e.kind === "dir" && !e.opaque) continue;
+      if ((await lowerSig(abs))?.kind !== "dir") continue;
+      for (const x of await listRaw(abs)) if (x.utf8) note(join(abs, x.rel));
     }
   }
 
