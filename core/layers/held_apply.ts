@@ -13,11 +13,11 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { type ChangeReport, REPORT_PATHS } from "./change_report.ts";
 import { fileSha256 } from "./held_writer.ts";
 import { HeldCorrupt, type HeldFound, type HeldManifest } from "./held_store.ts";
-import { layerBaseFor, type LayerDirs } from "./layer_dirs.ts";
+import { type LayerDirs, makeLayerDirs, removeLayerDirs } from "./layer_dirs.ts";
 import type { applyInRoot } from "./root_applier.ts";
 import { type LayerRules, SandboxLayers } from "./settle_layers.ts";
 import type { ApplierOp } from "./tree_applier.ts";
@@ -134,15 +134,21 @@ export async function settleHeld(
       );
     }
   }
-  const roots = m.roots.map((r) => r.root);
-  const base = layerBaseFor(roots);
+  // Settled from a sandbox's layer folders, as any layer is (the applier reads them there).
+  const made = makeLayerDirs(m.roots.map((r) => r.root));
   const scratch = dry ? await Deno.makeTempDir({ prefix: "corral-held-" }) : undefined;
   const dirs: LayerDirs = {
-    dir: found.dir,
-    roots: m.roots.map((r, i) => ({ root: r.root, dir: join(found.dir, String(i)) })),
-    locks: join(base, "locks"),
-    conflicts: scratch ?? join(base, "conflicts", `held-${m.id}`),
+    ...made,
+    conflicts: scratch ?? join(dirname(dirname(made.dir)), "conflicts", `held-${m.id}`),
   };
+  try {
+    for (const [i, l] of dirs.roots.entries()) {
+      await _copyLayer(join(found.dir, String(i), "u"), join(l.dir, "u"));
+    }
+  } catch (err) {
+    await removeLayerDirs(made);
+    throw err;
+  }
   const requests: HeldSettlement["requests"] = [];
   const layers = new SandboxLayers({
     dirs,
@@ -168,7 +174,26 @@ export async function settleHeld(
     return { report, requests };
   } finally {
     layers.retire();
+    await removeLayerDirs(made);
     if (scratch) await Deno.remove(scratch, { recursive: true }).catch(() => {});
+  }
+}
+
+/** Copy a held upper layer whole, with the overlay's marks (./held_writer.ts keeps them). */
+async function _copyLayer(from: string, to: string): Promise<void> {
+  const sh = 'tar --xattrs "--xattrs-include=*.overlay.*" -C "$1" -cf - . | ' +
+    'tar --xattrs "--xattrs-include=*.overlay.*" --no-same-owner -C "$2" -xpf -';
+  const out = await new Deno.Command("/bin/bash", {
+    args: ["-o", "pipefail", "-c", sh, "corral-held", from, to],
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+    clearEnv: true,
+    env: { PATH: "/usr/bin:/bin", LC_ALL: "C" },
+  }).output();
+  if (!out.success) {
+    const why = new TextDecoder().decode(out.stderr).trim().split("\n")[0];
+    throw new Error(`the held changes could not be read: tar: ${why}`);
   }
 }
 

@@ -221,10 +221,25 @@ function _withParents(rels: string[]): string[] {
   return [...all].sort((a, b) => a.split("/").length - b.split("/").length || (a < b ? -1 : 1));
 }
 
+/** Every namespace but a user one (bwrap makes one for --unshare-all, even for root). */
+const _ROOT_NS = [
+  "--unshare-ipc",
+  "--unshare-pid",
+  "--unshare-net",
+  "--unshare-uts",
+  "--unshare-cgroup-try",
+  "--die-with-parent",
+  "--new-session",
+  ...["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"],
+];
+
+/** The overlay's marks a hold keeps: opaque folders, and what was copied up (./copy_ups.ts). */
 const _TAR_XATTRS = [
   "--xattrs",
   "--xattrs-include=trusted.overlay.opaque",
   "--xattrs-include=user.overlay.opaque",
+  "--xattrs-include=trusted.overlay.origin",
+  "--xattrs-include=user.overlay.origin",
 ];
 
 /**
@@ -252,9 +267,11 @@ async function _copy(from: string, to: string, rels: string[]): Promise<void> {
   });
   const pack = new Deno.Command(bwrap, {
     args: [
-      ...namespaceBase(false).filter((a) => a !== "--cap-drop" && a !== "ALL"),
-      // (Root reads the overlay's trusted.* marks only with this one; a user's are user.*.)
-      ...["--cap-drop", "ALL", ...(Deno.uid() === 0 ? ["--cap-add", "CAP_SYS_ADMIN"] : [])],
+      // Root reads the overlay's trusted.* marks only in the first user namespace, with this
+      // one capability (bwrap would make a user namespace of --unshare-all); a user's are user.*.
+      ...(Deno.uid() === 0
+        ? [..._ROOT_NS, "--cap-drop", "ALL", "--cap-add", "CAP_SYS_ADMIN"]
+        : namespaceBase(false)),
       ...["--ro-bind", "/usr", "/usr", ...system, "--ro-bind", from, from, "--"],
       // (-C before the list: tar's options are positional.)
       ...["/usr/bin/tar", ..._TAR_XATTRS, "-cf", "-", "-C", from, "--no-recursion"],

@@ -58,7 +58,15 @@ export interface LayerDirs {
  * ```
  */
 export function makeLayerDirs(roots: string[]): LayerDirs {
-  const base = layerBaseFor(roots);
+  const base = layerBases().find((b) =>
+    !/[,:\\]/.test(b) && roots.every((r) => !isWithin(b, r) && !isWithin(r, b)) && _usable(b)
+  );
+  if (!base) {
+    throw new Error(
+      `no folder for the sandbox's write layers lies outside its write grant ` +
+        `(${roots.join(", ")}): set CORRAL_LAYERS_DIR to a folder outside it`,
+    );
+  }
   const sandboxes = join(base, "sandboxes");
   Deno.mkdirSync(sandboxes, { recursive: true, mode: 0o700 });
   _sweepOnce(sandboxes);
@@ -75,24 +83,6 @@ export function makeLayerDirs(roots: string[]): LayerDirs {
     out.roots.push({ root, dir: d });
   });
   return out;
-}
-
-/**
- * The folder of layers over `roots` (its `locks`, `conflicts` and
- * `sandboxes`): the first base that lies outside every root and that no
- * root lies in. Throws an Error naming the roots when there is none.
- */
-export function layerBaseFor(roots: readonly string[]): string {
-  const base = layerBases().find((b) =>
-    !/[,:\\]/.test(b) && roots.every((r) => !isWithin(b, r) && !isWithin(r, b)) && _usable(b)
-  );
-  if (!base) {
-    throw new Error(
-      `no folder for the sandbox's write layers lies outside its write grant ` +
-        `(${roots.join(", ")}): set CORRAL_LAYERS_DIR to a folder outside it`,
-    );
-  }
-  return base;
 }
 
 /** Remove a sandbox's layer folders (call once its namespace is gone). */
