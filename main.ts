@@ -3,7 +3,7 @@
  * Each command lives in its own module under core/cli/.
  *
  *     corral list [--json]
- *     corral schema [--format openai|anthropic|mcp]
+ *     corral schema [NAME] [--format openai|anthropic|mcp]
  *     corral call NAME [--args '<json object>' | --args -] [--yes] [--timeout MS] [--hold]
  *     corral changes [list] | show ID | apply ID | drop ID
  *     corral demo
@@ -11,6 +11,7 @@
  *     corral audit [PATH] [--tool X] [--since ISO|1h|30m]
  *     corral trust [FILE…]
  *     corral check PATH…
+ *     corral harness [--config F] [--workspace D] FILE [TOOL] [ARGS…]
  *     corral new NAME [--permissions LETTERS] [--dir DIR] [--style class|module]
  *     corral plugins [list] | corral plugins install SPEC
  *     corral mcp [--http [HOST:]PORT [--token T] [--stateless]]
@@ -76,7 +77,7 @@ const _COMMANDS: Record<
       const { schemaCommand } = await _load<typeof import("./core/cli/schema_command.ts")>(
         "./core/cli/schema_command.ts",
       );
-      return (values, _rest, s) => schemaCommand(values, s.registry);
+      return (values, rest, s) => schemaCommand(values, s.registry, rest[0]);
     },
   },
   call: {
@@ -173,7 +174,7 @@ export async function main(argv: string[]): Promise<number> {
     const { runTreeApplier } = await _load<typeof import("./core/layers/tree_applier.ts")>(
       "./core/layers/tree_applier.ts",
     );
-    await runTreeApplier();
+    await runTreeApplier(argv[1]);
     return 0;
   }
   if (argv[0] === "__egress-bridge") {
@@ -186,6 +187,12 @@ export async function main(argv: string[]): Promise<number> {
   const reporter0 = new Reporter();
   let ahead: Promise<void> | undefined;
   try {
+    // A tool file's own command line: every word after FILE is the tool's, not corral's.
+    if (argv[0] === "harness") {
+      return await (await _load<typeof import("./core/cli/harness_command.ts")>(
+        "./core/cli/harness_command.ts",
+      )).harnessCommand(argv.slice(1));
+    }
     const { values, positionals } = parseCli(argv);
     if (values.version) {
       out(await _versionLine());
@@ -207,8 +214,13 @@ export async function main(argv: string[]): Promise<number> {
       (values.help ? out : (t: string) => reporter0.line(t))(USAGE);
       return values.help ? 0 : 2;
     }
+    if (command === "harness") {
+      throw new UsageError(
+        "harness comes first, and the tool's flags after its FILE: corral harness FILE [ARGS]",
+      );
+    }
     if (!Object.hasOwn(_COMMANDS, command)) {
-      const known = Object.keys(_COMMANDS).join(", ");
+      const known = [...Object.keys(_COMMANDS), "harness"].join(", ");
       throw new UsageError(`unknown command "${command}" (commands: ${known}, help)`);
     }
     // Usage errors come before anything is loaded (and before any plugin warning).

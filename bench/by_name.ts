@@ -7,11 +7,13 @@
  * execute-only runtime run by an execute-only `/bin/sh` as pid 1) and
  * rewrites it into the same bwrap namespace bound by name: `/bin/sh` joins
  * the same cgroup and execs bwrap with `--bind`/`--ro-bind` of the same
- * paths, with no checks, no pipe, no sealed runtime. For the bench only:
+ * paths, with no checks, no pipe, no sealed runtime, and no syscall filter
+ * (it came later, and section 7 measures it apart). For the bench only:
  * nothing in corral starts a sandbox this way.
  *
  * @module
  */
+import { SECCOMP_ARG } from "../core/guard/launcher.ts";
 import { limitedCommand, limitKind, type SandboxLimits, VERIFY_ARG } from "../core/guard/limits.ts";
 import { sealedNamespace } from "../core/sandbox/sealed_runtime.ts";
 
@@ -91,6 +93,8 @@ export function byNameCommand(launch: Launch): { command: string; args: string[]
     if (o === "--bind-fd") out.push("--bind");
     else if (o === "--ro-bind-fd") out.push("--ro-bind");
     else if (o === VERIFY_ARG) i++; // a check only: nothing to bind
+    else if (o === SECCOMP_ARG) i++; // the filter: not in the namespace as it was
+    else if (o === "--unshare-user" || o === "--disable-userns") continue;
     else out.push(o);
   }
   const [pids, bytes, ...rest] = l.head;

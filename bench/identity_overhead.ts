@@ -47,8 +47,8 @@ const team = await httpIdentityFromConfig(config, {
   serverWorkspace: dir,
   metricsToken: "m".repeat(32),
 });
-const plain = serveHttp(registry, { port: 0, token: TOKEN });
-const withIds = serveHttp(registry, { port: 0, token: TOKEN, team });
+const plain = await serveHttp(registry, { port: 0, token: TOKEN });
+const withIds = await serveHttp(registry, { port: 0, token: TOKEN, team });
 
 async function client(url: string, token: string): Promise<Client> {
   const c = new Client({ name: "bench", version: "1" });

@@ -10,7 +10,9 @@
  * - `byName`: the same namespace bound by name as before fd binding: the
  *   sandbox's start command rewritten by ./by_name.ts (no checks, no
  *   `--args` pipe, no sealed runtime);
- * - `without`: no namespace (`"jail": "off"`: the same child and cgroup).
+ * - `without`: no namespace (`"jail": "off"`: the same child and cgroup);
+ * - `unfiltered`: today's namespace without its syscall filter (`"seccomp":
+ *   "off"`): what the jail's second wall (core/seccomp/) costs.
  *
  * Then the launch alone: the captured start command with the runtime's
  * arguments replaced by `--version`, started LAUNCHES times each way,
@@ -40,7 +42,7 @@ import {
 } from "./by_name.ts";
 import { median } from "./lib.ts";
 
-type _Mode = "fd" | "byName" | "without";
+type _Mode = "fd" | "byName" | "without" | "unfiltered";
 type _Way = "fd" | "unsealed" | "byName";
 
 const [runs, warmCalls, launches] = Deno.args.map(Number);
@@ -49,7 +51,7 @@ const cache = await Deno.makeTempDir({ prefix: "corral_bench_ns_cache_" });
 await Deno.writeTextFile(`${ws}/a.txt`, "one two three\n".repeat(10));
 
 // The sandbox's spawn goes through Deno.Command: in `byName` rounds its
-// command is rewritten; in every round the last one is kept for the launch rounds.
+// command is rewritten; a `fd` round's is kept for the launch rounds.
 const Original = Deno.Command;
 let mode: _Mode = "fd";
 let captured: { launch: Launch; options: Deno.CommandOptions } | undefined;
@@ -58,7 +60,8 @@ class _Command extends Original {
   constructor(command: string | URL, options: Deno.CommandOptions = {}) {
     if (typeof command === "string" && options.args && isLaunch(command, options.args)) {
       const launch = parseLaunch(command, options.args);
-      captured = { launch, options };
+      // The launch rounds start today's command: the one of a `fd` round (filter included).
+      if (mode === "fd") captured = { launch, options };
       if (mode === "byName") {
         const b = byNameCommand(launch);
         rewritten++;
@@ -75,11 +78,12 @@ const policies = {
   fd: _policy("required"),
   byName: _policy("required"),
   without: _policy("off"),
+  unfiltered: _policy("required", "off"),
 };
 
-function _policy(jail: "required" | "off") {
+function _policy(jail: "required" | "off", seccomp: "required" | "off" = "required") {
   return parsePolicy(
-    JSON.stringify({ toolsets: { files: { read: ["."], write: ["."], jail } } }),
+    JSON.stringify({ toolsets: { files: { read: ["."], write: ["."], jail, seccomp } } }),
     "bench.json",
     ws,
   );
@@ -146,9 +150,9 @@ async function _launch(way: _Way): Promise<number> {
   }
 }
 
-const modes: _Mode[] = ["fd", "byName", "without"];
-const cold: Record<_Mode, number[]> = { fd: [], byName: [], without: [] };
-const warm: Record<_Mode, number[]> = { fd: [], byName: [], without: [] };
+const modes: _Mode[] = ["fd", "byName", "without", "unfiltered"];
+const cold: Record<_Mode, number[]> = { fd: [], byName: [], without: [], unfiltered: [] };
+const warm: Record<_Mode, number[]> = { fd: [], byName: [], without: [], unfiltered: [] };
 for (let r = 0; r < runs + 1; r++) {
   // Round 0 warms the caches; the order turns round by round.
   for (const m of r % 2 ? [...modes].reverse() : modes) {
@@ -176,5 +180,6 @@ console.log(JSON.stringify({
   withNs: variant("fd"),
   byName: variant("byName"),
   without: variant("without"),
+  unfiltered: variant("unfiltered"),
   launch,
 }));

@@ -39,6 +39,10 @@ export interface Sizes {
   teamIdle: number;
   /** Section 11: warm calls per variant for the identity overhead. */
   overheadCalls: number;
+  /** Section 12: changed files of 4 KB settled, rounds; empty files settled (each measured alone). */
+  settleChanged: number;
+  settleRounds: number;
+  settleEmpty: number[];
 }
 
 /** The full run: `deno task bench`. */
@@ -66,6 +70,9 @@ export const FULL: Sizes = {
   teamPerIdentity: 10,
   teamIdle: 45,
   overheadCalls: 1000,
+  settleChanged: 1000,
+  settleRounds: 5,
+  settleEmpty: [10_000, 100_000],
 };
 
 /** The smoke run: tiny counts, seconds (`--smoke`). */
@@ -93,6 +100,9 @@ export const SMOKE: Sizes = {
   teamPerIdentity: 2,
   teamIdle: 2,
   overheadCalls: 20,
+  settleChanged: 50,
+  settleRounds: 1,
+  settleEmpty: [200, 2000],
 };
 
 /** Section headings; the smoke run checks that the report has every one. */
@@ -110,6 +120,7 @@ export const SECTIONS = [
   "## 9. Hosted MCP servers: direct, srt, corral",
   "## 10. A sandbox per principal: what each session costs",
   "## 11. A team: many sessions from many identities",
+  "## 12. Settling a call's changes",
 ] as const;
 
 /** One row of the goals table. */

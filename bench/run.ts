@@ -15,7 +15,8 @@
  * cost (fd binding against by-name binds; a cold call against the report
  * before), 8 MCP over HTTP against a bare SDK server (calls per second), 9 a hosted MCP
  * server (the official filesystem server run by node, wrapped by srt, hosted by corral), 10 a
- * sandbox per principal, 11 a team (many sessions from many identities; identity overhead).
+ * sandbox per principal, 11 a team (many sessions from many identities; identity overhead), 12
+ * settling a call's changes (against `cp -a`; the host's memory while it settles).
  *
  * @module
  */
@@ -33,6 +34,7 @@ import { sectionHttp } from "./section_http.ts";
 import { sectionHosted } from "./section_hosted.ts";
 import { sectionSessions } from "./section_sessions.ts";
 import { sectionTeam } from "./section_team.ts";
+import { sectionSettle } from "./section_settle.ts";
 
 export { SECTIONS } from "./report.ts";
 
@@ -92,6 +94,7 @@ async function main(): Promise<number> {
     await attempt("9", SECTIONS[10], () => sectionHosted(sizes));
     await attempt("10", SECTIONS[11], () => sectionSessions(sizes));
     await attempt("11", SECTIONS[12], () => sectionTeam(sizes));
+    await attempt("12", SECTIONS[13], () => sectionSettle(sizes, base));
   } finally {
     await Deno.remove(base, { recursive: true }).catch(() => {});
   }

@@ -6,7 +6,7 @@
  * @module
  */
 import { CORRAL_FLAGS, fmtMs, median, ROOT, runChild, timeDeno } from "./lib.ts";
-import { log, SECTIONS, type Sizes, spread, table, x } from "./report.ts";
+import { goal, log, SECTIONS, type Sizes, spread, table, x } from "./report.ts";
 
 interface _Variant {
   coldMs: number;
@@ -20,6 +20,8 @@ interface _Result {
   withNs: _Variant;
   byName: _Variant;
   without: _Variant;
+  /** Today's namespace without its syscall filter (`"seccomp": "off"`). */
+  unfiltered: _Variant;
   launch: { fd: number[]; unsealed: number[]; byName: number[] };
 }
 
@@ -58,13 +60,13 @@ export async function sectionNamespace(sizes: Sizes, base: string): Promise<stri
     SECTIONS[7],
     "",
     'The files toolset in process isolation, three ways, interleaved run by run: **today** (`"jail": ' +
-    '"required"`, the shipped default: `/bin/bash` closes inherited descriptors, the launcher makes and ' +
+    '"required"`, the shipped default, with its syscall filter: `/bin/bash` closes inherited descriptors, the launcher makes and ' +
     "joins the sandbox's cgroup, opens every bound path, checks each open is exactly the path the " +
     "policy named and hands bwrap the descriptors (`--bind-fd`) and its arguments on a pipe " +
     "(`--args`); placeholders hold protected files; pid 1 and the runtime are execute-only copies), " +
     "**by name** (the same bwrap mounts bound by name as before fd binding: the start command " +
     "rewritten in the bench only by `bench/by_name.ts`, `/bin/sh` joins the same cgroup and execs " +
-    'bwrap with `--bind`/`--ro-bind`, no checks, no pipe, no sealed runtime) and **without** (`"jail": ' +
+    'bwrap with `--bind`/`--ro-bind`, no checks, no pipe, no sealed runtime, no filter) and **without** (`"jail": ' +
     '"off"`: the same child and cgroup, no bwrap). A cold call is the first call of a fresh registry ' +
     "(discovery from a warm cache), which starts the sandbox; a warm call is a later call of the " +
     "same sandbox; the sandbox start is the cold call minus the warm one. Medians of " +
@@ -84,9 +86,43 @@ export async function sectionNamespace(sizes: Sizes, base: string): Promise<stri
     `today ${spread(r.withNs.cold, fmtMs)}, by name ${spread(r.byName.cold, fmtMs)}, ` +
     `without ${spread(r.without.cold, fmtMs)}.`,
     "",
+    _filterTable(r),
+    "",
     _launchTable(r.launch),
     "",
     _beforeTable(r, cli),
+  ].join("\n");
+}
+
+/** Goal 7: the jail's second wall, a cold call with the syscall filter against one without. */
+function _filterTable(r: _Result): string {
+  const on = r.withNs, off = r.unfiltered;
+  goal({
+    id: "7",
+    goal: "a cold call with the jail's syscall filter ≤ 1.05× the same call without it",
+    corral: fmtMs(on.coldMs),
+    baseline: fmtMs(off.coldMs),
+    ratio: on.coldMs / off.coldMs,
+    target: "≤ 1.05×",
+    pass: on.coldMs / off.coldMs <= 1.05,
+  });
+  const row = (name: string, k: "coldMs" | "warmMs" | "startMs") => [
+    name,
+    fmtMs(on[k]),
+    fmtMs(off[k]),
+    x(on[k] / off[k]),
+  ];
+  return [
+    "The jail's second wall (core/seccomp/): the same namespace with its syscall filter (today, " +
+    'above) and without it (`"seccomp": "off"`: no filter, no user namespace of its own, no ' +
+    "`--disable-userns`), interleaved in the same rounds. Spread of the cold calls without it: " +
+    `${spread(off.cold, fmtMs)}.`,
+    "",
+    table(["measurement", "with the filter", "without it", "with ÷ without"], [
+      row("cold call (sandbox start + call)", "coldMs"),
+      row("warm call", "warmMs"),
+      row("sandbox start", "startMs"),
+    ]),
   ].join("\n");
 }
 

@@ -104,8 +104,12 @@ async function main(): Promise<void> {
   const shared = await RedisState.connect(redis.url);
   const team = (state: LocalState | RedisState) =>
     httpIdentityFromConfig(config, { defaultToken: TOKEN, serverWorkspace: dir, state });
-  const local = serveHttp(registry, { port: 0, token: TOKEN, team: await team(new LocalState()) });
-  const viaRedis = serveHttp(registry, { port: 0, token: TOKEN, team: await team(shared) });
+  const local = await serveHttp(registry, {
+    port: 0,
+    token: TOKEN,
+    team: await team(new LocalState()),
+  });
+  const viaRedis = await serveHttp(registry, { port: 0, token: TOKEN, team: await team(shared) });
   const a = await _client(local.url, alice);
   const b = await _client(viaRedis.url, alice);
   const call = (c: Client) => c.callTool({ name: "Sleep", arguments: { ms: 0 } });

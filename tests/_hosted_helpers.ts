@@ -61,7 +61,7 @@ export async function hostedRegistry(
   servers: Record<string, unknown>,
   permissions: Record<string, unknown>,
   extra: Record<string, unknown> = {},
-  options: { bwrap?: null; serversDir?: string } = {},
+  options: { bwrap?: null; serversDir?: string; seccomp?: { dir?: string; python?: string } } = {},
 ): Promise<{ registry: Registry; lines: string[] }> {
   const config = parseConfig(JSON.stringify({ servers }), join(layout.base, "corral.json"));
   for (const e of config.servers) await installServer(e, options.serversDir);

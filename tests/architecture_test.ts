@@ -12,6 +12,7 @@ const LAYERS = [
   ["tool"],
   ["guard"],
   ["telemetry"],
+  ["seccomp"],
   ["config"],
   ["layers"],
   ["sandbox"],
@@ -86,7 +87,7 @@ Deno.test("every path ARCHITECTURE.md names exists", async () => {
   }
   assert.ok(
     doc.includes(
-      "cli > mcp, plugins > identity > registry > hosted > sandbox > layers > config > telemetry > guard > tool",
+      "cli > mcp, plugins > identity > registry > hosted > sandbox > layers > config > seccomp > telemetry > guard > tool",
     ),
     "ARCHITECTURE.md states the same layers as this test",
   );

@@ -27,7 +27,10 @@ Deno.test({
       assert.match(report, /\| 1a \|.*\*\*(PASS|MISS)\*\*/);
       assert.match(report, /\| 6a \|.*\*\*(PASS|MISS)\*\*/);
       assert.match(report, /\| 8a \|.*\*\*(PASS|MISS)\*\*/);
-      // Section 7: fd binding against the same namespace bound by name, and a cold call now.
+      // Section 7: the syscall filter's cost (goal 7), fd binding against the same namespace
+      // bound by name, and a cold call now.
+      assert.match(report, /\| 7 \|.*\*\*(PASS|MISS)\*\*/);
+      assert.match(report, /\| measurement \| with the filter \| without it \| with ÷ without \|/);
       assert.match(report, /\| by name \(before\) \| [\d.]+ [µm]?s \|/);
       assert.match(report, /\| `corral call ListFiles` \| [\d.]+ [µm]?s \|/);
       // Section 9: a database query through the egress proxy, against the same server with jail off.
@@ -40,6 +43,10 @@ Deno.test({
       assert.match(report, /\| 11b \|.*\*\*(PASS|MISS)\*\*/);
       assert.match(report, /\| one per session \| \d+ \| 0 \|/);
       assert.match(report, /\| shared per identity \| \d+ \| 0 \|.* \| 0 \|\n/);
+      // Section 12: settling against cp -a, and the host's memory while it settles.
+      assert.match(report, /\| 12a \|.*\*\*(PASS|MISS)\*\*/);
+      assert.match(report, /\| 12c \|.*\*\*(PASS|MISS)\*\*/);
+      assert.match(report, /\| 2000 empty files in one folder \| [\d.]+ [µm]?s \|/);
       assert.doesNotMatch(report, /Failed in this run/);
     } finally {
       await Deno.remove(dir, { recursive: true });

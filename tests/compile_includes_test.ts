@@ -24,6 +24,8 @@ const TOOL_CODE_IMPORTS: Array<[string, string]> = [
     'import(module.startsWith("/") ? `file://${module}` : module)',
   ],
   ["core/sandbox/sandbox_child.ts", "import(`file://${m}`)"],
+  // `corral harness FILE`: the user's tool file, run by Deno (a compiled corral refuses the command).
+  ["core/tool/harness_main.ts", "import(`file://${resolve(file)}`)"],
   ["main.ts", "import(new URL(path, import.meta.url).href)"], // _load: its call sites are walked
 ];
 

@@ -44,6 +44,6 @@ Deno.test("corral.json and permissions.json accept comments and trailing commas;
   assert.equal(p.toolset("files").read.length, 1);
   assert.throws(
     () => parseConfig('{\n  "tool_dirs": [\n    "a" "b"\n  ]\n}', "c.json"),
-    /c\.json:3:9: not valid JSON: CommaExpected/,
+    /c\.json:3:9: not valid JSON: expected "," between two entries \(or the closing bracket\), found "b"$/,
   );
 });

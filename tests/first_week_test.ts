@@ -447,7 +447,7 @@ Deno.test("item 1: the README quick start, run literally from a home with only N
   const quick = readme.slice(readme.indexOf("## Quick start"));
   const block = /```sh\n([\s\S]*?)```/.exec(quick)![1];
   assert.match(block, /npm install -g deno@/);
-  assert.match(block, /deno task --config \/path\/to\/corral\/deno\.json install/);
+  assert.match(block, /deno task --quiet --config \/path\/to\/corral\/deno\.json install/);
   const uninstall = /```sh\n(deno uninstall --global corral)\n```/.exec(quick)![1];
   const home = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_home_" }));
   await Deno.mkdir(`${home}/project`);

@@ -135,7 +135,9 @@ Deno.test("file-drop and package plugins load in order, each alone in its sandbo
       assert.match(reason("reads_outside"), /permission denied at import: .*secret\.txt/);
       assert.match(reason("slow_import"), /timed out after 1000 ms/);
       assert.match(reason("not_configured"), /not configured/);
-      assert.ok(lines.some((l) => l.startsWith("Warning: skipped") && l.includes("top_throw.ts")));
+      assert.ok(
+        lines.some((l) => l.startsWith("Warning: did not load: ") && l.includes("top_throw.ts")),
+      );
       const loaded = registry.loaded().map((x) => x.name).sort();
       assert.deepEqual(loaded, [
         "Alpha",
@@ -459,10 +461,10 @@ Deno.test("corral list --config: shows a rejected plugin and a broken one; the s
       env: { CORRAL_CACHE_DIR: "", [TOOL_DIRS_ENV]: `${ROOT}plugins` },
     });
     assert.equal(ok.code, 0, ok.stderr);
-    assert.match(ok.stdout, /skipped module: .*broken\.ts: import failed/);
+    assert.match(ok.stdout, /did not load: .*broken\.ts: import failed/);
     assert.match(
       ok.stdout,
-      /skipped plugin: rejected .*tools\/evil\.ts: it is a symlink to .*\/evil\.ts/,
+      /did not load: rejected .*tools\/evil\.ts: it is a symlink to .*\/evil\.ts/,
     );
     for (const name of ["ChangeCase", "Slugify", "RollDice", "Greet"]) {
       assert.match(ok.stdout, new RegExp(`${name} +plugin:plugins/\\w+ .*loaded`));

@@ -72,7 +72,7 @@ Deno.test("--unsafe-workspace accepts HOME, and the installed command, rc files 
     JSON.stringify({ code }),
   ], { env });
   assert.equal(res.code, 1, res.stdout + res.stderr);
-  assert.match(res.stderr, /warning: the workspace .* is your home folder/);
+  assert.match(res.stderr, /Warning: the workspace .* is your home folder/);
   const out = JSON.parse(res.stdout);
   const error = out.error as string;
   // The installed command is bound read-only in the sandbox (it is in the trust base).

@@ -116,7 +116,10 @@ Deno.test("item 6: over HTTP the entry names the URL and the token's file, the t
   assert.equal(entry.url, server.url);
   assert.equal(entry.headers.Authorization, "Bearer ${CORRAL_MCP_TOKEN}");
   const file = join(h.config, "mcp-token");
-  assert.match(printed.stderr, new RegExp(`the bearer token is in ${file}`));
+  assert.match(
+    printed.stderr,
+    new RegExp(`the server running at ${server.url} .*takes the token in ${file}`),
+  );
   const token = (await Deno.readTextFile(file)).trim();
   assert.ok(!printed.stdout.includes(token) && !printed.stderr.includes(token));
   const shown = await runCli(

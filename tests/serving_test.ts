@@ -60,7 +60,7 @@ Deno.test("HTTP without a token: corral makes one (0600) and refuses requests wi
   await ok.body?.cancel();
   // --no-token: a warning on loopback, refused elsewhere.
   await using open = await startHttpCorral(["--http", "127.0.0.1:0"], ws);
-  assert.match(open.stderr(), /WARNING: serving MCP without a token/);
+  assert.match(open.stderr(), /Warning: serving MCP without a token/);
   const wide = await new Deno.Command(Deno.execPath(), {
     args: [...CORRAL_ARGS, "mcp", "--workspace", ws.dir, "-r", "--http", "0.0.0.0:0", "--no-token"],
     env: childEnv(ws.cache),

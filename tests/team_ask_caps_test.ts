@@ -59,7 +59,7 @@ Deno.test("sampling_per_call: 0 refuses a tool's question before the client is a
     policy,
     registries,
   });
-  const server = serveHttp(registry, { port: 0, token: "d".repeat(64), team });
+  const server = await serveHttp(registry, { port: 0, token: "d".repeat(64), team });
   const asked: string[] = [];
   const connect = async (name: string) => {
     const token = await addToken(name, `${dir}/tokens.json`);

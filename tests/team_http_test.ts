@@ -86,7 +86,7 @@ async function setup() {
     registries,
     metricsToken: METRICS_TOKEN,
   });
-  const server = serveHttp(registry, { port: 0, token: DEFAULT_TOKEN, team: identity });
+  const server = await serveHttp(registry, { port: 0, token: DEFAULT_TOKEN, team: identity });
   const now = Math.floor(Date.now() / 1000);
   const claims = { sub: "carol", aud: "corral", iss: "https://idp.example", exp: now + 300 };
   const jwt = (c: JWTPayload = claims, key = privateKey) =>

@@ -44,7 +44,7 @@ Deno.test("resources, templates and prompts of hosted servers over --http, only 
     defaultToken: "d".repeat(64),
     serverWorkspace: l.ws,
   });
-  const http = serveHttp(registry, { port: 0, token: "d".repeat(64), team });
+  const http = await serveHttp(registry, { port: 0, token: "d".repeat(64), team });
   const clients: Client[] = [];
   try {
     const alice = await connectWithToken(http.url, tokens.alice, "alice");

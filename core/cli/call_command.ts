@@ -1,14 +1,16 @@
 /**
  * `corral call NAME [--args JSON] [--yes] [--timeout MS]`: run one tool in
  * its sandbox and print the result object as JSON. `--args -` reads the
- * arguments from stdin; without `--args` the tool gets none (`{}`). Tools
- * that need confirmation ask on a terminal.
+ * arguments from stdin; without `--args` the tool gets `{}`, so its
+ * defaults (a required parameter left out is named). Tools that need
+ * confirmation ask on a terminal.
  *
  * @module
  */
 import type { Registry, ToolInfo } from "../registry/registry.ts";
 import { type CliValues, UsageError } from "./options.ts";
 import { summarizeContent } from "../tool/content.ts";
+import { ConfigError } from "../tool/errors.ts";
 import { terminalSafe } from "../tool/reporter.ts";
 import { out } from "./output.ts";
 import { keepNextLaunch } from "./prestart_recipe.ts";
@@ -87,7 +89,7 @@ export async function callCommand(
   registry: Registry,
 ): Promise<number> {
   if (!name) throw new UsageError("call needs a tool name: corral call NAME --args '{...}'");
-  // No --args: no arguments (a tool without parameters; one with required ones says which).
+  // No --args: {}, the tool's defaults (a required parameter left out is named).
   const text = values.args === undefined
     ? "{}"
     : values.args === "-"
@@ -103,6 +105,11 @@ export async function callCommand(
       );
     }
   }
+  // This start's warnings, once, but not those about other tools (their collisions: corral list).
+  for (const w of new Set(registry.warnings)) {
+    const about = /^Warning: tool "([^"]*)" /.exec(w)?.[1];
+    if (about === undefined || about === name) registry.reporter.line(w, "yellow");
+  }
   const interactive = values.args !== "-" && Deno.stdin.isTerminal();
   const confirm = values.yes ? () => true : interactive ? _askOnTerminal : undefined;
   keepNextLaunch(); // this call's sandbox is the one the next identical call starts ahead
@@ -115,8 +122,13 @@ export async function callCommand(
       ...(interactive ? { onAsk: _answerOnTerminal } : {}),
     });
   } catch (err) {
-    if (err instanceof TypeError) throw new UsageError(err.message);
-    throw err;
+    if (!(err instanceof TypeError)) throw err;
+    // Unknown here: the operator's terminal gets the full paths of a file that did not load.
+    const message = registry.list().some((t) => t.name === name)
+      ? err.message
+      : registry.unknownToolMessage(name, true);
+    // A typo is a usage error; a tool whose file did not load, a configuration one.
+    throw message.startsWith("Unknown") ? new UsageError(message) : new ConfigError(message);
   }
   // Base64 of images and audio is summarized: a terminal gets nothing to decode.
   out(JSON.stringify(summarizeContent(result), null, 2));

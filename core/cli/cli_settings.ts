@@ -69,7 +69,7 @@ export async function cliWorkspace(
   }
   if (risky) {
     console.error(
-      `corral: warning: the workspace ${workspace} is ${risky} (${UNSAFE_WORKSPACE_FLAG})`,
+      `Warning: the workspace ${workspace} is ${risky} (${UNSAFE_WORKSPACE_FLAG})`,
     );
   }
   return { workspace, from };

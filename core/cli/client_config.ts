@@ -4,14 +4,17 @@
  * …). Over stdio it starts corral by absolute paths only (the Deno binary
  * running now, corral's `deno.json` and `main.ts`, the workspace and any
  * settings file given), so it works from a GUI app whose PATH has no `deno`
- * nor `~/.deno/bin`. Over HTTP it names the server's URL and the token's
- * file; the token itself is printed only with `--show-token`.
+ * nor `~/.deno/bin`. Over HTTP it names the server's URL and reads the token
+ * from `${CORRAL_MCP_TOKEN}`; for a server running at that URL, stderr says
+ * where that server takes its token from (core/mcp/token_source.ts). The
+ * token itself is printed only with `--show-token`.
  *
  * @module
  */
 import { join } from "node:path";
 import { envVar } from "../config/env_var.ts";
 import { configDir, INSTALL_DIR } from "../config/install_dir.ts";
+import { runningServer, type ServerRecord, TOKEN_VAR, tokenMatches } from "../mcp/token_source.ts";
 import { HOST_PERMISSION_FLAGS } from "../sandbox/host_flags.ts";
 import { cliWorkspace } from "./cli_settings.ts";
 import { type CliValues, UsageError } from "./options.ts";
@@ -83,30 +86,105 @@ export async function stdioEntry(
   };
 }
 
-/** The HTTP entry: the URL, and the bearer token by its file (in clear only when asked). */
+/**
+ * The HTTP entry: the URL, and the bearer token by `${CORRAL_MCP_TOKEN}` (in
+ * clear only with `--show-token`). For a server running at that URL, the
+ * token is the one it takes, and stderr says where that comes from (its
+ * environment, its token file, its `--token`); else the one this shell
+ * gives (`--token`, `CORRAL_MCP_TOKEN`), else the token file a server
+ * started without either would use.
+ */
 async function _httpEntry(http: string, values: CliValues) {
   const url = mcpUrlOf(http);
-  let token = values.token ?? (envVar("CORRAL_MCP_TOKEN") || undefined);
-  let where = values.token ? "--token" : "CORRAL_MCP_TOKEN";
-  if (token === undefined) {
-    // The same token `corral mcp --http` reads (or makes, once) in corral's config directory.
-    const made = await (await import("../mcp/server_token.ts")).serverToken();
-    token = made.token;
-    where = made.file;
+  const server = await runningServer(url);
+  const here = values.token ?? (envVar(TOKEN_VAR) || undefined);
+  const hereFrom = values.token !== undefined ? "--token" : TOKEN_VAR;
+  const { token, note } = server
+    ? await _forRunning(server, here, hereFrom)
+    : await _forNone(url, here, hereFrom);
+  if (server?.source.kind === "none") {
+    console.error(`corral: ${note}`);
+    return { type: "http", url };
+  }
+  if (values["show-token"] && token === undefined) {
+    throw new UsageError(`${note}; --show-token cannot print a token corral does not hold here`);
   }
   console.error(
-    values["show-token"]
-      ? `corral: the entry holds the bearer token in clear (from ${where}): keep it private`
-      : `corral: the bearer token is in ${where}; clients that expand \${VAR} in headers ` +
-        `read it from CORRAL_MCP_TOKEN (export CORRAL_MCP_TOKEN="$(cat ${where})"); ` +
-        `--show-token puts it in the entry instead`,
+    `corral: ${note}; ` +
+      (values["show-token"]
+        ? "the entry holds the token in clear: keep it private"
+        : `the entry reads it from \${${TOKEN_VAR}} (clients that expand variables in headers); ` +
+          `--show-token puts it in the entry instead`),
   );
   return {
     type: "http",
     url,
-    headers: {
-      Authorization: `Bearer ${values["show-token"] ? token : "${CORRAL_MCP_TOKEN}"}`,
-    },
+    headers: { Authorization: `Bearer ${values["show-token"] ? token : `\${${TOKEN_VAR}}`}` },
+  };
+}
+
+/** The token of a running server, as this shell can know it, and where it comes from. */
+async function _forRunning(
+  server: ServerRecord,
+  here: string | undefined,
+  hereFrom: string,
+): Promise<{ token?: string; note: string }> {
+  const at = `the server running at ${server.url} (pid ${server.pid})`;
+  const held = here !== undefined && tokenMatches(server, here);
+  const check = here === undefined
+    ? ""
+    : held
+    ? ` (${hereFrom} here holds it)`
+    : ` (${hereFrom} here is NOT that token: the server would answer 401)`;
+  switch (server.source.kind) {
+    case "none":
+      return { note: `${at} takes no token (--no-token): the entry has no header` };
+    case "env":
+      return {
+        token: held ? here : undefined,
+        note: `${at} takes the token in ${server.source.variable} of its own environment; ` +
+          `set ${TOKEN_VAR} to the same value where the client runs${check}`,
+      };
+    case "flag":
+      return {
+        token: held ? here : undefined,
+        note: `${at} takes the token given with --token on its command line; set ` +
+          `${TOKEN_VAR} to it where the client runs${check}`,
+      };
+    case "file": {
+      const file = server.source.file;
+      const text = (await Deno.readTextFile(file).catch(() => "")).trim();
+      const ok = text !== "" && tokenMatches(server, text);
+      return {
+        token: ok ? text : undefined,
+        note: `${at} takes the token in ${file}` +
+          (ok ? "" : " (which no longer holds it: restart the server)") +
+          `; where the client runs: export ${TOKEN_VAR}="$(cat ${file})"`,
+      };
+    }
+  }
+}
+
+/** No server at that URL now: this shell's token, else the file a server would make. */
+async function _forNone(
+  url: string,
+  here: string | undefined,
+  hereFrom: string,
+): Promise<{ token?: string; note: string }> {
+  if (here !== undefined) {
+    return {
+      token: here,
+      note: `no corral server serves ${url} now; one started with the same ${hereFrom} ` +
+        `accepts this entry`,
+    };
+  }
+  // The same token `corral mcp --http` reads (or makes, once) when given none.
+  const made = await (await import("../mcp/server_token.ts")).serverToken();
+  return {
+    token: made.token,
+    note: `no corral server serves ${url} now; the token is in ${made.file}, which ` +
+      `corral mcp --http started without --token or ${TOKEN_VAR} uses; where the client ` +
+      `runs: export ${TOKEN_VAR}="$(cat ${made.file})"`,
   };
 }
 

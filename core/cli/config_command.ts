@@ -3,7 +3,9 @@
  * from. The files of each kind are read lowest layer first (corral's shipped
  * defaults, the user's config directory, the trusted project, the command
  * line) and merged key by key (core/config/settings.ts); values under
- * secret-looking keys are shown as `[redacted]`.
+ * secret-looking keys are shown as `[redacted]`. Then the jail on this
+ * machine: bwrap and the syscall filter, or why each is missing
+ * (./jail_report.ts).
  *
  * @module
  */
@@ -12,6 +14,7 @@ import type { Settings } from "../config/settings.ts";
 import { redact, SECRET_KEY } from "../guard/redact.ts";
 import { terminalSafe } from "../tool/reporter.ts";
 import { cliSettings } from "./cli_settings.ts";
+import { jailLines, jailReport } from "./jail_report.ts";
 import type { CliValues } from "./options.ts";
 import { out } from "./output.ts";
 
@@ -19,8 +22,9 @@ import { out } from "./output.ts";
 export async function configCommand(values: CliValues): Promise<number> {
   const s = await cliSettings(values, { quiet: true });
   const view = settingsView(s);
+  const jail = await jailReport(s.policy);
   if (values.json) {
-    out(JSON.stringify(view, null, 2));
+    out(JSON.stringify({ ...view, jail }, null, 2));
     return 0;
   }
   out("Settings files, lowest layer first (a later file wins key by key):");
@@ -48,6 +52,8 @@ export async function configCommand(values: CliValues): Promise<number> {
       out(terminalSafe(`  ${e.key} = ${_show(e.value)}   (${e.from.join(" + ")})`));
     }
   }
+  out("\nThe jail on this machine:");
+  for (const line of jailLines(jail)) out(terminalSafe(`  ${line}`));
   return 0;
 }
 

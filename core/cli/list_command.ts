@@ -26,6 +26,8 @@ export function listCommand(values: CliValues, session: CliSession, color: boole
         source: t.source,
         isolation: t.isolation,
         jail: t.jail ?? null,
+        // The jail's second wall: { filter: "on" | "off", except: [...] } (core/seccomp/).
+        seccomp: t.seccomp ?? null,
         // Why it runs in a worker rather than the policy's process sandbox (the host's flags).
         fallback: t.fallback ?? null,
         grant: t.grant,
@@ -62,10 +64,10 @@ export function listCommand(values: CliValues, session: CliSession, color: boole
   }
   for (const row of toolTable(registry.list(), color)) out(row);
   for (const p of registry.problems) {
-    out(colour(`skipped module: ${terminalSafe(p.message)}`, "yellow", color));
+    out(colour(`did not load: ${terminalSafe(p.message)}`, "yellow", color));
   }
   for (const w of pluginWarnings) {
-    out(colour(`skipped plugin: ${terminalSafe(w)}`, "yellow", color));
+    out(colour(`did not load: ${terminalSafe(w)}`, "yellow", color));
   }
   const { policy } = session.plugins.settings;
   out(colour(
@@ -77,10 +79,11 @@ export function listCommand(values: CliValues, session: CliSession, color: boole
     color,
   ));
   const ns = registry.list().some((t) => t.jail === "bwrap");
+  const wall = registry.list().some((t) => t.seccomp?.filter === "on");
   out(colour(
-    `sandboxes: ${ns ? "namespace (bwrap), mounts = grant" : "no namespace"}; process limits: ${
-      _LIMITS[limitKind()]
-    }`,
+    `sandboxes: ${
+      ns ? `namespace (bwrap), mounts = grant${wall ? ", seccomp filter" : ""}` : "no namespace"
+    }; process limits: ${_LIMITS[limitKind()]}`,
     "dim",
     color,
   ));

@@ -7,6 +7,7 @@
  */
 import type { McpHandle, McpRegistry } from "../mcp/mcp_server.ts";
 import { serverToken } from "../mcp/server_token.ts";
+import { recordServer, TOKEN_VAR, type TokenSource } from "../mcp/token_source.ts";
 import { watchPlugins } from "../plugins/plugin_watcher.ts";
 import { pluginSources } from "../plugins/plugins.ts";
 import { envVar } from "../config/env_var.ts";
@@ -152,6 +153,7 @@ export async function runMcpCommand(
   const httpLimits = _httpLimits(flags, number);
   let handle: McpHandle;
   let team: TeamServer | undefined;
+  let unrecord: (() => Promise<void>) | undefined;
   if (flags.http === undefined) {
     for (
       const [set, flag] of [
@@ -179,10 +181,12 @@ export async function runMcpCommand(
     const { isLoopback, parseListenAddress, serveHttp } = await import("../mcp/serve_http.ts");
     const { hostname, port } = parseListenAddress(flags.http);
     let token = flags.token;
+    let source: TokenSource = token === undefined ? { kind: "none" } : { kind: "flag" };
     if (token === undefined) {
       try {
-        token = Deno.env.get("CORRAL_MCP_TOKEN") || undefined;
+        token = Deno.env.get(TOKEN_VAR) || undefined;
       } catch { /* no env permission: no token */ }
+      if (token !== undefined) source = { kind: "env", variable: TOKEN_VAR };
     }
     if (flags.noToken) {
       if (token !== undefined) throw new ConfigError("--no-token and a token cannot go together");
@@ -190,13 +194,14 @@ export async function runMcpCommand(
         throw new ConfigError(`--no-token is for loopback only; ${hostname} needs a token`);
       }
       log(
-        "corral: WARNING: serving MCP without a token (--no-token): any local user or program " +
+        "Warning: serving MCP without a token (--no-token): any local user or program " +
           "that reaches this port can run the tools",
       );
     } else if (token === undefined && isLoopback(hostname)) {
       // Beyond loopback the operator chooses the token (serveHttp refuses without one).
       const made = await serverToken();
       token = made.token;
+      source = { kind: "file", file: made.file };
       log(
         `corral: bearer token ${made.created ? "written to" : "read from"} ${made.file} ` +
           `(send "Authorization: Bearer <token>"; --token or CORRAL_MCP_TOKEN to choose one)`,
@@ -206,7 +211,7 @@ export async function runMcpCommand(
     if (team?.metricsTokenFile) {
       log(`corral: /metrics needs "Authorization: Bearer <the token in ${team.metricsTokenFile}>"`);
     }
-    const http = serveHttp(registry, {
+    const http = await serveHttp(registry, {
       team: team?.identity,
       hostname,
       port,
@@ -222,11 +227,19 @@ export async function runMcpCommand(
       ...httpLimits,
       allowedOrigins: flags.allowOrigin,
     });
+    // Where its token comes from, for --client-config in another shell (never the token itself).
+    unrecord = await recordServer(
+      { url: http.url, hostname, port: Number(new URL(http.url).port), source },
+      token,
+    ).catch(() => undefined);
     log(
       `corral: MCP over Streamable HTTP at ${http.url}${flags.stateless ? " (stateless)" : ""}${
-        token ? " (bearer token required)" : ""
+        token ? ` (bearer token required: ${_said(source)})` : ""
       }`,
     );
+    if (token) {
+      log(`corral: a client's entry for it: corral mcp --client-config --http ${http.url}`);
+    }
     handle = http;
   }
   await flags.onServe?.(handle);
@@ -237,6 +250,7 @@ export async function runMcpCommand(
     await handle.finished;
   } finally {
     for (const s of signals) Deno.removeSignalListener(s, stop);
+    await unrecord?.();
     await team?.close();
   }
   return 0;
@@ -280,4 +294,18 @@ function _httpLimits(
       Object.entries(identityDefaults).filter(([, v]) => v !== undefined),
     ),
   };
+}
+
+/** A token's source as the server's start line says it. */
+function _said(source: TokenSource): string {
+  switch (source.kind) {
+    case "env":
+      return `the one in ${source.variable}`;
+    case "file":
+      return `the one in ${source.file}`;
+    case "flag":
+      return "the one given with --token";
+    case "none":
+      return "none";
+  }
 }

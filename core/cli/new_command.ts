@@ -61,6 +61,7 @@ export async function newCommand(values: CliValues, rest: string[]): Promise<num
     out(`  ${made.policyHint}`);
   }
   out(`Check it with: corral check ${made.file}`);
+  out(`Run it alone:  corral harness ${made.file} --help`);
   return 0;
 }
 

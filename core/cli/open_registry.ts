@@ -80,6 +80,11 @@ export async function openRegistry(
     // Load problems and rejected files: one line that points to `corral list`, not a
     // screenful on every command (list itself shows them in full).
     quietProblems: true,
+    // `call` keeps stderr for its call: only the warnings about its tool (core/cli/call_command.ts).
+    quietWarnings: command === "call",
+    // An identity's workspace opens a registry of its own (core/cli/team_server.ts): once each.
+    said: _said,
+    rejected: plugins.rejected,
     ...(settings.cache ? {} : { cacheDir: null }),
     // The config files in use and every plugin directory (found or not) are trust base.
     trusted: [
@@ -96,16 +101,18 @@ export async function openRegistry(
   const skipped = registry.problems.length + plugins.warnings.length;
   if (skipped && human) {
     notes.push(
-      `Warning: ${skipped} plugin file${skipped === 1 ? "" : "s"} or module${
-        skipped === 1 ? "" : "s"
-      } skipped (corral list says why)`,
+      `Warning: ${skipped} plugin file${skipped === 1 ? "" : "s"} did not load ` +
+        `(corral list says why)`,
     );
   }
   if (!reporter.quiet) {
     // The banner says which limits bind: their probe, not a second one. Quiet, no banner,
     // and the probe goes on while the command starts (a sandbox awaits it).
     await probeLimits();
-    for (const line of [...notes, ...registryBanner(registry)]) reporter.line(line, "yellow");
+    for (const line of [...notes, ...registryBanner(registry)]) {
+      if (!_said.has(line)) reporter.line(line, "yellow");
+      _said.add(line);
+    }
   }
   return {
     registry,
@@ -121,6 +128,9 @@ export async function openRegistry(
     },
   };
 }
+
+/** The warnings and notes this process printed: each is said once per start. */
+const _said = new Set<string>();
 
 /** What the user should hear about the settings: full privileges, ignored project files. */
 function _settingsNotes(settings: Settings, privileges: boolean): string[] {

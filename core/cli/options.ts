@@ -11,10 +11,12 @@ export const USAGE = `corral: a sandboxed tool host for LLM agents
 
 Usage:
   corral list [--json]                      every tool, its letters, isolation, grant and status
-  corral schema [--format openai|anthropic|mcp]
-                                            the catalog as function-calling schemas (JSON)
+  corral schema [NAME] [--format openai|anthropic|mcp]
+                                            the catalog (or one tool) as function-calling schemas
+                                            (JSON); a NAME that did not load says why
   corral call NAME [--args JSON] [--yes]    run one tool in its sandbox; --args - reads stdin;
-                                            no --args: no arguments
+                                            no --args: {}, so the tool's defaults (a required
+                                            parameter left out is named)
   corral changes [list] [--json]            the changes held for review (--hold, "hold": true) of
                                             the workspace: ID, tool, when, what
   corral changes show ID                    each held change as a diff, with what applying it now
@@ -35,11 +37,20 @@ Usage:
                                             they are now (their hash is recorded; changed: refused)
   corral check PATH...                      load plugin files (or directories) in their sandboxes
                                             and report every breach of the tool contract
+  corral harness [--config F] [--workspace D] FILE [TOOL] [ARGS...]
+                                            run a tool file alone, from any folder, as corral
+                                            would (TOOL_SETUP gets its services section of
+                                            corral.json; is_configured, shouldLoad are asked),
+                                            outside any sandbox; ARGS are the tool's own flags
+                                            (FILE --help lists them, --json prints the result)
   corral new NAME [--permissions LETTERS] [--dir DIR] [--style class|module]
                                             write a working tool file and its test
   corral plugins [list] [--json]            the plugin directories, files and packages found
   corral plugins install SPEC               cache a package plugin (npm:, jsr:, https:, path),
                                             pin it in the lock file and add it to corral.json
+  corral plugins init [DIR]                 write DIR/deno.json (default: your plugin folder) so
+                                            that deno run -A FILE, deno test and editors resolve
+                                            @corral/corral there (corral itself never reads it)
   corral servers [list] [--json]            the hosted MCP servers of corral.json ("servers"): kind,
                                             package, install (integrity), approved tools, changes
   corral servers install [NAME]             install npm/PyPI servers at their exact versions (PyPI:
@@ -260,7 +271,7 @@ export function commandHelp(command: string): string | undefined {
 /** How many positional arguments each command takes after its name: [min, max]. */
 export const COMMAND_ARITY: Record<string, [number, number]> = {
   list: [0, 0],
-  schema: [0, 0],
+  schema: [0, 1],
   call: [1, 1],
   changes: [0, 2],
   demo: [0, 0],

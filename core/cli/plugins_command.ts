@@ -1,13 +1,16 @@
 /**
  * `corral plugins [list]`: the plugin directories, files and packages found
  * (nothing is imported). `corral plugins install SPEC`: cache a package,
- * pin it in the lock file and add it to corral.json.
+ * pin it in the lock file and add it to corral.json. `corral plugins init
+ * [DIR]`: a deno.json there, for `deno run` and `deno test` of its tools.
  *
  * @module
  */
 import { dirname, join, resolve } from "node:path";
 import { expandHome } from "../config/env_var.ts";
-import { configDir } from "../config/install_dir.ts";
+import { configDir, INSTALL_DIR } from "../config/install_dir.ts";
+import { defaultPluginDir } from "../config/plugin_dirs.ts";
+import { initPluginDir } from "../plugins/plugin_init.ts";
 import { installPlugin } from "../plugins/packages.ts";
 import { confinePlugins } from "../plugins/plugins.ts";
 import { cliSettings } from "./cli_settings.ts";
@@ -34,7 +37,10 @@ export async function pluginsCommand(values: CliValues, rest: string[]): Promise
     out(`installed ${rest[1]}; ${res.added ? "added to" : "already in"} ${configFile}`);
     return 0;
   }
-  if (sub !== "list") throw new UsageError(`unknown plugins command "${sub}" (list, install)`);
+  if (sub === "init") return await _init(values, rest[1]);
+  if (sub !== "list") {
+    throw new UsageError(`unknown plugins command "${sub}" (list, install, init)`);
+  }
   if (rest.length > 1) throw new UsageError(`plugins list takes no arguments, got "${rest[1]}"`);
   const s = await cliSettings(values, { quiet: true });
   const found = await confinePlugins(s.plugins);
@@ -61,6 +67,30 @@ export async function pluginsCommand(values: CliValues, rest: string[]): Promise
   for (const s of found.sources) {
     out(terminalSafe(`  ${s.id}  ${s.modules[0]}  [${s.policy.where}]`));
   }
-  for (const w of found.warnings) out(terminalSafe(`  warning: ${w}`));
+  for (const w of found.warnings) out(terminalSafe(`  Warning: ${w}`));
+  return 0;
+}
+
+/**
+ * `corral plugins init [DIR]`: a deno.json in DIR (default: the first plugin
+ * folder corral loads) that points `@corral/corral` at this corral.
+ */
+async function _init(values: CliValues, given?: string): Promise<number> {
+  let dir = given && resolve(expandHome(given));
+  if (!dir) {
+    const s = await cliSettings(values, { quiet: true });
+    dir = s.pluginDirs[0]?.dir ?? defaultPluginDir();
+  }
+  try {
+    const made = await initPluginDir(dir);
+    out(
+      `${made.replaced ? "rewrote" : "wrote"} ${made.file}: in ${dir}, deno run -A FILE ` +
+        `--help and deno test resolve @corral/corral to ${INSTALL_DIR} (corral itself does not ` +
+        `read it)`,
+    );
+  } catch (err) {
+    if (err instanceof TypeError) throw new UsageError(err.message);
+    throw err;
+  }
   return 0;
 }

@@ -63,7 +63,8 @@ const _PATH_OPTIONS = ["workspace", "config", "permissions", "audit", "dir"] as 
 /**
  * Make every path the user typed absolute against the folder they ran
  * corral from (under `deno task`, not corral's own folder): the path
- * options, and the paths `check`, `audit`, `trust` and `plugins install` take.
+ * options, and the paths `check`, `audit`, `trust`, `plugins install` and
+ * `plugins init` take.
  * `values` and `rest` are changed in place.
  *
  * @example
@@ -91,8 +92,8 @@ export function resolveUserPaths(
   }
   const paths = command === "check" || command === "audit" || command === "trust"
     ? rest.map((_, i) => i)
-    : command === "plugins" && rest[0] === "install" && rest[1] !== undefined &&
-        !/^[a-z][a-z0-9+.-]*:/i.test(rest[1])
+    : command === "plugins" && rest[1] !== undefined &&
+        (rest[0] === "init" || (rest[0] === "install" && !/^[a-z][a-z0-9+.-]*:/i.test(rest[1])))
     ? [1]
     : [];
   for (const i of paths) if (rest[i]) rest[i] = fromUser(rest[i]);

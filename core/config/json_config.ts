@@ -51,13 +51,37 @@ function _parseJsonc(text: string, file: string): unknown {
   if (errors.length) {
     const lines = errors.slice(0, 5).map((e) => {
       const before = text.slice(0, e.offset).split("\n");
+      const found = text.slice(e.offset, e.offset + Math.max(1, e.length)).split("\n")[0];
       return `${file}:${before.length}:${before.at(-1)!.length + 1}: not valid JSON: ` +
-        _jsonc!.printParseErrorCode(e.error);
+        `${_EXPECTED[_jsonc!.printParseErrorCode(e.error)] ?? "unexpected text"}` +
+        (e.offset >= text.length
+          ? ", found the end of the file"
+          : `, found ${found.startsWith('"') ? found : JSON.stringify(found)}`);
     });
     throw new ConfigError(lines.join("\n"));
   }
   return json;
 }
+
+/** jsonc-parser's error codes, as what was expected (the code names are not for people). */
+const _EXPECTED: Record<string, string> = {
+  InvalidSymbol: "unexpected character",
+  InvalidNumberFormat: "expected a number",
+  PropertyNameExpected: "expected a key in double quotes",
+  ValueExpected: "expected a value",
+  ColonExpected: 'expected ":" after the key',
+  CommaExpected: 'expected "," between two entries (or the closing bracket)',
+  CloseBraceExpected: 'expected "}" to close the object',
+  CloseBracketExpected: 'expected "]" to close the list',
+  EndOfFileExpected: "expected the end of the file after the closing bracket",
+  InvalidCommentToken: "expected a comment (// or /* */)",
+  UnexpectedEndOfComment: 'expected "*/" to close the comment',
+  UnexpectedEndOfString: "expected '\"' to close the string",
+  UnexpectedEndOfNumber: "expected the rest of the number",
+  InvalidUnicode: "expected four hex digits after \\u",
+  InvalidEscapeCharacter: 'expected an escape such as \\n or \\" after "\\"',
+  InvalidCharacter: "expected no control character inside a string",
+};
 
 /**
  * Parse the JSON (or JSONC: comments, trailing commas) text of a

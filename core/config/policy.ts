@@ -10,6 +10,7 @@ import type { JailMode } from "../guard/jail.ts";
 import { ConfigError } from "../tool/errors.ts";
 import type { Grant } from "../tool/tool.ts";
 import { type CallLimits, callLimits } from "./call_limits.ts";
+import { type LayerLimits, layerLimits } from "./layer_limits.ts";
 import { expandHome } from "./env_var.ts";
 import { parseJsonConfig, readyJsonc } from "./json_config.ts";
 import { type LayerRole, mergeLayers, type SettingsLayer } from "./layers.ts";
@@ -32,7 +33,7 @@ export type Isolation = "worker" | "process";
 export type ConfirmPolicy = "ask" | "always" | "never";
 
 /** The resolved policy of one sandbox: absolute paths, limits filled in. */
-export interface SandboxPolicy extends Omit<Grant, "jail">, CallLimits {
+export interface SandboxPolicy extends Omit<Grant, "jail">, CallLimits, Partial<LayerLimits> {
   /**
    * Why its grant is refused: a path of it inside the workspace is reached
    * through a symlink there (which a tool could have made); its tools do
@@ -57,6 +58,10 @@ export interface SandboxPolicy extends Omit<Grant, "jail">, CallLimits {
   sys?: string[];
   /** The sandbox namespace: `off` opts out (absent: required). */
   jail?: JailMode;
+  /** The jail's syscall filter: `off` opts out (absent: required). */
+  seccomp?: "required" | "off";
+  /** Syscalls the filter refuses that this sandbox may make (core/seccomp/rules.ts names). */
+  allow_syscalls?: string[];
   /** Audit lines leave the arguments out (their digest stays). */
   redact_args?: boolean;
   /** Audit lines hold the argument values (`values`) or only their shape (`shape`, absent). */
@@ -244,6 +249,8 @@ export class Policy {
       // Absent: the defaults (core/guard/planted.ts); set only when the operator changed them.
       ...(this.unprotected.length || this.#raw.protect?.length ? { planted: this.planted } : {}),
       ...(entry?.jail ?? d.jail ? { jail: entry?.jail ?? d.jail } : {}),
+      ...(entry?.seccomp ?? d.seccomp ? { seccomp: entry?.seccomp ?? d.seccomp } : {}),
+      ...(entry?.allow_syscalls?.length ? { allow_syscalls: [...entry.allow_syscalls] } : {}),
       ...(entry?.redact_args ?? d.redact_args ? { redact_args: true } : {}),
       ...(entry?.audit_args ?? d.audit_args
         ? { audit_args: entry?.audit_args ?? d.audit_args }
@@ -251,9 +258,17 @@ export class Policy {
       ...(entry?.limits ?? d.limits ? { limits: entry?.limits ?? d.limits } : {}),
       ...(entry?.hold ?? d.hold ? { hold: true } : {}),
       ...callLimits(entry, d),
+      ...layerLimits(entry, d),
       where,
       file: this.editFile,
     };
+  }
+
+  /** Every list of refused syscalls a sandbox entry grants (`allow_syscalls`: core/seccomp/). */
+  syscallGrants(): string[][] {
+    const r = this.#raw;
+    return [r.toolsets, r.plugins, r.servers].flatMap((m) => Object.values(m ?? {}))
+      .map((e) => e.allow_syscalls ?? []).filter((l) => l.length > 0);
   }
 
   /** Resolve a policy path against the workspace, following symlinks. */
@@ -270,7 +285,9 @@ export class Policy {
 
 /** Shared between plugins, so nobody may change it. */
 function _frozen(p: SandboxPolicy): SandboxPolicy {
-  for (const list of [p.read, p.write, p.run, p.net, p.env, p.sys ?? []]) Object.freeze(list);
+  for (const list of [p.read, p.write, p.run, p.net, p.env, p.sys ?? [], p.allow_syscalls ?? []]) {
+    Object.freeze(list);
+  }
   return Object.freeze(p);
 }
 

@@ -6,7 +6,10 @@
  * @module
  */
 import { z } from "zod";
+import { refusedSyscalls } from "../seccomp/rules.ts";
 import { CALL_LIMIT_KEYS } from "./call_limits.ts";
+import { LAYER_LIMIT_KEYS } from "./layer_limits.ts";
+import { closestNames } from "./closest.ts";
 import { serverSysSchema } from "./server_sys.ts";
 
 /** A sandbox's entry: toolsets and plugins. */
@@ -35,6 +38,12 @@ export const sandboxSchema = z.object({
   jail: z.enum(["required", "auto", "off"]).optional().describe(
     'The sandbox namespace (bwrap): required (default; "auto" is the same) or off (opt out)',
   ),
+  seccomp: z.enum(["required", "off"]).optional().describe(
+    "The jail's syscall filter: required (default) or off (opt out; the namespace stays)",
+  ),
+  allow_syscalls: z.array(_refusedSyscall()).optional().describe(
+    "Syscalls the jail's filter refuses that this toolset may make (README.md, The jail's second wall)",
+  ),
   limits: z.enum(["cgroup", "rlimit"]).optional().describe(
     "cgroup (default; rlimits where they bind) or rlimit (accept rlimits even as root: an opt-out)",
   ),
@@ -48,7 +57,20 @@ export const sandboxSchema = z.object({
     'What audit lines keep of the arguments: "shape" (default: types, keys, lengths, size) or "values"',
   ),
   ...CALL_LIMIT_KEYS,
+  ...LAYER_LIMIT_KEYS,
 }).strict();
+
+/** A name of core/seccomp/rules.ts: an error names the bad value and the closest names. */
+function _refusedSyscall() {
+  return z.string().refine((name) => refusedSyscalls().includes(name), (name) => {
+    const near = closestNames(name, refusedSyscalls(), 3);
+    return {
+      message: `"${name}" is no syscall the jail's filter refuses` +
+        (near.length ? ` (did you mean: ${near.join(", ")}?)` : "") +
+        ` (core/seccomp/rules.ts lists them)`,
+    };
+  });
+}
 
 /** A hosted server's entry: a sandbox's, plus the Deno `--allow-sys` names of an npm server. */
 export const serverSchema = sandboxSchema.extend({
@@ -72,6 +94,8 @@ export const policyFileSchema = z.object({
     run: true,
     net: true,
     allow_override: true,
+    // A syscall is granted per toolset, by name, never to every one at once.
+    allow_syscalls: true,
   })
     .strict().optional(),
   toolsets: z.record(z.string(), sandboxSchema).optional(),

@@ -13,7 +13,7 @@
  * @module
  */
 import { dirname, join } from "node:path";
-import { sha256Hex } from "../guard/sha256.ts";
+import { sha256Hex } from "../guard/sha256_hex.ts";
 import { ConfigError } from "../tool/errors.ts";
 import { type CorralConfig, parseConfig } from "./corral_config.ts";
 import { configDir } from "./install_dir.ts";

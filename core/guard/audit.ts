@@ -71,6 +71,8 @@ export interface AuditRecord extends AuditWho {
   isolation: string;
   /** `bwrap` or `none` for tools that start processes. */
   jail?: string;
+  /** The jail's syscall filter: `on`, `on, except unshare, clone` (granted by name), or `off`. */
+  seccomp?: string;
   /** SHA-256 (hex) of the arguments as canonical JSON (sorted keys). */
   args_sha256: string;
   /** Size of the arguments as canonical JSON, in UTF-8 bytes. */
@@ -174,7 +176,7 @@ export interface AuditHeldRecord extends Partial<AuditWho> {
  * ```
  */
 export async function digestArgs(value: unknown): Promise<string> {
-  // WebCrypto here, ./sha256.ts elsewhere: the tests compare the two.
+  // WebCrypto here, ./sha256_hex.ts elsewhere: the tests compare the two.
   const bytes = new TextEncoder().encode(canonicalJson(value));
   const digest = await crypto.subtle.digest("SHA-256", bytes);
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");

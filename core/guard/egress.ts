@@ -18,7 +18,8 @@
  */
 import { join } from "node:path";
 import { closeConn, copyConn, writeAll } from "./conn_io.ts";
-import { readHttpHead } from "./http_head.ts";
+import { MAX_HEAD_BYTES, readHttpHead } from "./http_head.ts";
+import { BodyReader, type Framing, parseRequestHead, type RequestHead } from "./http_request.ts";
 import { decideEgress, type EgressOptions, type EgressRecord } from "./egress_decision.ts";
 import type { SecretInjector } from "./egress_inject.ts";
 
@@ -31,7 +32,6 @@ export {
   pinnedResolver,
 } from "./egress_decision.ts";
 
-const _MAX_HEAD = 64 * 1024;
 /** How long a client may take to send its request head. */
 const _HEAD_TIMEOUT_MS = 10_000;
 /** Connections one sandbox's proxy serves at once. */
@@ -131,15 +131,20 @@ export class EgressProxy {
   async #serve(client: Deno.Conn): Promise<void> {
     const timer = setTimeout(() => closeConn(client), _HEAD_TIMEOUT_MS);
     // An oversized head is refused like one that never ends.
-    const read = await readHttpHead(client, _MAX_HEAD).finally(() => clearTimeout(timer));
-    const head = read === "too large" ? undefined : read;
-    if (!head) {
+    const head = await readHttpHead(client, MAX_HEAD_BYTES).finally(() => clearTimeout(timer));
+    if (!head || head === "too large") {
       this.#options.onConnection?.(_record("", 0, "refused", {
         reason: "no request head (too large, or not sent within 10 s)",
       }));
       return;
     }
-    const t = _target(new TextDecoder().decode(head.head));
+    // Read as llhttp reads it (./http_request.ts): what it would refuse is refused here.
+    if (head === "bad") return await _refuse(client, 400, "Bad request: a bare LF or CR");
+    const parsed = parseRequestHead(head.whole);
+    if (parsed.ok !== true) {
+      return await _refuse(client, 400, `Bad request: ${parsed.ok ? "no head" : parsed.error}`);
+    }
+    const t = _target(parsed.head);
     if ("error" in t) return await _refuse(client, 400, t.error);
     // A tool whose CONNECT failed asks why (fetch hides a tunnel's answer): the decision
     // (or the refusal just made for that host and port) is the answer; nothing is connected.
@@ -192,15 +197,8 @@ export class EgressProxy {
       } else {
         await writeAll(client, _ESTABLISHED);
       }
-      if (rest.length) {
-        await writeAll(server, rest);
-        record.bytesOut += rest.length;
-      }
-      const inject = this.#options.inject;
       await Promise.all([
-        inject
-          ? this.#watched(client, server, t, record, inject)
-          : _pipe(client, server, (n) => record.bytesOut += n),
+        this.#upstream(client, server, rest, t, record),
         _pipe(server, client, (n) => record.bytesIn += n),
       ]);
     } finally {
@@ -210,32 +208,53 @@ export class EgressProxy {
     }
   }
 
-  /** Client to server in clear, cut where a placeholder would pass (./egress_inject.ts). */
-  async #watched(
+  /**
+   * Client to server, `first` first: for a forwarded request its one body
+   * and nothing after it (a broken framing cuts the connection, as llhttp
+   * would refuse it); with secrets to inject, cut where a placeholder would
+   * pass in clear (./egress_inject.ts). Then the server's side is closed for
+   * writing.
+   */
+  async #upstream(
     client: Deno.Conn,
     server: Deno.Conn,
+    first: Uint8Array,
     t: _Target,
     record: EgressRecord,
-    inject: SecretInjector,
   ): Promise<void> {
+    const inject = this.#options.inject;
+    const body = t.framing ? new BodyReader(t.framing) : undefined;
+    const keep = Math.max(0, ...(inject?.secrets ?? []).map((s) => s.placeholder.length - 1));
     let tail = "";
-    const keep = Math.max(0, ...inject.secrets.map((s) => s.placeholder.length - 1));
+    const cut = (reason: string) => {
+      record.verdict = "refused";
+      record.reason = reason;
+      closeConn(server);
+      closeConn(client);
+      return false;
+    };
+    /** Send the part of `chunk` that may go; false once nothing more goes. */
+    const send = async (chunk: Uint8Array): Promise<boolean> => {
+      const step = body?.feed(chunk);
+      if (step?.error) return cut(`refused: a broken request body (${step.error})`);
+      const part = step ? chunk.subarray(0, step.used) : chunk;
+      const text = inject ? tail + _latin1(part) : "";
+      const leak = inject?.foreign(text, t.host, true);
+      if (leak) return cut(inject!.refusal(leak, t.host, t.port, true));
+      tail = keep ? text.slice(-keep) : "";
+      if (part.length) await writeAll(server, part);
+      record.bytesOut += part.length;
+      return !body?.done;
+    };
     try {
-      for await (const chunk of client.readable) {
-        const text = tail + _latin1(chunk);
-        const leak = inject.foreign(text, t.host, true);
-        if (leak) {
-          record.verdict = "refused";
-          record.reason = inject.refusal(leak, t.host, t.port, true);
-          closeConn(server);
-          closeConn(client);
-          return;
-        }
-        tail = text.slice(-keep);
-        await writeAll(server, chunk);
-        record.bytesOut += chunk.length;
+      const buf = new Uint8Array(32 * 1024);
+      for (let going = await send(first); going;) {
+        const n = await client.read(buf);
+        if (n === null) break;
+        going = await send(buf.subarray(0, n));
       }
     } catch { /* closed */ }
+    if (record.verdict === "refused") return;
     try {
       await (server as Deno.TcpConn).closeWrite();
     } catch { /* closed */ }
@@ -285,6 +304,8 @@ interface _Target {
   port: number;
   /** An absolute-form http:// request: its head as sent on to the server. */
   forward?: Uint8Array;
+  /** Its body's framing: exactly one request goes on. */
+  framing?: Framing;
   /** It asks why its CONNECT was refused (x-corral-why). */
   why?: boolean;
   /** A forwarder's CONNECT (x-corral-forward): which kind, for the audit. */
@@ -292,13 +313,13 @@ interface _Target {
 }
 
 /** The target of a request head: `CONNECT host:port`, or an absolute `http://` request. */
-function _target(text: string): _Target | { error: string } {
-  const [requestLine, ...headerLines] = text.split("\r\n");
-  const [method, target, version] = requestLine.split(" ");
+function _target(head: RequestHead): _Target | { error: string } {
+  const { method, target, version, fields } = head;
+  const field = (name: string) => fields.find(([n]) => n.toLowerCase() === name)?.[1];
   if (method === "CONNECT") {
-    const m = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(target ?? "");
+    const m = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(target);
     if (!m) return { error: `bad CONNECT target ${target}` };
-    const via = headerLines.map((l) => /^x-corral-forward\s*:\s*(\S+)/i.exec(l)?.[1]).find(Boolean);
+    const via = field("x-corral-forward");
     return { host: m[1], port: Number(m[2]), ...(via ? { via: _via(via) } : {}) };
   }
   let url: URL;
@@ -310,17 +331,19 @@ function _target(text: string): _Target | { error: string } {
   if (url.protocol !== "http:") return { error: `${url.protocol} requests go through CONNECT` };
   const host = url.hostname;
   const port = Number(url.port || 80);
-  if (headerLines.some((l) => /^x-corral-why\s*:/i.test(l))) return { host, port, why: true };
+  if (field("x-corral-why") !== undefined) return { host, port, why: true };
   // Origin-form to the server; one request per connection.
-  const headers = headerLines.filter((l) =>
-    l && !/^(proxy-[a-z-]*|connection|keep-alive)\s*:/i.test(l)
+  const kept = fields.filter(([n]) => !/^(proxy-[a-z-]*|connection|keep-alive)$/i.test(n));
+  const forward = _bytes(
+    `${method} ${url.pathname}${url.search} ${version}\r\n` +
+      kept.map(([n, v]) => `${n}: ${v}\r\n`).join("") + "Connection: close\r\n\r\n",
   );
-  const forward = new TextEncoder().encode(
-    `${method} ${url.pathname}${url.search} ${version}\r\n${
-      headers.join("\r\n")
-    }\r\nConnection: close\r\n\r\n`,
-  );
-  return { host, port, forward };
+  return { host, port, forward, framing: head.framing };
+}
+
+/** Latin-1 text as bytes (a field value may hold obs-text). */
+function _bytes(s: string): Uint8Array {
+  return Uint8Array.from(s, (c) => c.charCodeAt(0) & 0xff);
 }
 
 function _via(said: string): "forwarder" | "direct" {

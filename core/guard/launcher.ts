@@ -27,7 +27,11 @@
  *    listened on there (`ip_unprivileged_port_start` 0, in that namespace
  *    only), so the forwarders listen on a granted address and port, 443 or
  *    5432 alike, while the sandbox holds no capability at all;
- * 5. passes bwrap its arguments on a pipe (`--args`): no host path in its
+ * 5. opens each compiled syscall filter given as {@link SECCOMP_ARG}` PATH`
+ *    (core/seccomp/), checked like a bound path, and hands it to bwrap as
+ *    `--add-seccomp-fd`: bwrap loads it as the last step before the
+ *    namespace's first program, which every process there inherits;
+ * 6. passes bwrap its arguments on a pipe (`--args`): no host path in its
  *    argv, which the namespace's `/proc/1/cmdline` would show.
  *
  * A path that is no longer exactly itself, or a layer that cannot be
@@ -58,6 +62,13 @@ export const OVERLAY_ARG = "--corral-overlay";
  * `--unshare-all` before it.
  */
 export const NETNS_ARG = "--corral-netns";
+
+/**
+ * A pseudo-option of the bwrap arguments: `--corral-seccomp PATH` opens the
+ * compiled filter PATH (checked like a bound path) and passes its
+ * descriptor as `--add-seccomp-fd`; given again, the programs load in order.
+ */
+export const SECCOMP_ARG = "--corral-seccomp";
 
 /** Exit code of a launcher that refused a path that changed, or a layer. */
 export const REFUSED_EXIT = 96;
@@ -126,7 +137,7 @@ launch() {
         addrs=$1; shift
         hostns=$(readlink /proc/self/ns/net) || refuse network "(its namespace cannot be read)"
         a+=(--share-net) ;;
-      --bind-fd|--ro-bind-fd|${VERIFY_ARG}|${OVERLAY_ARG})
+      --bind-fd|--ro-bind-fd|${VERIFY_ARG}|${OVERLAY_ARG}|${SECCOMP_ARG})
         p=$1; shift
         if [ "$x" = ${OVERLAY_ARG} ]; then
           l=$1; shift
@@ -138,6 +149,7 @@ launch() {
         case $x in
           ${VERIFY_ARG}) shut+=("$fd") ;;
           ${OVERLAY_ARG}) ovl+=("$fd" "$l" "$p"); a+=(--bind "$l/m" "$p") ;;
+          ${SECCOMP_ARG}) a+=(--add-seccomp-fd "$fd") ;;
           *) a+=("$x" "$fd") ;;
         esac ;;
       *) a+=("$x") ;;

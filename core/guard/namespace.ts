@@ -25,7 +25,7 @@ import { dirname, isAbsolute, join } from "node:path";
 import { EGRESS_SOCKET_IN_NAMESPACE } from "./egress_env.ts";
 import { grantMounts } from "./grant_mounts.ts";
 import { isWithin } from "./is_within.ts";
-import { NETNS_ARG, VERIFY_ARG } from "./launcher.ts";
+import { NETNS_ARG, SECCOMP_ARG, VERIFY_ARG } from "./launcher.ts";
 import { type RuntimeFiles, runtimeMounts, SYSTEM_DIRS } from "./namespace_runtime.ts";
 import { OWN_MOUNTS, reaches } from "./own_mounts.ts";
 
@@ -80,8 +80,21 @@ export interface NamespaceSpec {
    * name-resolution files; absent: none of them.
    */
   etc?: string;
+  /**
+   * The jail's second wall: a compiled syscall filter (core/seccomp/), as
+   * {@link seccompArgs} loads it; absent: none (an explicit opt-out).
+   */
+  seccomp?: SeccompFiles;
   /** The working directory inside. */
   cwd: string;
+}
+
+/** A compiled syscall filter for bwrap (core/seccomp/ `JailFilter`). */
+export interface SeccompFiles {
+  /** The programs, loaded in this order. */
+  files: readonly string[];
+  /** User namespaces stay possible inside (a granted exception): no `--disable-userns`. */
+  userns: boolean;
 }
 
 /** A namespace's bwrap arguments and the mount points it makes in its write layers. */
@@ -165,6 +178,7 @@ export function namespaceArgs(spec: NamespaceSpec): string[] {
 export function namespaceLayout(spec: NamespaceSpec): NamespaceLayout {
   const rt = spec.runtime;
   const args = namespaceBase(spec.net);
+  if (spec.seccomp) args.push(...seccompArgs(spec.seccomp));
   if (spec.netns && !spec.net) args.push(NETNS_ARG, spec.netns.join(",") || "-");
   args.push(
     ...runtimeMounts(rt, {
@@ -188,6 +202,30 @@ export function namespaceLayout(spec: NamespaceSpec): NamespaceLayout {
   else if (_stat(spec.cwd)) args.push(VERIFY_ARG, spec.cwd);
   args.push("--chdir", spec.cwd);
   return { args, artifacts: grant.artifacts };
+}
+
+/**
+ * The bwrap arguments of the second wall: a user namespace of its own
+ * (which `--disable-userns` needs, even for root), no nested one unless an
+ * exception keeps them, and each filter opened by the launcher
+ * (./launcher.ts `SECCOMP_ARG`), loaded right before the namespace's first
+ * program.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { seccompArgs } from "./namespace.ts";
+ * const args = seccompArgs({ files: ["/c/a.bpf", "/c/b.bpf"], userns: false });
+ * assert.deepEqual(args.slice(0, 2), ["--unshare-user", "--disable-userns"]);
+ * assert.equal(args.filter((a) => a === "--corral-seccomp").length, 2);
+ * ```
+ */
+export function seccompArgs(seccomp: SeccompFiles): string[] {
+  return [
+    "--unshare-user",
+    ...(seccomp.userns ? [] : ["--disable-userns"]),
+    ...seccomp.files.flatMap((f) => [SECCOMP_ARG, f]),
+  ];
 }
 
 function _maskBwrap(): string[] {

@@ -12,7 +12,7 @@
  */
 import { join } from "node:path";
 import { NAMESPACE_HOME } from "./own_mounts.ts";
-import { sha256Hex } from "./sha256.ts";
+import { sha256Hex } from "./sha256_hex.ts";
 
 /** The files {@link etcFiles} makes, each bound at `/etc/<name>`. */
 export const OWN_ETC: readonly string[] = ["passwd", "group", "hosts", "resolv.conf"];

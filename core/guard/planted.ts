@@ -147,7 +147,7 @@ export function matchPlanted(rel: string, entries: readonly string[]): string | 
   const c = rel.split(/[\\/]+/).filter((p) => p !== "" && p !== ".").map((p) => p.toLowerCase());
   for (const entry of entries) {
     if (entry === HOOKS_PATH_ENTRY) continue;
-    const e = entryParts(entry);
+    const e = _partsOf(entry);
     for (let i = 0; i < c.length; i++) {
       const n = Math.min(e.length, c.length - i);
       let same = true;
@@ -156,6 +156,18 @@ export function matchPlanted(rel: string, entries: readonly string[]): string | 
     }
   }
   return undefined;
+}
+
+const _parts = new Map<string, string[]>();
+
+/** {@link entryParts}, worked out once per entry: every change a settlement judges asks. */
+function _partsOf(entry: string): string[] {
+  let p = _parts.get(entry);
+  if (!p) {
+    if (_parts.size > 10_000) _parts.clear();
+    _parts.set(entry, p = entryParts(entry));
+  }
+  return p;
 }
 
 /** What a write tool's context holds that {@link assertNotPlanted} needs. */

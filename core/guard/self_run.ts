@@ -20,7 +20,7 @@
  * @module
  */
 import { basename, dirname, join } from "node:path";
-import { sha256Hex } from "./sha256.ts";
+import { sha256Hex } from "./sha256_hex.ts";
 
 /** The hidden subcommands, each with the module main.ts runs for it. */
 export const SELF_PROGRAMS = {

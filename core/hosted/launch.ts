@@ -17,11 +17,12 @@ import type { ServerEntry } from "../config/server_config.ts";
 import { configDir } from "../config/install_dir.ts";
 import type { EgressRecord, StartedEgress } from "../guard/egress.ts";
 import { type LimitedChild, spawnLimited } from "../guard/limits.ts";
-import { namespaceLayout, runtimeFiles } from "../guard/namespace.ts";
+import { namespaceLayout, runtimeFiles, type SeccompFiles } from "../guard/namespace.ts";
 import { etcFiles } from "../guard/namespace_etc.ts";
 import type { ChangeReport } from "../layers/change_report.ts";
 import type { SandboxLayers } from "../layers/settle_layers.ts";
 import { type StartedLayers, startLayers } from "../layers/start_layers.ts";
+import { layerQuota } from "../layers/layer_quota.ts";
 import type { Grant } from "../tool/tool.ts";
 import { installed, type InstallRecord } from "./install.ts";
 import { serverCommand } from "./server_command.ts";
@@ -39,6 +40,8 @@ export interface LaunchSpec {
   /** The namespace: bwrap and the trust base to protect and hide; absent only with jail off. */
   namespace?: {
     bwrap: string;
+    /** The jail's second wall, its compiled syscall filter; absent only as an opt-out. */
+    seccomp?: SeccompFiles;
     protect: string[];
     hide: string[];
     trust?: readonly { path: string; what: string }[];
@@ -162,7 +165,7 @@ async function _command(
     start.folders = startLayers(g.write, spec.workspace, g.planted, {
       trust: ns.trust ?? ns.protect.map((path) => ({ path, what: "corral's trust base" })),
       grantPaths: ns.grantPaths,
-    });
+    }, layerQuota(spec.policy));
     const layout = namespaceLayout({
       bwrap: ns.bwrap,
       runtime: { ...rt, denoDir: own.denoDir ?? rt.denoDir },
@@ -179,6 +182,7 @@ async function _command(
       etc: out?.etc ?? etcFiles(run, []),
       ...(out ? { egressDir: out.egress.dir } : {}),
       ...(out?.netns ? { netns: out.netns } : {}),
+      ...(ns.seccomp ? { seccomp: ns.seccomp } : {}),
       cwd: spec.workspace,
     });
     start.layers = start.folders?.open(layout.artifacts);

@@ -18,7 +18,7 @@
  * @module
  */
 import { basename, join } from "node:path";
-import { sha256Hex, useNativeSha256 } from "../guard/sha256.ts";
+import { sha256Hex, useNativeSha256 } from "../guard/sha256_hex.ts";
 import type { ServerEntry } from "../config/server_config.ts";
 import type { InstallRecord, PypiDistribution } from "./install.ts";
 import { installError, installStep } from "./install_step.ts";

@@ -11,7 +11,7 @@
  */
 import { dirname } from "node:path";
 import { ownedFileProblem } from "../guard/owned_file.ts";
-import { sha256Hex } from "../guard/sha256.ts";
+import { sha256Hex } from "../guard/sha256_hex.ts";
 import { ConfigError } from "../tool/errors.ts";
 import { claimableIdentity, IDENTITY_NAME } from "../config/team_config.ts";
 

@@ -32,6 +32,8 @@ export interface ChangeReport {
   refused: NotApplied[];
   /** Changes kept out because the path changed meanwhile: `why` names the kept copy. */
   conflicts: NotApplied[];
+  /** Why the layer was not applied, or only in part: past its quota (./layer_quota.ts). */
+  over?: string;
   /**
    * Changes applied with a narrower mode than the tool gave them
    * (core/layers/mode_rules.ts); present only when there are some.
@@ -62,7 +64,8 @@ export function emptyReport(): ChangeReport {
 /** Whether `r` holds nothing at all. */
 export function isEmptyReport(r: ChangeReport): boolean {
   return r.created + r.changed + r.removed === 0 && r.refused.length === 0 &&
-    r.conflicts.length === 0 && r.held === undefined;
+    r.conflicts.length === 0 && r.over === undefined &&
+    r.held === undefined;
 }
 
 /**
@@ -90,6 +93,7 @@ export function mergeReports(a: ChangeReport, b: ChangeReport): ChangeReport {
     h.entries += b.held.entries;
     h.paths.push(...b.held.paths.slice(0, Math.max(0, REPORT_PATHS - h.paths.length)));
   }
+  if (b.over !== undefined) a.over ??= b.over;
   if (b.masked?.length) {
     const m = a.masked ??= [];
     m.push(...b.masked.slice(0, Math.max(0, REPORT_PATHS - m.length)));
@@ -112,6 +116,7 @@ export function mergeReports(a: ChangeReport, b: ChangeReport): ChangeReport {
  */
 export function notAppliedText(r: ChangeReport): string | undefined {
   const parts: string[] = [];
+  if (r.over) parts.push(r.over);
   if (r.conflicts.length) {
     parts.push(
       `${r.conflicts.length} change(s) conflicted with a change made meanwhile outside this ` +

@@ -121,7 +121,7 @@ export function judgeChange(abs: string, kind: ChangeKind, ctx: RuleContext): Ve
     if (g) return _refuse(`a link or file here would change where the grant path ${g} points`);
   }
   const rel = _rel(abs, ctx);
-  const entry = matchPlanted(rel, ctx.entries.filter((e) => !_isGitEntry(e)));
+  const entry = matchPlanted(rel, _plainEntries(ctx.entries));
   // Making (or removing) a folder on the way to an entry is harmless; what is in it is judged.
   // (Before git's rules: a repository made inside a protected entry is still inside it.)
   if (entry && !((kind === "dir" || kind === "remove") && _onTheWay(rel, entry))) {
@@ -207,6 +207,15 @@ function _gitPart(rel: string): { inner: string } | undefined {
   const parts = rel.split("/");
   const i = parts.findIndex((p) => p.toLowerCase() === ".git");
   return i < 0 ? undefined : { inner: parts.slice(i + 1).join("/") };
+}
+
+const _plain = new WeakMap<readonly string[], string[]>();
+
+/** The entries that are not git's, worked out once per list (a settlement judges each change). */
+function _plainEntries(entries: readonly string[]): string[] {
+  let p = _plain.get(entries);
+  if (!p) _plain.set(entries, p = entries.filter((e) => !_isGitEntry(e)));
+  return p;
 }
 
 function _isGitEntry(entry: string): boolean {

@@ -21,7 +21,15 @@ import {
   removeHeld,
   writeManifest,
 } from "./held_store.ts";
-import type { LayerOp } from "./layer_diff.ts";
+import {
+  commitRemovals,
+  commitSeen,
+  countLayer,
+  diffLayer,
+  type LayerMemory,
+  type LayerOp,
+} from "./layer_diff.ts";
+import type { LayerQuota } from "./layer_quota.ts";
 import type { LayerRoot } from "./layer_dirs.ts";
 import type { LayerRules } from "./settle_layers.ts";
 import { lowerSig, type Sig } from "./tree_sig.ts";
@@ -182,10 +190,53 @@ export class HeldWriter {
   }
 }
 
+/** The state of a sandbox's layers a hold reads, and commits once held (./settle_layers.ts). */
+export interface HoldingState {
+  /** What each root's layer held when last settled. */
+  memory: Map<string, LayerMemory>;
+  /** Each root's inode when the sandbox started. */
+  inos: Map<string, number>;
+  /** Since when each root's view was taken (set to the hold's start once held). */
+  epochs: Map<string, number>;
+  /** The tree's signature each path of the view rests on. */
+  view: HeldRootView["view"];
+}
+
+/**
+ * Hold what changed in the layers `roots` for `holds` since `state`: each
+ * layer counted against `quota` first (past it nothing is held, and the
+ * report says `over`), then copied into a new held set; `state` is
+ * committed only once the whole set is written ({@link holdLayers}).
+ */
+export async function holdChanges(
+  roots: LayerRoot[],
+  holds: HoldRequest[],
+  rules: LayerRules,
+  artifacts: ReadonlySet<string>,
+  quota: LayerQuota,
+  state: HoldingState,
+): Promise<ChangeReport> {
+  for (const l of roots) {
+    const { count } = await countLayer(l, state.memory.get(l.root)!, artifacts, quota);
+    if (count.over) return { ...emptyReport(), over: count.text() };
+  }
+  return await holdLayers(roots, rules, holds, async (l) => {
+    const started = Date.now(), memory = state.memory.get(l.root)!;
+    const { ops } = await diffLayer(l, memory, artifacts);
+    const [ino, epoch] = [state.inos.get(l.root)!, state.epochs.get(l.root)!];
+    const commit = () => {
+      commitSeen(memory, ops.flatMap((op) => op.kind !== "remove" && op.entry ? [op.entry] : []));
+      commitRemovals(memory, ops.filter((op) => op.kind === "remove"));
+      state.epochs.set(l.root, started);
+    };
+    return { ops, view: { ino, epoch, view: state.view }, commit };
+  });
+}
+
 /**
  * Hold what changed in the layers `roots` for `holds`: `each` reads one
- * layer's operations (and commits them as settled once held). Returns the
- * settlement's report ({@link HeldWriter.close}).
+ * layer's operations (and commits them as settled once the whole set is
+ * held). Returns the settlement's report ({@link HeldWriter.close}).
  */
 export async function holdLayers(
   roots: LayerRoot[],

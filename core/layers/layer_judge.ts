@@ -77,7 +77,11 @@ export class LayerJudge {
   /** Folders the layer makes into git directories, and why that is refused ("" when not). */
   readonly #making = new Map<string, Promise<string> | undefined>();
   readonly #told = new Set<string>();
-  /** The paths of the operations prepared so far. */
+  /**
+   * The paths of the operations prepared so far inside a folder the layer
+   * makes a git directory (only those are asked about: the memory follows
+   * them, not the layer).
+   */
   readonly #ops = new Map<string, LayerOp["kind"]>();
 
   private constructor(
@@ -109,8 +113,11 @@ export class LayerJudge {
   /** Learn the repositories around `ops` (call before judging them; again for each batch). */
   async prepare(ops: readonly LayerOp[]): Promise<void> {
     for (const op of ops) {
-      this.#ops.set(op.abs, op.kind);
+      // Every folder above it is known after this: a git directory in the making too.
       await this.#around(op.kind === "dir" ? op.abs : dirname(op.abs));
+      for (const d of this.#making.keys()) {
+        if (op.abs === d || op.abs.startsWith(d + "/")) this.#ops.set(op.abs, op.kind);
+      }
     }
     // What the tree no longer holds though the layer copied it up from there: removed since.
     const kinds = ["write", "symlink", "dir"];

@@ -12,14 +12,36 @@
  * own `/tmp`: never the host's tree outside the root. A root replaced since
  * the sandbox saw it (another folder now has its name) is refused.
  *
+ * The applier is not killed with corral: when corral is gone (its stdin
+ * closes) it finishes the batch under way, so that no file is left half
+ * applied and no private folder is left in the tree, and exits. The
+ * folders each batch writes in are noted first in a journal outside the
+ * tree (./apply_journal.ts), for an applier killed itself. Requests are
+ * pipelined: the host prepares the next batch while one is applied.
+ *
  * @module
  */
+import { dirname } from "node:path";
 import { findBwrap } from "../guard/jail.ts";
 import { launcherScript } from "../guard/launcher.ts";
-import { NAMESPACE_HOME, namespaceBase } from "../guard/namespace.ts";
+import { NAMESPACE_HOME, namespaceBase, seccompArgs } from "../guard/namespace.ts";
 import { runtimeFiles } from "../guard/namespace_runtime.ts";
 import { selfCommand } from "../guard/self_run.ts";
-import type { ApplierOp, ApplierResult } from "./tree_applier.ts";
+import { tempToken } from "../guard/temp_names.ts";
+import { processFilter } from "../seccomp/mod.ts";
+import { ApplyJournal, sweepJournals } from "./apply_journal.ts";
+import type { ApplierOp, ApplierRequest, ApplierResult } from "./tree_applier.ts";
+
+/**
+ * The modules the applier loads beside its entry (bound read-only in its
+ * namespace under `deno run`; a compiled corral holds them).
+ */
+const _MODULES = [
+  new URL("./applier_fs.ts", import.meta.url).pathname,
+  new URL("../guard/temp_names.ts", import.meta.url).pathname,
+];
+/** `sync -f` (syncfs) flushes a batch's new files before they are renamed over the old. */
+const _SYNC = "/usr/bin/sync";
 
 interface _Applier {
   child: Deno.ChildProcess;
@@ -28,15 +50,21 @@ interface _Applier {
   writer: WritableStreamDefaultWriter<Uint8Array>;
   waiting: Map<number, (r: ApplierResult[]) => void>;
   nextId: number;
+  journal: ApplyJournal;
 }
 
 const _appliers = new Map<string, Promise<_Applier>>();
 const _running = new Map<string, _Applier>();
 const _users = new Map<string, number>();
 
-/** One more sandbox over `root` will settle there. */
-export function useApplier(root: string): void {
+/**
+ * One more sandbox over `root` will settle there (its layers in
+ * `layers`): the first one in this process also removes what appliers of
+ * gone corral processes left in trees (./apply_journal.ts).
+ */
+export function useApplier(root: string, layers?: string): void {
   _users.set(root, (_users.get(root) ?? 0) + 1);
+  if (layers) sweepJournals(dirname(layers));
 }
 
 /** A sandbox over `root` is gone; the last one stops the applier. */
@@ -47,25 +75,25 @@ export function leaveApplier(root: string): void {
   const a = _appliers.get(root);
   _appliers.delete(root);
   _running.delete(root);
-  void a?.then((x) => {
-    x.writer.close().catch(() => {});
-    try {
-      x.child.kill("SIGKILL");
-    } catch { /* gone */ }
-  }, () => {});
+  // Its stdin closes: it finishes what it was asked, then exits (and its journal goes).
+  void a?.then((x) => x.writer.close().catch(() => {}), () => {});
 }
 
 /**
  * Apply `ops` to `root` (whose inode was `ino` when the sandbox started);
- * `layers` is the folder holding the upper layers it copies from.
+ * `layers` is the folder holding the upper layers it copies from. With
+ * `durable`, the answer comes once what was applied since the last durable
+ * request is on disk. Several calls may be under way at once: the applier
+ * takes them in the order they were made.
  */
 export async function applyInRoot(
   root: string,
   ino: number,
   layers: string,
   ops: ApplierOp[],
+  durable = false,
 ): Promise<ApplierResult[]> {
-  if (ops.length === 0) return [];
+  if (ops.length === 0 && !durable) return [];
   let p = _appliers.get(root);
   if (!p) _appliers.set(root, p = _start(root, layers));
   let a: _Applier;
@@ -80,7 +108,15 @@ export async function applyInRoot(
   }
   const id = a.nextId++;
   const done = new Promise<ApplierResult[]>((resolve) => a.waiting.set(id, resolve));
-  await a.writer.write(new TextEncoder().encode(JSON.stringify({ id, ops }) + "\n"));
+  const folders = new Set<string>();
+  for (const o of ops) {
+    if (o.op === "write" || o.op === "link") {
+      folders.add(o.rel.slice(0, Math.max(0, o.rel.lastIndexOf("/"))));
+    }
+  }
+  await a.journal.note(folders, a.child.pid);
+  const req: ApplierRequest = durable ? { id, ops, durable } : { id, ops };
+  await a.writer.write(new TextEncoder().encode(JSON.stringify(req) + "\n"));
   return await done;
 }
 
@@ -91,7 +127,7 @@ export async function applyInRoot(
  * bound from the folder the launcher opened and checked, writable. Deno's
  * cache is the namespace's own `/tmp`: the module needs no other.
  */
-async function _command(root: string, layers: string): Promise<Deno.Command> {
+async function _command(root: string, layers: string, token: string): Promise<Deno.Command> {
   const bwrap = await findBwrap();
   if (!bwrap) {
     throw new Error(`cannot write ${root}: bubblewrap is needed to apply a sandbox's changes`);
@@ -105,15 +141,21 @@ async function _command(root: string, layers: string): Promise<Deno.Command> {
     "--quiet",
     "--allow-read",
     "--allow-write",
+    `--allow-run=${_SYNC}`,
   ];
-  const self = selfCommand("__applier", rt.exec, flags, []);
+  const self = selfCommand("__applier", rt.exec, flags, [token]);
+  // The jail's second wall too (core/seccomp/), when this process made its filter.
+  const filter = await processFilter();
   const ns = [
-    ...namespaceBase(false),
+    // Not --die-with-parent: with corral gone, it finishes its batch, then exits.
+    ...namespaceBase(false).filter((a) => a !== "--die-with-parent"),
+    ...(filter ? seccompArgs(filter) : []),
     ...rt.libDirs.flatMap((d) => ["--ro-bind-try", d, d]),
     ...["--ro-bind", rt.exec, rt.exec],
+    ...["--ro-bind-try", _SYNC, _SYNC],
     ...["--bind-fd", root, root],
     ...["--ro-bind", layers, layers],
-    ...self.code.flatMap((f) => ["--ro-bind", f, f]),
+    ...[...self.code, ...(self.code.length ? _MODULES : [])].flatMap((f) => ["--ro-bind", f, f]),
     ...["--chdir", root],
   ];
   return new Deno.Command("/bin/bash", {
@@ -141,7 +183,10 @@ async function _command(root: string, layers: string): Promise<Deno.Command> {
 }
 
 async function _start(root: string, layers: string): Promise<_Applier> {
-  const child = (await _command(root, layers)).spawn();
+  // What appliers of gone corral processes left in a tree goes first.
+  sweepJournals(dirname(layers));
+  const token = tempToken();
+  const child = (await _command(root, layers, token)).spawn();
   const a: _Applier = {
     child,
     ino: -1,
@@ -149,6 +194,7 @@ async function _start(root: string, layers: string): Promise<_Applier> {
     writer: child.stdin.getWriter(),
     waiting: new Map(),
     nextId: 1,
+    journal: new ApplyJournal(dirname(layers), root, token),
   };
   let ready: (ino: number) => void = () => {};
   const started = new Promise<number>((r) => ready = r);
@@ -178,6 +224,8 @@ async function _start(root: string, layers: string): Promise<_Applier> {
       _appliers.delete(root);
     }
     ready(-1);
+    // A clean end: every batch removed its private folders.
+    if (s.code === 0) await a.journal.close();
     const why = `the applier of ${root} stopped (code ${s.code}): ${await failed}`;
     for (const w of a.waiting.values()) w([{ ok: false, error: why }]);
     a.waiting.clear();

@@ -16,60 +16,52 @@
  */
 import { dirname, join, relative } from "node:path";
 import { isWithin } from "../guard/is_within.ts";
-import { keepConflict, lowerSig, sameSig, type Sig } from "./tree_sig.ts";
+import { keepConflict, lowerSig, type Sig } from "./tree_sig.ts";
 import {
   type ChangeReport,
   emptyReport,
   isEmptyReport,
   mergeReports,
+  type NotApplied,
   REPORT_PATHS,
 } from "./change_report.ts";
 import { followLayers } from "./layer_follow.ts";
-import type { RuleContext } from "./change_rules.ts";
 import { judgeGitRefs } from "./git_settle.ts";
 import { userGitEnv } from "./hooks_folders.ts";
 import { LayerJudge } from "./layer_judge.ts";
 import { applyInRoot, leaveApplier, useApplier } from "./root_applier.ts";
-import type { ApplierOp, ApplierResult } from "./tree_applier.ts";
-import { diffLayer, type LayerMemory, layerMemory, type LayerOp } from "./layer_diff.ts";
+import type { ApplierResult } from "./tree_applier.ts";
+import {
+  changedBatches,
+  countLayer,
+  type LayerMemory,
+  layerMemory,
+  type LayerOp,
+  layerRest,
+  removalsOf,
+} from "./layer_diff.ts";
+import {
+  BATCH,
+  countApplied,
+  flushApplied,
+  movedSince,
+  notApplied,
+  planBatch,
+  refuse,
+  requestOf,
+  settleBatches,
+  TreeLook,
+} from "./apply_batch.ts";
+import { layerQuota } from "./layer_quota.ts";
 import { staleInView } from "./layer_freshness.ts";
 import type { LayerDirs, LayerRoot } from "./layer_dirs.ts";
-import { withTreeLock } from "./tree_lock.ts";
+import type { Applied, SandboxLayersOptions } from "./settle_options.ts";
 import { type HoldRequest, HoldSet } from "./hold_state.ts";
-import { holdLayers } from "./held_writer.ts";
+import { holdChanges } from "./held_writer.ts";
+import { withTreeLock } from "./tree_lock.ts";
+import { ViewMap } from "./path_memory.ts";
 
-/** What the rules of a sandbox's layers are (the root and what git says are added per layer). */
-export type LayerRules = Omit<RuleContext, "root" | "hooksFolders" | "gitDirs" | "configFiles">;
-
-/** What a {@link SandboxLayers} is made of. */
-export interface SandboxLayersOptions {
-  dirs: LayerDirs;
-  /** Mount points made in the layers (core/guard/grant_mounts.ts): never applied. */
-  artifacts: string[];
-  rules: LayerRules;
-  /** Where conflicting versions are kept. */
-  conflictsDir: string;
-  /**
-   * Held changes being applied (./held_apply.ts): the view of the tree they
-   * were made on (each root's epoch, the signatures, when each entry
-   * entered the layer), so that they are judged as their settlement would have been.
-   */
-  resume?: {
-    epochs: Map<string, number>;
-    view: Map<string, Sig | null>;
-    births: Map<string, number>;
-  };
-  /** What applies the changes (default ./root_applier.ts; ./held_apply.ts's dry run to show them). */
-  applier?: typeof applyInRoot;
-}
-
-/** One applied change, told to the other sandboxes over the same root. */
-export interface Applied {
-  abs: string;
-  sig: Sig | null;
-  /** A path made or removed (not only rewritten): their views may hold it stale. */
-  named: boolean;
-}
+export type { Applied, LayerRules, SandboxLayersOptions } from "./settle_options.ts";
 
 /** The live layers of this process, by write root: each hears the others' applies. */
 const _live = new Map<string, Set<SandboxLayers>>();
@@ -81,7 +73,7 @@ export class SandboxLayers {
   readonly #artifacts: Set<string>;
   readonly #memory = new Map<string, LayerMemory>();
   /** The tree's signature each path of this sandbox's view rests on (null: absent). */
-  readonly #view = new Map<string, Sig | null>();
+  readonly #view: ViewMap;
   readonly #epoch = new Map<string, number>();
   /** Each root's inode when the sandbox started: a root replaced since is not written. */
   readonly #inos = new Map<string, number>();
@@ -92,6 +84,8 @@ export class SandboxLayers {
   #pid: number | undefined;
   #looks: Promise<void> = Promise.resolve();
   #closed = false;
+  /** The layers went past their quota: nothing more of them is applied. */
+  #over = false;
   /** The calls whose changes are held for review instead of applied (./hold_state.ts). */
   readonly holds: HoldSet = new HoldSet();
 
@@ -101,16 +95,17 @@ export class SandboxLayers {
     this.#artifacts = new Set(o.artifacts);
     this.#base = dirname(o.dirs.dir);
     const now = Date.now();
+    for (const l of o.dirs.roots) this.#memory.set(l.root, layerMemory());
+    this.#view = new ViewMap(new Map([...this.#memory].map(([r, m]) => [r, m.seen])));
+    for (const [abs, sig] of o.resume?.view ?? []) this.#view.set(abs, sig);
     for (const l of o.dirs.roots) {
-      this.#memory.set(l.root, layerMemory());
       this.#epoch.set(l.root, o.resume?.epochs.get(l.root) ?? now);
       this.#inos.set(l.root, Deno.statSync(l.root).ino ?? 0);
-      useApplier(l.root);
+      useApplier(l.root, this.#base);
       let set = _live.get(l.root);
       if (!set) _live.set(l.root, set = new Set());
       set.add(this);
     }
-    for (const [abs, sig] of o.resume?.view ?? []) this.#view.set(abs, sig);
   }
 
   /** Why the sandbox should start afresh before its next call (its view is stale), if so. */
@@ -186,11 +181,79 @@ export class SandboxLayers {
 
   async #settleAll(): Promise<ChangeReport> {
     const total = emptyReport();
-    if (this.#closed) return total;
+    if (this.#closed || this.#over) return total;
     const holds = this.holds.active();
     if (holds) return await this.#hold(holds);
     for (const l of this.dirs.roots) mergeReports(total, await this.#settle(l));
     return total;
+  }
+
+  /**
+   * Settle one layer: read it once to count it against its quota and see
+   * whether anything changed (keeping nothing of it), then again as a
+   * stream, judging and applying its changes a batch at a time
+   * (./apply_batch.ts), each batch's apply under way while the next is
+   * read and judged; removals after the writes, refs last; the last
+   * request makes it all durable.
+   */
+  async #settle(layer: LayerRoot): Promise<ChangeReport> {
+    const started = Date.now();
+    const memory = this.#memory.get(layer.root)!;
+    const quota = this.#o.quota ?? layerQuota();
+    const first = await countLayer(layer, memory, this.#artifacts, quota);
+    if (!first.changed && !first.vanished) {
+      this.#epoch.set(layer.root, started);
+      return emptyReport();
+    }
+    return await withTreeLock(layer.root, this.dirs.locks, async () => {
+      const report = emptyReport();
+      if (first.count.over) {
+        this.#overQuota(report, first.count.text());
+        if (!quota.partial) return report;
+      }
+      const shown = (abs: string) => this.#shown(abs);
+      const judge = await LayerJudge.start(layer.root, join(layer.dir, "u"), {
+        rules: this.#o.rules,
+        view: { base: (abs) => this.#view.get(abs), epoch: this.#epoch.get(layer.root)! },
+        env: userGitEnv(),
+        shown,
+      });
+      const refs: LayerOp[] = [];
+      const look = new TreeLook();
+      const rest = layerRest();
+      await settleBatches(
+        layer,
+        memory,
+        changedBatches(layer, memory, this.#artifacts, quota, rest, BATCH),
+        () => removalsOf(layer, memory, rest, first.vanished),
+        {
+          plan: async (ops) => {
+            await judge.prepare(ops);
+            return await planBatch(
+              ops,
+              look,
+              (op) => this.#judge(op, judge, refs, report),
+              report,
+              shown,
+            );
+          },
+          apply: (ops) => this.#applyAll(layer, ops, report),
+        },
+      );
+      // Past the quota only now: the layer grew while it was applied.
+      if (rest.count?.over && !report.over) this.#overQuota(report, rest.count.text(true));
+      // Refs last: the objects they name are in the tree now.
+      const verdicts = await judgeGitRefs(refs, judge.ctx);
+      for (const [op, why] of verdicts.refuse) refuse(report, this.#shown(op.abs), why);
+      await this.#applyAll(layer, verdicts.apply, report);
+      const flush = this.#o.applier ? () => {} : flushApplied; // (a dry run: nothing to flush)
+      await flush(report, layer.root, this.#inos.get(layer.root)!, this.#base);
+      notApplied(report, layer, rest, shown);
+      this.#epoch.set(layer.root, started);
+      // Its view now holds what the tree does not: the next call starts from the tree.
+      if (report.refused.length) this.markStale(`${report.refused[0].path} was not applied`);
+      return report;
+    });
   }
 
   /**
@@ -200,80 +263,44 @@ export class SandboxLayers {
    */
   async #hold(holds: HoldRequest[]): Promise<ChangeReport> {
     this.holds.held(holds); // (one that fails is tried again: never applied instead)
-    const report = await holdLayers(this.dirs.roots, this.#o.rules, holds, async (l) => {
-      const started = Date.now(), memory = this.#memory.get(l.root)!;
-      const diff = await diffLayer(l, memory, this.#artifacts);
-      const [ino, epoch] = [this.#inos.get(l.root)!, this.#epoch.get(l.root)!];
-      return {
-        ops: diff.ops,
-        view: { ino, epoch, view: this.#view },
-        commit: () => void (memory.seen = diff.seen, this.#epoch.set(l.root, started)),
-      };
+    const quota = this.#o.quota ?? layerQuota(), [memory, inos] = [this.#memory, this.#inos];
+    const r = await holdChanges(this.dirs.roots, holds, this.#o.rules, this.#artifacts, quota, {
+      memory,
+      inos,
+      epochs: this.#epoch,
+      view: this.#view,
     });
-    if (report.held) this.markStale(`its changes are held for review (${report.held.id})`);
-    return report;
+    if (r.over) this.#overQuota(r, r.over);
+    if (r.held) this.markStale(`its changes are held for review (${r.held.id})`);
+    return r;
   }
 
-  async #settle(layer: LayerRoot): Promise<ChangeReport> {
-    const started = Date.now();
-    const memory = this.#memory.get(layer.root)!;
-    const diff = await diffLayer(layer, memory, this.#artifacts);
-    for (const op of this.#o.resume && diff.ops || []) {
-      if (op.entry) op.entry.birthMs = this.#o.resume!.births.get(op.abs) ?? 0;
-    }
-    if (diff.ops.length === 0) {
-      memory.seen = diff.seen;
-      this.#epoch.set(layer.root, started);
-      return emptyReport();
-    }
-    return await withTreeLock(layer.root, this.dirs.locks, async () => {
-      const report = emptyReport();
-      const applied: Applied[] = [];
-      const judge = await LayerJudge.start(layer.root, join(layer.dir, "u"), {
-        rules: this.#o.rules,
-        view: { base: (abs) => this.#view.get(abs), epoch: this.#epoch.get(layer.root)! },
-        env: userGitEnv(),
-        shown: (abs) => this.#shown(abs),
-      });
-      await judge.prepare(diff.ops);
-      const refs: LayerOp[] = [];
-      const plan: LayerOp[] = [];
-      for (const op of diff.ops) {
-        const j = await this.#judge(op, judge, report);
-        (j.ref ? refs : plan).push(...j.apply);
-      }
-      await this.#applyAll(layer, plan, report, applied);
-      // Refs last: the objects they name are in the tree now.
-      const verdicts = await judgeGitRefs(refs, judge.ctx);
-      for (const [op, why] of verdicts.refuse) _refused(report, this.#shown(op.abs), why);
-      await this.#applyAll(layer, verdicts.apply, report, applied);
-      memory.seen = diff.seen;
-      this.#epoch.set(layer.root, started);
-      this.#tellOthers(layer.root, applied);
-      // Its view now holds what the tree does not: the next call starts from the tree.
-      if (report.refused.length) this.markStale(`${report.refused[0].path} was not applied`);
-      return report;
-    });
+  /** The layers went past their quota: said in `report`; nothing more of them is applied. */
+  #overQuota(report: ChangeReport, why: string): void {
+    this.#over = true;
+    report.over = why;
+    this.markStale("its write layer went past its quota");
   }
 
   /**
-   * Judge `op` (./layer_judge.ts): what to apply in its place (for the refs'
-   * phase when `ref`); what was refused, kept, in conflict or masked goes
-   * into `report`.
+   * Judge `op` (./layer_judge.ts): what to apply in its place (refs and
+   * what they hold wait in `refs` for the refs' phase); what was refused,
+   * kept, in conflict or masked goes into `report`.
    */
   async #judge(
     op: LayerOp,
     judge: LayerJudge,
+    refs: LayerOp[],
     report: ChangeReport,
-  ): Promise<{ apply: LayerOp[]; ref?: boolean }> {
-    if (op.vanished && this.#view.get(op.abs) === undefined) return { apply: [] }; // never applied
+  ): Promise<LayerOp[]> {
+    if (op.vanished && this.#view.get(op.abs) === undefined) return []; // never applied
     const j = await judge.judge(op);
     const shown = this.#shown(op.abs);
     for (const k of j.kept) {
-      _refused(report, this.#shown(k.abs), `kept when ${shown} was removed: ${k.why}`);
+      refuse(report, this.#shown(k.abs), `kept when ${shown} was removed: ${k.why}`);
     }
     for (const c of j.conflicts) {
-      report.conflicts.push({
+      _note(report.conflicts, {
         path: this.#shown(c),
         why: `kept: it changed outside this sandbox since its view, so ${shown}'s removal ` +
           `did not take it`,
@@ -281,54 +308,79 @@ export class SandboxLayers {
       this.markStale(`${this.#shown(c)} conflicted with a change made outside it`);
     }
     if (j.refuse !== undefined) {
-      _refused(report, shown, j.refuse);
-      return { apply: [] };
+      refuse(report, shown, j.refuse);
+      return [];
     }
     if (j.conflict) {
       await this.#conflict(op, report);
-      return { apply: [] };
+      return [];
     }
-    if (j.masked) (report.masked ??= []).push({ path: shown, why: j.masked });
-    return { apply: j.apply, ref: j.ref };
+    if (j.masked) _note(report.masked ??= [], { path: shown, why: j.masked });
+    if (j.ref) {
+      refs.push(...j.apply);
+      return [];
+    }
+    return j.apply;
   }
 
   /**
    * Apply `ops` that do not conflict, through the root's applier
    * (./root_applier.ts: the root as it was opened, never a name swapped
-   * meanwhile); the report and `applied` say what happened.
+   * meanwhile, each file replaced, never written in place); the report and
+   * the other sandboxes hear what happened.
    */
-  async #applyAll(layer: LayerRoot, ops: LayerOp[], report: ChangeReport, applied: Applied[]) {
-    const go: Array<{ op: LayerOp; now: Sig | null; req: ApplierOp }> = [];
-    for (const op of ops) {
-      const now = await lowerSig(op.abs);
-      if (this.#conflicts(layer, op, now)) {
+  async #applyAll(layer: LayerRoot, ops: LayerOp[], report: ChangeReport): Promise<void> {
+    // The tree as the batch was read (./apply_batch.ts's TreeLook), else now.
+    for (const op of ops) if (op.now === undefined) op.now = await lowerSig(op.abs);
+    const nows = ops.map((op) => op.now as Sig | null);
+    // When an entry entered the layer decides a conflict: read only where one may be.
+    const [births, epoch] = [this.#o.resume?.births, this.#epoch.get(layer.root)!];
+    for (const op of births ? ops : []) {
+      if (op.entry) op.entry.birthMs = births!.get(op.abs) || epoch;
+    }
+    await Promise.all(
+      ops.filter((op) => op.now && op.entry && !op.entry.birthMs).map(async (op) => {
+        op.entry!.birthMs = (await Deno.lstat(op.upper).catch(() => null))?.birthtime?.getTime() ??
+          0;
+      }),
+    );
+    const go: Array<{ op: LayerOp; now: Sig | null }> = [];
+    for (const [i, op] of ops.entries()) {
+      const now = nows[i];
+      if (movedSince(op, now, this.#view.get(op.abs), epoch)) {
         await this.#conflict(op, report);
         continue;
       }
       if (op.kind === "remove" && now === null) continue;
-      go.push({ op, now, req: await _request(op) });
+      go.push({ op, now });
     }
     if (go.length === 0) return;
     let results: ApplierResult[];
     try {
-      results = await (this.#o.applier ?? applyInRoot)(
-        layer.root,
-        this.#inos.get(layer.root)!,
-        this.#base,
-        go.map((g) => g.req),
-      );
+      const reqs = go.map((g) => requestOf(g.op, g.now));
+      const apply = this.#o.applier ?? applyInRoot;
+      results = await apply(layer.root, this.#inos.get(layer.root)!, this.#base, reqs);
     } catch (err) {
-      for (const g of go) _refused(report, this.#shown(g.op.abs), (err as Error).message);
+      for (const g of go) refuse(report, this.#shown(g.op.abs), (err as Error).message);
       return;
     }
-    go.forEach(({ op, now }, i) => {
+    // Told to the other sandboxes over the root, if any.
+    const others = (_live.get(layer.root)?.size ?? 0) > 1;
+    const applied: Applied[] = [];
+    const memory = this.#memory.get(layer.root)!;
+    for (const [i, { op, now }] of go.entries()) {
       const r = results[i] ?? { ok: false, error: "no answer" };
-      if (!r.ok) return _refused(report, this.#shown(op.abs), `could not be applied: ${r.error}`);
+      if (r.conflict) await this.#conflict(op, report);
+      if (!r.ok) {
+        if (!r.conflict) refuse(report, this.#shown(op.abs), `could not be applied: ${r.error}`);
+        continue;
+      }
       const sig = (r.sig ?? null) as Sig | null;
-      this.#view.set(op.abs, sig);
-      applied.push({ abs: op.abs, sig, named: (now === null) !== (sig === null) });
-      _count(report, op, now, sig, this.#shown(op.abs));
-    });
+      memory.seen.setView(op.rel, sig);
+      if (others) applied.push({ abs: op.abs, sig, named: (now === null) !== (sig === null) });
+      countApplied(report, op, now, sig, () => this.#shown(op.abs));
+    }
+    this.#tellOthers(layer.root, applied);
   }
 
   /** Keep the sandbox's version of a conflicting path and mark the sandbox stale. */
@@ -339,26 +391,8 @@ export class SandboxLayers {
       : op.kind === "remove"
       ? "its removal was not applied"
       : "its folder was not applied";
-    report.conflicts.push({ path: shown, why: kept });
+    _note(report.conflicts, { path: shown, why: kept });
     this.markStale(`${shown} conflicted with a change made outside it`);
-  }
-
-  /** Whether the tree's `now` at `op.abs` moved since this sandbox's view of it. */
-  #conflicts(layer: LayerRoot, op: LayerOp, now: Sig | null): boolean {
-    if (op.judged) return false; // checked path by path by the judge
-    const base = this.#view.get(op.abs);
-    if (base !== undefined) {
-      return !sameSig(now, base) && !(op.kind === "dir" && now?.kind === "dir");
-    }
-    if (now === null) return false;
-    if (op.kind === "dir" || op.kind === "prune") {
-      return now.kind !== "dir" &&
-        now.mtimeMs >= (op.entry?.birthMs || this.#epoch.get(layer.root)!);
-    }
-    const since = op.kind === "remove"
-      ? this.#epoch.get(layer.root)!
-      : op.entry?.birthMs || this.#epoch.get(layer.root)!;
-    return now.mtimeMs >= since;
   }
 
   /** Tell the other live sandboxes over `root` what was applied. */
@@ -401,43 +435,7 @@ export class SandboxLayers {
   }
 }
 
-/** The applier's request for `op`. */
-async function _request(op: LayerOp): Promise<ApplierOp> {
-  switch (op.kind) {
-    case "write":
-      return { op: "write", rel: op.rel, from: op.upper, mode: op.mode ?? op.entry!.mode };
-    case "symlink":
-      return { op: "link", rel: op.rel, from: op.upper };
-    case "dir":
-      return { op: "dir", rel: op.rel, mode: op.mode ?? op.entry!.mode };
-    case "prune": {
-      const keep: string[] = [];
-      for await (const e of Deno.readDir(op.upper)) keep.push(e.name);
-      return { op: "prune", rel: op.rel, keep };
-    }
-    default:
-      return { op: "remove", rel: op.rel };
-  }
-}
-
-/** Count an applied operation in the report. */
-function _count(r: ChangeReport, op: LayerOp, now: Sig | null, sig: Sig | null, shown: string) {
-  let c: "+" | "~" | "-" | undefined;
-  if (op.kind === "remove") c = now ? "-" : undefined;
-  else if (op.kind === "prune") c = undefined;
-  else if (op.kind === "dir") {
-    // A folder that was one already: changed only when its mode did.
-    const mode = op.treeMode !== undefined && op.mode !== op.treeMode;
-    c = now?.kind === "dir" ? (mode ? "~" : undefined) : now ? "~" : "+";
-  } else c = now ? "~" : "+";
-  if (!c) return;
-  if (c === "+") r.created++;
-  else if (c === "~") r.changed++;
-  else r.removed++;
-  if (op.kind === "write" && sig) r.bytes += sig.size;
-  if (r.paths.length < REPORT_PATHS) r.paths.push(c + shown);
-}
-
-function _refused(report: ChangeReport, path: string, why: string): void {
-  if (report.refused.length < REPORT_PATHS) report.refused.push({ path, why });
+/** Note a path in one of the report's lists (it names the first {@link REPORT_PATHS}). */
+function _note(list: NotApplied[], n: NotApplied): void {
+  if (list.length < REPORT_PATHS) list.push(n);
 }

@@ -15,6 +15,7 @@ import { PLANTED_DEFAULT_ENTRIES } from "../guard/planted.ts";
 import { envVar } from "../config/env_var.ts";
 import { type LayerDirs, makeLayerDirs, removeLayerDirs } from "./layer_dirs.ts";
 import { type LayerRules, SandboxLayers } from "./settle_layers.ts";
+import type { LayerQuota } from "./layer_quota.ts";
 
 /** What the layers of one sandbox are judged by, besides its write grant. */
 export interface LayerTrust {
@@ -75,14 +76,16 @@ export interface StartedLayers {
 
 /**
  * Make the layer folders of a sandbox that writes `write` in `workspace`
- * (undefined when no write root is a folder). Throws an Error naming the
- * roots when no folder outside them can hold the layers.
+ * (undefined when no write root is a folder), bounded by `quota`
+ * (./layer_quota.ts; absent: corral's defaults). Throws an Error naming
+ * the roots when no folder outside them can hold the layers.
  */
 export function startLayers(
   write: readonly string[],
   workspace: string,
   entries: readonly string[] | undefined,
   trust: LayerTrust,
+  quota?: LayerQuota,
 ): StartedLayers | undefined {
   const roots = layerRoots(write);
   if (roots.length === 0) return undefined;
@@ -98,7 +101,7 @@ export function startLayers(
     dirs,
     map: new Map(dirs.roots.map((r) => [r.root, r.dir])),
     open: (artifacts) =>
-      new SandboxLayers({ dirs, artifacts, rules, conflictsDir: dirs.conflicts }),
+      new SandboxLayers({ dirs, artifacts, rules, conflictsDir: dirs.conflicts, quota }),
     remove: () => removeLayerDirs(dirs),
   };
 }

@@ -1,23 +1,84 @@
 /**
  * The process that writes settled changes into one write root of the
  * user's tree (./root_applier.ts starts it in that root, as it was opened
- * and checked). For each write it steps from the root into each folder on
- * the way and checks, after each step, where it stands (its real path, and
- * the root's inode): a name swapped for a symlink at any moment moves it
- * elsewhere, which is seen and refused before anything is written, and the
- * write itself names only the last component, in the folder it stands in.
- * Deno still opens that by its full name, so a swap between the check and
- * the open is not seen here: what bounds it is the namespace the applier
- * runs in (./root_applier.ts), where the root is the only writable folder.
- * It holds unscoped read and write there (a symlink needs them in Deno).
+ * and checked).
+ *
+ * Where it writes: for each operation it stands in the folder that holds
+ * the path (from the root, one folder at a time, made when missing) and
+ * checks, after each step, where it stands (its real path, and the root's
+ * inode): a name swapped for a symlink at any moment moves it elsewhere,
+ * which is seen and refused before anything is written, and the write names
+ * only the last component, in the folder it stands in. Operations of one
+ * folder in a row share that walk (each re-checks where it stands), and
+ * their file system calls go at once (./applier_fs.ts), so that the waits
+ * on the disk (a rename over a file frees the old one) overlap. Deno
+ * still opens a name by its full path, so a swap between the check and the
+ * open is not seen here: what bounds it is the namespace the applier runs
+ * in (./root_applier.ts), where the root is the only writable folder.
+ *
+ * How it writes (replacement, never in place): a file's new content (or a
+ * link) is first written in a private folder beside it (mode 0700, named
+ * core/guard/temp_names.ts's prefix and this applier's token), with its
+ * final mode; then the data of every such file of the batch is flushed
+ * with one `syncfs` per file system (`sync -f`; without it, one
+ * `fdatasync` per file); only then is each renamed over its path (or, where
+ * the host saw nothing, linked there: that fails on a file made meanwhile,
+ * and nothing is replaced). A rename
+ * replaces the name, never the file: a hard link the tree held is broken,
+ * never written through, and at every moment the path is the old file or
+ * the new one, whole. A path that holds something else than the host saw
+ * (`expect`) is left alone and answered as a conflict. An empty file at a
+ * new path is made in place (there is no content to tear), exclusively. A
+ * request marked `durable` ends with a `syncfs` of every file system it
+ * wrote: its answer means the changes are on disk. Private folders are
+ * removed at the end of each batch; one left by a kill is found again by
+ * the host's journal (./apply_journal.ts). When the host is gone (stdin
+ * closes), the batch under way is finished and the process exits. A folder
+ * whose new mode shuts its owner out (`chmod 600 dir`) would stop what goes
+ * in it: it is open to its owner until the durable request that ends the
+ * settlement gives it its mode.
  *
  * Protocol: one JSON request per line on stdin
- * (`{ id, ops: [{ op, rel, from?, mode?, keep? }] }`), one JSON answer per
- * line on stdout (`{ id, results: [{ ok, error?, sig? }] }`); the first line
- * it writes is `{ ready: true, ino }`.
+ * (`{ id, ops: [{ op, rel, from?, mode?, keep?, size?, expect? }], durable? }`),
+ * one JSON answer per line on stdout (`{ id, results: [{ ok, error?,
+ * conflict?, sig? }] }`); the first line it writes is `{ ready: true, ino }`.
+ * Its one argument: the token of its private folders (`deno run
+ * tree_applier.ts TOKEN`, or `corral __applier TOKEN` when compiled:
+ * core/guard/self_run.ts). Modes are applied exactly as asked
+ * (`mode & 0o7777`): the host's judge has masked them
+ * (./mode_rules.ts).
  *
  * @module
  */
+import { TEMP_PREFIX } from "../guard/temp_names.ts";
+import {
+  absOf,
+  applier,
+  CONFLICT,
+  enter,
+  expected,
+  fdatasync,
+  inPool,
+  makeEmpty,
+  MODE_BITS,
+  place,
+  privateFolder,
+  type Privates,
+  removeSync,
+  sigSync,
+  splitRel,
+  stage,
+  type Staged,
+  syncfs,
+} from "./applier_fs.ts";
+
+/** What a path of the tree is (kind, inode, size, modification time). */
+export interface ApplierSig {
+  kind: string;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+}
 
 /** One write, relative to the root. */
 export interface ApplierOp {
@@ -25,128 +86,258 @@ export interface ApplierOp {
   rel: string;
   /** The upper layer's file or link (absolute, in corral's layers folder). */
   from?: string;
+  /** The permission bits it gets, exactly (`mode & 0o7777`): the host masked them. */
   mode?: number;
   /** For `prune`: the names the folder keeps. */
   keep?: string[];
+  /** For `write`: the layer's file's size when walked (an empty new file needs no temporary). */
+  size?: number;
+  /** What the host saw at the path (null: nothing); anything else there is not replaced. */
+  expect?: ApplierSig | null;
 }
 
 /** What one op did: the path's signature after it, or why it failed. */
 export interface ApplierResult {
   ok: boolean;
   error?: string;
-  sig?: { kind: string; ino: number; size: number; mtimeMs: number } | null;
+  /** The path held something else than `expect`: nothing was done. */
+  conflict?: boolean;
+  sig?: ApplierSig | null;
 }
 
-/** The root as it was opened: its path then, and its inode. */
-const _ROOT = Deno.cwd();
-const _INO = Deno.statSync(".").ino;
+/** One request: a batch of operations, applied in order. */
+export interface ApplierRequest {
+  id: number;
+  ops: ApplierOp[];
+  /** Flush every file system written since the last durable request before answering. */
+  durable?: boolean;
+}
 
-async function _sig(name: string): Promise<ApplierResult["sig"]> {
+/** File system calls of one folder under way at once. */
+const _AT_ONCE = 32;
+
+/** An empty file where the host saw nothing: made in place, with nothing to stage. */
+function _emptyNew(o: ApplierOp): boolean {
+  return o.op === "write" && o.size === 0 && o.expect === null;
+}
+
+/** Make `o`'s path what the layer holds, standing in its folder (one at a time, in order). */
+async function _apply(o: ApplierOp, privates: Privates): Promise<ApplierResult> {
+  const removal = o.op === "remove" || o.op === "prune";
+  const [dir, name] = splitRel(o.rel);
   try {
-    const st = await Deno.lstat(name);
-    return {
-      kind: st.isFile ? "file" : st.isDirectory ? "dir" : st.isSymlink ? "symlink" : "other",
-      ino: st.ino ?? 0,
-      size: st.size,
-      mtimeMs: st.mtime?.getTime() ?? 0,
-    };
-  } catch {
-    return null;
-  }
-}
-
-/**
- * Stand in the folder that holds `rel`: the root, then each folder on the
- * way (made when missing), checked AFTER each step by where the process
- * stands (its real path): a name swapped for a symlink at any moment moves
- * it elsewhere, and that is seen and refused before anything is written.
- * Returns the last name of `rel`, or throws saying why not.
- */
-function _standIn(rel: string, make: boolean): string {
-  Deno.chdir(_ROOT);
-  if (Deno.cwd() !== _ROOT || Deno.statSync(".").ino !== _INO) {
-    throw new Error(`${_ROOT} is no longer the folder that was opened`);
-  }
-  const parts = rel.split("/");
-  const name = parts.pop()!;
-  let at = _ROOT;
-  for (const p of parts) {
-    at = at === "/" ? `/${p}` : `${at}/${p}`;
-    if (make) {
-      try {
-        Deno.mkdirSync(p);
-      } catch (err) {
-        if (!(err instanceof Deno.errors.AlreadyExists)) throw err;
-      }
-    }
-    Deno.chdir(p);
-    if (Deno.cwd() !== at) throw new Error(`${at}, a folder on its way, is now a link elsewhere`);
-  }
-  return name;
-}
-
-async function _remove(name: string): Promise<void> {
-  try {
-    await Deno.remove(name, { recursive: true });
+    enter(dir, !removal);
   } catch (err) {
-    if (!(err instanceof Deno.errors.NotFound)) throw err;
+    // A folder on the way is missing (or no folder): nothing to remove there.
+    const gone = err instanceof Deno.errors.NotFound || err instanceof Deno.errors.NotADirectory;
+    if (gone && removal) return { ok: true, sig: null };
+    throw err;
   }
-}
-
-async function _one(o: ApplierOp): Promise<ApplierResult> {
-  if (
-    !o.rel || o.rel.startsWith("/") ||
-    o.rel.split("/").some((p) => p === ".." || p === "" || p === ".")
-  ) {
-    return { ok: false, error: `not a path inside the root: ${o.rel}` };
+  // Where the host saw nothing, nothing is looked at: the write itself fails on what is there.
+  const fresh = o.expect === null && (o.op === "write" || o.op === "link");
+  const now = fresh ? null : sigSync(name);
+  // A folder made a folder is no conflict (this batch may have made it for what it holds).
+  if (!fresh && !(o.op === "dir" && now?.kind === "dir") && !expected(now, o.expect)) {
+    return CONFLICT;
   }
-  let name: string;
-  try {
-    name = _standIn(o.rel, o.op !== "remove" && o.op !== "prune");
-  } catch (err) {
-    // A folder on the way is missing: nothing to remove there.
-    if (err instanceof Deno.errors.NotFound && (o.op === "remove" || o.op === "prune")) {
-      return { ok: true, sig: null };
-    }
-    return { ok: false, error: (err as Error).message };
-  }
-  const now = await _sig(name);
+  const mode = (o.mode ?? (o.op === "dir" ? 0o755 : 0o644)) & MODE_BITS;
   switch (o.op) {
     case "write":
-      if (now && now.kind !== "file") await _remove(name);
-      await Deno.copyFile(o.from!, name);
-      await Deno.chmod(name, (o.mode ?? 0o644) & 0o1777);
-      break;
     case "link": {
-      const target = await Deno.readLink(o.from!);
-      await _remove(name);
-      await Deno.symlink(target, name);
-      break;
+      // Not staged with its batch (its folder was no folder yet): staged and flushed alone.
+      if (now?.kind === "dir") removeSync(name);
+      const s = await stage(o, privateFolder(dir, privates));
+      if (s.data) fdatasync(s.tmp);
+      return await place(s, name, fresh);
     }
     case "dir":
-      if (now && now.kind !== "dir") await _remove(name);
-      if (!now || now.kind !== "dir") await Deno.mkdir(name);
-      await Deno.chmod(name, (o.mode ?? 0o755) & 0o1777);
+      if (now && now.kind !== "dir") removeSync(name);
+      if (!now || now.kind !== "dir") Deno.mkdirSync(name);
+      _chmodDir(o.rel, name, mode);
       break;
     case "remove":
-      await _remove(name);
+      removeSync(name);
       break;
     case "prune": {
       if (now?.kind !== "dir") break;
+      applier.at = undefined;
       Deno.chdir(name);
       if (Deno.statSync(".").ino !== now.ino) throw new Error(`${o.rel} changed meanwhile`);
-      const keep = new Set(o.keep ?? []);
-      for await (const e of Deno.readDir(".")) if (!keep.has(e.name)) await _remove(e.name);
-      return { ok: true, sig: await _sig(".") };
+      // This batch's private folder there stays: what it holds is still to be renamed.
+      const keep = new Set([...o.keep ?? [], applier.temp]);
+      for (const e of Deno.readDirSync(".")) if (!keep.has(e.name)) removeSync(e.name);
+      return { ok: true, sig: sigSync(".") };
     }
   }
-  return { ok: true, sig: await _sig(name) };
+  return { ok: true, sig: sigSync(name) };
 }
 
-async function _main(): Promise<void> {
+/**
+ * Folders whose mode shuts their owner out (no read, write or search for
+ * it), by path: what goes in them (in this batch or a later one) could not
+ * be written, nor the private folder removed. Each is opened to its owner
+ * (`mode | 0o700`, never more for group or others) until the durable
+ * request that ends a settlement gives it its mode, deepest first.
+ */
+const _shut = new Map<string, { mode: number; ino: number }>();
+
+/** Give the folder `name` (`rel`) its mode: now, or at the durable request when it shuts out. */
+function _chmodDir(rel: string, name: string, mode: number): void {
+  const st = Deno.lstatSync(name);
+  if (((st.mode ?? 0) & MODE_BITS) === mode) return _shut.delete(rel), undefined;
+  const open = (mode & 0o700) === 0o700;
+  Deno.chmodSync(name, open ? mode : mode | 0o700);
+  if (open) _shut.delete(rel);
+  else _shut.set(rel, { mode, ino: st.ino ?? 0 });
+}
+
+/** The folders that shut their owner out get their mode, deepest first. */
+function _closeShut(): void {
+  const rels = [..._shut.keys()].sort((a, b) => b.split("/").length - a.split("/").length);
+  for (const rel of rels) {
+    const { mode, ino } = _shut.get(rel)!;
+    _shut.delete(rel);
+    try {
+      const [dir, name] = splitRel(rel);
+      enter(dir, false);
+      if (Deno.lstatSync(name).ino === ino) Deno.chmodSync(name, mode);
+    } catch { /* gone or replaced: nothing to close */ }
+  }
+}
+
+function _error(err: unknown): ApplierResult {
+  return { ok: false, error: String((err as Error)?.message ?? err).slice(0, 300) };
+}
+
+function _badRel(rel: string): boolean {
+  return !rel || rel.startsWith("/") ||
+    rel.split("/").some((p) => p === ".." || p === "" || p === ".");
+}
+
+/** Stage the batch's new files and links, folder by folder, each folder's at once. */
+async function _stageAll(ops: ApplierOp[], skip: unknown[], privates: Privates) {
+  const staged: Array<Staged | undefined> = [];
+  const byDir = new Map<string, number[]>();
+  ops.forEach((o, i) => {
+    if (skip[i] || (o.op !== "write" && o.op !== "link") || _emptyNew(o)) return;
+    const dir = splitRel(o.rel)[0];
+    const list = byDir.get(dir);
+    if (list) list.push(i);
+    else byDir.set(dir, [i]);
+  });
+  for (const [dir, idx] of byDir) {
+    let priv: string;
+    try {
+      enter(dir, true);
+      priv = privateFolder(dir, privates);
+    } catch {
+      continue; // staged when applied, once its folder is made
+    }
+    await inPool(idx, _AT_ONCE, async (i) => {
+      try {
+        staged[i] = await stage(ops[i], priv);
+      } catch { /* staged again when applied */ }
+    });
+  }
+  return staged;
+}
+
+/**
+ * Apply one batch: stage every new file and link beside its path, flush
+ * their data, then apply each operation in order (the files of one folder
+ * in a row put in place at once); the private folders go.
+ */
+async function _batch(ops: ApplierOp[]): Promise<ApplierResult[]> {
+  const results: Array<ApplierResult | undefined> = ops.map((o) =>
+    _badRel(o.rel) ? { ok: false, error: `not a path inside the root: ${o.rel}` } : undefined
+  );
+  const privates: Privates = new Map();
+  const staged = await _stageAll(ops, results, privates);
+  // The data first, then the names: a crash in between leaves the old files.
+  if (staged.some((s) => s?.data) && !syncfs([...privates.keys()].map(absOf))) {
+    ops.forEach((o, i) => {
+      if (!staged[i]?.data) return;
+      try {
+        enter(splitRel(o.rel)[0], false);
+        fdatasync(staged[i]!.tmp);
+      } catch (err) {
+        results[i] = _error(err);
+      }
+    });
+  }
+  let run: Array<() => Promise<void>> = [];
+  let runDir: string | undefined;
+  const flush = async () => {
+    const r = run;
+    run = [];
+    runDir = undefined;
+    await inPool(r, _AT_ONCE, (f) => f());
+  };
+  for (const [i, o] of ops.entries()) {
+    if (results[i]) continue;
+    const s = staged[i];
+    if (!s && !_emptyNew(o)) {
+      await flush();
+      results[i] = await _apply(o, privates).catch(_error);
+      continue;
+    }
+    const [dir, name] = splitRel(o.rel);
+    if (runDir !== dir) await flush();
+    try {
+      enter(dir, true);
+      runDir = dir;
+      const fresh = o.expect === null;
+      const now = fresh ? null : sigSync(name);
+      if (!expected(now, o.expect)) {
+        results[i] = CONFLICT;
+        continue;
+      }
+      if (now?.kind === "dir") removeSync(name);
+      const mode = (o.mode ?? 0o644) & MODE_BITS;
+      run.push(async () => {
+        results[i] = await (s ? place(s, name, fresh) : makeEmpty(name, mode)).catch(_error);
+      });
+    } catch (err) {
+      results[i] = _error(err);
+    }
+  }
+  await flush();
+  for (const [dir, priv] of privates) {
+    try {
+      enter(dir, false);
+      removeSync(priv);
+    } catch { /* its folder went: so did the private folder */ }
+  }
+  return results as ApplierResult[];
+}
+
+/** Make what was written since the last durable request reach the disk. */
+function _durable(): void {
+  const folders = [...applier.dirty.values()];
+  applier.dirty.clear();
+  if (syncfs(folders)) return;
+  for (const f of folders) {
+    try {
+      fdatasync(f);
+    } catch { /* gone */ }
+  }
+}
+
+async function _main(token: string | undefined): Promise<void> {
+  applier.root = Deno.cwd();
+  applier.ino = Deno.statSync(".").ino ?? 0;
+  applier.temp = `${TEMP_PREFIX}${token ?? crypto.randomUUID().slice(0, 16)}`;
   const enc = new TextEncoder();
-  const out = (v: unknown) => Deno.stdout.write(enc.encode(JSON.stringify(v) + "\n"));
-  await out({ ready: true, ino: (await Deno.stat(".")).ino });
+  let gone = false;
+  const out = async (v: unknown) => {
+    if (gone) return;
+    try {
+      await Deno.stdout.write(enc.encode(JSON.stringify(v) + "\n"));
+    } catch {
+      gone = true; // the host is gone: finish what is under way, then stop
+    }
+  };
+  await out({ ready: true, ino: applier.ino });
   const dec = new TextDecoder();
   let buf = "";
   for await (const chunk of Deno.stdin.readable) {
@@ -155,23 +346,20 @@ async function _main(): Promise<void> {
     while ((nl = buf.indexOf("\n")) >= 0) {
       const line = buf.slice(0, nl);
       buf = buf.slice(nl + 1);
-      const req = JSON.parse(line) as { id: number; ops: ApplierOp[] };
-      const results: ApplierResult[] = [];
-      for (const o of req.ops) {
-        try {
-          results.push(await _one(o));
-        } catch (err) {
-          results.push({ ok: false, error: String((err as Error).message ?? err).slice(0, 300) });
-        }
-      }
+      const req = JSON.parse(line) as ApplierRequest;
+      const results = await _batch(req.ops ?? []);
+      if (req.durable) _closeShut(), _durable();
       await out({ id: req.id, results });
     }
   }
 }
 
-/** Serve the protocol on stdin and stdout until stdin ends (a compiled corral: `corral __applier`). */
-export function runTreeApplier(): Promise<void> {
-  return _main();
+/**
+ * Serve the protocol on stdin and stdout until stdin ends (a compiled
+ * corral: `corral __applier TOKEN`); `token` names its private folders.
+ */
+export function runTreeApplier(token?: string): Promise<void> {
+  return _main(token);
 }
 
-if (import.meta.main) await _main();
+if (import.meta.main) await _main(Deno.args[0]);

@@ -1,6 +1,7 @@
 /**
  * The connections held by the HTTP front (./http_front.ts), and which one
- * gives way when there is no room: at most `maxConns` in all and
+ * gives way when there is no room (node:http's `maxConnections` only drops
+ * a connection beyond it, silently, and knows no client address): at most `maxConns` in all and
  * `maxPerClient` from one client address. A new connection beyond either
  * cap first closes the oldest connection (of that address, for the
  * per-address cap) that has not sent a complete request head in its first
@@ -91,10 +92,20 @@ export class FrontConns {
     return { ok: true, id };
   }
 
-  /** Connection `id` moved on: its head arrived (`body`), its body too (`open`). */
+  /**
+   * Connection `id` moved on: its head arrived (`body`), its body too
+   * (`open`), or, kept alive, it waits for its next head (`head`: from now
+   * on it may give way as a new connection may).
+   */
   phase(id: number, phase: ConnPhase): void {
     const h = this.#held.get(id);
-    if (h) h.phase = phase;
+    if (!h) return;
+    h.phase = phase;
+    if (phase !== "head") return;
+    // Oldest first: it goes to the end of the line, as if it had just come.
+    h.since = performance.now();
+    this.#held.delete(id);
+    this.#held.set(id, h);
   }
 
   /** Connection `id` ended. */

@@ -1,26 +1,27 @@
 /**
- * The TCP front of `corral mcp --http`: Deno.serve has no limit on how long
- * a request head or body may take nor on connections per client, so corral
- * accepts the connections itself (./front_conns.ts: at most `maxConns`, and
- * `maxConnsPerClient` per client address; beyond either, the oldest
- * connection that has not sent a whole head gives way, else 503 or 429).
- * Each connection must send its whole request head within `headTimeoutMs`
- * (else 408 and close; a head over 64 KiB gets 431), then its whole body
- * within `bodyTimeoutMs`, at `minBodyRate` bytes a second or more once
- * `bodyGraceMs` have passed (else 408, or a plain close when the answer has
- * begun). The head is then passed, with `Connection: close` and the client's
- * address in `corral-client-address` (any such header from the client is
- * dropped), to the HTTP server listening on a private unix socket, and the
- * bytes flow both ways until it ends the response: one request per
- * connection, so every request's head and body are timed.
+ * The HTTP server of `corral mcp --http`: `node:http` (Deno's, whose parser
+ * is llhttp), each request handed to a `fetch`-style handler through
+ * `@hono/node-server`. The platform enforces what it can: a request head
+ * must be whole within `headTimeoutMs` (`headersTimeout`, also for each
+ * next request of a kept-alive connection; else 408 and close), at most 64
+ * KiB (`maxHeaderSize`: 431), well-formed (llhttp refuses the rest: 400),
+ * and an idle kept-alive connection closes after 5 s (`keepAliveTimeout`).
+ * What it lacks is done here on its events: connections are capped in all
+ * and per client address, the oldest without a whole head giving way
+ * (./front_conns.ts: 503 or 429 otherwise); a body must be whole within
+ * `bodyTimeoutMs` of its head and average `minBodyRate` bytes a second once
+ * `bodyGraceMs` have passed (./body_clock.ts: 408, or a plain close when the
+ * answer has begun); the client's address reaches the handler in
+ * `corral-client-address` (any such header from the client is dropped).
  *
  * @module
  */
-import { closeConn, copyConn, writeAll } from "../guard/conn_io.ts";
-import { bodyFraming, BodyMeter } from "../guard/http_body.ts";
-import { readHttpHead } from "../guard/http_head.ts";
-import { join } from "node:path";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import { getRequestListener } from "@hono/node-server";
+import { type BodyTiming, timeBody } from "./body_clock.ts";
 import { FrontConns } from "./front_conns.ts";
+import { answerRaw } from "./http_refusal.ts";
 
 /** Default of `--head-timeout`: seconds a client may take to send a request head. */
 export const DEFAULT_HEAD_TIMEOUT_MS = 5_000;
@@ -34,15 +35,18 @@ export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
 export const DEFAULT_MIN_BODY_RATE = 1024;
 /** How long a body may arrive slower than the minimum rate at first. */
 export const DEFAULT_BODY_GRACE_MS = 5_000;
-/** The header that tells the server behind the front which address a request came from. */
+/** The header that tells the handler which address a request came from. */
 export const CLIENT_ADDRESS_HEADER = "corral-client-address";
-const _MAX_HEAD = 64 * 1024;
+/** The largest request head (request line and headers). */
+export const MAX_HEAD_BYTES = 64 * 1024;
+/** How long a kept-alive connection may wait for its next request. */
+const _KEEP_ALIVE_MS = 5_000;
 
 /** Options of {@link listenFront}. */
 export interface HttpFrontOptions {
   hostname: string;
   port: number;
-  /** A request head must be complete this long after the connection opened (ms). */
+  /** A request head must be complete this long after it began (ms). */
   headTimeoutMs?: number;
   /** Connections at once from one client address. */
   maxConnsPerClient?: number;
@@ -56,42 +60,48 @@ export interface HttpFrontOptions {
   bodyGraceMs?: number;
 }
 
-/** The timing rules of one connection. */
-interface _Timing {
-  headMs: number;
-  bodyMs: number;
-  minRate: number;
-  graceMs: number;
-}
-
-/** A listening front; {@link HttpFront.start} once the server listens on {@link HttpFront.socket}. */
+/** A listening front. */
 export interface HttpFront {
   /** The bound TCP address. */
-  readonly addr: Deno.NetAddr;
-  /** The unix socket the HTTP server must listen on (in a private 0700 folder). */
-  readonly socket: string;
-  /** Start accepting connections. */
-  start(): void;
-  /** Resolves when the front has stopped. */
+  readonly addr: { hostname: string; port: number };
+  /** Resolves when the server has stopped. */
   readonly finished: Promise<void>;
-  /** Stop accepting, drop every connection, remove the socket's folder. */
-  close(): void;
+  /** Stop accepting; let the requests in flight end, then drop every connection. */
+  close(): Promise<void>;
+}
+
+/** One connection: its slot in {@link FrontConns}, and its requests in flight. */
+interface _Conn {
+  id: number;
+  who: string;
+  inFlight: number;
 }
 
 /**
- * Bind `hostname:port` (throws Deno's error when it cannot) and make the
- * private socket path; accept nothing until {@link HttpFront.start}.
+ * Listen on `hostname:port` and answer every request with `handle`;
+ * rejects with the platform's error (`EADDRINUSE`, …) when it cannot bind.
  *
  * @example
- * ```ts ignore
- * const front = listenFront({ hostname: "127.0.0.1", port: 0 });
- * const server = Deno.serve({ path: front.socket }, handler);
- * front.start();
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { listenFront } from "./http_front.ts";
+ * const front = await listenFront(
+ *   { hostname: "127.0.0.1", port: 0 },
+ *   (req) => Promise.resolve(new Response(req.headers.get("corral-client-address"))),
+ * );
+ * const res = await fetch(`http://127.0.0.1:${front.addr.port}/`, {
+ *   headers: { "corral-client-address": "10.9.9.9" },
+ * });
+ * assert.equal(await res.text(), "127.0.0.1");
+ * await front.close();
  * ```
  */
-export function listenFront(options: HttpFrontOptions): HttpFront {
-  const timing: _Timing = {
-    headMs: options.headTimeoutMs ?? DEFAULT_HEAD_TIMEOUT_MS,
+export async function listenFront(
+  options: HttpFrontOptions,
+  handle: (req: Request) => Promise<Response>,
+): Promise<HttpFront> {
+  const headMs = options.headTimeoutMs ?? DEFAULT_HEAD_TIMEOUT_MS;
+  const timing: BodyTiming = {
     bodyMs: options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS,
     minRate: options.minBodyRate ?? DEFAULT_MIN_BODY_RATE,
     graceMs: options.bodyGraceMs ?? DEFAULT_BODY_GRACE_MS,
@@ -100,182 +110,138 @@ export function listenFront(options: HttpFrontOptions): HttpFront {
     options.maxConns ?? DEFAULT_MAX_CONNS,
     options.maxConnsPerClient ?? DEFAULT_MAX_CONNS_PER_CLIENT,
   );
-  const listener = Deno.listen({ hostname: options.hostname, port: options.port });
-  const dir = Deno.makeTempDirSync({ prefix: "corral-http-" }); // 0700: only this user
-  const socket = join(dir, "http.sock");
-  const open = new Set<Deno.Conn>();
-  let finished: Promise<void> = Promise.resolve();
-  const serve = async (conn: Deno.Conn) => {
-    const who = (conn.remoteAddr as Deno.NetAddr).hostname;
-    const admitted = conns.admit(who, () => closeConn(conn));
-    if (!admitted.ok) {
-      await _answer(conn, admitted.status, admitted.message);
-      return closeConn(conn);
-    }
-    open.add(conn);
-    try {
-      await _relay(conn, socket, who, timing, (phase) => conns.phase(admitted.id, phase));
-    } finally {
-      open.delete(conn);
-      conns.release(admitted.id);
-      closeConn(conn);
-    }
-  };
-  return {
-    addr: listener.addr as Deno.NetAddr,
-    socket,
-    get finished() {
-      return finished;
-    },
-    start() {
-      finished = (async () => {
-        try {
-          for await (const conn of listener) serve(conn).catch(() => closeConn(conn));
-        } catch { /* closed */ }
-      })();
-    },
-    close() {
-      try {
-        listener.close();
-      } catch { /* already closed */ }
-      for (const c of open) closeConn(c);
-      try {
-        Deno.removeSync(dir, { recursive: true });
-      } catch { /* already gone */ }
-    },
-  };
-}
-
-/** Read the head in time, then relay the connection (its body timed) to the server on `socket`. */
-async function _relay(
-  conn: Deno.Conn,
-  socket: string,
-  who: string,
-  timing: _Timing,
-  phase: (p: "body" | "open") => void,
-): Promise<void> {
-  let late = false;
-  const timer = setTimeout(() => {
-    late = true;
-    _answer(
-      conn,
-      408,
-      `Request timeout: no complete request head within ${timing.headMs / 1000} s ` +
-        "(--head-timeout)",
-    ).finally(() => closeConn(conn));
-  }, timing.headMs);
-  const head = await readHttpHead(conn, _MAX_HEAD).finally(() => clearTimeout(timer));
-  if (late) return;
-  if (head === "too large") {
-    return await _answer(conn, 431, `Request header fields too large (over ${_MAX_HEAD} bytes)`);
-  }
-  if (!head) return;
-  const lines = new TextDecoder().decode(head.head).split("\r\n");
-  if (!/^[A-Z]+ \S+ HTTP\/1\.[01]$/.test(lines[0])) {
-    return await _answer(conn, 400, "Bad Request: not an HTTP/1.1 request line");
-  }
-  const framing = bodyFraming(lines);
-  if (framing.kind === "bad") return await _answer(conn, 400, `Bad Request: ${framing.why}`);
-  const meter = new BodyMeter(framing);
-  phase(meter.feed(head.rest) ? "open" : "body");
-  const kept = lines.filter((l, i) =>
-    i === 0 || !/^(connection|keep-alive|corral-client-address)\s*:/i.test(l)
-  );
-  const server = await Deno.connect({ transport: "unix", path: socket });
-  const sent = { bytes: 0 };
-  const body = _bodyClock(conn, server, meter, timing, sent);
-  try {
-    await writeAll(
-      server,
-      new TextEncoder().encode(
-        `${kept.join("\r\n")}\r\n${CLIENT_ADDRESS_HEADER}: ${who}\r\nConnection: close\r\n\r\n`,
-      ),
-    );
-    if (head.rest.length) await writeAll(server, head.rest);
-    await Promise.race([
-      _fromClient(conn, server, meter, () => phase("open")),
-      copyConn(server, conn, 64 * 1024, (n) => sent.bytes += n),
-    ]);
-  } finally {
-    body.stop();
-    closeConn(server);
-  }
-}
-
-/**
- * The body's clock: once its time is up, or its average rate is below the
- * minimum after the grace, the client gets 408 (unless the answer has
- * begun) and both sides are closed.
- */
-function _bodyClock(
-  conn: Deno.Conn,
-  server: Deno.Conn,
-  meter: BodyMeter,
-  t: _Timing,
-  sent: { bytes: number },
-): { stop(): void } {
-  const start = performance.now();
-  const tick = setInterval(() => {
-    if (meter.done) return clearInterval(tick);
-    const elapsed = performance.now() - start;
-    let why = "";
-    if (elapsed >= t.bodyMs) {
-      why = `no complete request body within ${t.bodyMs / 1000} s (--body-timeout)`;
-    } else if (elapsed >= t.graceMs && meter.received < (t.minRate * elapsed) / 1000) {
-      why = `the request body arrives slower than ${t.minRate} bytes a second (--min-body-rate)`;
-    }
-    if (!why) return;
-    clearInterval(tick);
-    const close = () => {
-      closeConn(server);
-      closeConn(conn);
-    };
-    if (sent.bytes > 0) return close();
-    _answer(conn, 408, `Request timeout: ${why}`).finally(close);
-  }, Math.min(250, t.graceMs, t.bodyMs));
-  return { stop: () => clearInterval(tick) };
-}
-
-/**
- * Copy the client's bytes to the server, metering the body; the client's
- * end only half-closes the server side (the response decides when the
- * relay ends).
- */
-async function _fromClient(
-  from: Deno.Conn,
-  to: Deno.Conn,
-  meter: BodyMeter,
-  whole: () => void,
-): Promise<void> {
-  await copyConn(from, to, 64 * 1024, undefined, (chunk) => {
-    if (!meter.done && meter.feed(chunk)) whole();
+  const server = createServer({
+    headersTimeout: headMs,
+    requestTimeout: 0, // the body has its own clock (./body_clock.ts)
+    keepAliveTimeout: _KEEP_ALIVE_MS,
+    connectionsCheckingInterval: Math.max(50, Math.min(250, headMs / 4)),
+    maxHeaderSize: MAX_HEAD_BYTES,
   });
-  try {
-    await to.closeWrite();
-  } catch { /* gone */ }
-  await new Promise(() => {});
+  const held = new Map<Socket, _Conn>();
+  const state = { closing: false };
+  server.on("connection", (socket: Socket) => _admit(socket, conns, held));
+  server.on("clientError", (err: Error & { code?: string }, socket: Socket) => {
+    _clientError(err, socket, headMs);
+  });
+  const listener = getRequestListener(handle, {
+    overrideGlobalObjects: false,
+    errorHandler: (err) => _internalError(err),
+  });
+  server.on("request", (req: IncomingMessage, res: ServerResponse) => {
+    const conn = held.get(req.socket as Socket);
+    if (!conn) return; // refused at the door: its answer is on its way, then it closes
+    _serveOne(req, res, conn, conns, timing, listener, state);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.hostname, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  return _running(server, held, state);
 }
 
-const _PHRASE: Record<number, string> = {
-  400: "Bad Request",
-  408: "Request Timeout",
-  429: "Too Many Requests",
-  431: "Request Header Fields Too Large",
-  503: "Service Unavailable",
-};
+/** Admit a new connection, or answer 429/503 and close it. */
+function _admit(socket: Socket, conns: FrontConns, held: Map<Socket, _Conn>): void {
+  const who = _address(socket.remoteAddress);
+  socket.on("error", () => {});
+  const admitted = conns.admit(who, () => socket.destroy());
+  if (!admitted.ok) {
+    return answerRaw(socket, admitted.status, admitted.message);
+  }
+  held.set(socket, { id: admitted.id, who, inFlight: 0 });
+  socket.once("close", () => {
+    held.delete(socket);
+    conns.release(admitted.id);
+  });
+}
 
-/** A JSON-RPC error answer, as the server's own refusals look, then the connection ends. */
-async function _answer(conn: Deno.Conn, status: number, message: string): Promise<void> {
-  const body = new TextEncoder().encode(
-    JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }),
+/** One request: its phase kept for eviction, its body timed, its address passed on. */
+function _serveOne(
+  req: IncomingMessage,
+  res: ServerResponse,
+  conn: _Conn,
+  conns: FrontConns,
+  timing: BodyTiming,
+  listener: (req: IncomingMessage, res: ServerResponse) => Promise<unknown>,
+  state: { closing: boolean },
+): void {
+  conn.inFlight++;
+  conns.phase(conn.id, req.complete ? "open" : "body");
+  // The client's own address header never reaches the handler; the socket's does.
+  const raw = req.rawHeaders;
+  for (let i = raw.length - 2; i >= 0; i -= 2) {
+    if (raw[i].toLowerCase() === CLIENT_ADDRESS_HEADER) raw.splice(i, 2);
+  }
+  raw.push(CLIENT_ADDRESS_HEADER, conn.who);
+  req.headers[CLIENT_ADDRESS_HEADER] = conn.who;
+  const stop = timeBody(req, res, timing, () => conns.phase(conn.id, "open"));
+  res.once("close", () => {
+    stop();
+    conn.inFlight--;
+    if (state.closing && conn.inFlight === 0) return void req.socket.destroy();
+    // Kept alive: it waits for its next head, and may give way like a new connection.
+    if (!req.socket.destroyed) conns.phase(conn.id, "head");
+  });
+  listener(req, res).catch(() => req.socket.destroy());
+}
+
+/** A request the parser refused or a head that came too late: answered, then closed. */
+function _clientError(err: Error & { code?: string }, socket: Socket, headMs: number): void {
+  const busy = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (!socket.writable || busy?.headersSent || err.code === "ECONNRESET") {
+    return void socket.destroy();
+  }
+  if (err.code === "ERR_HTTP_REQUEST_TIMEOUT") {
+    return answerRaw(
+      socket,
+      408,
+      `Request timeout: no complete request head within ${headMs / 1000} s (--head-timeout)`,
+    );
+  }
+  if (err.code === "HPE_HEADER_OVERFLOW") {
+    return answerRaw(socket, 431, `Request header fields too large (over ${MAX_HEAD_BYTES} bytes)`);
+  }
+  answerRaw(socket, 400, `Bad Request: not a valid HTTP/1.1 request (${err.code ?? err.message})`);
+}
+
+function _internalError(err: unknown): Response {
+  const message = (err as Error)?.message ?? String(err);
+  return Response.json(
+    { jsonrpc: "2.0", error: { code: -32000, message: `Bad Request: ${message}` }, id: null },
+    { status: (err as Error)?.name === "RequestError" ? 400 : 500 },
   );
-  const head = `HTTP/1.1 ${status} ${_PHRASE[status]}\r\nContent-Type: application/json\r\n` +
-    `Content-Length: ${body.length}\r\n${
-      status === 429 || status === 503 ? "Retry-After: 5\r\n" : ""
-    }` +
-    "Connection: close\r\n\r\n";
-  try {
-    await writeAll(conn, new TextEncoder().encode(head));
-    await writeAll(conn, body);
-  } catch { /* gone */ }
+}
+
+/** The handle: closing lets requests in flight end, then drops every connection. */
+function _running(
+  server: Server,
+  held: Map<Socket, _Conn>,
+  state: { closing: boolean },
+): HttpFront {
+  const address = server.address() as { address: string; port: number };
+  const finished = new Promise<void>((resolve) => server.once("close", () => resolve()));
+  let closing: Promise<void> | undefined;
+  return {
+    addr: { hostname: address.address, port: address.port },
+    finished,
+    close: () => {
+      closing ??= (async () => {
+        state.closing = true;
+        server.close();
+        // Idle connections go now; the others once their last response has ended.
+        const ends = [...held.keys()].map((s) => new Promise((r) => s.once("close", r)));
+        for (const [socket, c] of held) if (c.inFlight === 0) socket.destroy();
+        await Promise.all([finished, ...ends]);
+      })();
+      return closing;
+    },
+  };
+}
+
+/** A socket's remote address, an IPv4-mapped IPv6 one as plain IPv4. */
+function _address(remote: string | undefined): string {
+  if (!remote) return "(unknown)";
+  return remote.startsWith("::ffff:") && remote.includes(".") ? remote.slice(7) : remote;
 }

@@ -132,14 +132,14 @@ Deno.test("isLoopback: only localhost, 127.0.0.0/8 and ::1 count as loopback", (
   }
 });
 
-Deno.test("serveHttp refuses a non-loopback address without a token, before binding", () => {
+Deno.test("serveHttp refuses a non-loopback address without a token, before binding", async () => {
   const registry = {
     loaded: () => [],
     list: () => [],
     call: () => Promise.reject(),
     unknownToolMessage: () => "",
   };
-  assert.throws(
+  await assert.rejects(
     () => serveHttp(registry as unknown as McpRegistry, { hostname: "0.0.0.0", port: 0 }),
     (err: Error) => err instanceof ConfigError && /without a token/.test(err.message),
   );

@@ -1,6 +1,6 @@
 /**
- * A POST's JSON-RPC body, read once by corral (the front timed its arrival:
- * ./http_front.ts) and handed to the MCP transport already parsed: how many
+ * A POST's JSON-RPC body, read once by corral (its arrival timed by
+ * ./body_clock.ts) and handed to the MCP transport already parsed: how many
  * `tools/call` it holds (each counts against calls per minute), and whether
  * it is use of a session (a ping or a notification is not: an idle session
  * expires whether or not it is pinged).

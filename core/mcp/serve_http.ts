@@ -1,5 +1,5 @@
 /**
- * MCP over Streamable HTTP at `/mcp`, with `Deno.serve`: sessions (or
+ * MCP over Streamable HTTP at `/mcp`, on `node:http`: sessions (or
  * none, `stateless`, for load balancers), and the checks every request
  * passes first: Host and Origin against DNS rebinding, the bearer token,
  * the path and the body size; then, with identities, the identity's
@@ -18,7 +18,8 @@ import { ConfigError } from "../tool/errors.ts";
 import { CallGate, DEFAULT_MAX_QUEUE } from "./call_gate.ts";
 import { ticketAuth } from "./call_ticket.ts";
 import type { Admitted, HttpIdentity } from "./http_identity.ts";
-import { type HttpListener, listenHttp } from "./http_listener.ts";
+import type { HttpFront } from "./http_front.ts";
+import { listenHttp } from "./http_listener.ts";
 import { refuse } from "./http_refusal.ts";
 import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_MS, HttpSessions } from "./http_sessions.ts";
 import {
@@ -102,13 +103,16 @@ export interface McpHttpHandle extends McpHandle {
 }
 
 /**
- * Serve over Streamable HTTP at `/mcp` with `Deno.serve`. Binding a
+ * Serve over Streamable HTTP at `/mcp` (./http_front.ts). Binding a
  * non-loopback address without a token throws a {@link ConfigError}.
  * Requests are checked in this order: Host and Origin (403), bearer token
  * (401), path (404), body size (413), the identity's connections (429),
  * its calls per minute (429).
  */
-export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHttpHandle {
+export async function serveHttp(
+  registry: McpRegistry,
+  options: McpHttpOptions,
+): Promise<McpHttpHandle> {
   const { hostname, loopback, token, maxBody, maxConcurrent } = _settings(options);
   // One gate for the whole instance: every session and every stateless request.
   const gate = new CallGate(maxConcurrent, options.maxQueue ?? DEFAULT_MAX_QUEUE);
@@ -240,9 +244,8 @@ export function serveHttp(registry: McpRegistry, options: McpHttpOptions): McpHt
     // An open GET stream ends once its token no longer names its identity (revoked, expired).
     return team && who ? team.watchStream(req, res, who) : res;
   };
-  const listener = listenHttp({ ...options, hostname }, handle);
-  listener.front.start();
-  return _running(listener, sessions, path, team, modern);
+  const front = await listenHttp({ ...options, hostname }, handle);
+  return _running(front, sessions, path, team, modern);
 }
 
 /** How long a request of calls waits for room in its caller's queue before its 429. */
@@ -306,7 +309,7 @@ function _whenDone(res: Response, done: () => void): Response {
 
 /** The handle of a started server: its address, and closing sessions, then listener. */
 function _running(
-  { front, httpServer }: HttpListener,
+  front: HttpFront,
   sessions: HttpSessions,
   path: string,
   team: HttpIdentity | undefined,
@@ -319,7 +322,7 @@ function _running(
     hostname: addr.hostname,
     port: addr.port,
     url: `http://${shown}:${addr.port}${path}`,
-    finished: Promise.all([httpServer.finished, front.finished]).then(() => {}),
+    finished: front.finished,
     notifyToolsChanged: () => {
       modern.notifyToolsChanged();
       return sessions.notifyToolsChanged();
@@ -329,8 +332,7 @@ function _running(
         team?.close();
         await modern.close();
         await sessions.closeAll();
-        await httpServer.shutdown();
-        front.close();
+        await front.close();
       })();
       return closing;
     },

@@ -14,6 +14,7 @@ import { scanPluginDir } from "./plugin_files.ts";
 import { uniqueLabels } from "./plugins.ts";
 import { loadPolicy, type Policy } from "../config/policy.ts";
 import { Registry, type ToolInfo, type ToolsetSource } from "../registry/registry.ts";
+import { DEFINED_TWICE, LATER_USED } from "../registry/catalog.ts";
 import { Reporter } from "../tool/reporter.ts";
 import { TOOL_NAME_PATTERN } from "../tool/tool.ts";
 
@@ -184,8 +185,10 @@ function _toolIssues(t: ToolInfo, all: ToolInfo[], source: ToolsetSource): Check
       o.kind === "builtin"
         ? `name is duplicated: the built-in toolset "${o.toolset}" has a tool "${t.name}"`
         : o.source === t.source
-        ? "name is duplicated: defined more than once in this file"
-        : `name is duplicated: also defined in ${o.source}`,
+        ? `name is duplicated: ${DEFINED_TWICE} ${t.source}; ${LATER_USED}`
+        : all.indexOf(o) > all.indexOf(t)
+        ? `name is duplicated: replaced by the one from ${o.source}`
+        : `name is duplicated: replaces the one from ${o.source}`,
     );
   }
   for (const l of LETTERS) {

@@ -64,6 +64,7 @@ export async function loadPlugins(options: LoadPluginsOptions): Promise<LoadedPl
     policy,
     reporter,
     sources: found.sources,
+    rejected: found.rejected,
   });
   return { registry, warnings: found.warnings, sources: found.sources };
 }

@@ -18,6 +18,7 @@ import { type PluginDirSetting, pluginDirSettings } from "../config/plugin_dirs.
 import { type PluginSet, pluginSet } from "../config/plugin_set.ts";
 import type { Policy } from "../config/policy.ts";
 import type { ToolsetSource } from "../registry/catalog.ts";
+import type { NotLoaded } from "../registry/not_loaded.ts";
 import { confinement, mapLimit } from "./plugin_files.ts";
 
 export {
@@ -50,6 +51,8 @@ export interface PluginSources {
   dirs: PluginDir[];
   /** Rejected files and missing directories, one line each. */
   warnings: string[];
+  /** The rejected files, each with its line of `warnings` (a call of a name they may define says why). */
+  rejected: NotLoaded[];
 }
 
 /** Options of {@link pluginSources}. */
@@ -99,6 +102,7 @@ export async function pluginSources(options: PluginSourceOptions): Promise<Plugi
  */
 export async function confinePlugins(set: PluginSet): Promise<PluginSources> {
   const warnings = [...set.warnings];
+  const rejected: NotLoaded[] = [];
   // Checked concurrently (a start with many plugins stays fast); results keep the order.
   const verdicts = await mapLimit(set.candidates, 32, confinement);
   const sources: ToolsetSource[] = [];
@@ -107,11 +111,11 @@ export async function confinePlugins(set: PluginSet): Promise<PluginSources> {
     const verdict = verdicts[i];
     if (verdict === "skip") continue;
     if (verdict) {
-      warnings.push(
-        c.kind === "package"
-          ? `package plugin ${c.id.slice("package:".length)} rejected: ${verdict}`
-          : `rejected ${c.path}: ${verdict}`,
-      );
+      const message = c.kind === "package"
+        ? `package plugin ${c.id.slice("package:".length)} rejected: ${verdict}`
+        : `rejected ${c.path}: ${verdict}`;
+      warnings.push(message);
+      if (c.kind === "plugin") rejected.push({ source: c.path, message });
       continue;
     }
     sources.push({
@@ -125,5 +129,5 @@ export async function confinePlugins(set: PluginSet): Promise<PluginSources> {
     if (c.root && c.kind === "plugin") files.set(c.root, [...files.get(c.root) ?? [], c.module]);
   }
   const dirs = set.dirs.map((d) => ({ ...d, files: files.get(d.real) ?? [] }));
-  return { sources, dirs, warnings };
+  return { sources, dirs, warnings, rejected };
 }

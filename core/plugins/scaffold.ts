@@ -144,7 +144,7 @@ function _header(s: _Spec): string {
  * Test it:    deno test --allow-read --allow-write --config=${
     join(INSTALL_DIR, "deno.json")
   } ${s.stem}_test.ts
- * Run alone:  deno run -A --config=${join(INSTALL_DIR, "deno.json")} ${s.stem}.ts --help
+ * Run alone:  corral harness ${s.stem}.ts --help   (as corral runs it: TOOL_SETUP, is_configured)
  *
  * @module
  */
@@ -229,7 +229,7 @@ ${fn}
   },
 ];
 
-if (import.meta.main) await runHarness(TOOL_CONFIGS[0]);
+if (import.meta.main) await runHarness(TOOL_CONFIGS);
 `;
 }
 

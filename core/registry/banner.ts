@@ -1,6 +1,7 @@
 /**
  * What a start of corral says about the registry it opened, one warning a
- * line: tools that run without the sandbox namespace (an opt-out), the
+ * line: tools that run without the sandbox namespace or its syscall filter
+ * (an opt-out), tools the missing filter keeps from loading, the
  * protected paths the policy lifts, process limits that do not bind, and
  * `plugins.NAME` entries of the policy that no plugin has (a typo grants
  * nothing, silently).
@@ -11,6 +12,7 @@ import { closestNames } from "../config/closest.ts";
 import { liftedWhy } from "../config/protected_paths.ts";
 import { limitsMissing } from "../guard/limits.ts";
 import { holdsFilesOrCommands } from "../sandbox/grant.ts";
+import { WALL_MISSING } from "../seccomp/mod.ts";
 import type { Registry } from "./registry.ts";
 
 /** The warnings of `registry`'s start, in the order a banner says them. */
@@ -32,6 +34,7 @@ export function registryBanner(registry: Registry): string[] {
         `namespace (${why}): ${names.join(", ")}`,
     );
   }
+  lines.push(..._secondWall(registry));
   lines.push(..._unknownPlugins(registry));
   // An operator who lifts a protected path hears it at every start (README, Protected files).
   const { policy } = registry;
@@ -44,6 +47,31 @@ export function registryBanner(registry: Registry): string[] {
   // Without a cgroup and as root, process sandboxes are refused unless the policy opts out.
   const missing = limitsMissing(false);
   if (missing) lines.push(`Warning: ${missing}`);
+  return lines;
+}
+
+/**
+ * The jail's second wall (core/seccomp/): tools behind the namespace without
+ * the syscall filter (the operator's `"seccomp": "off"`), and tools that do
+ * not load because the filter cannot be had (its cause and the opt-out).
+ */
+function _secondWall(registry: Registry): string[] {
+  const off = registry.loaded().filter((t) => t.jail === "bwrap" && t.seccomp?.filter === "off");
+  const lines = off.length
+    ? [
+      `Warning: ${off.length} tool${off.length > 1 ? "s" : ""} run WITHOUT the jail's syscall ` +
+      `filter ("seccomp": "off" in the policy): ${off.map((t) => t.name).join(", ")}`,
+    ]
+    : [];
+  const missing = registry.list().filter((t) =>
+    t.status === "skipped" && t.reason?.startsWith(WALL_MISSING)
+  );
+  if (missing.length) {
+    lines.push(
+      `Warning: ${missing.length} tool${missing.length > 1 ? "s" : ""} not loaded (` +
+        `${missing.map((t) => t.name).join(", ")}): ${missing[0].reason}`,
+    );
+  }
   return lines;
 }
 

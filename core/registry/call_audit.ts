@@ -17,14 +17,14 @@ import {
   canonicalJson,
   classifyResult,
 } from "../guard/audit.ts";
-import { sha256Hex, useNativeSha256 } from "../guard/sha256.ts";
+import { sha256Hex, useNativeSha256 } from "../guard/sha256_hex.ts";
 import type { EgressRecord } from "../guard/egress.ts";
 import { redact, scrubText } from "../guard/redact.ts";
 import type { AskKind } from "../sandbox/protocol.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { CredentialRevokedError } from "../tool/errors.ts";
 import { failure, type ToolResult, withFault } from "../tool/result.ts";
-import type { Catalog } from "./catalog.ts";
+import type { Catalog, ToolInfo } from "./catalog.ts";
 import {
   type ChangeReport,
   changesOf,
@@ -193,6 +193,7 @@ export class CallAudit {
         grant: info ? { ...info.grant } : null,
         isolation: info?.isolation ?? "",
         ...(info?.jail ? { jail: info.jail } : {}),
+        ...(info?.seccomp ? { seccomp: _wall(info.seccomp) } : {}),
         args_sha256: sha256Hex(canonical),
         args_bytes: canonical.length,
         ..._shownArgs(args, entry?.source.policy, secrets),
@@ -269,4 +270,9 @@ function _shownArgs(
   }
   const { shape, truncated } = argShape(args ?? null);
   return { args_shape: shape, ...(truncated ? { args_truncated: true } : {}) };
+}
+
+/** The second wall of a call's sandbox, with the refused syscalls its policy grants. */
+function _wall(w: NonNullable<ToolInfo["seccomp"]>): string {
+  return w.filter === "on" && w.except.length ? `on, except ${w.except.join(", ")}` : w.filter;
 }

@@ -7,23 +7,22 @@
  *
  * @module
  */
-import { basename, relative } from "node:path";
 import { closestNames } from "../config/closest.ts";
-import { INSTALL_DIR } from "../config/install_dir.ts";
 import type { SandboxPolicy } from "../config/policy.ts";
 import type { JailStatus } from "../guard/jail.ts";
-import { scrubText } from "../guard/redact.ts";
-import {
-  ceilingGrant,
-  effectiveGrant,
-  holdsFilesOrCommands,
-  type HostPrivileges,
-} from "../sandbox/grant.ts";
+import { hideHostPaths, scrubText } from "../guard/redact.ts";
+import type { SecondWall } from "../seccomp/mod.ts";
+import { ceilingGrant, effectiveGrant, type HostPrivileges } from "../sandbox/grant.ts";
+import { confine, type Confinement } from "./confine.ts";
 import type { Pins } from "../sandbox/module_graph.ts";
 import type { ModuleMeta, ToolMeta } from "../sandbox/protocol.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { formatSchemas, type SchemaFormat } from "../tool/schema.ts";
 import type { Grant } from "../tool/tool.ts";
+import { DEFINED_TWICE, displayModule, fullSource, LATER_USED, oneLine } from "./catalog_text.ts";
+import { type NotLoaded, notLoadedMessage } from "./not_loaded.ts";
+
+export { DEFINED_TWICE, LATER_USED } from "./catalog_text.ts";
 
 /** Where a toolset comes from. */
 /** `server`: a hosted MCP server (core/hosted/). */
@@ -84,6 +83,11 @@ export interface ToolInfo {
    * a process sandbox holding no files or commands on a machine without bwrap).
    */
   jail?: JailStatus;
+  /**
+   * In the namespace, its second wall: the syscall filter (`on`, with the
+   * refused syscalls its policy grants in `except`) or the opt-out (`off`).
+   */
+  seccomp?: { filter: "on" | "off"; except: string[] };
 }
 
 /** A module (or whole toolset) that failed to load. */
@@ -110,10 +114,18 @@ export interface CatalogOptions {
   bwrap: string | undefined;
   /** Why there is no working bwrap, for messages. */
   bwrapMissing?: string;
+  /** The syscall filters of the jail's second wall (core/seccomp/wall.ts). */
+  wall?: SecondWall;
   /** Built-in tool names (→ toolset), reserved even when that toolset is not loaded. */
   reserved?: Map<string, string>;
   /** Keep load problems in `problems` without printing each (the CLI prints one summary). */
   quietProblems?: boolean;
+  /** Keep warnings in `warnings` without printing them (`corral call` prints its tool's). */
+  quietWarnings?: boolean;
+  /** Warnings already printed in this start, shared by its registries: each is printed once. */
+  said?: Set<string>;
+  /** Plugin files rejected before discovery, for the message of a name they may define. */
+  rejected?: NotLoaded[];
   /** Where warnings and load problems are reported. */
   reporter: Reporter;
   /** Secret values scrubbed from descriptions, problems and warnings (shared, grows). */
@@ -160,37 +172,12 @@ export class Catalog {
   }
 
   /**
-   * Whether a sandbox of `source` holding `grant` runs in the namespace
-   * (`bwrap`) or not (`none`), and why it cannot run at all (`missing`):
-   * a process sandbox that holds files or commands needs the namespace,
-   * unless the operator opted out (`"jail": "off"`, or `"isolation":
-   * "worker"`, which trusts the toolset).
+   * Whether a sandbox of `source` holding `grant` runs in the jail (`bwrap`,
+   * with its second wall) or not (`none`), and why it cannot run at all
+   * (`missing`): ./confine.ts.
    */
-  confine(source: ToolsetSource, grant: Grant): { status: JailStatus; missing?: string } {
-    const p = source.policy;
-    // A worker forced by the host's flags (./host_fallback.ts) holds files only for corral's
-    // own read-only tools, which check every path they open; nothing there writes or runs.
-    if (
-      p.fallback && holdsFilesOrCommands(grant) &&
-      (source.kind !== "builtin" || grant.write.length || grant.run.length)
-    ) {
-      return {
-        status: "none",
-        missing: `needs the sandbox namespace, but ${p.fallback}: start corral with ` +
-          `--allow-run (and --allow-write for corral's caches) for its process sandbox`,
-      };
-    }
-    if (p.isolation === "worker" || p.jail === "off") return { status: "none" };
-    if (this.#options.bwrap) return { status: "bwrap" };
-    if (!holdsFilesOrCommands(grant)) return { status: "none" };
-    return {
-      status: "none",
-      missing:
-        `needs the sandbox namespace, but ${
-          this.#options.bwrapMissing ?? "no working bwrap was found"
-        }: install bubblewrap (apt-get install bubblewrap), or opt out explicitly with ` +
-        `"jail": "off" in ${p.where} of ${p.file ?? "permissions.json"}`,
-    };
+  confine(source: ToolsetSource, grant: Grant): Confinement {
+    return confine(source, grant, this.#options);
   }
 
   /** Whether a toolset with this id is registered. */
@@ -203,9 +190,9 @@ export class Catalog {
     this.#sources.set(source.id, source);
     for (const meta of metas) {
       if (meta.error || meta.problems.length) {
-        const where = _display(meta.module, this.#options.workspace);
+        const where = displayModule(meta.module, this.#options.workspace);
         if (meta.error) {
-          this.#problem(source.id, meta.module, `${where}: ${_oneLine(meta.error)}`);
+          this.#problem(source.id, meta.module, `${where}: ${oneLine(meta.error)}`);
         }
         for (const p of meta.problems) this.#problem(source.id, meta.module, `${where}: ${p}`);
       }
@@ -285,29 +272,39 @@ export class Catalog {
     return closestNames(name, this.#entries.map((e) => e.info.name), count);
   }
 
-  /** `Unknown tool "X" (did you mean: A, B?)`. */
-  unknownToolMessage(name: string): string {
+  /**
+   * `Unknown tool "X" (did you mean: A, B?)`, or why a plugin file that may
+   * define X did not load (./not_loaded.ts). Paths outside the workspace
+   * are shortened unless `hostPaths` (the operator's own terminal).
+   */
+  unknownToolMessage(name: string, hostPaths = false): string {
     const toolset = this.#options.reserved?.get(name);
     if (toolset) {
       return `Tool "${name}" is not loaded: it is a built-in tool of the toolset "${toolset}", ` +
         `which is not loaded now (load it with --toolset ${toolset}, or "toolsets": ` +
         `["${toolset}"] in corral.json)`;
     }
-    const near = this.closest(name);
-    return `Unknown tool "${name}"${near.length ? ` (did you mean: ${near.join(", ")}?)` : ""}`;
+    const files = [...this.problems, ...this.#options.rejected ?? []];
+    const message = notLoadedMessage(name, files, this.closest(name));
+    return hostPaths ? message : hideHostPaths(message, this.#options.workspace);
   }
 
-  /** Record and show a warning. */
+  /** Record and show a warning, once per start (a reload or another registry does not repeat it). */
   warn(text: string): void {
     this.warnings.push(text);
+    const said = this.#options.said ?? (this.#said ??= new Set());
+    if (said.has(text) || this.#options.quietWarnings) return;
+    said.add(text);
     this.#options.reporter.line(text, "yellow");
   }
+
+  #said: Set<string> | undefined;
 
   #problem(toolset: string, source: string, text: string): void {
     const message = scrubText(text, this.#options.secrets);
     this.problems.push({ toolset, source, message });
     if (!this.#options.quietProblems) {
-      this.#options.reporter.line(`Warning: skipped ${message}`, "yellow");
+      this.#options.reporter.line(`Warning: did not load: ${message}`, "yellow");
     }
   }
 
@@ -357,6 +354,9 @@ export class Catalog {
       ...(source.policy.fallback ? { fallback: source.policy.fallback } : {}),
       // Without the namespace it needs, the tool runs nowhere: no jail to show (not an opt-out).
       ...(jail.missing ? {} : { jail: jail.status }),
+      ...(jail.wall && jail.wall.state !== "missing"
+        ? { seccomp: { filter: jail.wall.state, except: [...source.policy.allow_syscalls ?? []] } }
+        : {}),
       confirm: t.confirm,
       ...(t.confirmWhen ? { confirmWhen: t.confirmWhen } : {}),
       inputSchema: t.inputSchema,
@@ -379,10 +379,10 @@ export class Catalog {
           info.reason = `would take ${what}; allow it with "allow_override": true in ` +
             `${source.policy.where} of ${source.policy.file ?? "permissions.json"}`;
           this.warn(
-            `WARNING: tool "${t.name}" from ${_full(source, module)} dropped: ${info.reason}`,
+            `Warning: tool "${t.name}" from ${fullSource(source, module)} dropped: ${info.reason}`,
           );
         } else {
-          this.warn(`WARNING: tool "${t.name}" from ${_full(source, module)} takes ${what}`);
+          this.warn(`Warning: tool "${t.name}" from ${fullSource(source, module)} takes ${what}`);
         }
       }
       if (prev) {
@@ -390,19 +390,28 @@ export class Catalog {
         if (builtinVictim && !source.policy.allow_override) {
           info.status = "dropped";
           info.reason = `would replace built-in tool from ${
-            _display(prev.module, workspace)
+            displayModule(prev.module, workspace)
           }; allow it with "allow_override": true in ${source.policy.where} of ${
             source.policy.file ?? "permissions.json"
           }`;
           this.warn(
-            `WARNING: tool "${t.name}" from ${_full(source, module)} dropped: ${info.reason}`,
+            `Warning: tool "${t.name}" from ${fullSource(source, module)} dropped: ${info.reason}`,
+          );
+        } else if (prev.module === module) {
+          // One file, one name twice: one place to name, and the definition that wins.
+          prev.info.status = "overridden";
+          prev.info.reason = `${DEFINED_TWICE} ${displayModule(module, workspace)}; ${LATER_USED}`;
+          this.warn(
+            `Warning: tool "${t.name}" is ${DEFINED_TWICE} ${
+              fullSource(source, module)
+            }; ${LATER_USED}`,
           );
         } else {
           prev.info.status = "overridden";
-          prev.info.reason = `replaced by ${_display(module, workspace)}`;
+          prev.info.reason = `replaced by the one from ${displayModule(module, workspace)}`;
           this.warn(
-            `WARNING: tool "${t.name}" from ${_full(source, module)} replaces the one from ${
-              _full(prev.source, prev.module)
+            `Warning: tool "${t.name}" from ${fullSource(source, module)} replaces the one from ${
+              fullSource(prev.source, prev.module)
             }`,
           );
         }
@@ -411,31 +420,4 @@ export class Catalog {
     this.#entries.push(entry);
     if (info.status === "loaded") this.#byName.set(t.name, entry);
   }
-}
-
-/**
- * A source for the operator's own terminal: its toolset and the full path
- * (paths are shortened only in text that reaches the model).
- */
-function _full(source: ToolsetSource, module: string): string {
-  return `${source.id} (${module})`;
-}
-
-/** A module for messages: relative to corral's folder or the workspace, else `.../<name>`. */
-function _display(module: string, workspace: string): string {
-  if (!module.startsWith("/")) return module;
-  const inRoot = relative(INSTALL_DIR, module);
-  if (!inRoot.startsWith("..")) return inRoot;
-  const inWs = relative(workspace, module);
-  return inWs.startsWith("..") ? `.../${basename(module)}` : inWs;
-}
-
-/** A module error on one line: no colours, the first line and the error's location. */
-function _oneLine(text: string): string {
-  // deno-lint-ignore no-control-regex
-  const lines = text.replace(/\x1b\[[0-9;]*m/g, "").split("\n").map((l) => l.trim()).filter(
-    Boolean,
-  );
-  const at = lines.slice(1).find((l) => /^at \S+:\d+:\d+$/.test(l));
-  return at ? `${lines[0]} (${at})` : lines[0] ?? "";
 }

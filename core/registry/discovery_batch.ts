@@ -51,6 +51,10 @@ export interface BatchItem {
  * assert.ok(batchKey(source, grant, { workspace: "/ws", grant }) !== undefined);
  * const reads = { ...grant, read: ["/ws"] };
  * assert.ok(batchKey(source, reads, { workspace: "/ws", grant: reads }) === undefined);
+ * // A syscall granted by name: another filter, so another process.
+ * const granted = { modules: ["/p/a.ts"], policy: { isolation: "process", allow_syscalls: ["bpf"] } } as never;
+ * const env = { workspace: "/ws", grant };
+ * assert.notEqual(batchKey(granted, grant, env), batchKey(source, grant, env));
  * ```
  */
 export function batchKey(
@@ -74,6 +78,9 @@ export function batchKey(
     p.discovery_timeout_ms,
     p.limits ?? "",
     p.jail ?? "",
+    // The second wall: one process, one filter (core/seccomp/).
+    p.seccomp ?? "",
+    [...p.allow_syscalls ?? []].sort(),
     env.vars ?? {},
   ]);
 }

@@ -39,7 +39,8 @@ import { checkSourceTrust, sandboxNamespace } from "./sandbox_namespace.ts";
 import { HostedServers } from "../hosted/hosted_servers.ts";
 import { serverMetas, serverSource } from "./server_toolsets.ts";
 import type { RegistryOptions } from "./registry_options.ts";
-import { registryFolders } from "./registry_folders.ts";
+import { registryFolders, secondWall } from "./registry_folders.ts";
+import type { SecondWall } from "../seccomp/mod.ts";
 import type { SandboxPool } from "./sandbox_pool.ts";
 import { prepareSealedRuntime } from "../sandbox/sealed_runtime.ts";
 
@@ -95,6 +96,7 @@ export class Registry {
     host: HostPrivileges,
     bwrap: string | undefined,
     cacheDir: string | null,
+    wall: SecondWall,
   ): void {
     const options = this.#options;
     this.workspace = workspace;
@@ -102,18 +104,14 @@ export class Registry {
     this.host = host;
     const reporter = this.reporter = options.reporter ?? new Reporter();
     const secrets = this.#secrets;
-    const bwrapMissing = Deno.build.os === "linux"
-      ? "no working bwrap was found"
-      : `bubblewrap does not exist on ${Deno.build.os}`;
     this.#catalog = new Catalog({
+      ...options,
       workspace,
       host,
       bwrap,
-      bwrapMissing,
+      wall,
       reporter,
       secrets,
-      reserved: options.reserved,
-      quietProblems: options.quietProblems,
     });
     this.problems = this.#catalog.problems;
     this.warnings = this.#catalog.warnings;
@@ -146,7 +144,7 @@ export class Registry {
       audit,
       reporter,
       onConnection: (server, r) => this.#runner.auditConnection(server, r),
-      onChanged: (server) => this.#loadServer(server, bwrap),
+      onChanged: (server) => this.#loadServer(server),
       approvalsDir: approvals,
       serversDir: installs,
     });
@@ -166,11 +164,11 @@ export class Registry {
   }
 
   /** Register (again) a hosted server's tools from its records; nothing is started. */
-  #loadServer(name: string, bwrap: string | undefined): void {
+  #loadServer(name: string): void {
     const entry = this.hosted.entry(name)!;
     const source = serverSource(entry, this.policy.server(name));
     this.#checkTrust(source, this.#catalog.sources());
-    const metas = serverMetas(this.#catalog, this.hosted, source, entry, bwrap, this.#reserved);
+    const metas = serverMetas(this.#catalog, this.hosted, source, entry, this.#reserved);
     this.#register(source, metas);
     this.onToolsChanged?.();
   }
@@ -201,6 +199,8 @@ export class Registry {
     const bwrap = options.bwrap === undefined
       ? await findBwrap({ cacheFile: cacheDir ? join(cacheDir, "bwrap.json") : undefined })
       : options.bwrap ?? undefined;
+    // The second wall's filters, made or checked now (core/seccomp/); none without bwrap.
+    const wall = await secondWall(bwrap, policy, options.seccomp);
     // What the first process sandbox will need, found while the catalog is built.
     void probeLimits();
     const libs = cacheDir ? join(cacheDir, "runtime_libs.json") : undefined;
@@ -210,7 +210,7 @@ export class Registry {
       ...options,
       reserved: options.reserved ?? await reservedToolNames(),
     };
-    this.#build(workspace, policy, host, bwrap, cacheDir);
+    this.#build(workspace, policy, host, bwrap, cacheDir, wall);
     const catalog = this.#catalog;
     if (options.auditPath) {
       // The log exists from the start, so that the namespace can keep it out of reach.
@@ -251,7 +251,7 @@ export class Registry {
     for (const p of plugins) this.#checkTrust(p, plugins);
     await this.#loadSources(plugins);
     this.#reserved = options.reserved!;
-    for (const e of options.servers ?? []) this.#loadServer(e.name, bwrap);
+    for (const e of options.servers ?? []) this.#loadServer(e.name);
     await this.#discovery.save();
     for (const name of policy.toolNames()) {
       if (!catalog.entries().some((e) => e.info.name === name)) {
@@ -369,9 +369,9 @@ export class Registry {
     return this.#catalog.closest(name, count);
   }
 
-  /** `Unknown tool "X" (did you mean: A, B?)`. */
-  unknownToolMessage(name: string): string {
-    return this.#catalog.unknownToolMessage(name);
+  /** `Unknown tool "X" (did you mean: A?)`, or why X's plugin file did not load (full paths: `hostPaths`). */
+  unknownToolMessage(name: string, hostPaths = false): string {
+    return this.#catalog.unknownToolMessage(name, hostPaths);
   }
 
   /**

@@ -6,8 +6,9 @@
  * @module
  */
 import { join, resolve } from "node:path";
-import { configDir } from "../config/install_dir.ts";
+import { codeStoreDir, configDir } from "../config/install_dir.ts";
 import type { Policy } from "../config/policy.ts";
+import { filtersDir, SecondWall, type SecondWallOptions } from "../seccomp/mod.ts";
 import { trustBase, type TrustedPath } from "../config/trust_base.ts";
 import { serversDir } from "../hosted/servers_dir.ts";
 import type { RegistryOptions } from "./registry_options.ts";
@@ -69,4 +70,21 @@ export function registryFolders(
       ...(options.approvalsDir ? [{ path: approvals, what: "the approvals" }] : []),
     ],
   };
+}
+
+/**
+ * The second wall of a registry (core/seccomp/wall.ts): the filter without
+ * exceptions and one per list of granted syscalls in `policy`, kept beside
+ * corral's code store unless `options` names a folder; none without bwrap.
+ */
+export async function secondWall(
+  bwrap: string | undefined,
+  policy: Policy,
+  options: Partial<SecondWallOptions> = {},
+): Promise<SecondWall> {
+  if (!bwrap) return SecondWall.none("there is no namespace to load it in");
+  return await SecondWall.open(policy.syscallGrants(), {
+    ...options,
+    dir: options.dir ?? filtersDir(codeStoreDir()),
+  });
 }

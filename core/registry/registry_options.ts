@@ -9,7 +9,9 @@ import type { ServerEntry } from "../config/server_config.ts";
 import type { TrustedPath } from "../config/trust_base.ts";
 import type { HostPrivileges } from "../sandbox/grant.ts";
 import type { Reporter } from "../tool/reporter.ts";
+import type { SecondWallOptions } from "../seccomp/mod.ts";
 import type { ToolsetSource } from "./catalog.ts";
+import type { NotLoaded } from "./not_loaded.ts";
 import type { SandboxPoolLimits } from "./sandbox_pool.ts";
 
 /** Options of {@link Registry.create}. */
@@ -55,6 +57,11 @@ export interface RegistryOptions {
   /** The bwrap binary of the sandbox namespace; `null`: none (tests). Default: detected. */
   bwrap?: string | null;
   /**
+   * Where the jail's syscall filters are kept and which Python compiles them
+   * (default: `seccomp` beside corral's code store, `/usr/bin/python3`).
+   */
+  seccomp?: Partial<SecondWallOptions>;
+  /**
    * More paths of the trust base (core/config/trust_base.ts): the config
    * file, plugin directories. The policy file, the cache, the audit log and
    * the plugin sources' folders are added by the registry itself.
@@ -64,6 +71,12 @@ export interface RegistryOptions {
   reserved?: Map<string, string>;
   /** Do not print each load problem (they stay in `problems`). */
   quietProblems?: boolean;
+  /** Do not print warnings (they stay in `warnings`): `corral call` prints its tool's. */
+  quietWarnings?: boolean;
+  /** Warnings already printed in this start (shared by its registries): each once. */
+  said?: Set<string>;
+  /** Plugin files rejected before discovery (./not_loaded.ts): a call of a name they may define says why. */
+  rejected?: NotLoaded[];
   /** Hosted MCP servers (corral.json `servers`), registered after the plugins. */
   servers?: ServerEntry[];
   /** Call sandboxes alive at once (every principal's) and how long an unused one is kept. */

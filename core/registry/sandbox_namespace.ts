@@ -1,6 +1,7 @@
 /**
  * What a toolset's process sandbox gets besides its grant when it runs in
- * the namespace (core/guard/namespace.ts): bwrap, the trust base to keep
+ * the namespace (core/guard/namespace.ts): bwrap, its syscall filter
+ * (core/seccomp/), the trust base to keep
  * read-only and the secrets to hide (with corral's own and the plugin
  * folders), and every grant path (no link is applied at or above one,
  * core/layers/change_rules.ts); and the refusal of a write grant that
@@ -30,10 +31,13 @@ export function sandboxNamespace(
 ): (source: ToolsetSource, grant: Grant) => SandboxOptions["namespace"] {
   return (source, grant) => {
     if (source.policy.isolation !== "process") return undefined;
-    if (catalog.confine(source, grant).status !== "bwrap" || !bwrap) return undefined;
+    const jail = catalog.confine(source, grant);
+    if (jail.status !== "bwrap" || !bwrap) return undefined;
     const trusted = [...trustBase, ...pluginRoots(catalog.sources())];
     return {
       bwrap,
+      // The second wall (core/seccomp/): absent only where the operator opted out.
+      ...(jail.wall?.state === "on" ? { seccomp: jail.wall.filter } : {}),
       protect: trusted.map((t) => t.path),
       hide: trusted.filter((t) => t.secret).map((t) => t.path),
       trust: trusted.map((t) => ({ path: t.path, what: t.what })),
@@ -59,7 +63,10 @@ export function checkSourceTrust(
   );
   // In a worker fallback no tool that writes loads (the catalog refuses it): nothing to mask.
   if (!write.length || source.policy.fallback) return;
+  // A sandbox that cannot run at all (no bwrap, no syscall filter) writes nothing: its tools
+  // do not load, and say why.
+  const jail = catalog.confine(source, { read: [], write, run: [], net: [] });
   const masked = source.policy.isolation === "process" &&
-    catalog.confine(source, { read: [], write, run: [], net: [] }).status === "bwrap";
+    (jail.status === "bwrap" || !!jail.missing);
   checkWrites(write, source.policy.where, trusted, masked);
 }

@@ -25,7 +25,6 @@ export function serverMetas(
   hosted: HostedServers,
   source: ToolsetSource,
   entry: ServerEntry,
-  bwrap: string | undefined,
   reserved: Map<string, string>,
 ): ModuleMeta[] {
   if (catalog.sources().some((s) => s.id === entry.name && s.kind !== "server")) {
@@ -34,10 +33,12 @@ export function serverMetas(
     );
   }
   catalog.remove(entry.name);
-  // Fail closed: a hosted server always runs in the namespace, whatever it holds.
-  const missing = bwrap || source.policy.jail === "off"
+  // Fail closed: a hosted server always runs in the jail (the namespace and its syscall
+  // filter), whatever it holds; a compiled corral needs a deno on PATH for npm servers.
+  const missing = source.policy.jail === "off"
     ? npmDenoMissing(entry)
-    : catalog.confine(source, { read: ["/"], write: [], run: [], net: [] }).missing;
+    : catalog.confine(source, { read: ["/"], write: [], run: [], net: [] }).missing ??
+      npmDenoMissing(entry);
   const taken = (n: string) =>
     reserved.has(n) || (catalog.entry(n)?.source ?? source).id !== entry.name;
   return hosted.metas(entry, source.policy, taken, missing);

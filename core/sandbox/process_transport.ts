@@ -25,6 +25,7 @@ import { NAMESPACE_HOME, namespaceLayout, namespacePath } from "../guard/namespa
 import { etcFiles } from "../guard/namespace_etc.ts";
 import { hostTrustFile, TRUST_IN_NAMESPACE, trustVars, writeTrust } from "../guard/trust_store.ts";
 import { type StartedLayers, startLayers } from "../layers/start_layers.ts";
+import { layerQuota } from "../layers/layer_quota.ts";
 import type { SandboxLayers } from "../layers/settle_layers.ts";
 import { childArgs, childEnv, selfHosted } from "./child_command.ts";
 import { exitReason } from "./exit_reason.ts";
@@ -148,7 +149,7 @@ function _layerFolders(spec: TransportSpec): StartedLayers | undefined {
   return startLayers(spec.grant.write, spec.workspace, spec.grant.planted, {
     trust: ns.trust ?? ns.protect.map((path) => ({ path, what: "corral's trust base" })),
     grantPaths: ns.grantPaths,
-  });
+  }, layerQuota(spec.policy));
 }
 
 /** The namespace's mounts (the grant, layered), its environment and its PATH. */
@@ -175,6 +176,7 @@ function _mounts(
     // corral's own passwd, group, hosts and resolv.conf: no account or name of the host's.
     ...(g.run.length || g.net.length ? { etc: etcFiles(_runDir(spec), []) } : {}),
     ...(launch.egress ? { egressDir: launch.egress.dir } : {}),
+    ...(ns.seccomp ? { seccomp: ns.seccomp } : {}),
     cwd: spec.workspace,
   });
   if (launch.folders) launch.layers = launch.folders.open(layout.artifacts);

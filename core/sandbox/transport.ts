@@ -8,7 +8,7 @@
  */
 import type { SandboxPolicy } from "../config/policy.ts";
 import type { EgressRecord } from "../guard/egress.ts";
-import type { RuntimeFiles } from "../guard/namespace.ts";
+import type { RuntimeFiles, SeccompFiles } from "../guard/namespace.ts";
 import type { ChangeReport } from "../layers/change_report.ts";
 import type { SandboxLayers } from "../layers/settle_layers.ts";
 import type { Grant } from "../tool/tool.ts";
@@ -76,6 +76,8 @@ export interface TransportSpec {
 export interface SandboxNamespace {
   /** The working bwrap binary. */
   bwrap: string;
+  /** The jail's second wall, its compiled syscall filter; absent only as an opt-out. */
+  seccomp?: SeccompFiles;
   /** The trust base: kept read-only inside write paths. */
   protect: string[];
   /** Secrets: masked inside mounted paths. */

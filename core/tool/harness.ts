@@ -1,13 +1,22 @@
 /**
- * The per-tool command line: `deno run -A toolsets/files/word_count.ts
- * README.md --json`. Flags come from the tool's zod schema
+ * The per-tool command line: `corral harness FILE [ARGS]`, or `deno run -A
+ * FILE [ARGS]` of a tool file that ends with `runHarness` (it hands itself
+ * over to `corral harness`). Flags come from the tool's zod schema
  * (./harness_params.ts). `--json` prints the result as JSON on stdout;
- * `--help` prints the usage. Exit codes: 0 success, 1 the tool failed, 2
- * usage error.
+ * `--help` prints the usage. A module's `TOOL_SETUP` gets the plugin's
+ * config section and `is_configured()` and `shouldLoad()` are asked, as
+ * corral does (./harness_setup.ts). Exit codes: 0 success, 1 the tool failed
+ * or was refused, 2 usage error.
  *
  * @module
  */
-import { describeParams, parseHarnessArgs, RESERVED_FLAGS } from "./harness_params.ts";
+import {
+  describeParams,
+  parseHarnessArgs,
+  positionalParam,
+  RESERVED_FLAGS,
+} from "./harness_params.ts";
+import { delegateToCorral, type HarnessSetup, moduleSetup, setupFromEnv } from "./harness_setup.ts";
 import { invokeTool } from "./invoke.ts";
 import { Reporter, type Sink } from "./reporter.ts";
 import { type Letter, LETTER_NAMES } from "./permissions.ts";
@@ -26,6 +35,8 @@ export interface HarnessOptions {
   workspace?: string;
   /** Overrides of the grant (default: read and write the workspace, any command or host). */
   grant?: Partial<Grant>;
+  /** The plugin's config section for `TOOL_SETUP` (default: what `corral harness` passed). */
+  setup?: HarnessSetup;
 }
 
 /** Exit codes of the harness. */
@@ -35,8 +46,12 @@ const _encoder = new TextEncoder();
 
 /**
  * Run a tool from the command line and return the exit code (also set as
- * `Deno.exitCode`). `target` is a `@tool` class, a `ToolConfig`, or a module
- * namespace; with several tools the first argument names the tool.
+ * `Deno.exitCode`). `target` is a `@tool` class, a `ToolConfig` (or a list
+ * of them), or a module namespace; with several tools the first argument
+ * names the tool. Called without `argv` at the end of a tool file run alone
+ * (`deno run -A FILE`), it hands the run over to `corral harness FILE`,
+ * which runs the file's module as corral would (`TOOL_SETUP` with the
+ * plugin's section of corral.json, `is_configured()`).
  *
  * @example
  * ```ts
@@ -48,9 +63,17 @@ const _encoder = new TextEncoder();
  */
 export async function runHarness(
   target: unknown,
-  argv: string[] = Deno.args,
+  argv?: string[],
   options: HarnessOptions = {},
 ): Promise<number> {
+  if (argv === undefined && !options.stdout && !options.stderr && !options.setup) {
+    const code = await delegateToCorral(Deno.args);
+    if (code !== undefined) {
+      if (options.setExitCode !== false) Deno.exitCode = code;
+      return code;
+    }
+  }
+  argv ??= Deno.args;
   const out = options.stdout ?? ((t: string) => Deno.stdout.writeSync(_encoder.encode(t)));
   const err = options.stderr ?? ((t: string) => Deno.stderr.writeSync(_encoder.encode(t)));
   const code = await _main(target, argv, options, out, err);
@@ -65,7 +88,12 @@ async function _main(
   out: Sink,
   err: Sink,
 ): Promise<number> {
-  const { tools, problems } = await collectTools(_namespace(target));
+  const ns = _namespace(target);
+  // A module namespace: its TOOL_SETUP and is_configured, as discovery runs them.
+  const notReady = _isModule(target)
+    ? await moduleSetup(ns, options.setup ?? setupFromEnv())
+    : undefined;
+  const { tools, problems } = await collectTools(ns);
   for (const p of problems) err(`Error: ${p}\n`);
   if (tools.length === 0) {
     err("Error: no tool found in the harness target\n");
@@ -100,21 +128,25 @@ async function _main(
     err(`Run with --help for the parameters of ${def.name}.\n`);
     return EXIT.usage;
   }
+  const load = await def.shouldLoad();
+  const refusal = notReady ??
+    (load.load ? undefined : `Tool "${def.name}" is not loaded: ${load.reason}`);
   if (parsed.help) {
     out(usage(def));
+    if (refusal) err(`Note: ${refusal}; corral would not load it\n`);
     return EXIT.ok;
+  }
+  if (refusal) {
+    // Refused as corral refuses it: not run, whatever the arguments.
+    err(`Error: ${refusal}\n`);
+    if (parsed.json) out(JSON.stringify({ success: false, error: refusal }, null, 2) + "\n");
+    return EXIT.failed;
   }
   const valid = validateArgs(def.input, parsed.values);
   if (!valid.ok) {
     err(`Error: invalid arguments: ${valid.problems.join("; ")}\n`);
     err(`Run with --help for the parameters of ${def.name}.\n`);
     return EXIT.usage;
-  }
-
-  const load = await def.shouldLoad();
-  if (!load.load) {
-    err(`Error: tool "${def.name}" is not available: ${load.reason}\n`);
-    return EXIT.failed;
   }
   const workspace = options.workspace ?? Deno.cwd();
   const reporter = new Reporter({ sink: err });
@@ -146,12 +178,21 @@ async function _main(
 
 function _namespace(target: unknown): Record<string, unknown> {
   if (typeof target === "function") return { [target.name || "Tool"]: target };
+  if (Array.isArray(target)) return { TOOL_CONFIGS: target };
   const t = target as Record<string, unknown> | null;
   if (t && typeof t === "object" && typeof t.function === "function" && "name" in t) {
     return { TOOL_CONFIG: t };
   }
   if (t && typeof t === "object") return t;
-  throw new TypeError("runHarness needs a @tool class, a tool config or a module namespace");
+  throw new TypeError(
+    "runHarness needs a @tool class, a tool config (or a list of them) or a module namespace",
+  );
+}
+
+/** A module namespace (not one class, one config or a list of configs). */
+function _isModule(target: unknown): boolean {
+  return typeof target === "object" && target !== null && !Array.isArray(target) &&
+    typeof (target as { function?: unknown }).function !== "function";
 }
 
 function _firstLine(text: string): string {
@@ -174,17 +215,19 @@ function _firstLine(text: string): string {
  */
 export function usage(def: ToolDefinition): string {
   const params = describeParams(def).filter((p) => !RESERVED_FLAGS.has(p.key));
-  const first = params.find((p) => p.required && p.kind === "string");
+  const first = positionalParam(params);
   const letters = def.permissions === ""
     ? "none"
     : [...def.permissions].map((l) => `${l} (${LETTER_NAMES[l as Letter]})`).join(", ");
   const rows: Array<[string, string]> = params.map((p) => {
+    const notes: string[] = [];
     let left: string;
     if (p.kind === "boolean") left = `--${p.key}, --no-${p.key}`;
-    else if (p.kind === "array") left = `--${p.key} <${p.item}> ...`;
-    else left = `--${p.key} <${p.kind === "json" ? "json" : p.kind}>`;
+    else if (p.kind === "array") {
+      left = `--${p.key} <${p.item}> ...`;
+      notes.push("repeat the flag for each item, or give one JSON array");
+    } else left = `--${p.key} <${p.kind === "json" ? "json" : p.kind}>`;
     if (p === first) left = `<${p.key}>, ${left}`;
-    const notes: string[] = [];
     if (p.choices) notes.push(`one of: ${p.choices.join(", ")}`);
     if (p.required) notes.push("required");
     else if (p.defaultValue !== undefined) notes.push(`default: ${JSON.stringify(p.defaultValue)}`);
@@ -199,7 +242,9 @@ export function usage(def: ToolDefinition): string {
     l.length > width ? `  ${l}\n  ${" ".repeat(width)}  ${r}` : `  ${l.padEnd(width)}  ${r}`
   );
   return [
-    `Usage: ${def.name}${first ? ` <${first.key}>` : ""} [options]`,
+    `Usage: ${def.name}${
+      first ? ` ${first.required ? `<${first.key}>` : `[${first.key}]`}` : ""
+    } [options]`,
     "",
     def.description,
     "",

@@ -2,8 +2,9 @@
  * The command-line parameters of a tool, derived from its zod schema (no
  * hand-written parsing): each top-level key is `--key value` (`--key-name`
  * also works for `key_name`), booleans are `--flag` / `--no-flag`, numbers
- * are parsed, arrays repeat the flag, objects take JSON, and the first
- * required string parameter may be given positionally.
+ * are parsed, arrays repeat the flag (or take one JSON array), objects take
+ * JSON, and the first string parameter (a required one first) may be given
+ * positionally.
  *
  * @module
  */
@@ -208,9 +209,7 @@ export function parseHarnessArgs(
     values[p.key] = _convert(p, value);
   }
   if (parsed.positionals.length > 0) {
-    const first = params.find((p) =>
-      p.required && p.kind === "string" && !RESERVED_FLAGS.has(p.key)
-    );
+    const first = positionalParam(params);
     if (!first) {
       throw new _UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[0])}`);
     }
@@ -228,6 +227,26 @@ export function parseHarnessArgs(
   return { json: raw.json === true, help: raw.help === true, values };
 }
 
+/**
+ * The parameter a bare argument gives: the first required string parameter,
+ * else the first string parameter (`find_todos.ts src` sets `path` even
+ * when it has a default).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { positionalParam } from "./harness_params.ts";
+ * const path = { key: "path", kind: "string" as const, required: false, defaultValue: "." };
+ * const name = { key: "name", kind: "string" as const, required: true };
+ * assert.equal(positionalParam([path])?.key, "path");
+ * assert.equal(positionalParam([path, name])?.key, "name");
+ * ```
+ */
+export function positionalParam(params: HarnessParam[]): HarnessParam | undefined {
+  const strings = params.filter((p) => p.kind === "string" && !RESERVED_FLAGS.has(p.key));
+  return strings.find((p) => p.required) ?? strings[0];
+}
+
 function _convert(p: HarnessParam, value: unknown): unknown {
   switch (p.kind) {
     case "boolean":
@@ -236,11 +255,25 @@ function _convert(p: HarnessParam, value: unknown): unknown {
     case "number":
       return _number(p.key, String(value));
     case "array":
-      return (value as string[]).map((v) =>
-        p.item === "number" ? _number(p.key, v) : p.item === "json" ? _json(p.key, v) : v
-      );
+      // Repeat the flag for each item, or give the whole list as one JSON array.
+      return (value as string[]).flatMap((v) => {
+        const list = _jsonArray(v);
+        if (list) return list;
+        return [p.item === "number" ? _number(p.key, v) : p.item === "json" ? _json(p.key, v) : v];
+      });
     case "json":
       return _json(p.key, String(value));
+  }
+}
+
+/** `text` as a JSON array, when it is one (`[1, 2]`, `[{"sku": "a"}]`), else undefined. */
+function _jsonArray(text: string): unknown[] | undefined {
+  if (!text.trimStart().startsWith("[")) return undefined;
+  try {
+    const value = JSON.parse(text);
+    return Array.isArray(value) ? value : undefined;
+  } catch {
+    return undefined;
   }
 }
 

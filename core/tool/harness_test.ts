@@ -174,3 +174,110 @@ Deno.test("renderResult indents multi-line text and lists arrays", () => {
     "content:\n  a\n  b\nitems: (1)\n  x=1\n",
   );
 });
+
+Deno.test("harness: an array flag takes one JSON array too, and a JSON array of objects is a list of objects", async () => {
+  const r = await _run(["Ann", "--tags", '["x","y"]', "--tags", "z", "--json"]);
+  assert.equal(r.code, 0, r.err);
+  assert.deepEqual(JSON.parse(r.out).tags, ["x", "y", "z"]);
+  const items = z.object({ items: z.array(z.object({ sku: z.string() })).default([]) });
+  const cfg = {
+    name: "Order",
+    description: "Count items",
+    input_schema: items,
+    function: (a: z.infer<typeof items>) => ({ success: true, skus: a.items.map((i) => i.sku) }),
+  };
+  let out = "";
+  let err = "";
+  const io = { stdout: (t: string) => out += t, stderr: (t: string) => err += t };
+  const code = await runHarness(cfg, ["--items", '[{"sku":"a"},{"sku":"b"}]', "--json"], {
+    ...io,
+    setExitCode: false,
+  });
+  assert.equal(code, 0, err);
+  assert.deepEqual(JSON.parse(out).skus, ["a", "b"]);
+  out = "";
+  await runHarness(cfg, ["--help"], { ...io, setExitCode: false });
+  assert.match(
+    out,
+    /--items <json> \.\.\. .*repeat the flag for each item, or give one JSON array/,
+  );
+});
+
+Deno.test("harness: a bare argument sets the first string parameter even when it has a default", async () => {
+  const input = z.object({ path: z.string().default(".").describe("Folder") });
+  const cfg = {
+    name: "Scan",
+    description: "Scan",
+    input_schema: input,
+    function: (a: unknown) => a,
+  };
+  let out = "";
+  const code = await runHarness(cfg, ["src", "--json"], {
+    stdout: (t) => out += t,
+    stderr: () => {},
+    setExitCode: false,
+  });
+  assert.equal(code, 0);
+  assert.equal(JSON.parse(out).path, "src");
+  out = "";
+  await runHarness(cfg, ["--help"], { stdout: (t) => out += t, setExitCode: false });
+  assert.match(out, /^Usage: Scan \[path\] \[options\]/);
+});
+
+Deno.test("harness: a module's TOOL_SETUP gets the section, is_configured false and shouldLoad refusals are refused with the reason", async () => {
+  let currency = "";
+  const ns = {
+    TOOL_SETUP: (c: { currency?: string }) => (currency = c.currency ?? ""),
+    is_configured: () => currency !== "",
+    TOOL_CONFIGS: [{
+      name: "Rate",
+      description: "A rate",
+      function: () => ({ success: true, currency }),
+    }],
+  };
+  const run = async (argv: string[], setup?: object) => {
+    let out = "";
+    let err = "";
+    const code = await runHarness(ns, argv, {
+      stdout: (t) => out += t,
+      stderr: (t) => err += t,
+      setExitCode: false,
+      setup: { plugin: "rates", ...setup },
+    });
+    return { code, out, err };
+  };
+  const ok = await run(["--json"], { config: { currency: "EUR" } });
+  assert.equal(ok.code, 0, ok.err);
+  assert.equal(JSON.parse(ok.out).currency, "EUR");
+  const no = await run(["--json"], { configFrom: "{} (corral.json has no services.rates)" });
+  assert.equal(no.code, 1);
+  assert.deepEqual(JSON.parse(no.out), {
+    success: false,
+    error: "rates is not configured (is_configured() returned false); TOOL_SETUP got {} " +
+      "(corral.json has no services.rates)",
+  });
+  assert.match(no.err, /^Error: rates is not configured/);
+  const help = await run(["--help"]);
+  assert.equal(help.code, 0);
+  assert.match(help.out, /Usage: Rate/);
+  assert.match(help.err, /Note: rates is not configured .*corral would not load it/);
+
+  @tool({ description: "Never here" })
+  class Absent extends BaseTool {
+    static override shouldLoad() {
+      this.skipReason = "needs a printer";
+      return false;
+    }
+    run() {
+      return { success: true };
+    }
+  }
+  let err = "";
+  const code = await runHarness(Absent, [], {
+    stdout: () => {},
+    stderr: (t) => err += t,
+    setExitCode: false,
+  });
+  assert.equal(code, 1);
+  assert.match(err, /Tool "Absent" is not loaded: needs a printer/);
+});

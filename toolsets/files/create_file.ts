@@ -3,6 +3,7 @@ import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool/tool.ts";
 import { fsError, resolveInside } from "../../core/guard/paths.ts";
 import { assertNotPlanted } from "../../core/guard/planted.ts";
+import { replaceFile } from "../../core/guard/replace_file.ts";
 
 const input = z.object({
   filepath: z.string().min(1).describe("Path of the file to create, relative to the workspace"),
@@ -52,8 +53,9 @@ export class CreateFile extends BaseTool {
     const bytes = new TextEncoder().encode(content);
     try {
       await Deno.mkdir(dirname(real), { recursive: true });
-      // createNew closes the gap between the check above and the write.
-      await Deno.writeFile(real, bytes, { createNew: !overwrite });
+      // Replaced, never written in place (a hard link is broken); createNew closes the gap
+      // between the check above and the write.
+      await replaceFile(real, bytes, { createNew: !overwrite });
     } catch (err) {
       throw fsError(err, filepath);
     }

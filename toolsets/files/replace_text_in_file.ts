@@ -2,6 +2,7 @@ import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool/tool.ts";
 import { fsError, resolveInside } from "../../core/guard/paths.ts";
 import { assertNotPlanted } from "../../core/guard/planted.ts";
+import { replaceFile } from "../../core/guard/replace_file.ts";
 import { assertUnchanged, fileStamp, withFileLock } from "./_lock.ts";
 import { readChecked } from "./_read.ts";
 
@@ -63,7 +64,9 @@ export class ReplaceTextInFile extends BaseTool {
       updated = text.slice(0, at) + replace + text.slice(at + search.length);
     }
     await assertUnchanged(real, stamp, filepath);
-    await Deno.writeTextFile(real, updated).catch((err) => Promise.reject(fsError(err, filepath)));
+    // Replaced, never written in place: a hard link to a file outside is broken, not written through.
+    await replaceFile(real, new TextEncoder().encode(updated))
+      .catch((err) => Promise.reject(fsError(err, filepath)));
     const replacements = all ? occurrences : 1;
     this.reportResult(` ${replacements} replaced`);
     return { success: true, filepath, search, replace, all, replacements, occurrences };
