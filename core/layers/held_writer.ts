@@ -33,6 +33,7 @@ import type { LayerQuota } from "./layer_quota.ts";
 import type { LayerRoot } from "./layer_dirs.ts";
 import type { LayerRules } from "./settle_layers.ts";
 import { lowerSig, type Sig } from "./tree_sig.ts";
+import { fileClockNow } from "./file_clock.ts";
 import { listRaw } from "./raw_list.ts";
 import { opaqueFolders } from "./upper_walk.ts";
 import { findBwrap } from "../guard/jail.ts";
@@ -221,7 +222,7 @@ export async function holdChanges(
     if (count.over) return { ...emptyReport(), over: count.text() };
   }
   return await holdLayers(roots, rules, holds, async (l) => {
-    const started = Date.now(), memory = state.memory.get(l.root)!;
+    const started = fileClockNow(l.dir), memory = state.memory.get(l.root)!;
     const { ops } = await diffLayer(l, memory, artifacts);
     const [ino, epoch] = [state.inos.get(l.root)!, state.epochs.get(l.root)!];
     const commit = () => {

@@ -273,9 +273,9 @@ export class LayerJudge {
       },
       changed: (abs, e) => {
         const was = base(abs);
-        // The kernel stamps times from a clock a few ticks behind: a margin keeps the
-        // user's change of that moment a conflict (a false one is only kept, never lost).
-        if (was === undefined) return Math.max(e.mtimeMs, e.ctimeMs) >= epoch - _CLOCK_MARGIN;
+        // The epoch is read from the kernel's file clock (./file_clock.ts): a change
+        // stamped in its very tick counts as later (a false conflict is only kept).
+        if (was === undefined) return Math.max(e.mtimeMs, e.ctimeMs) >= epoch;
         return !sameSig(_sig(e), was);
       },
       layer: op.kind === "prune"
@@ -379,9 +379,6 @@ async function _names(dir: string): Promise<string[]> {
   } catch { /* gone */ }
   return out;
 }
-
-/** How far behind the clock a file's times may be stamped (the kernel's coarse clock), in ms. */
-const _CLOCK_MARGIN = 20;
 
 /** A removal of the tree's `abs`, part of what `op` (a folder's removal) comes to. */
 function _removal(op: LayerOp, abs: string): LayerOp {

@@ -15,6 +15,7 @@
  * @module
  */
 import { dirname, join, relative } from "node:path";
+import { fileClockNow } from "./file_clock.ts";
 import { isWithin } from "../guard/is_within.ts";
 import { keepConflict, lowerSig, type Sig } from "./tree_sig.ts";
 import {
@@ -94,7 +95,8 @@ export class SandboxLayers {
     this.dirs = o.dirs;
     this.#artifacts = new Set(o.artifacts);
     this.#base = dirname(o.dirs.dir);
-    const now = Date.now();
+    // The kernel's file time, as the tree's files are stamped (./file_clock.ts).
+    const now = fileClockNow(o.dirs.dir);
     for (const l of o.dirs.roots) this.#memory.set(l.root, layerMemory());
     this.#view = new ViewMap(new Map([...this.#memory].map(([r, m]) => [r, m.seen])));
     for (const [abs, sig] of o.resume?.view ?? []) this.#view.set(abs, sig);
@@ -197,7 +199,7 @@ export class SandboxLayers {
    * request makes it all durable.
    */
   async #settle(layer: LayerRoot): Promise<ChangeReport> {
-    const started = Date.now();
+    const started = fileClockNow(this.dirs.dir);
     const memory = this.#memory.get(layer.root)!;
     const quota = this.#o.quota ?? layerQuota();
     const first = await countLayer(layer, memory, this.#artifacts, quota);

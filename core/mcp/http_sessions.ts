@@ -81,14 +81,25 @@ export class HttpSessions {
     return session;
   }
 
-  /** No room for one more session, even after closing the idle ones: a 503 answer. */
-  full(): Response | undefined {
-    // Sessions being opened count too: a burst of initializations cannot overrun the cap.
+  /**
+   * Take a place for one more session, counted from now until `release` is
+   * called (once the session is open, or failed to open): a burst of
+   * initializations cannot overrun the cap, however their steps interleave.
+   * No room, even after closing the idle ones: a 503 answer.
+   */
+  place(): (() => void) | Response {
     if (this.#sessions.size + this.#opening >= this.max) this.expire();
-    if (this.#sessions.size + this.#opening < this.max) return undefined;
-    return refuse(503, `Too many sessions (${this.max}, --max-sessions); retry later`, {
-      "Retry-After": "5",
-    });
+    if (this.#sessions.size + this.#opening >= this.max) {
+      return refuse(503, `Too many sessions (${this.max}, --max-sessions); retry later`, {
+        "Retry-After": "5",
+      });
+    }
+    this.#opening++;
+    let released = false;
+    return () => {
+      if (!released) this.#opening--;
+      released = true;
+    };
   }
 
   /**
@@ -151,12 +162,10 @@ export class HttpSessions {
         s.forget();
       }
     };
-    this.#opening++;
     try {
       await mcp.connect(transport);
       return await handle(transport);
     } finally {
-      this.#opening--;
       // Not initialized (a bad first request): its place is free again.
       if (!transport.sessionId || !this.#sessions.has(transport.sessionId)) slot?.release();
     }

@@ -48,13 +48,18 @@ export async function serveInSession(
   if (req.method !== "POST") {
     return refuse(400, "Bad Request: no Mcp-Session-Id header; initialize a session first");
   }
-  const full = sessions.full();
-  if (full) return full;
-  const slot = who && r.maxSessions !== undefined
-    ? await sessions.reserve(who, r.maxSessions)
-    : undefined;
-  if (slot instanceof Response) return slot;
-  return await sessions.open(newServer(), who, slot, (t) => t.handleRequest(req, options));
+  // The instance's place is taken before any wait (the identity's, in the shared state).
+  const place = sessions.place();
+  if (place instanceof Response) return place;
+  try {
+    const slot = who && r.maxSessions !== undefined
+      ? await sessions.reserve(who, r.maxSessions)
+      : undefined;
+    if (slot instanceof Response) return slot;
+    return await sessions.open(newServer(), who, slot, (t) => t.handleRequest(req, options));
+  } finally {
+    place();
+  }
 }
 
 /** The principal of the session `req` names for `who`, else `(none)`: never a header value. */
