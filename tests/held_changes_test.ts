@@ -17,7 +17,7 @@ import { findHeld, removeHeld } from "../core/layers/held_store.ts";
 import { join } from "node:path";
 
 /** A workspace, a policy whose system toolset (jailed bash) writes it, a held folder outside. */
-async function _layout(tools: Record<string, unknown> = {}) {
+async function _layout(tools: Record<string, unknown> = {}, system: Record<string, unknown> = {}) {
   const { base, ws, outside } = await tempLayout();
   await Deno.writeTextFile(`${ws}/a.txt`, "one\n");
   await Deno.writeTextFile(`${ws}/b.txt`, "bee\n");
@@ -29,7 +29,7 @@ async function _layout(tools: Record<string, unknown> = {}) {
   await Deno.writeTextFile(
     policy,
     JSON.stringify({
-      toolsets: { system: { run: ["bash"], read: ["."], write: ["."] } },
+      toolsets: { system: { run: ["bash"], read: ["."], write: ["."], ...system } },
       tools,
     }),
   );
@@ -191,6 +191,49 @@ Deno.test("held changes: dropped, unknown, of another workspace, corrupted", asy
   assert.equal((await cli(["changes", "drop", second])).code, 0);
   assert.equal(await exists(`${outside}/held/${second}`), false);
 });
+
+// Bounded work (class 9) holds for a hold too: a layer past its quota is not copied into
+// corral's held folder, even with layer_partial (a held set is whole).
+Deno.test("held changes past the layer's quota: nothing is held, the call fails naming the quota; a call within it is held", async () => {
+  const { ws, outside, cli } = await _layout({}, { layer_max_entries: 50, layer_partial: true });
+  const hold = (code: string) =>
+    cli(["call", "RunBashCode", "-r", "-w", "-x", "--hold", "--args", JSON.stringify({ code })]);
+  const over = await hold("mkdir many && for i in $(seq 1 80); do : > many/f$i; done");
+  assert.equal(over.code, 1, over.stdout + over.stderr);
+  const result = JSON.parse(over.stdout);
+  assert.equal(result.held_changes, undefined, over.stdout);
+  assert.match(
+    result.error,
+    /over its quota of 50 entries \(toolsets\.system\.layer_max_entries in permissions\.json\): none of its changes were held for review/,
+  );
+  assert.equal(await exists(`${ws}/many`), false);
+  const none = await cli(["changes"]);
+  assert.match(none.stdout, /: none$/m, none.stdout);
+  assert.deepEqual(await _sets(`${outside}/held`), []);
+  // Control: a call within the quota is held; a name that is not UTF-8 is named, not held.
+  const within = await hold("echo few > few.txt; echo bad > $'bad\\xff.txt'");
+  assert.equal(within.code, 0, within.stdout + within.stderr);
+  const id = JSON.parse(within.stdout).held_changes.id;
+  assert.deepEqual(await _sets(`${outside}/held`), [id]);
+  assert.equal(await exists(`${ws}/few.txt`), false);
+  const show = await cli(["changes", "show", id]);
+  assert.match(show.stdout, /^few\.txt: apply$/m, show.stdout);
+  assert.match(show.stdout, /bad\\xff\.txt.*: refused: its name is not UTF-8/, show.stdout);
+  const apply = await cli(["changes", "apply", id]);
+  assert.equal(apply.code, 1, apply.stdout + apply.stderr);
+  assert.match(apply.stdout, /bad\\xff\.txt.*its name is not UTF-8/, apply.stdout);
+  assert.equal(await Deno.readTextFile(`${ws}/few.txt`), "few\n");
+  assert.deepEqual([...Deno.readDirSync(ws)].filter((e) => e.name.startsWith("bad")), []);
+});
+
+/** The held sets in `dir` (none when it does not exist). */
+async function _sets(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  try {
+    for await (const e of Deno.readDir(dir)) if (/^[0-9a-f]{8}$/.test(e.name)) out.push(e.name);
+  } catch { /* none yet */ }
+  return out;
+}
 
 /** An SDK client on `corral mcp` over stdio in `ws`. */
 async function _mcp(ws: string, cache: string, env: Record<string, string>, flags: string[]) {

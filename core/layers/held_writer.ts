@@ -205,9 +205,10 @@ export interface HoldingState {
 
 /**
  * Hold what changed in the layers `roots` for `holds` since `state`: each
- * layer counted against `quota` first (past it nothing is held, and the
- * report says `over`), then copied into a new held set; `state` is
- * committed only once the whole set is written ({@link holdLayers}).
+ * layer counted against `quota` first (past it nothing is held, even with
+ * `layer_partial`: a held set is whole; the report says `over`), then
+ * copied into a new held set; `state` is committed only once the whole set
+ * is written ({@link holdLayers}).
  */
 export async function holdChanges(
   roots: LayerRoot[],
@@ -219,7 +220,7 @@ export async function holdChanges(
 ): Promise<ChangeReport> {
   for (const l of roots) {
     const { count } = await countLayer(l, state.memory.get(l.root)!, artifacts, quota);
-    if (count.over) return { ...emptyReport(), over: count.text() };
+    if (count.over) return { ...emptyReport(), over: count.text(false, true) };
   }
   return await holdLayers(roots, rules, holds, async (l) => {
     const started = fileClockNow(l.dir), memory = state.memory.get(l.root)!;
