@@ -90,7 +90,8 @@ export async function countLayer(
     vanished: false,
   };
   let held = 0;
-  for await (const chunk of streamUpper(join(layer.dir, "u"))) {
+  const hidden = (size: number) => void out.count.add(size);
+  for await (const chunk of streamUpper(join(layer.dir, "u"), { hidden })) {
     for (const e of chunk) {
       out.count.add(e.kind === "file" ? e.size : 0);
       const was = memory.seen.get(e.rel);
@@ -133,7 +134,8 @@ export async function* changedBatches(
 ): AsyncGenerator<UpperEntry[]> {
   const count = rest.count = new QuotaCount(quota);
   let batch: UpperEntry[] = [];
-  for await (const chunk of streamUpper(join(layer.dir, "u"), { chunk: size })) {
+  const hidden = (bytes: number) => void count.add(bytes);
+  for await (const chunk of streamUpper(join(layer.dir, "u"), { chunk: size, hidden })) {
     for (const e of chunk) {
       const over = count.add(e.kind === "file" ? e.size : 0);
       if (memory.seen.get(e.rel) === _sig(e) || _artifact(layer, e, artifacts)) continue;

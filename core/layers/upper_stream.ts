@@ -19,6 +19,11 @@ import type { UpperEntry, UpperKind } from "./upper_walk.ts";
 
 /** What {@link streamUpper} is told. */
 export interface StreamOptions {
+  /**
+   * Told of each entry beneath a folder whose name is not UTF-8 (never
+   * yielded apart): its size when a file, else 0; so a quota counts it.
+   */
+  hidden?: (size: number) => void;
   /** Entries per chunk (default 1024). */
   chunk?: number;
 }
@@ -69,14 +74,17 @@ export async function* streamUpper(
         const from = _cur.at;
         at = nul + 1;
         if (!e) continue;
+        // Beneath a folder already yielded whole (its name not UTF-8): counted only.
+        if (bad !== undefined && _under(buf.subarray(from, nul), bad)) {
+          o.hidden?.(e.kind === "file" ? e.size : 0);
+          continue;
+        }
         // Each path decoded alone: a fresh string, holding nothing else alive.
         try {
           e.rel = strict.decode(buf.subarray(from, nul));
         } catch {
           const path = buf.slice(from, nul);
-          // Beneath a folder already yielded so: it goes with it.
-          if (bad !== undefined && _under(path, bad)) continue;
-          bad = path;
+          if (e.kind === "dir") bad = path;
           e.notUtf8 = e.kind === "dir" ? "folder" : _cur.device ? "removal" : "entry";
           e.kind = "other";
           e.rel = escapeName(path);

@@ -1,16 +1,18 @@
 // The layer read as a stream (find's records, parsed from bytes) gives what lstat gives, finds
 // whiteouts, and yields every name that is not UTF-8 marked and escaped (never dropped unsaid).
 import assert from "node:assert/strict";
+import { countLayer, layerMemory } from "./layer_diff.ts";
+import { layerQuota } from "./layer_quota.ts";
 import { streamUpper } from "./upper_stream.ts";
 
-Deno.test("streamUpper: kinds, sizes, times and modes as lstat reads them; whiteouts; odd names handed on", async () => {
+Deno.test("streamUpper: kinds, sizes, times and modes as lstat reads them; whiteouts; odd names yielded, marked and escaped", async () => {
   const u = await Deno.makeTempDir();
   const made = await new Deno.Command("bash", {
     args: [
       "-c",
       `cd "$1" && mkdir -p a/b 'sp ace' && printf hi > a/b/x && chmod 4750 a/b/x && ` +
       `ln -s a/b/x link && touch -d '2020-01-02 03:04:05.123456' 'sp ace/t' && ` +
-      `printf q > $'bad\\xffname' && mkdir $'d\\xfe' && touch $'d\\xfe/in' && mknod wh c 0 0 && mknod $'w\\xfd' c 0 0`,
+      `printf q > $'bad\\xffname' && mkdir $'d\\xfe' && printf abc > $'d\\xfe/in' && mknod wh c 0 0 && mknod $'w\\xfd' c 0 0`,
       "mk",
       u,
     ],
@@ -21,7 +23,9 @@ Deno.test("streamUpper: kinds, sizes, times and modes as lstat reads them; white
     string,
     { kind: string; size: number; mtimeMs: number; mode: number; notUtf8?: string }
   >();
-  for await (const chunk of streamUpper(u, { chunk: 2 })) {
+  let hidden = 0, hiddenBytes = 0;
+  const counted = (size: number) => void (hidden++, hiddenBytes += size);
+  for await (const chunk of streamUpper(u, { chunk: 2, hidden: counted })) {
     for (const e of chunk) {
       if (e.notUtf8) bad.push(`${e.notUtf8}:${e.kind}:${e.rel}`);
       else seen.set(e.rel, e);
@@ -42,6 +46,8 @@ Deno.test("streamUpper: kinds, sizes, times and modes as lstat reads them; white
   assert.equal(seen.get("a/b/x")!.mode, 0o4750);
   assert.equal(seen.get("link")!.kind, "symlink");
   assert.equal(seen.get("wh")!.kind, "whiteout");
+  // What that folder holds is not yielded apart, but counted (a quota counts it).
+  assert.deepEqual([hidden, hiddenBytes], [1, 3]);
   // The folder with an odd name is yielded once, with what it holds; names escaped.
   assert.deepEqual(bad.sort(), [
     "entry:other:bad\\xffname",
@@ -49,4 +55,26 @@ Deno.test("streamUpper: kinds, sizes, times and modes as lstat reads them; white
     "removal:other:w\\xfd",
   ]);
   await Deno.remove(u, { recursive: true });
+});
+
+Deno.test("countLayer: what a folder whose name is not UTF-8 holds counts against the quota", async () => {
+  const root = await Deno.makeTempDir(), dir = await Deno.makeTempDir();
+  const made = await new Deno.Command("bash", {
+    args: ["-c", `mkdir -p "$1/u/$(printf 'd\\376')" && cd "$_" && touch a b c d e`, "mk", dir],
+  }).output();
+  assert.ok(made.success, new TextDecoder().decode(made.stderr));
+  const count = async (entries: number) =>
+    (await countLayer(
+      { root, dir },
+      layerMemory(),
+      new Set(),
+      layerQuota({
+        layer_max_entries: entries,
+      }),
+    )).count.over;
+  // Six entries: the folder and the five it holds, never yielded apart.
+  assert.equal(await count(5), "entries");
+  assert.equal(await count(6), undefined); // control: within the quota
+  await Deno.remove(root, { recursive: true });
+  await Deno.remove(dir, { recursive: true });
 });
