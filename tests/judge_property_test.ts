@@ -16,23 +16,26 @@
 //    nothing the user's umask takes away).
 //
 // Design, for real coverage in about a minute on two busy cores (measured here: 500 cases in
-// 57-100 s with the machine's load at 33). The upper layer is the kernel's own: each batch
-// mounts a REAL overlay (the options of core/guard/launcher.ts) over the workspace in a mount
-// namespace of the test's own (tests/_property_tree.ts ToolNamespace), and the tool's changes
-// are made there by this process through /proc/PID/root, one syscall each, so copy-ups,
+// 57-100 s with the machine's load at 33; after the apply half, 76 s at a load of 20, the test's
+// process and its children using about 26 s of CPU). The upper layer is the kernel's own: each
+// batch mounts a REAL overlay (the options of core/guard/launcher.ts) over the workspace in a
+// mount namespace of the test's own (tests/_property_tree.ts ToolNamespace), and the tool's
+// changes are made there by this process through /proc/PID/root, one syscall each, so copy-ups,
 // whiteouts, opaque folders and renames are what the kernel writes, never an imitation; links
-// resolve there as in a sandbox (the outside folder is an empty tmpfs, as the sandbox's
-// namespace hides it). The settlement is corral's own (core/layers/settle_layers.ts: the diff,
-// the judge, the root's applier in its bwrap namespace), never a model of it. What is left out
-// is the sandbox around the tool (bwrap, Deno, the grant): its own tests attack that, and a start
-// per case (~150 ms, far more under load) would cost minutes. Cases are settled ten at a time,
-// each in a folder of its own (removed after), in one settlement: the fixed costs of a
-// settlement (GNU find, git config, tar, the applier's round trip) are shared, and one applier
-// serves the whole run. The properties are checked per case; the change list over the batch.
-// Cases: CORRAL_PROPERTY_CASES (default 500); a failure prints the seed and the shrunk case, and
-// CORRAL_PROPERTY_SEED=<seed> replays it. One batch in four is held for review and then applied
-// (core/layers/held_apply.ts): the hold must leave the tree alone, and the apply must keep the
-// same five properties, judged as the settlement would have been.
+// resolve there as in a sandbox (the outside folder is an empty tmpfs, as the sandbox's namespace
+// hides it). The settlement is corral's own (core/layers/settle_layers.ts: the diff, the judge,
+// the root's applier in its bwrap namespace), never a model of it. What is left out is the
+// sandbox around the tool (bwrap, Deno, the grant): its own tests attack that, and a start per
+// case (~150 ms, far more under load) would cost minutes. Cases are settled ten at a time, each
+// in a folder of its own (removed after), in one settlement: the fixed costs of a settlement (GNU
+// find, git config, tar, the applier's round trip) are shared, and one applier serves the whole
+// run. The properties are checked per case; the change list over the batch. So fast-check's
+// numRuns is the cases over BATCH: each run generates BATCH independent cases (a tree, changes
+// and edits each), and shrinks them together. Cases: CORRAL_PROPERTY_CASES (default 500, asserted
+// to have run); a failure prints the seed and the shrunk case, and CORRAL_PROPERTY_SEED=<seed>
+// replays it. One batch in four is held for review and then applied (core/layers/held_apply.ts):
+// the hold must leave the tree alone, and the apply must keep the same five properties, judged as
+// the settlement would have been.
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { matchPlanted, PLANTED_DEFAULT_ENTRIES } from "../core/guard/planted.ts";
