@@ -286,6 +286,33 @@ Deno.test("held changes over MCP (tools.X.hold): the result says so with the ID;
   }
 });
 
+Deno.test("corral mcp --hold holds every call's changes; without it the same call is applied", async () => {
+  const { base, ws, outside, policy, env } = await _layout();
+  const call = async (flags: string[], file: string) => {
+    const client = await _mcp(ws, `${base}/cache`, env, ["--permissions", policy, ...flags]);
+    try {
+      return await client.callTool({
+        name: "RunBashCode",
+        arguments: { code: `echo made > ${file}` },
+      });
+    } finally {
+      await client.close();
+    }
+  };
+  const held = await call(["--hold"], "h.txt");
+  assert.notEqual(held.isError, true, textOf(held));
+  const meta = (held._meta as Record<string, { id: string; by?: string }>)["corral/held"];
+  assert.match(meta.id, /^[0-9a-f]{8}$/);
+  assert.match(textOf(held), new RegExp(`held for review as ${meta.id}`));
+  assert.equal(await exists(`${ws}/h.txt`), false);
+  const manifest = JSON.parse(await Deno.readTextFile(`${outside}/held/${meta.id}/manifest.json`));
+  assert.deepEqual(manifest.by, ["--hold"]);
+  // Control: the same server without --hold applies the call's changes.
+  const applied = await call([], "a2.txt");
+  assert.equal((applied._meta as Record<string, unknown> | undefined)?.["corral/held"], undefined);
+  assert.equal(await Deno.readTextFile(`${ws}/a2.txt`), "made\n");
+});
+
 Deno.test("held changes of a hosted server (servers.fs.hold): its write is held, then applied by the same settlement", async () => {
   await using l = await hostedLayout();
   const servers = {
