@@ -65,10 +65,8 @@ async function main(): Promise<void> {
     const sb = await registry.sandboxFor(tool.name);
     if (started.has(sb)) continue;
     started.set(sb, sb.options.label);
-    const metas = await sb.load(sb.options.modules, {
-      workspace,
-      grant: sb.options.grant,
-    }, 60_000);
+    const env = { workspace, grant: sb.options.grant };
+    const [metas] = await sb.load([{ modules: sb.options.modules, env, timeoutMs: 60_000 }]);
     const bad = metas.find((m) => m.error);
     if (bad) throw new Error(`${sb.options.label}: ${bad.error}`);
   }
@@ -96,7 +94,11 @@ async function main(): Promise<void> {
         workspace,
       });
       await sb.prepare();
-      const [meta] = await sb.load([NOOP], { workspace, grant }, 60_000);
+      const [[meta]] = await sb.load([{
+        modules: [NOOP],
+        env: { workspace, grant },
+        timeoutMs: 60_000,
+      }]);
       if (meta.error) throw new Error(meta.error);
       list.push(sb);
     }

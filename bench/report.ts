@@ -132,6 +132,8 @@ export interface Goal {
   ratio: number;
   target: string;
   pass: boolean | null;
+  /** Set when its section ran under load (bench/load_watch.ts): the verdict is UNRELIABLE. */
+  unreliable?: string;
 }
 
 /** The goals measured so far in this run, in order. */
@@ -142,9 +144,13 @@ export function goal(g: Omit<Goal, "pass"> & { pass?: boolean | null }): void {
   goals.push({ ...g, pass: g.pass === undefined ? null : g.pass });
 }
 
-/** PASS, MISS or n/a, as the table shows it. */
-export function verdict(pass: boolean | null): string {
-  return pass === null ? "n/a" : pass ? "**PASS**" : "**MISS**";
+/**
+ * PASS, MISS or n/a, as the table shows it; UNRELIABLE (with what it
+ * measured) when its section ran under load.
+ */
+export function verdict(pass: boolean | null, unreliable?: string): string {
+  const v = pass === null ? "n/a" : pass ? "PASS" : "MISS";
+  return unreliable ? `UNRELIABLE (${v} under load)` : pass === null ? v : `**${v}**`;
 }
 
 /** A ratio as `1.23×`. */

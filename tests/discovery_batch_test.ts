@@ -70,7 +70,7 @@ const realm = (globalThis as Record<string, unknown>).__corralMarker ?? "clean";
       assert.equal(tools.find((t) => t.name === name)?.status, "loaded", name);
     }
     // One process for the four (they hold the same grant), and still no shared realm or files.
-    assert.equal(registry.discoverySandboxes, 1);
+    assert.equal(registry.discoveryStats.sandboxes, 1);
     const snooped = tools.find((t) => t.name === "Snoop")!.description;
     assert.equal(snooped, "saw=NotCapable realm=clean");
   } finally {
@@ -100,7 +100,7 @@ Deno.test("a plugin that hangs or kills its batch at import is refused alone; th
     assert.ok(exit, JSON.stringify(registry.problems));
     assert.match(exit.message, /Deno\.exit\(3\) is not allowed/);
     // The batch, then each plugin whose batch went wrong alone.
-    assert.ok(registry.discoverySandboxes >= 2, String(registry.discoverySandboxes));
+    assert.ok(registry.discoveryStats.sandboxes >= 2, String(registry.discoveryStats.sandboxes));
   } finally {
     await registry.close();
   }
@@ -178,7 +178,7 @@ catch (e) { saw = (e as Error).name; }`;
     assert.equal(tools.find((t) => t.name === "Secret")?.status, "loaded");
     const saw = tools.find((t) => t.name === "Reader")?.description ?? "";
     assert.equal(saw, "saw=NotFound", "the link leads nowhere in its own namespace");
-    assert.equal(registry.discoverySandboxes, 2, "each plugin that holds a path has its own");
+    assert.equal(registry.discoveryStats.sandboxes, 2, "each plugin that holds a path has its own");
   } finally {
     await registry.close();
   }

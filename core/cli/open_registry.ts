@@ -14,6 +14,7 @@ import { useCaFiles } from "../guard/trust_store.ts";
 import { confinePlugins } from "../plugins/plugins.ts";
 import { registryBanner } from "../registry/banner.ts";
 import { Registry } from "../registry/registry.ts";
+import { defaultCacheDir, DiscoveryCache } from "../registry/discovery_cache.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { cliSettings } from "./cli_settings.ts";
 import { type CliValues, UsageError } from "./options.ts";
@@ -60,7 +61,9 @@ export async function openRegistry(
   const human = command !== "call" && !values.json;
   const notes = _settingsNotes(settings, command === "mcp" || (command === "list" && human));
   const { config, policy } = settings;
-  const plugins = await confinePlugins(settings.plugins);
+  // One discovery cache for the plugins' check and the registry: unchanged files are not read.
+  const cache = settings.cache ? new DiscoveryCache(defaultCacheDir(), reporter) : undefined;
+  const plugins = await confinePlugins(settings.plugins, cache && ((f) => cache.knownImports(f)));
   // The operator's extra trust store, for every sandbox (core/guard/trust_store.ts).
   if (values["ca-file"]?.length) {
     try {
@@ -85,7 +88,8 @@ export async function openRegistry(
     // An identity's workspace opens a registry of its own (core/cli/team_server.ts): once each.
     said: _said,
     rejected: plugins.rejected,
-    ...(settings.cache ? {} : { cacheDir: null }),
+    ...(cache ? { discoveryCache: cache } : { cacheDir: null }),
+    discoveryProgress: !reporter.quiet,
     // The config files in use and every plugin directory (found or not) are trust base.
     trusted: [
       ...(config.files ?? []).map((path) => ({ path, what: "a config file", secret: true })),

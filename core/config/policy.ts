@@ -46,6 +46,8 @@ export interface SandboxPolicy extends Omit<Grant, "jail">, CallLimits, Partial<
   timeout_ms: number;
   /** How long discovery may import a module. */
   discovery_timeout_ms: number;
+  /** Plugins one discovery process imports at most (absent: the default, 64). */
+  discovery_batch?: number;
   memory_mb: number;
   max_output_bytes: number;
   /** The files tools refuse files larger than this. */
@@ -239,6 +241,9 @@ export class Policy {
       timeout_ms: entry?.timeout_ms ?? d.timeout_ms ?? DEFAULT_LIMITS.timeout_ms,
       discovery_timeout_ms: entry?.discovery_timeout_ms ?? d.discovery_timeout_ms ??
         Math.min(entry?.timeout_ms ?? d.timeout_ms ?? DEFAULT_LIMITS.timeout_ms, 10_000),
+      ...(entry?.discovery_batch ?? d.discovery_batch
+        ? { discovery_batch: entry?.discovery_batch ?? d.discovery_batch }
+        : {}),
       memory_mb: entry?.memory_mb ?? d.memory_mb ?? DEFAULT_LIMITS.memory_mb,
       max_output_bytes: entry?.max_output_bytes ?? d.max_output_bytes ??
         DEFAULT_LIMITS.max_output_bytes,

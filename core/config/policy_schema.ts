@@ -26,6 +26,9 @@ export const sandboxSchema = z.object({
   discovery_timeout_ms: z.number().int().positive().max(600_000).optional().describe(
     "How long importing a module may take at discovery (default: timeout_ms, at most 10 s)",
   ),
+  discovery_batch: z.number().int().min(1).max(1024).optional().describe(
+    "Plugins one discovery process imports at most, each in a worker of its own (default 64; 1: a process each)",
+  ),
   memory_mb: z.number().int().min(32).max(65_536).optional(),
   max_output_bytes: z.number().int().min(1024).max(1_073_741_824).optional(),
   max_read_bytes: z.number().int().min(1024).max(1_099_511_627_776).optional().describe(

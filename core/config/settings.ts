@@ -146,46 +146,9 @@ export async function resolveSettings(flags: SettingsFlags): Promise<Settings> {
   const configLayers: SettingsLayer[] = [];
   for (const kind of ["permissions.json", "corral.json"] as const) {
     const layers = kind === "permissions.json" ? policyLayers : configLayers;
-    const read = kind === "permissions.json" ? policyLayer : configLayer;
-    const flagFile = kind === "permissions.json" ? flags.permissions : flags.config;
-    const user = join(userDir, kind);
-    const seen = new Set<string>(flagFile ? [_real(flagFile)] : []);
-    const userState = seen.has(_real(user)) ? "absent" : await _fileState(user);
-    if (userState === "used") layers.push(await read(user, "user"));
-    files.push({ kind, role: "user", file: user, state: userState });
-    seen.add(_real(user));
-    const project = join(workspace, kind);
-    if (!seen.has(_real(project))) {
-      const p = await projectFile(workspace, kind);
-      if (p.state === "trusted") layers.push(await read(p.file, "project", p.text));
-      if (p.state === "untrusted") {
-        ignored.push({ file: p.file, flag: kind === "corral.json" ? "--config" : "--permissions" });
-      }
-      const state = p.state === "trusted" ? "used" : p.state;
-      files.push({ kind, role: "project", file: project, state });
-    }
-    if (flagFile) {
-      layers.push(await read(resolve(flagFile), "flag"));
-      files.push({ kind, role: "flag", file: resolve(flagFile), state: "used" });
-    }
+    await _fileLayers(kind, flags, userDir, { layers, files, ignored });
   }
-  const extra: SettingsLayer[] = [];
-  if (flags.audit) {
-    extra.push({ file: "--audit", role: "flag", data: { audit: resolve(flags.audit) } });
-  }
-  if (flags.toolsets?.length) {
-    extra.push({ file: "--toolset", role: "flag", data: { toolsets: [...flags.toolsets] } });
-  }
-  if (flags.auditMaxBytes !== undefined) {
-    extra.push({
-      file: "--audit-max-bytes",
-      role: "flag",
-      data: { audit_max_bytes: flags.auditMaxBytes },
-    });
-  }
-  if (flags.sharedState !== undefined) {
-    extra.push({ file: "--shared-state", role: "flag", data: { shared_state: flags.sharedState } });
-  }
+  const extra = _flagLayers(flags);
   // The file to edit: the highest of --permissions, the trusted project's, the user's.
   const editFile = policyLayers.length > 1
     ? policyLayers.at(-1)!.file
@@ -218,6 +181,61 @@ export async function resolveSettings(flags: SettingsFlags): Promise<Settings> {
       ),
     },
   };
+}
+
+/** The layers of one kind of settings file: the user's, the trusted project's, the flag's. */
+async function _fileLayers(
+  kind: "permissions.json" | "corral.json",
+  flags: SettingsFlags,
+  userDir: string,
+  out: { layers: SettingsLayer[]; files: SettingsFile[]; ignored: Settings["ignored"] },
+): Promise<void> {
+  const { workspace } = flags;
+  const { layers, files, ignored } = out;
+  const read = kind === "permissions.json" ? policyLayer : configLayer;
+  const flagFile = kind === "permissions.json" ? flags.permissions : flags.config;
+  const user = join(userDir, kind);
+  const seen = new Set<string>(flagFile ? [_real(flagFile)] : []);
+  const userState = seen.has(_real(user)) ? "absent" : await _fileState(user);
+  if (userState === "used") layers.push(await read(user, "user"));
+  files.push({ kind, role: "user", file: user, state: userState });
+  seen.add(_real(user));
+  const project = join(workspace, kind);
+  if (!seen.has(_real(project))) {
+    const p = await projectFile(workspace, kind);
+    if (p.state === "trusted") layers.push(await read(p.file, "project", p.text));
+    if (p.state === "untrusted") {
+      ignored.push({ file: p.file, flag: kind === "corral.json" ? "--config" : "--permissions" });
+    }
+    const state = p.state === "trusted" ? "used" : p.state;
+    files.push({ kind, role: "project", file: project, state });
+  }
+  if (flagFile) {
+    layers.push(await read(resolve(flagFile), "flag"));
+    files.push({ kind, role: "flag", file: resolve(flagFile), state: "used" });
+  }
+}
+
+/** The command line's settings: `--audit`, `--toolset`, `--audit-max-bytes`, `--shared-state`. */
+function _flagLayers(flags: SettingsFlags): SettingsLayer[] {
+  const extra: SettingsLayer[] = [];
+  if (flags.audit) {
+    extra.push({ file: "--audit", role: "flag", data: { audit: resolve(flags.audit) } });
+  }
+  if (flags.toolsets?.length) {
+    extra.push({ file: "--toolset", role: "flag", data: { toolsets: [...flags.toolsets] } });
+  }
+  if (flags.auditMaxBytes !== undefined) {
+    extra.push({
+      file: "--audit-max-bytes",
+      role: "flag",
+      data: { audit_max_bytes: flags.auditMaxBytes },
+    });
+  }
+  if (flags.sharedState !== undefined) {
+    extra.push({ file: "--shared-state", role: "flag", data: { shared_state: flags.sharedState } });
+  }
+  return extra;
 }
 
 /**

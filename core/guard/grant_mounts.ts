@@ -77,7 +77,8 @@ export function grantMounts(spec: GrantMountSpec): GrantMounts {
   const writable = spec.write;
   const mounted = [...spec.read, ...spec.write, ...spec.code];
   const hidden = spec.hide.filter((p) => isAbsolute(p) && mounted.some((m) => reaches(p, m)));
-  const trusted = [...spec.protect, rt.exec, rt.denoDir, ...rt.libDirs].filter((p) =>
+  const cache = rt.scratchDenoDir ? [] : [rt.denoDir];
+  const trusted = [...spec.protect, rt.exec, ...cache, ...rt.libDirs].filter((p) =>
     writable.some((w) => reaches(p, w))
   );
   // Inside a hidden folder there is nothing to see, nor to mount.

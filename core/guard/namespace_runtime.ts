@@ -20,6 +20,14 @@ export interface RuntimeFiles {
   libDirs: string[];
   /** Deno's cache directory (`DENO_DIR`). */
   denoDir: string;
+  /**
+   * `denoDir` is the namespace's own, on its private `/tmp` (a discovery
+   * sandbox that holds nothing, core/sandbox/discovery_deno_dir.ts): never
+   * bound from the host, whatever exists at that path there.
+   */
+  scratchDenoDir?: boolean;
+  /** Environment the runtime needs with this cache (`DENO_EMIT_CACHE_MODE`). */
+  env?: Record<string, string>;
   /** `[from, to]` of corral's code store bound read-only last (core/sandbox/emit_cache.ts). */
   own?: Array<[from: string, to: string]>;
 }
@@ -165,7 +173,7 @@ export function runtimeMounts(
   }
   for (const d of rt.libDirs) args.push("--ro-bind-try", d, d);
   args.push("--ro-bind", rt.exec, rt.exec);
-  args.push("--ro-bind-try", rt.denoDir, rt.denoDir);
+  if (!rt.scratchDenoDir) args.push("--ro-bind-try", rt.denoDir, rt.denoDir);
   return args;
 }
 

@@ -40,7 +40,9 @@ export function ownAgain(p: string, rt: RuntimeFiles): string[] {
   if (!isWithin("/tmp", p)) return own;
   for (const d of rt.libDirs) if (isWithin(d, "/tmp")) own.push("--ro-bind-try", d, d);
   if (isWithin(rt.exec, "/tmp")) own.push("--ro-bind", rt.exec, rt.exec);
-  if (isWithin(rt.denoDir, "/tmp")) own.push("--ro-bind-try", rt.denoDir, rt.denoDir);
+  if (isWithin(rt.denoDir, "/tmp") && !rt.scratchDenoDir) {
+    own.push("--ro-bind-try", rt.denoDir, rt.denoDir);
+  }
   return own;
 }
 

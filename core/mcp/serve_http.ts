@@ -113,7 +113,37 @@ export async function serveHttp(
   registry: McpRegistry,
   options: McpHttpOptions,
 ): Promise<McpHttpHandle> {
-  const { hostname, loopback, token, maxBody, maxConcurrent } = _settings(options);
+  const settings = _settings(options);
+  const ctx = _context(registry, options, settings);
+  const front = await listenHttp(
+    { ...options, hostname: settings.hostname },
+    (req) => _handle(ctx, req),
+  );
+  return _running(front, ctx.sessions, ctx.path, ctx.team, ctx.modern);
+}
+
+/** What every request of one server shares. */
+interface _Ctx {
+  registry: McpRegistry;
+  team: McpHttpOptions["team"];
+  path: string;
+  maxBody: number;
+  stateless: boolean;
+  gate: CallGate;
+  defaults: ReturnType<typeof identityDefaults>;
+  sessions: HttpSessions;
+  check: ReturnType<typeof requestChecks>;
+  newServer: ReturnType<typeof _serverFactory>;
+  modern: ModernRequests;
+  /** Requests in flight per identity. */
+  conns: Map<string, number>;
+}
+
+function _context(
+  registry: McpRegistry,
+  options: McpHttpOptions,
+  { loopback, token, maxBody, maxConcurrent }: ReturnType<typeof _settings>,
+): _Ctx {
   // One gate for the whole instance: every session and every stateless request.
   const gate = new CallGate(maxConcurrent, options.maxQueue ?? DEFAULT_MAX_QUEUE);
   const path = options.path ?? "/mcp";
@@ -147,105 +177,138 @@ export async function serveHttp(
     tasks,
   );
   const stateless = options.stateless === true;
-  const conns = new Map<string, number>();
-  const handle = async (req: Request): Promise<Response> => {
-    const caller = await check(req);
-    if (caller instanceof Response) return caller;
-    const { who } = caller;
-    if (stateless) {
-      const busy = statelessBusy(req, gate);
-      if (busy) return busy;
-    }
-    const caps = who ? identityCaps(who.identity, defaults) : undefined;
-    // An identity holds at most its own number of requests in flight (open streams too).
-    const release = who && caps ? _holdConn(conns, who, caps) : () => {};
-    if (typeof release !== "function") {
-      // Audited (counted per window) like a refused call: the request's calls are unread.
-      team!.registryFor(registry, who!.identity)
-        .auditRefusal?.("(request)", null, { session: "(none)" }, "connections", release.message)
-        .catch(() => {});
-      return release.response;
-    }
-    let res: Response;
-    try {
-      res = await _serve(req, who, caps);
-    } catch (err) {
-      release();
-      throw err;
-    }
-    return _whenDone(res, release);
+  return {
+    registry,
+    team,
+    path,
+    maxBody,
+    stateless,
+    gate,
+    defaults,
+    sessions,
+    check,
+    newServer,
+    modern,
+    conns: new Map(),
   };
-  const _serve = async (req: Request, who?: Admitted, caps?: IdentityCaps) => {
-    let body: RpcBody | undefined;
-    if (req.method === "POST") {
-      const read = await readRpcBody(req, maxBody);
-      if (read instanceof Response) return read;
-      body = read;
-    }
-    // Refused whole, before any call is dispatched: calls of a caller whose queue is full (a
-    // flood costs one answer a request, not one a call), and calls beyond its rate.
-    const refused = (reason: string, message: string, retry: number) => {
-      // Each refused call is audited (counted per window) under the caller's own principal.
-      const view = team!.registryFor(registry, who!.identity);
-      const session = stateless
-        ? `identity:${who!.identity.name}`
-        : sessionPrincipal(req, sessions, who);
-      for (const c of body!.calls) {
-        view.auditRefusal?.(c.name, c.args, { session }, reason, message).catch(() => {});
-      }
-      return refuse(429, message, { "Retry-After": String(retry) });
-    };
-    // A caller with no room waits a moment for some (its flood slowed to what its calls free).
-    if (who && caps && body?.calls.length && !(await gate.roomFor(caps.gate, _ROOM_WAIT_MS))) {
-      return refused("limits", `Too many requests: ${gate.refusal(caps.gate)}`, 1);
-    }
-    const ticket = who && team && body ? await team.takeCalls(who, body.calls.length) : undefined;
-    if (ticket instanceof Response) return ticket;
-    if (ticket && ticket.granted === 0) {
-      return refused("rate_limit", ticket.message, ticket.retryAfterSeconds);
-    }
-    const authInfo = ticketAuth(ticket);
-    // 2026-07-28: no session; the revision and capabilities come with each request.
-    if (body && await ModernRequests.isModern(req, body)) {
-      const view = who ? team!.registryFor(registry, who.identity) : registry;
-      const mismatch = paramHeaderRefusal(
-        req,
-        body.parsed,
-        (name) => view.list().find((t) => t.name === name)?.inputSchema,
-      );
-      if (mismatch) return mismatch;
-      return await modern.serve(req, body, {
-        who,
-        authInfo,
-        watch: team?.watch,
-        endPrincipal: (p) =>
-          who
-            ? team!.registryFor(registry, who.identity).endPrincipal?.(p) ?? Promise.resolve()
-            : Promise.resolve(),
-      });
-    }
-    if (stateless) {
-      return await serveStateless(req, {
-        who,
-        body,
-        authInfo,
-        watch: team?.watch,
-        endPrincipal: (p) =>
-          who
-            ? team!.registryFor(registry, who.identity).endPrincipal?.(p) ?? Promise.resolve()
-            : Promise.resolve(),
-      }, (more) => newServer(who, caps, more));
-    }
-    const res = await serveInSession(
-      { req, who, body, authInfo, maxSessions: caps?.sessions },
-      sessions,
-      () => newServer(who, caps, {}),
+}
+
+/** One request: checked, counted in its identity's requests in flight, served. */
+async function _handle(ctx: _Ctx, req: Request): Promise<Response> {
+  const caller = await ctx.check(req);
+  if (caller instanceof Response) return caller;
+  const { who } = caller;
+  if (ctx.stateless) {
+    const busy = statelessBusy(req, ctx.gate);
+    if (busy) return busy;
+  }
+  const caps = who ? identityCaps(who.identity, ctx.defaults) : undefined;
+  // An identity holds at most its own number of requests in flight (open streams too).
+  const release = who && caps ? _holdConn(ctx.conns, who, caps) : () => {};
+  if (typeof release !== "function") {
+    // Audited (counted per window) like a refused call: the request's calls are unread.
+    ctx.team!.registryFor(ctx.registry, who!.identity)
+      .auditRefusal?.("(request)", null, { session: "(none)" }, "connections", release.message)
+      .catch(() => {});
+    return release.response;
+  }
+  let res: Response;
+  try {
+    res = await _serve(ctx, req, who, caps);
+  } catch (err) {
+    release();
+    throw err;
+  }
+  return _whenDone(res, release);
+}
+
+/** Read the body, admit its calls (room, rate), and hand the request to its kind of serving. */
+async function _serve(
+  ctx: _Ctx,
+  req: Request,
+  who?: Admitted,
+  caps?: IdentityCaps,
+): Promise<Response> {
+  let body: RpcBody | undefined;
+  if (req.method === "POST") {
+    const read = await readRpcBody(req, ctx.maxBody);
+    if (read instanceof Response) return read;
+    body = read;
+  }
+  const ticket = await _admitCalls(ctx, req, body, who, caps);
+  if (ticket instanceof Response) return ticket;
+  const authInfo = ticketAuth(ticket);
+  const endPrincipal = (p: string) =>
+    who
+      ? ctx.team!.registryFor(ctx.registry, who.identity).endPrincipal?.(p) ?? Promise.resolve()
+      : Promise.resolve();
+  // 2026-07-28: no session; the revision and capabilities come with each request.
+  if (body && await ModernRequests.isModern(req, body)) {
+    const view = who ? ctx.team!.registryFor(ctx.registry, who.identity) : ctx.registry;
+    const mismatch = paramHeaderRefusal(
+      req,
+      body.parsed,
+      (name) => view.list().find((t) => t.name === name)?.inputSchema,
     );
-    // An open GET stream ends once its token no longer names its identity (revoked, expired).
-    return team && who ? team.watchStream(req, res, who) : res;
+    if (mismatch) return mismatch;
+    return await ctx.modern.serve(req, body, {
+      who,
+      authInfo,
+      watch: ctx.team?.watch,
+      endPrincipal,
+    });
+  }
+  if (ctx.stateless) {
+    return await serveStateless(
+      req,
+      { who, body, authInfo, watch: ctx.team?.watch, endPrincipal },
+      (more) => ctx.newServer(who, caps, more),
+    );
+  }
+  const res = await serveInSession(
+    { req, who, body, authInfo, maxSessions: caps?.sessions },
+    ctx.sessions,
+    () => ctx.newServer(who, caps, {}),
+  );
+  // An open GET stream ends once its token no longer names its identity (revoked, expired).
+  return ctx.team && who ? ctx.team.watchStream(req, res, who) : res;
+}
+
+/**
+ * Refused whole, before any call is dispatched: calls of a caller whose
+ * queue is full (a flood costs one answer a request, not one a call), and
+ * calls beyond its rate. Else the caller's ticket (undefined without one).
+ */
+async function _admitCalls(
+  ctx: _Ctx,
+  req: Request,
+  body: RpcBody | undefined,
+  who?: Admitted,
+  caps?: IdentityCaps,
+) {
+  const refused = (reason: string, message: string, retry: number) => {
+    // Each refused call is audited (counted per window) under the caller's own principal.
+    const view = ctx.team!.registryFor(ctx.registry, who!.identity);
+    const session = ctx.stateless
+      ? `identity:${who!.identity.name}`
+      : sessionPrincipal(req, ctx.sessions, who);
+    for (const c of body!.calls) {
+      view.auditRefusal?.(c.name, c.args, { session }, reason, message).catch(() => {});
+    }
+    return refuse(429, message, { "Retry-After": String(retry) });
   };
-  const front = await listenHttp({ ...options, hostname }, handle);
-  return _running(front, sessions, path, team, modern);
+  // A caller with no room waits a moment for some (its flood slowed to what its calls free).
+  if (who && caps && body?.calls.length && !(await ctx.gate.roomFor(caps.gate, _ROOM_WAIT_MS))) {
+    return refused("limits", `Too many requests: ${ctx.gate.refusal(caps.gate)}`, 1);
+  }
+  const ticket = who && ctx.team && body
+    ? await ctx.team.takeCalls(who, body.calls.length)
+    : undefined;
+  if (ticket instanceof Response) return ticket;
+  if (ticket && ticket.granted === 0) {
+    return refused("rate_limit", ticket.message, ticket.retryAfterSeconds);
+  }
+  return ticket;
 }
 
 /** How long a request of calls waits for room in its caller's queue before its 429. */

@@ -90,37 +90,7 @@ export async function checkPlugins(
   const issues: CheckIssue[] = [];
   const passed: CheckedTool[] = [];
   const files: string[] = [];
-  const entries: Array<{ file: string; stem: string; dir: string }> = [];
-
-  for (const p of paths) {
-    const path = resolve(workspace, p);
-    let info: Deno.FileInfo;
-    try {
-      info = await Deno.stat(path);
-    } catch (err) {
-      issues.push({ file: path, message: `cannot read it: ${(err as Error).message}` });
-      continue;
-    }
-    const dir = info.isDirectory ? path : dirname(path);
-    const scan = await scanPluginDir(dir);
-    if (info.isDirectory) {
-      for (const line of scan.rejected) issues.push({ file: path, message: line });
-      for (const e of scan.entries) entries.push({ ...e, dir });
-    } else {
-      const stem = basename(path, extname(path));
-      const real = await Deno.realPath(path);
-      const found = scan.entries.find((e) => e.file === real && e.stem === stem);
-      if (found) entries.push({ ...found, dir });
-      else {
-        const why = scan.rejected.find((r) => r.includes(path));
-        issues.push({
-          file: path,
-          message: why ??
-            `not a plugin file (plugin files end in .ts, .js or .mjs and do not start with "_")`,
-        });
-      }
-    }
-  }
+  const entries = await _pluginEntries(paths, workspace, issues);
 
   const dirs = [...new Set(entries.map((e) => e.dir))];
   const labels = uniqueLabels(dirs);
@@ -165,6 +135,45 @@ export async function checkPlugins(
     issues.findIndex((y) => y.file === x.file && y.tool === x.tool && y.message === x.message) === i
   );
   return { files, passed, issues: unique, ok: unique.length === 0 };
+}
+
+/** The plugin files `paths` name (files, or folders of them); what is no plugin file is an issue. */
+async function _pluginEntries(
+  paths: string[],
+  workspace: string,
+  issues: CheckIssue[],
+): Promise<Array<{ file: string; stem: string; dir: string }>> {
+  const entries: Array<{ file: string; stem: string; dir: string }> = [];
+  for (const p of paths) {
+    const path = resolve(workspace, p);
+    let info: Deno.FileInfo;
+    try {
+      info = await Deno.stat(path);
+    } catch (err) {
+      issues.push({ file: path, message: `cannot read it: ${(err as Error).message}` });
+      continue;
+    }
+    const dir = info.isDirectory ? path : dirname(path);
+    const scan = await scanPluginDir(dir);
+    if (info.isDirectory) {
+      for (const line of scan.rejected) issues.push({ file: path, message: line });
+      for (const e of scan.entries) entries.push({ ...e, dir });
+      continue;
+    }
+    const stem = basename(path, extname(path));
+    const real = await Deno.realPath(path);
+    const found = scan.entries.find((e) => e.file === real && e.stem === stem);
+    if (found) entries.push({ ...found, dir });
+    else {
+      const why = scan.rejected.find((r) => r.includes(path));
+      issues.push({
+        file: path,
+        message: why ??
+          `not a plugin file (plugin files end in .ts, .js or .mjs and do not start with "_")`,
+      });
+    }
+  }
+  return entries;
 }
 
 function _toolIssues(t: ToolInfo, all: ToolInfo[], source: ToolsetSource): CheckIssue[] {

@@ -53,16 +53,27 @@ export async function scanPluginDir(dir: string): Promise<DirScan> {
  */
 export async function confinement(
   candidate: Pick<PluginCandidate, "module" | "path" | "root" | "link">,
+  known?: KnownImports,
 ): Promise<string | undefined | "skip"> {
   const { module, path, root, link } = candidate;
   if (!root) return undefined;
-  try {
-    if (!(await Deno.stat(module)).isFile) return "skip";
-  } catch {
-    return "skip";
+  // A file the discovery cache knows unchanged was just found a file (one `stat`).
+  if (!known?.(module)) {
+    try {
+      if (!(await Deno.stat(module)).isFile) return "skip";
+    } catch {
+      return "skip";
+    }
   }
-  return await graphEscape(module, root, link ? dirname(path) : undefined);
+  return await graphEscape(module, root, link ? dirname(path) : undefined, known);
 }
+
+/**
+ * The local files a file imports, remembered by the discovery cache while
+ * its size and mtime are unchanged (core/registry/discovery_cache.ts
+ * `knownImports`), or undefined: then it is read.
+ */
+export type KnownImports = (file: string) => readonly string[] | undefined;
 
 /** `fn` over `items`, at most `limit` at once; results keep the order. */
 export async function mapLimit<T, R>(
@@ -83,6 +94,32 @@ export async function mapLimit<T, R>(
 }
 
 let _coreReal: Promise<string> | undefined;
+
+/** `file`'s local graph from remembered imports alone (unchanged files), else undefined. */
+function _knownGraph(file: string, known?: KnownImports): string[] | undefined {
+  if (!known) return undefined;
+  const graph = new Set<string>();
+  const queue = [file];
+  while (queue.length) {
+    const f = queue.pop()!;
+    // corral's own core/ may be imported (the check below allows it): not followed.
+    if (graph.has(f) || (f !== file && isInside(f, CORE_DIR))) continue;
+    const imports = known(f);
+    if (!imports) return undefined;
+    graph.add(f);
+    queue.push(...imports);
+  }
+  return [...graph].sort();
+}
+
+/** `file`'s local graph, read. */
+async function _readGraph(file: string): Promise<string[]> {
+  // Plugin files are small: a sync read is far cheaper than a promise each.
+  const text = Deno.readTextFileSync(file);
+  const read = (f: string) => Promise.resolve(f === file ? text : Deno.readTextFileSync(f));
+  // Most plugins import only packages ("zod", npm:…): no local file to follow.
+  return _LOCAL_SPECIFIER.test(text) ? await localModuleGraph([file], {}, read) : [file];
+}
 /** A quoted specifier that names a local file: `./`, `../`, `/` or `file:`. */
 const _LOCAL_SPECIFIER = /["'](?:\.{1,2}\/|\/|file:)/;
 
@@ -98,13 +135,10 @@ export async function graphEscape(
   file: string,
   root: string,
   linkedFrom?: string,
+  known?: KnownImports,
 ): Promise<string | undefined> {
   const core = await (_coreReal ??= Deno.realPath(CORE_DIR).catch(() => CORE_DIR));
-  // Plugin files are small: a sync read is far cheaper than a promise each.
-  const text = Deno.readTextFileSync(file);
-  const read = (f: string) => Promise.resolve(f === file ? text : Deno.readTextFileSync(f));
-  // Most plugins import only packages ("zod", npm:…): no local file to follow.
-  const graph = _LOCAL_SPECIFIER.test(text) ? await localModuleGraph([file], {}, read) : [file];
+  const graph = _knownGraph(file, known) ?? await _readGraph(file);
   for (const f of graph) {
     if (f === file && linkedFrom === undefined) continue;
     let real = f;

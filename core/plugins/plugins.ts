@@ -19,7 +19,7 @@ import { type PluginSet, pluginSet } from "../config/plugin_set.ts";
 import type { Policy } from "../config/policy.ts";
 import type { ToolsetSource } from "../registry/catalog.ts";
 import type { NotLoaded } from "../registry/not_loaded.ts";
-import { confinement, mapLimit } from "./plugin_files.ts";
+import { confinement, type KnownImports, mapLimit } from "./plugin_files.ts";
 
 export {
   defaultPluginDir,
@@ -98,13 +98,14 @@ export async function pluginSources(options: PluginSourceOptions): Promise<Plugi
 /**
  * The plugins the settings name (core/config/plugin_set.ts) that stay
  * inside their folder, as toolset sources in load order; each rejected one
- * is a warning line naming it and why.
+ * is a warning line naming it and why. `known`: the imports the discovery
+ * cache remembers of unchanged files (then those are not read again).
  */
-export async function confinePlugins(set: PluginSet): Promise<PluginSources> {
+export async function confinePlugins(set: PluginSet, known?: KnownImports): Promise<PluginSources> {
   const warnings = [...set.warnings];
   const rejected: NotLoaded[] = [];
   // Checked concurrently (a start with many plugins stays fast); results keep the order.
-  const verdicts = await mapLimit(set.candidates, 32, confinement);
+  const verdicts = await mapLimit(set.candidates, 32, (c) => confinement(c, known));
   const sources: ToolsetSource[] = [];
   const files = new Map<string, string[]>();
   for (const [i, c] of set.candidates.entries()) {

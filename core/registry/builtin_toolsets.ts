@@ -7,6 +7,7 @@
 import { join } from "node:path";
 import { INSTALL_DIR } from "../config/install_dir.ts";
 import type { Policy } from "../config/policy.ts";
+import { ConfigError } from "../tool/errors.ts";
 import type { ToolsetSource } from "./catalog.ts";
 
 /** The folder of the built-in toolsets. */
@@ -66,4 +67,34 @@ export async function builtinSource(name: string, policy: Policy): Promise<Tools
     modules: await toolModules(join(TOOLSETS_DIR, name)),
     policy: policy.toolset(name),
   };
+}
+
+/**
+ * The built-in toolsets a start loads, in order: those that autoload and
+ * those named in `wanted` (an unknown name is a `ConfigError`); a toolset
+ * of the policy that no built-in has is said through `warn`.
+ */
+export async function startingBuiltins(
+  policy: Policy,
+  wanted: string[],
+  warn: (text: string) => void,
+): Promise<ToolsetSource[]> {
+  const declared = await builtinToolsets();
+  const known = Object.keys(declared).join(", ");
+  for (const name of wanted) {
+    if (!(name in declared)) {
+      throw new ConfigError(`Unknown toolset "${name}" (built-in toolsets: ${known})`);
+    }
+  }
+  const names = Object.keys(declared).filter((n) => declared[n].autoload || wanted.includes(n));
+  // A typo in the policy would silently grant nothing: say so.
+  for (const name of policy.toolsetNames()) {
+    if (!(name in declared)) {
+      warn(
+        `Warning: ${policy.origin(`toolsets.${name}`)}: toolsets.${name}: no built-in ` +
+          `toolset has that name (built-in toolsets: ${known}; plugins go under "plugins")`,
+      );
+    }
+  }
+  return await Promise.all(names.map((name) => builtinSource(name, policy)));
 }

@@ -309,7 +309,36 @@ export class Catalog {
   }
 
   #add(source: ToolsetSource, module: string, t: ToolMeta): void {
-    const workspace = this.#options.workspace;
+    const { decision, jail, status, reason } = this.#decide(source, t);
+    const info: ToolInfo = {
+      name: t.name,
+      description: scrubText(t.description, this.#options.secrets),
+      toolset: source.id,
+      kind: source.kind,
+      source: module,
+      permissions: t.permissions,
+      status,
+      reason,
+      isolation: source.policy.isolation,
+      grant: decision.grant,
+      ...(source.policy.fallback ? { fallback: source.policy.fallback } : {}),
+      // Without the namespace it needs, the tool runs nowhere: no jail to show (not an opt-out).
+      ...(jail.missing ? {} : { jail: jail.status }),
+      ...(jail.wall && jail.wall.state !== "missing"
+        ? { seccomp: { filter: jail.wall.state, except: [...source.policy.allow_syscalls ?? []] } }
+        : {}),
+      confirm: t.confirm,
+      inputSchema: t.inputSchema,
+      ..._optionalMeta(t),
+    };
+    const entry: CatalogEntry = { info, source, module };
+    if (status === "loaded") this.#claimName(entry, t.name);
+    this.#entries.push(entry);
+    if (info.status === "loaded") this.#byName.set(t.name, entry);
+  }
+
+  /** The tool's grant under its toolset's policy and the host's letters, its jail, its status. */
+  #decide(source: ToolsetSource, t: ToolMeta) {
     const decision = effectiveGrant(t.permissions, source.policy, this.#options.host);
     if (t.commands && t.permissions.includes("x") && !decision.missing) {
       // Least privilege inside a toolset: RunBashCode gets bash, not python3.
@@ -340,84 +369,65 @@ export class Catalog {
       status = "skipped";
       reason = decision.missing;
     }
-    const info: ToolInfo = {
-      name: t.name,
-      description: scrubText(t.description, this.#options.secrets),
-      toolset: source.id,
-      kind: source.kind,
-      source: module,
-      permissions: t.permissions,
-      status,
-      reason,
-      isolation: source.policy.isolation,
-      grant: decision.grant,
-      ...(source.policy.fallback ? { fallback: source.policy.fallback } : {}),
-      // Without the namespace it needs, the tool runs nowhere: no jail to show (not an opt-out).
-      ...(jail.missing ? {} : { jail: jail.status }),
-      ...(jail.wall && jail.wall.state !== "missing"
-        ? { seccomp: { filter: jail.wall.state, except: [...source.policy.allow_syscalls ?? []] } }
-        : {}),
-      confirm: t.confirm,
-      ...(t.confirmWhen ? { confirmWhen: t.confirmWhen } : {}),
-      inputSchema: t.inputSchema,
-      ...(t.annotations ? { annotations: t.annotations } : {}),
-      ...(t.taskSupport ? { taskSupport: t.taskSupport } : {}),
-      ...(t.taskAfterInput ? { taskAfterInput: true } : {}),
-      ...(t.outputSchema ? { outputSchema: t.outputSchema } : {}),
-      ...(t.icons ? { icons: t.icons } : {}),
-    };
-    const entry: CatalogEntry = { info, source, module };
-    if (status === "loaded") {
-      const prev = this.#byName.get(t.name);
-      const reservedBy = this.#options.reserved?.get(t.name);
-      if (!prev && reservedBy && source.kind !== "builtin") {
-        // The built-in is not loaded now (on demand, or a letter missing): its name stays reserved.
-        const what =
-          `the name of built-in tool "${t.name}" (toolset ${reservedBy}, not loaded now)`;
-        if (!source.policy.allow_override) {
-          info.status = "dropped";
-          info.reason = `would take ${what}; allow it with "allow_override": true in ` +
-            `${source.policy.where} of ${source.policy.file ?? "permissions.json"}`;
-          this.warn(
-            `Warning: tool "${t.name}" from ${fullSource(source, module)} dropped: ${info.reason}`,
-          );
-        } else {
-          this.warn(`Warning: tool "${t.name}" from ${fullSource(source, module)} takes ${what}`);
-        }
-      }
-      if (prev) {
-        const builtinVictim = prev.source.kind === "builtin" && source.kind !== "builtin";
-        if (builtinVictim && !source.policy.allow_override) {
-          info.status = "dropped";
-          info.reason = `would replace built-in tool from ${
-            displayModule(prev.module, workspace)
-          }; allow it with "allow_override": true in ${source.policy.where} of ${
-            source.policy.file ?? "permissions.json"
-          }`;
-          this.warn(
-            `Warning: tool "${t.name}" from ${fullSource(source, module)} dropped: ${info.reason}`,
-          );
-        } else if (prev.module === module) {
-          // One file, one name twice: one place to name, and the definition that wins.
-          prev.info.status = "overridden";
-          prev.info.reason = `${DEFINED_TWICE} ${displayModule(module, workspace)}; ${LATER_USED}`;
-          this.warn(
-            `Warning: tool "${t.name}" is ${DEFINED_TWICE} ${
-              fullSource(source, module)
-            }; ${LATER_USED}`,
-          );
-        } else {
-          prev.info.status = "overridden";
-          prev.info.reason = `replaced by the one from ${displayModule(module, workspace)}`;
-          this.warn(
-            `Warning: tool "${t.name}" from ${fullSource(source, module)} replaces the one from ${
-              fullSource(prev.source, prev.module)
-            }`,
-          );
-        }
-      }
-    }
-    this.#entries.push(entry);
-    if (info.status === "loaded") this.#byName.set(t.name, entry);
+    return { decision, jail, status, reason };
   }
+
+  /**
+   * A loaded tool takes its name: a built-in's (loaded or reserved) only
+   * where the policy allows an override; otherwise the later one wins, with
+   * a warning naming both.
+   */
+  #claimName(entry: CatalogEntry, name: string): void {
+    const { info, source, module } = entry;
+    const workspace = this.#options.workspace;
+    const prev = this.#byName.get(name);
+    const where = `${source.policy.where} of ${source.policy.file ?? "permissions.json"}`;
+    const drop = (why: string) => {
+      info.status = "dropped";
+      info.reason = `${why}; allow it with "allow_override": true in ${where}`;
+      this.warn(
+        `Warning: tool "${name}" from ${fullSource(source, module)} dropped: ${info.reason}`,
+      );
+    };
+    const reservedBy = this.#options.reserved?.get(name);
+    if (!prev && reservedBy && source.kind !== "builtin") {
+      // The built-in is not loaded now (on demand, or a letter missing): its name stays reserved.
+      const what = `the name of built-in tool "${name}" (toolset ${reservedBy}, not loaded now)`;
+      if (!source.policy.allow_override) drop(`would take ${what}`);
+      else this.warn(`Warning: tool "${name}" from ${fullSource(source, module)} takes ${what}`);
+    }
+    if (!prev) return;
+    if (
+      prev.source.kind === "builtin" && source.kind !== "builtin" && !source.policy.allow_override
+    ) {
+      return drop(`would replace built-in tool from ${displayModule(prev.module, workspace)}`);
+    }
+    prev.info.status = "overridden";
+    if (prev.module === module) {
+      // One file, one name twice: one place to name, and the definition that wins.
+      prev.info.reason = `${DEFINED_TWICE} ${displayModule(module, workspace)}; ${LATER_USED}`;
+      this.warn(
+        `Warning: tool "${name}" is ${DEFINED_TWICE} ${fullSource(source, module)}; ${LATER_USED}`,
+      );
+      return;
+    }
+    prev.info.reason = `replaced by the one from ${displayModule(module, workspace)}`;
+    this.warn(
+      `Warning: tool "${name}" from ${fullSource(source, module)} replaces the one from ${
+        fullSource(prev.source, prev.module)
+      }`,
+    );
+  }
+}
+
+/** What a tool's metadata carries only when it has it. */
+function _optionalMeta(t: ToolMeta): Partial<ToolInfo> {
+  return {
+    ...(t.confirmWhen ? { confirmWhen: t.confirmWhen } : {}),
+    ...(t.annotations ? { annotations: t.annotations } : {}),
+    ...(t.taskSupport ? { taskSupport: t.taskSupport } : {}),
+    ...(t.taskAfterInput ? { taskAfterInput: true } : {}),
+    ...(t.outputSchema ? { outputSchema: t.outputSchema } : {}),
+    ...(t.icons ? { icons: t.icons } : {}),
+  };
 }

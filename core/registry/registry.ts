@@ -25,14 +25,19 @@ import { hostFallback } from "./host_fallback.ts";
 import type { ModuleMeta } from "../sandbox/protocol.ts";
 import type { Sandbox } from "../sandbox/sandbox.ts";
 import { sandboxEntryFiles } from "../sandbox/sandbox_files.ts";
-import { ConfigError } from "../tool/errors.ts";
 import { Reporter } from "../tool/reporter.ts";
 import type { ToolResult } from "../tool/result.ts";
 import type { SchemaFormat } from "../tool/schema.ts";
-import { builtinSource, builtinToolsets, reservedToolNames } from "./builtin_toolsets.ts";
+import {
+  builtinSource,
+  builtinToolsets,
+  reservedToolNames,
+  startingBuiltins,
+} from "./builtin_toolsets.ts";
 import { CallRunner, type RegistryCallOptions } from "./call_runner.ts";
 import { Catalog, type LoadProblem, type ToolInfo, type ToolsetSource } from "./catalog.ts";
 import { Discovery } from "./discovery.ts";
+import { progressLine } from "./discovery_progress.ts";
 import { defaultCacheDir } from "./discovery_cache.ts";
 import { pluginRoots } from "./grant_paths.ts";
 import { checkSourceTrust, sandboxNamespace } from "./sandbox_namespace.ts";
@@ -134,6 +139,8 @@ export class Registry {
       // Top-level code of a plugin runs at discovery: its connections are audited too.
       onConnection: (id, r) => this.#runner.auditConnection(id, r),
       onChanges: (id, report) => this.#runner.auditChanges(id, report),
+      ...(options.discoveryProgress ? { progress: () => progressLine() } : {}),
+      ...(options.discoveryCache ? { cache: options.discoveryCache } : {}),
     });
     const audit = auditPath ? new AuditLog(auditPath, options.auditLimits) : undefined;
     this.hosted = new HostedServers(options.servers ?? [], {
@@ -167,7 +174,7 @@ export class Registry {
   #loadServer(name: string): void {
     const entry = this.hosted.entry(name)!;
     const source = serverSource(entry, this.policy.server(name));
-    this.#checkTrust(source, this.#catalog.sources());
+    this.#checkTrust([source], this.#catalog.sources());
     const metas = serverMetas(this.#catalog, this.hosted, source, entry, this.#reserved);
     this.#register(source, metas);
     this.onToolsChanged?.();
@@ -176,8 +183,10 @@ export class Registry {
   #reserved = new Map<string, string>();
 
   /** Refuse a source whose write grant overlaps the trust base (./sandbox_namespace.ts). */
-  #checkTrust(source: ToolsetSource, sources: ToolsetSource[]): void {
-    checkSourceTrust(source, [...this.trusted, ...pluginRoots(sources)], this.host, this.#catalog);
+  #checkTrust(sources: ToolsetSource[], all: ToolsetSource[]): void {
+    // The trust base once for all of them: a start with many plugins stays linear.
+    const trusted = [...this.trusted, ...pluginRoots(all)];
+    for (const s of sources) checkSourceTrust(s, trusted, this.host, this.#catalog);
   }
 
   /** Build the catalog: autoloaded built-ins, requested toolsets, then other sources. */
@@ -222,34 +231,13 @@ export class Registry {
     // A host whose flags forbid process sandboxes runs its toolsets in workers (host_fallback.ts).
     const fallback = processSandboxMissing();
     const plugins = (options.sources ?? []).map((s) => hostFallback(s, fallback));
-    if (!options.noBuiltins) {
-      const declared = await builtinToolsets();
-      const known = Object.keys(declared).join(", ");
-      for (const name of options.toolsets ?? []) {
-        if (!(name in declared)) {
-          throw new ConfigError(`Unknown toolset "${name}" (built-in toolsets: ${known})`);
-        }
-      }
-      const names = Object.keys(declared).filter((n) =>
-        declared[n].autoload || (options.toolsets ?? []).includes(n)
-      );
-      // A typo in the policy would silently grant nothing: say so.
-      for (const name of policy.toolsetNames()) {
-        if (!(name in declared)) {
-          catalog.warn(
-            `Warning: ${policy.origin(`toolsets.${name}`)}: toolsets.${name}: no built-in ` +
-              `toolset has that name ` +
-              `(built-in toolsets: ${known}; plugins go under "plugins")`,
-          );
-        }
-      }
-      const builtins = (await Promise.all(names.map((name) => builtinSource(name, policy))))
+    const builtins = options.noBuiltins
+      ? []
+      : (await startingBuiltins(policy, options.toolsets ?? [], (w) => catalog.warn(w)))
         .map((b) => hostFallback(b, fallback));
-      for (const b of builtins) this.#checkTrust(b, plugins);
-      await this.#loadSources(builtins); // at once: registration keeps their order
-    }
-    for (const p of plugins) this.#checkTrust(p, plugins);
-    await this.#loadSources(plugins);
+    this.#checkTrust([...builtins, ...plugins], plugins);
+    // At once, built-ins and plugins: registration keeps their order.
+    await this.#loadSources([...builtins, ...plugins]);
     this.#reserved = options.reserved!;
     for (const e of options.servers ?? []) this.#loadServer(e.name);
     await this.#discovery.save();
@@ -267,9 +255,10 @@ export class Registry {
     return this.#discovery.imports;
   }
 
-  /** How many discovery sandboxes were started (alike plugins share one), for tests. */
-  get discoverySandboxes(): number {
-    return this.#discovery.sandboxes;
+  /** Discovery's work so far, counted (./discovery.ts): for tests, never timed. */
+  get discoveryStats(): { imports: number; sandboxes: number; hashed: number; infoRuns: number } {
+    const d = this.#discovery;
+    return { imports: d.imports, sandboxes: d.sandboxes, hashed: d.hashed, infoRuns: d.infoRuns };
   }
 
   /** Add an on-demand built-in toolset at run time (e.g. `"net"`). */
@@ -282,7 +271,7 @@ export class Registry {
     }
     if (this.#catalog.has(name)) return this.list().filter((t) => t.toolset === name);
     const source = hostFallback(await builtinSource(name, this.policy), processSandboxMissing());
-    this.#checkTrust(source, this.#catalog.sources());
+    this.#checkTrust([source], this.#catalog.sources());
     await this.#loadSource(source);
     await this.#discovery.save();
     return this.list().filter((t) => t.toolset === name);
@@ -291,7 +280,7 @@ export class Registry {
   /** Add a toolset source (plugin or package) at run time. */
   async addSource(source: ToolsetSource): Promise<ToolInfo[]> {
     source = hostFallback(source, processSandboxMissing());
-    this.#checkTrust(source, [...this.#catalog.sources(), source]);
+    this.#checkTrust([source], [...this.#catalog.sources(), source]);
     await this.#loadSource(source);
     await this.#discovery.save();
     return this.list().filter((t) => t.toolset === source.id);
@@ -312,7 +301,7 @@ export class Registry {
   ): Promise<void> {
     sources = sources.map((s) => hostFallback(s, processSandboxMissing()));
     const kept = this.#catalog.sources().filter((s) => !remove.includes(s.id));
-    for (const source of sources) this.#checkTrust(source, [...kept, ...sources]);
+    this.#checkTrust(sources, [...kept, ...sources]);
     for (const source of sources) {
       for (const v of secretValues(source.config)) this.#secrets.add(v);
     }

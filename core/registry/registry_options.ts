@@ -10,6 +10,7 @@ import type { TrustedPath } from "../config/trust_base.ts";
 import type { HostPrivileges } from "../sandbox/grant.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import type { SecondWallOptions } from "../seccomp/mod.ts";
+import type { DiscoveryCache } from "./discovery_cache.ts";
 import type { ToolsetSource } from "./catalog.ts";
 import type { NotLoaded } from "./not_loaded.ts";
 import type { SandboxPoolLimits } from "./sandbox_pool.ts";
@@ -77,6 +78,10 @@ export interface RegistryOptions {
   said?: Set<string>;
   /** Plugin files rejected before discovery (./not_loaded.ts): a call of a name they may define says why. */
   rejected?: NotLoaded[];
+  /** A progress line on stderr, when it is a terminal, for a discovery that takes long. */
+  discoveryProgress?: boolean;
+  /** The discovery cache, when the caller already opened it (else opened from `cacheDir`). */
+  discoveryCache?: DiscoveryCache;
   /** Hosted MCP servers (corral.json `servers`), registered after the plugins. */
   servers?: ServerEntry[];
   /** Call sandboxes alive at once (every principal's) and how long an unused one is kept. */

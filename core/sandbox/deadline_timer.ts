@@ -10,6 +10,12 @@
 export interface Deadline {
   deadline?: number;
   onTimeout?: () => void;
+  /**
+   * A limit (ms) that runs from the sandbox's start rather than from the
+   * request (a module's import: the process's own start is not its time):
+   * the deadline is set again by {@link DeadlineTimer.started}.
+   */
+  afterStart?: number;
 }
 
 /**
@@ -44,6 +50,17 @@ export class DeadlineTimer {
     clearTimeout(this.#timer);
     this.#at = at;
     this.#timer = setTimeout(() => this.#expire(), Math.max(0, inMs));
+  }
+
+  /** The sandbox has started: limits that run from its start run from now. */
+  started(): void {
+    const now = performance.now();
+    for (const p of this.#items()) {
+      if (p.afterStart === undefined) continue;
+      p.deadline = now + p.afterStart;
+      p.afterStart = undefined;
+      this.schedule(p.deadline - now);
+    }
   }
 
   /** No deadline is left: stop. */

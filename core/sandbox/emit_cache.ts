@@ -67,17 +67,32 @@ export interface PrivateCache {
  * // DENO_DIR=cache.denoDir deno run --cached-only --frozen --lock=cache.lock …
  * ```
  */
-export async function privateDenoCache(o: {
+export function privateDenoCache(o: _CacheSpec): Promise<PrivateCache> {
+  const final = join(o.dir, "cache");
+  const made = { denoDir: join(final, "deno"), lock: join(final, "deno.lock") };
+  if (pathExists(made.lock)) return Promise.resolve(made);
+  // Sandboxes of one set starting at once (sessions' first calls) wait for one making.
+  let making = _making.get(final);
+  if (!making) {
+    making = _make(o, final, made).finally(() => _making.delete(final));
+    _making.set(final, making);
+  }
+  return making;
+}
+
+/** What {@link privateDenoCache} makes a cache of. */
+interface _CacheSpec {
   dir: string;
   files: string[];
   specifiers: string[];
   shared: string;
   /** Hosts its remote modules come from (`--allow-import`). */
   imports?: string[];
-}): Promise<PrivateCache> {
-  const final = join(o.dir, "cache");
-  const made = { denoDir: join(final, "deno"), lock: join(final, "deno.lock") };
-  if (pathExists(made.lock)) return made;
+}
+
+const _making = new Map<string, Promise<PrivateCache>>();
+
+async function _make(o: _CacheSpec, final: string, made: PrivateCache): Promise<PrivateCache> {
   await Deno.mkdir(o.dir, { recursive: true, mode: 0o700 });
   const tmp = `${final}.${crypto.randomUUID()}.tmp`;
   const denoDir = join(tmp, "deno");
@@ -90,9 +105,9 @@ export async function privateDenoCache(o: {
       [...urls, ...o.specifiers].map((s) => `import ${JSON.stringify(s)};\n`).join(""),
     );
     const allow = o.imports?.length ? [`--allow-import=${o.imports.join(",")}`] : [];
-    const info = await _info(root, allow);
+    const info = await denoInfo(root, allow);
     const lockText = await Deno.readTextFile(join(INSTALL_DIR, "deno.lock")).catch(() => "{}");
-    const lock = JSON.parse(lockText) as _Lock;
+    const lock = JSON.parse(lockText) as DenoLock;
     const packages = _closure(info);
     for (const p of packages) {
       const local = info.npmPackages?.[p]?.localPath;
@@ -110,7 +125,7 @@ export async function privateDenoCache(o: {
     }
     await Deno.writeTextFile(
       join(tmp, "deno.lock"),
-      JSON.stringify(_narrow(lock, packages, remote)),
+      JSON.stringify(narrowLock(lock, packages, remote)),
     );
     await _emit([...urls, ...o.specifiers], denoDir, join(tmp, "deno.lock"), allow);
     // corral's own modules (never a plugin's) run once here, so that V8's code cache exists.
@@ -129,22 +144,32 @@ export async function privateDenoCache(o: {
   }
 }
 
-interface _Info {
-  modules?: Array<{ specifier: string; kind?: string; local?: string }>;
+/** What `deno info --json` says of a module graph (the parts corral reads). */
+export interface DenoInfo {
+  modules?: Array<{
+    specifier: string;
+    kind?: string;
+    local?: string;
+    npmPackage?: string;
+    dependencies?: Array<{ code?: { specifier?: string } }>;
+  }>;
+  redirects?: Record<string, string>;
   npmPackages?: Record<
     string,
     { name: string; version: string; dependencies?: string[]; localPath?: string }
   >;
 }
 
-interface _Lock {
+/** corral's lock file (the parts corral reads). */
+export interface DenoLock {
   specifiers?: Record<string, string>;
   npm?: Record<string, unknown>;
   remote?: Record<string, string>;
   [key: string]: unknown;
 }
 
-async function _info(root: string, allow: string[]): Promise<_Info> {
+/** `deno info --json` of `root` with corral's config, offline (nothing is downloaded). */
+export async function denoInfo(root: string, allow: string[] = []): Promise<DenoInfo> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["info", "--json", `--config=${_CONFIG}`, ...allow, root],
     cwd: INSTALL_DIR,
@@ -154,14 +179,14 @@ async function _info(root: string, allow: string[]): Promise<_Info> {
     stderr: "null",
   }).output();
   try {
-    return JSON.parse(new TextDecoder().decode(out.stdout)) as _Info;
+    return JSON.parse(new TextDecoder().decode(out.stdout)) as DenoInfo;
   } catch {
     return {};
   }
 }
 
 /** The npm packages (lock keys) the graph's npm modules need, dependencies included. */
-function _closure(info: _Info): Set<string> {
+function _closure(info: DenoInfo): Set<string> {
   const all = info.npmPackages ?? {};
   const keys = Object.keys(all);
   const todo: string[] = [];
@@ -182,7 +207,7 @@ function _closure(info: _Info): Set<string> {
 }
 
 /** corral's lock file with only `packages` and `remote` in it. */
-function _narrow(lock: _Lock, packages: Set<string>, remote: Set<string>): _Lock {
+export function narrowLock(lock: DenoLock, packages: Set<string>, remote: Set<string>): DenoLock {
   const specifiers: Record<string, string> = {};
   for (const [spec, version] of Object.entries(lock.specifiers ?? {})) {
     const name = spec.match(/^npm:((?:@[^/@]+\/)?[^/@]+)@/)?.[1];

@@ -69,6 +69,7 @@ export async function pinnedCode(
   pins: Pins,
   store: string,
   salt: string,
+  known?: KnownBytes,
 ): Promise<PinnedCode | string> {
   // A host without write permission (or on a read-only file system) cannot make the store:
   // corral's own code needs no copy, a set copied before is used, anything else is refused.
@@ -96,7 +97,7 @@ export async function pinnedCode(
   const tmp = `${prefix}.${crypto.randomUUID()}.tmp`;
   try {
     await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
-    const changed = await _copyPinned(copied, pins, tmp, prefix);
+    const changed = await _copyPinned(copied, pins, tmp, prefix, known);
     if (changed) return _changed(changed);
     try {
       await Deno.rename(tmp, prefix);
@@ -113,24 +114,38 @@ export async function pinnedCode(
 }
 
 /**
+ * The bytes of a file as its caller read and hashed them (discovery reads
+ * and hashes each file once, core/registry/file_index.ts), if it did.
+ */
+export type KnownBytes = (
+  file: string,
+) => Promise<{ bytes: Uint8Array; hash: string } | undefined>;
+
+/**
  * Copy each of `copied` under `tmp`: read once, hashed, and written from the
- * very bytes that were hashed. Returns the first file that no longer matches
- * its pin, or undefined.
+ * very bytes that were hashed (by `known`'s reader when it read them for this
+ * very pin). Returns the first file that no longer matches its pin, or
+ * undefined.
  */
 async function _copyPinned(
   copied: Set<string>,
   pins: Pins,
   tmp: string,
   prefix: string,
+  known?: KnownBytes,
 ): Promise<string | undefined> {
   for (const file of copied) {
     let bytes: Uint8Array;
-    try {
-      bytes = await Deno.readFile(file);
-    } catch {
-      return file;
+    const given = await known?.(file);
+    if (given && given.hash === pins[file]) bytes = given.bytes;
+    else {
+      try {
+        bytes = await Deno.readFile(file);
+      } catch {
+        return file;
+      }
+      if (await sha256Hex(bytes) !== pins[file]) return file;
     }
-    if (await sha256Hex(bytes) !== pins[file]) return file;
     const out = tmp + file;
     await Deno.mkdir(dirname(out), { recursive: true, mode: 0o700 });
     const text = _TEXT.test(file) ? _pointAtCorral(bytes, file, copied, prefix) : bytes;
@@ -235,7 +250,7 @@ export function insideLoad(
     id,
     modules: inside(r.modules),
     env: r.env,
-    ...(r.isolate ? { isolate: { read: inside(r.isolate.read) } } : {}),
+    ...(r.isolate ? { isolate: { ...r.isolate, read: inside(r.isolate.read) } } : {}),
   };
 }
 

@@ -192,6 +192,7 @@ function _mounts(
     ...childEnv(),
     HOME: NAMESPACE_HOME,
     DENO_DIR: ns.runtime.denoDir,
+    ...ns.runtime.env,
   };
   // No host folder on PATH that the namespace does not bind.
   const bound = { read: g.read, write: g.write, system: g.run.length > 0 };

@@ -29,6 +29,18 @@ export interface SandboxEnv {
   vars?: Record<string, string>;
 }
 
+/**
+ * Workers a discovery process runs at once, each importing one plugin
+ * (core/sandbox/sandbox_child.ts): the host times a batch by it.
+ */
+export const ISOLATED_WORKERS: number = (() => {
+  try {
+    return Math.max(1, Math.min(4, navigator.hardwareConcurrency));
+  } catch {
+    return 2;
+  }
+})();
+
 /** Host → sandbox. */
 export type HostMessage =
   | {
@@ -39,9 +51,11 @@ export type HostMessage =
     /**
      * Import in a worker of its own, holding these read paths (the modules'
      * graph, the entry points' and the grant's): one discovery process then
-     * imports several plugins, never two in one realm.
+     * imports several plugins, never two in one realm. `timeoutMs`: how long
+     * its import may take from its worker's start (the worker is then
+     * dropped and the load answered as timed out).
      */
-    isolate?: { read: string[] };
+    isolate?: { read: string[]; timeoutMs?: number };
   }
   | {
     type: "call";

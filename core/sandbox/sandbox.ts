@@ -21,19 +21,16 @@ import { startWorker } from "./worker_transport.ts";
 import { resultOf, settleAfter } from "./settled_result.ts";
 import { LastChanges } from "./last_changes.ts";
 import { insideEnv } from "./sandbox_env.ts";
-import { DeadlineTimer } from "./deadline_timer.ts";
+import { type Deadline, DeadlineTimer } from "./deadline_timer.ts";
 
 type _Load = Extract<HostMessage, { type: "load" }>;
 
-interface _Pending {
+interface _Pending extends Deadline {
   tool: string;
   resolve: (msg: SandboxMessage) => void;
   onReport?: CallOptions["onReport"];
   onLog?: CallOptions["onLog"];
   onAsk?: CallOptions["onAsk"];
-  /** `performance.now()` after which the request times out. */
-  deadline?: number;
-  onTimeout?: () => void;
 }
 
 const _PING_GRACE_MS = 1000;
@@ -81,9 +78,9 @@ export class Sandbox {
     return this.#transport !== undefined;
   }
 
-  /** Import modules and describe their tools. */
-  async load(modules: string[], env: SandboxEnv, timeoutMs: number): Promise<ModuleMeta[]> {
-    return (await this.#loads([{ modules, env, timeoutMs }]))[0];
+  /** Import each request's modules (in this realm, with its environment); describe their tools. */
+  load(requests: LoadRequest[]): Promise<ModuleMeta[][]> {
+    return this.#loads(requests);
   }
 
   /**
@@ -244,6 +241,7 @@ export class Sandbox {
         onLog: options.onLog,
         onAsk: options.onAsk,
         deadline: performance.now() + timeoutMs,
+        ...(tool === "(import)" && !this.#transport ? { afterStart: timeoutMs } : {}),
         onTimeout: () => {
           finish({
             type: "result",
@@ -283,7 +281,7 @@ export class Sandbox {
     if (this.#transport) return undefined;
     // The copies are gone (a cleared cache): make them again from files that match their pins.
     if (pinnedGone(this.#pinned)) await this.prepare(true);
-    return this.#refused ?? await pinsRefusal(this.options.pins);
+    return this.#refused ?? (this.options.discovery ? undefined : pinsRefusal(this.options.pins));
   }
 
   #fail(tool: string, reason: string, why = "cancelled"): SandboxMessage {
@@ -336,7 +334,7 @@ export class Sandbox {
         // A process sandbox reports what it still holds; env, sys and ffi are never allowed.
         const kept = ["env", "sys", "ffi"].filter((k) => msg.held?.[k] === "granted");
         if (kept.length) this.#recycle(`still held ${kept.join(", ")} after dropping its grant`);
-        return;
+        return this.#timer.started(); // an import's limit runs from here, not from its spawn
       }
       case "log": {
         const p = msg.id !== undefined ? this.#pending.get(msg.id) : undefined;

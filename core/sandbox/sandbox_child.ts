@@ -22,7 +22,13 @@
  */
 import { bridgeEgress } from "../guard/egress_env.ts";
 import type { ToolResult } from "../tool/result.ts";
-import { FRAME_MARK, type HostMessage, type ModuleMeta, type SandboxMessage } from "./protocol.ts";
+import {
+  FRAME_MARK,
+  type HostMessage,
+  ISOLATED_WORKERS,
+  type ModuleMeta,
+  type SandboxMessage,
+} from "./protocol.ts";
 
 interface _Init {
   read: string[];
@@ -195,19 +201,12 @@ function _worker(init: _Init, read: string[]): Worker {
   });
 }
 
-/** Workers importing plugins at once in this process (each in its own isolate). */
-const _WORKERS = (() => {
-  try {
-    return Math.max(1, Math.min(4, navigator.hardwareConcurrency));
-  } catch {
-    return 2;
-  }
-})();
-
 /**
  * Each isolated load in a worker of its own, holding the load's read paths
- * and the grant's other lists; at most {@link _WORKERS} at once. The worker
- * ends when it has answered.
+ * and the grant's other lists; at most {@link ISOLATED_WORKERS} at once. The
+ * worker ends when it has answered, or when its import outlasts its limit
+ * (`isolate.timeoutMs`, from the worker's start): then the load is answered
+ * as timed out and the next one starts (a busy loop may keep its thread).
  */
 function _isolatedLoads(
   init: _Init,
@@ -216,11 +215,21 @@ function _isolatedLoads(
   let running = 0;
   const waiting: Array<() => void> = [];
   return async (msg) => {
-    if (running >= _WORKERS) await new Promise<void>((r) => waiting.push(r));
+    if (running >= ISOLATED_WORKERS) await new Promise<void>((r) => waiting.push(r));
     running++;
     const worker = _worker(init, msg.isolate!.read);
+    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       await new Promise<void>((resolve) => {
+        const limit = msg.isolate!.timeoutMs;
+        if (limit) {
+          timer = setTimeout(() => {
+            worker.onmessage = worker.onerror = null;
+            const error = `its import timed out after ${limit} ms`;
+            out({ type: "result", id: msg.id, result: { success: false, error } });
+            resolve();
+          }, limit);
+        }
         // The worker runs one plugin's code: it speaks for this load only. Whatever it
         // sends is relayed under this load's id (a log, then one answer); the rest is dropped.
         let ready = false;
@@ -253,6 +262,7 @@ function _isolatedLoads(
         };
       });
     } finally {
+      clearTimeout(timer);
       worker.terminate();
       running--;
       waiting.shift()?.();

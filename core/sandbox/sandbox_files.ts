@@ -13,8 +13,10 @@ import { isWithin, runtimeFiles } from "../guard/namespace.ts";
 import type { Grant } from "../tool/tool.ts";
 import { CACHE_FORMAT, privateDenoCache } from "./emit_cache.ts";
 import { changedPins, localModuleGraph, pinGraph, type Pins, sha256Hex } from "./module_graph.ts";
-import { type PinnedCode, pinnedCode } from "./pinned_code.ts";
+import { type KnownBytes, type PinnedCode, pinnedCode } from "./pinned_code.ts";
+import { type DenoNeeds, leanDenoDir } from "./discovery_deno_dir.ts";
 import { selfHosted } from "./child_command.ts";
+import { sealedRuntimeReady } from "./sealed_runtime.ts";
 import { CHILD_ENTRY, type SandboxNamespace, WORKER_ENTRY } from "./transport.ts";
 
 let _entryGraph: Promise<string[]> | undefined;
@@ -78,6 +80,8 @@ export async function prepareSandboxFiles(o: {
   imports?: string[];
   process: boolean;
   namespace?: Omit<SandboxNamespace, "runtime">;
+  /** A discovery sandbox (./sandbox_options.ts `discovery`). */
+  discovery?: { needs: DenoNeeds; bytes?: KnownBytes };
 }): Promise<SandboxFiles> {
   // A process sandbox starts in limits: their probe (begun by the registry) is awaited here,
   // never run again synchronously at the start.
@@ -90,7 +94,7 @@ export async function prepareSandboxFiles(o: {
   const specifiers = [...new Set([...o.modules, ...Object.keys(pins)])]
     .filter((m) => !m.startsWith("/"));
   const salt = JSON.stringify([await _storeSalt(), o.imports ?? []]);
-  const pinned = await pinnedCode(pins, codeStoreDir(), salt);
+  const pinned = await pinnedCode(pins, codeStoreDir(), salt, o.discovery?.bytes);
   if (typeof pinned === "string") return { read: [], code: [], refused: pinned };
   const files = [...pinned.paths.values()].filter((p) => p.startsWith("/"));
   const code = [...(await sandboxEntryFiles()), ...files];
@@ -98,6 +102,9 @@ export async function prepareSandboxFiles(o: {
   await probing;
   if (!o.process || !o.namespace) return { read, code: [], pinned };
   const runtime = await runtimeFiles();
+  await sealedRuntimeReady(); // its execute-only copy, being made ahead (./sealed_runtime.ts)
+  const lean = await _leanFiles(o, pins, pinned, code, read, runtime);
+  if (lean) return lean;
   // A compiled binary cannot run `deno info`/`deno install`: it keeps Deno's cache as it is.
   let own;
   try {
@@ -127,6 +134,50 @@ export async function prepareSandboxFiles(o: {
       runtime: own
         ? { ...runtime, denoDir: own.denoDir, own: [[pinned.dir, pinned.dir], [own.lock, lock]] }
         : runtime,
+    },
+  };
+}
+
+/**
+ * A discovery sandbox's files with a lean Deno cache (./discovery_deno_dir.ts):
+ * the npm packages its graph imports bound from the host's cache, none of
+ * its own made; undefined when its graph needs more (then the full one).
+ */
+async function _leanFiles(
+  o: Parameters<typeof prepareSandboxFiles>[0],
+  pins: Pins,
+  pinned: PinnedCode,
+  code: string[],
+  read: string[],
+  runtime: Awaited<ReturnType<typeof runtimeFiles>>,
+): Promise<SandboxFiles | undefined> {
+  if (!o.discovery || !o.namespace || selfHosted()) return undefined;
+  const graph = [...(await sandboxEntryFiles()), ...Object.keys(pins).filter((f) => f[0] === "/")];
+  const packages = await o.discovery.needs.packagesOf(graph, runtime.denoDir);
+  if (!packages) return undefined;
+  const g = o.grant;
+  // Its own writable cache only where nothing in it may write: no files, commands or network.
+  const holds = g.read.length + g.write.length + g.run.length + g.net.length > 0;
+  const lean = await leanDenoDir(packages, runtime.denoDir, codeStoreDir(), !holds);
+  const lock = join(INSTALL_DIR, "deno.lock");
+  // corral's own code is imported in place: a set of it alone has no copies to bind.
+  const copies = [...pinned.paths.values()].some((p) => isWithin(p, pinned.dir));
+  return {
+    read,
+    code: [...code.filter((f) => !isWithin(f, pinned.dir)), join(INSTALL_DIR, "deno.json")],
+    pinned,
+    namespace: {
+      ...o.namespace,
+      runtime: {
+        ...runtime,
+        denoDir: lean.denoDir,
+        scratchDenoDir: lean.scratch,
+        env: lean.env,
+        own: [...(copies ? [[pinned.dir, pinned.dir]] : []), [lean.lock, lock], ...lean.binds] as [
+          string,
+          string,
+        ][],
+      },
     },
   };
 }

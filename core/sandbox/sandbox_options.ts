@@ -10,6 +10,8 @@ import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
 import type { ChangeReport } from "../layers/change_report.ts";
 import type { HoldRequest } from "../layers/hold_state.ts";
 import type { Pins } from "./module_graph.ts";
+import type { KnownBytes } from "./pinned_code.ts";
+import type { DenoNeeds } from "./discovery_deno_dir.ts";
 import type { SandboxNamespace } from "./transport.ts";
 import type { AskKind, SandboxEnv } from "./protocol.ts";
 
@@ -56,6 +58,13 @@ export interface SandboxOptions {
    * differs from its pin (see core/sandbox/module_graph.ts `pinGraph`).
    */
   pins?: Pins;
+  /**
+   * A discovery sandbox, which imports its modules once: its pins were taken
+   * by this discovery, its copies are written from the bytes that were
+   * hashed (`bytes`), and its Deno cache is a lean one
+   * (./discovery_deno_dir.ts: `needs` says which npm packages it gets).
+   */
+  discovery?: { needs: DenoNeeds; bytes?: KnownBytes };
 }
 
 /** One request of {@link Sandbox.loadIsolated}. */
@@ -63,8 +72,11 @@ export interface LoadRequest {
   modules: string[];
   env: SandboxEnv;
   timeoutMs: number;
-  /** What the worker may read (its own module graph, the entry points, the grant). */
-  isolate?: { read: string[] };
+  /**
+   * What the worker may read (its own module graph, the entry points, the
+   * grant), and how long its import may take from the worker's start.
+   */
+  isolate?: { read: string[]; timeoutMs?: number };
   /** Output of its code. */
   onLog?: (text: string) => void;
 }

@@ -119,11 +119,35 @@ export function sealedNamespace(
   };
 }
 
-/** Make the copies ahead of the first sandbox (no error: the first start reports it). */
-export function prepareSealedRuntime(exec: string): void {
+let _ahead: Promise<void> | undefined;
+
+/**
+ * Make the copies ahead of the first sandbox, off the main thread (a copy
+ * of the deno binary is some 100 MB); no error: the first start reports it.
+ * {@link sealedRuntimeReady} waits for it.
+ */
+export function prepareSealedRuntime(exec: string): Promise<void> {
+  return _ahead ??= Promise.all([exec, sandboxInit()].map(_copyAhead)).then(() => {}, () => {});
+}
+
+/** Resolves once copies started by {@link prepareSealedRuntime} are made (or failed). */
+export function sealedRuntimeReady(): Promise<void> {
+  return _ahead ?? Promise.resolve();
+}
+
+async function _copyAhead(exec: string): Promise<void> {
+  const src = await Deno.stat(exec);
+  const copy = join(codeStoreDir(), "runtime", _key(exec, src), basename(exec));
+  if (_fits(copy, src)) return;
+  const tmp = join(dirname(copy), `.deno-${crypto.randomUUID()}`);
   try {
-    sealedNamespace(exec);
-  } catch { /* the first sandbox start fails with the reason */ }
+    await Deno.mkdir(dirname(copy), { recursive: true, mode: 0o700 });
+    await Deno.copyFile(exec, tmp);
+    await Deno.chmod(tmp, _MODE);
+    await Deno.rename(tmp, copy);
+  } finally {
+    await Deno.remove(tmp).catch(() => {});
+  }
 }
 
 /** The copy of one binary version: its path, size and modification time. */

@@ -99,25 +99,9 @@ async function _main(
     err("Error: no tool found in the harness target\n");
     return EXIT.usage;
   }
-  let args = argv;
-  let def = tools[0];
-  if (tools.length > 1) {
-    const name = argv[0];
-    const found = tools.find((t) => t.name === name);
-    if (!found) {
-      const list = tools.map((t) => `  ${t.name}  ${_firstLine(t.description)}`).join("\n");
-      const text = `Usage: <tool> [options]   (tools: ${tools.map((t) => t.name).join(", ")})\n` +
-        `${list}\n`;
-      if (argv.includes("--help") || argv.length === 0) {
-        out(text);
-        return argv.length === 0 ? EXIT.usage : EXIT.ok;
-      }
-      err(`Error: unknown tool ${JSON.stringify(name)}\n${text}`);
-      return EXIT.usage;
-    }
-    def = found;
-    args = argv.slice(1);
-  }
+  const picked = _pick(tools, argv, out, err);
+  if (typeof picked === "number") return picked;
+  const { def, args } = picked;
 
   const params = describeParams(def);
   let parsed: { json: boolean; help: boolean; values: Record<string, unknown> };
@@ -148,21 +132,7 @@ async function _main(
     err(`Run with --help for the parameters of ${def.name}.\n`);
     return EXIT.usage;
   }
-  const workspace = options.workspace ?? Deno.cwd();
-  const reporter = new Reporter({ sink: err });
-  let lineOpen = false;
-  const result = await invokeTool(def, parsed.values, {
-    signal: new AbortController().signal,
-    workspace,
-    // The harness is a developer tool run with `deno run -A`: the grant is
-    // the workspace for files, and every command and host ("*").
-    grant: { read: [workspace], write: [workspace], run: ["*"], net: ["*"], ...options.grant },
-    report: (kind, message, opts) => {
-      lineOpen = !(opts?.end ?? "\n").includes("\n");
-      reporter.report(def.name, def.permissions, { kind, message, options: opts });
-    },
-  });
-  if (lineOpen) err("\n");
+  const result = await _run(def, parsed.values, options, err);
   if (parsed.json) {
     out(JSON.stringify(result, null, 2) + "\n");
   } else if (result.success) {
@@ -174,6 +144,53 @@ async function _main(
     if (text) err(text);
   }
   return result.success ? EXIT.ok : EXIT.failed;
+}
+
+/** The tool `argv` names where the target holds several (then argv's first word), or an exit code. */
+function _pick(
+  tools: ToolDefinition[],
+  argv: string[],
+  out: Sink,
+  err: Sink,
+): { def: ToolDefinition; args: string[] } | number {
+  if (tools.length === 1) return { def: tools[0], args: argv };
+  const name = argv[0];
+  const found = tools.find((t) => t.name === name);
+  if (found) return { def: found, args: argv.slice(1) };
+  const list = tools.map((t) => `  ${t.name}  ${_firstLine(t.description)}`).join("\n");
+  const text = `Usage: <tool> [options]   (tools: ${tools.map((t) => t.name).join(", ")})\n` +
+    `${list}\n`;
+  if (argv.includes("--help") || argv.length === 0) {
+    out(text);
+    return argv.length === 0 ? EXIT.usage : EXIT.ok;
+  }
+  err(`Error: unknown tool ${JSON.stringify(name)}\n${text}`);
+  return EXIT.usage;
+}
+
+/** Run `def` outside any sandbox, its progress on `err`. */
+async function _run(
+  def: ToolDefinition,
+  values: Record<string, unknown>,
+  options: HarnessOptions,
+  err: Sink,
+) {
+  const workspace = options.workspace ?? Deno.cwd();
+  const reporter = new Reporter({ sink: err });
+  let lineOpen = false;
+  const result = await invokeTool(def, values, {
+    signal: new AbortController().signal,
+    workspace,
+    // The harness is a developer tool run with `deno run -A`: the grant is
+    // the workspace for files, and every command and host ("*").
+    grant: { read: [workspace], write: [workspace], run: ["*"], net: ["*"], ...options.grant },
+    report: (kind, message, opts) => {
+      lineOpen = !(opts?.end ?? "\n").includes("\n");
+      reporter.report(def.name, def.permissions, { kind, message, options: opts });
+    },
+  });
+  if (lineOpen) err("\n");
+  return result;
 }
 
 function _namespace(target: unknown): Record<string, unknown> {
