@@ -5,7 +5,8 @@
  *
  *     corral list [--json]
  *     corral schema [NAME] [--format openai|anthropic|mcp]
- *     corral call NAME [--args '<json object>' | --args -] [--yes] [--timeout MS]
+ *     corral call NAME [--args '<json object>' | --args -] [--yes] [--timeout MS] [--hold]
+ *     corral changes [list] | show ID | apply ID | drop ID
  *     corral demo
  *     corral config [--json]
  *     corral audit [PATH] [--tool X] [--since ISO|1h|30m]
@@ -101,6 +102,10 @@ const _COMMANDS: Record<
       );
       return (values, rest, s) => callCommand(values, rest[0], s.registry);
     },
+  },
+  changes: {
+    alone: async () =>
+      (await _load<typeof import("./changes_command.ts")>("./changes_command.ts")).changesCommand,
   },
   demo: {
     // The demo works in a scratch workspace of its own unless one is given.

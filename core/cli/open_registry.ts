@@ -100,6 +100,7 @@ export async function openRegistry(
     ...(settings.audit ? { auditPath: settings.audit } : {}),
     ...(config.auditMaxBytes !== null ? { auditLimits: { maxBytes: config.auditMaxBytes } } : {}),
     ...(config.auditRequired ? {} : { auditOptional: true }),
+    ...(values.hold ? { hold: true } : {}),
   });
   const skipped = registry.problems.length + plugins.warnings.length;
   if (skipped && human) {

@@ -17,6 +17,12 @@ Usage:
   corral call NAME [--args JSON] [--yes]    run one tool in its sandbox; --args - reads stdin;
                                             no --args: {}, so the tool's defaults (a required
                                             parameter left out is named)
+  corral changes [list] [--json]            the changes held for review (--hold, "hold": true) of
+                                            the workspace: ID, tool, when, what
+  corral changes show ID                    each held change as a diff, with what applying it now
+                                            would do (apply, refused, conflict: judged as a call's)
+  corral changes apply ID | drop ID         apply them, judged again against the tree as it is now
+                                            (the user's edits since stay, as conflicts) | discard
   corral demo                               list the tools and run a few sandboxed calls
   corral audit [PATH] [--identity NAME] [--tool X] [--outcome O] [--since T] [--until T] [--json]
                                             summary of an audit log (default: the one the settings
@@ -84,6 +90,8 @@ Options:
                         corral's installed command, config or cache (refused otherwise)
   --timeout MS          shorter time limit for this call (never above the policy's)
   --yes                 approve calls of tools that need confirmation
+  --hold                call, mcp: hold every call's changes for review instead of applying
+                        them (corral changes); per tool or toolset: "hold": true in permissions.json
   --no-cache            do not read or write the discovery cache
   --audit PATH          append one JSON line per tool call to PATH (off by default)
   --ca-file FILE        trust the certificates of FILE (PEM) in every sandbox and at egress,
@@ -165,6 +173,7 @@ export const CLI_OPTIONS = {
   args: { type: "string" },
   timeout: { type: "string" },
   yes: { type: "boolean" },
+  hold: { type: "boolean" },
   "no-cache": { type: "boolean" },
   audit: { type: "string" },
   "ca-file": { type: "string", multiple: true },
@@ -264,6 +273,7 @@ export const COMMAND_ARITY: Record<string, [number, number]> = {
   list: [0, 0],
   schema: [0, 1],
   call: [1, 1],
+  changes: [0, 2],
   demo: [0, 0],
   config: [0, 0],
   audit: [0, 1],

@@ -117,6 +117,32 @@ export function layerBases(): string[] {
 }
 
 /**
+ * The folders held changes live in (core/layers/held_store.ts), preferred
+ * first: `CORRAL_HELD_DIR`, else `corral/held` in the user's state folder
+ * (`$XDG_STATE_HOME`, else `~/.local/state`); then, for a write root that
+ * holds that, `/var/tmp/corral-<uid>/held`. corral's own state, never the
+ * user's tree: part of the trust base and hidden from every sandbox (they
+ * hold writes no one has reviewed yet).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { heldBases } from "./install_dir.ts";
+ * assert.ok(heldBases().length === 2 && heldBases()[1].endsWith("/held"));
+ * ```
+ */
+export function heldBases(): string[] {
+  const explicit = envVar("CORRAL_HELD_DIR");
+  const state = envVar("XDG_STATE_HOME");
+  const first = explicit
+    ? resolve(explicit)
+    : state
+    ? join(resolve(state), "corral", "held")
+    : join(envVar("HOME") || "/root", ".local", "state", "corral", "held");
+  return [first, `/var/tmp/corral-${userId() ?? "unknown"}/held`];
+}
+
+/**
  * This process's user id, or undefined when the host may not ask
  * (`--allow-sys` without `uid`).
  *

@@ -68,6 +68,8 @@ export interface SandboxPolicy extends Omit<Grant, "jail">, CallLimits, Partial<
   redact_args?: boolean;
   /** Audit lines hold the argument values (`values`) or only their shape (`shape`, absent). */
   audit_args?: "values" | "shape";
+  /** Every call's changes are held for review, not applied (`hold`, or `defaults.hold`). */
+  hold?: boolean;
   /** `rlimit`: accept rlimits where no cgroup is writable, even as root (an opt-out). */
   limits?: "cgroup" | "rlimit";
   /** Where the entry came from, for messages: `toolsets.files`. */
@@ -201,6 +203,11 @@ export class Policy {
     return this.#raw.tools?.[tool]?.confirm ?? "ask";
   }
 
+  /** Whether a tool's changes are held for review (`tools.<name>.hold`; default no). */
+  hold(tool: string): boolean {
+    return this.#raw.tools?.[tool]?.hold === true;
+  }
+
   #resolve(entry: RawSandbox | undefined, where: string, isolation: Isolation): SandboxPolicy {
     const d = this.#raw.defaults ?? {};
     const links: string[] = [];
@@ -254,6 +261,7 @@ export class Policy {
         ? { audit_args: entry?.audit_args ?? d.audit_args }
         : {}),
       ...(entry?.limits ?? d.limits ? { limits: entry?.limits ?? d.limits } : {}),
+      ...(entry?.hold ?? d.hold ? { hold: true } : {}),
       ...callLimits(entry, d),
       ...layerLimits(entry, d),
       where,

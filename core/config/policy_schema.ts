@@ -53,6 +53,9 @@ export const sandboxSchema = z.object({
   redact_args: z.boolean().optional().describe(
     "Audit lines keep only the digest and size of the arguments, not even their shape",
   ),
+  hold: z.boolean().optional().describe(
+    "Hold every call's changes for review instead of applying them (corral changes)",
+  ),
   audit_args: z.enum(["values", "shape"]).optional().describe(
     'What audit lines keep of the arguments: "shape" (default: types, keys, lengths, size) or "values"',
   ),
@@ -79,6 +82,9 @@ export const serverSchema = sandboxSchema.extend({
 
 const _toolSchema = z.object({
   confirm: z.enum(["ask", "always", "never"]).optional(),
+  hold: z.boolean().optional().describe(
+    "Hold the tool's changes for review instead of applying them (corral changes)",
+  ),
 }).strict();
 
 export const policyFileSchema = z.object({

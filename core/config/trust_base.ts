@@ -18,7 +18,7 @@
 import { dirname, join, resolve } from "node:path";
 import { denoDir, isWithin } from "../guard/namespace.ts";
 import { ConfigError } from "../tool/errors.ts";
-import { codeStoreDir, configDir, INSTALL_DIR, layerBases } from "./install_dir.ts";
+import { codeStoreDir, configDir, heldBases, INSTALL_DIR, layerBases } from "./install_dir.ts";
 import { pathExists } from "../guard/path_exists.ts";
 import { rotatedPaths } from "../guard/audit_rotation.ts";
 import { installedCommand } from "./risky_workspace.ts";
@@ -85,6 +85,8 @@ export function trustBase(options: TrustBaseOptions = {}): TrustedPath[] {
     ...installedCommand().map((path) => ({ path, what: "corral's installed command" })),
     // Other sandboxes' writes that are not applied yet (core/layers/).
     ...layerBases().map((path) => ({ path, what: "corral's write layers", secret: true })),
+    // Calls' changes held for review (core/layers/held_store.ts): applied only by the operator.
+    ...heldBases().map((path) => ({ path, what: "corral's held changes", secret: true })),
   ];
   for (const file of new Set([...options.policyFiles ?? [], options.policyFile ?? "("])) {
     if (!file.startsWith("(")) list.push({ path: file, what: "the policy file" });

@@ -148,6 +148,24 @@ export interface AuditChangesRecord extends Partial<AuditWho> {
 }
 
 /**
+ * Changes held for review (core/layers/held_store.ts) applied or dropped by
+ * the operator (`corral changes apply|drop`): a line of its own. (A held
+ * call's own line says what it held: `changes.held`.)
+ */
+export interface AuditHeldRecord extends Partial<AuditWho> {
+  time: string;
+  kind: "held";
+  action: "applied" | "dropped";
+  /** The held set's ID. */
+  held: string;
+  workspace?: string;
+  toolset?: string;
+  tools?: string[];
+  /** What applying it created, changed, removed, refused and found in conflict. */
+  changes?: unknown;
+}
+
+/**
  * SHA-256 (hex) of {@link canonicalJson} of `value`.
  *
  * @example
@@ -230,6 +248,7 @@ export type AnyAuditRecord =
   | AuditConnectionRecord
   | AuditAskRecord
   | AuditChangesRecord
+  | AuditHeldRecord
   | AuditRefusalsRecord
   | { time: string; kind: string };
 

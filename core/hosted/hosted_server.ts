@@ -28,6 +28,7 @@ import { pinned, type ToolDefinition } from "./approvals.ts";
 import { CallLane, CallTimedOut } from "./call_lane.ts";
 import type { SandboxLayers } from "../layers/settle_layers.ts";
 import { LastChanges, type Settles } from "../sandbox/last_changes.ts";
+import type { HoldRequest } from "../layers/hold_state.ts";
 
 export { CallCancelled, CallTimedOut } from "./call_lane.ts";
 import { type Launched, launchServer, type LaunchSpec } from "./launch.ts";
@@ -41,6 +42,8 @@ export interface HostedCall {
   onProgress?: (progress: number, total?: number, message?: string) => void;
   onLog?: (text: string) => void;
   onAsk?: (kind: "sample" | "elicit", params: unknown) => Promise<unknown>;
+  /** Hold the call's changes for review instead of applying them (core/layers/hold_state.ts). */
+  hold?: HoldRequest;
 }
 
 /** Hooks of a {@link HostedServer}. */
@@ -120,7 +123,7 @@ export class HostedServer {
     if (!lane) throw new Error("the server's connection is closed");
     if (this.#run && !this.#runOf.has(call)) {
       this.#runOf.set(call, this.#run);
-      this.#run.enter();
+      this.#run.enter(call.hold);
     }
     this.#calls.add(call);
     try {
@@ -157,7 +160,7 @@ export class HostedServer {
       });
     } finally {
       this.#held--;
-      this.#runOf.get(call)?.leave();
+      this.#runOf.get(call)?.leave(call.hold);
       this.#runOf.delete(call);
     }
   }

@@ -22,7 +22,7 @@ import type { UpperEntry } from "./upper_walk.ts";
 import { isTempName } from "../guard/temp_names.ts";
 import { applyInRoot } from "./root_applier.ts";
 import type { LayerRoot } from "./layer_dirs.ts";
-import type { Sig } from "./tree_sig.ts";
+import { sameSig, type Sig } from "./tree_sig.ts";
 import type { ApplierOp } from "./tree_applier.ts";
 import { maskedMode, userUmask } from "./mode_rules.ts";
 
@@ -249,14 +249,51 @@ export function countApplied(
   let c: "+" | "~" | "-" | undefined;
   if (op.kind === "remove") c = now ? "-" : undefined;
   else if (op.kind === "prune") c = undefined;
-  else if (op.kind === "dir") c = now?.kind === "dir" ? undefined : now ? "~" : "+";
-  else c = now ? "~" : "+";
+  else if (op.kind === "dir") {
+    // A folder that was one already: changed only when its mode did.
+    const mode = op.treeMode !== undefined && op.mode !== op.treeMode;
+    c = now?.kind === "dir" ? (mode ? "~" : undefined) : now ? "~" : "+";
+  } else c = now ? "~" : "+";
   if (!c) return;
   if (c === "+") r.created++;
   else if (c === "~") r.changed++;
   else r.removed++;
   if (op.kind === "write" && sig) r.bytes += sig.size;
   if (r.paths.length < REPORT_PATHS) r.paths.push(c + shown());
+}
+
+/**
+ * Whether the tree's `now` at `op.abs` moved since a sandbox's view of it:
+ * `base`, the signature the view rests on (undefined: none kept), else
+ * since the entry entered the layer, else since `epoch`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { movedSince } from "./apply_batch.ts";
+ * const op = { rel: "f", abs: "/r/f", upper: "/u/f", kind: "write" } as const;
+ * const now = { kind: "file", ino: 1, size: 1, mtimeMs: 2000 } as const;
+ * assert.equal(movedSince(op, now, now, 0), false); // as the view saw it
+ * assert.equal(movedSince(op, now, null, 0), true); // made since
+ * assert.equal(movedSince(op, now, undefined, 1000), true); // saved after the view began
+ * assert.equal(movedSince(op, now, undefined, 3000), false);
+ * ```
+ */
+export function movedSince(
+  op: LayerOp,
+  now: Sig | null,
+  base: Sig | null | undefined,
+  epoch: number,
+): boolean {
+  if (op.judged) return false; // checked path by path by the judge
+  if (base !== undefined) {
+    return !sameSig(now, base) && !(op.kind === "dir" && now?.kind === "dir");
+  }
+  if (now === null) return false;
+  if (op.kind === "dir" || op.kind === "prune") {
+    return now.kind !== "dir" && now.mtimeMs >= (op.entry?.birthMs || epoch);
+  }
+  return now.mtimeMs >= (op.kind === "remove" ? epoch : op.entry?.birthMs || epoch);
 }
 
 /** Note a refused change (the report names the first ones). */

@@ -39,6 +39,12 @@ export interface ChangeReport {
    * (core/layers/mode_rules.ts); present only when there are some.
    */
   masked?: NotApplied[];
+  /**
+   * Changes held for review instead of applied (core/layers/held_writer.ts):
+   * the held set's ID, how many changes it holds, the first of them
+   * (`+`, `~`, `-` as in {@link paths}). Present only when some were held.
+   */
+  held?: { id: string; entries: number; paths: string[] };
 }
 
 /**
@@ -58,7 +64,8 @@ export function emptyReport(): ChangeReport {
 /** Whether `r` holds nothing at all. */
 export function isEmptyReport(r: ChangeReport): boolean {
   return r.created + r.changed + r.removed === 0 && r.refused.length === 0 &&
-    r.conflicts.length === 0 && r.over === undefined;
+    r.conflicts.length === 0 && r.over === undefined &&
+    r.held === undefined;
 }
 
 /**
@@ -81,6 +88,11 @@ export function mergeReports(a: ChangeReport, b: ChangeReport): ChangeReport {
   a.paths.push(...b.paths.slice(0, Math.max(0, REPORT_PATHS - a.paths.length)));
   a.refused.push(...b.refused.slice(0, Math.max(0, REPORT_PATHS - a.refused.length)));
   a.conflicts.push(...b.conflicts.slice(0, Math.max(0, REPORT_PATHS - a.conflicts.length)));
+  if (b.held) {
+    const h = a.held ??= { id: b.held.id, entries: 0, paths: [] };
+    h.entries += b.held.entries;
+    h.paths.push(...b.held.paths.slice(0, Math.max(0, REPORT_PATHS - h.paths.length)));
+  }
   if (b.over !== undefined) a.over ??= b.over;
   if (b.masked?.length) {
     const m = a.masked ??= [];

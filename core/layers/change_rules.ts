@@ -121,6 +121,12 @@ export function judgeChange(abs: string, kind: ChangeKind, ctx: RuleContext): Ve
     if (g) return _refuse(`a link or file here would change where the grant path ${g} points`);
   }
   const rel = _rel(abs, ctx);
+  const entry = matchPlanted(rel, _plainEntries(ctx.entries));
+  // Making (or removing) a folder on the way to an entry is harmless; what is in it is judged.
+  // (Before git's rules: a repository made inside a protected entry is still inside it.)
+  if (entry && !((kind === "dir" || kind === "remove") && _onTheWay(rel, entry))) {
+    return _refuse(_entryWhy(entry));
+  }
   const git = _gitVerdicts(abs, rel, kind, ctx);
   if (git) return git;
   for (const h of ctx.hooksFolders) {
@@ -132,11 +138,6 @@ export function judgeChange(abs: string, kind: ChangeKind, ctx: RuleContext): Ve
   if (ctx.configFiles?.has(abs)) {
     if (kind === "symlink") return _refuse("git reads this file as config: a link here is refused");
     if (kind === "write") return { kind: "git-config", gitDir: "" };
-  }
-  const entry = matchPlanted(rel, _plainEntries(ctx.entries));
-  // Making (or removing) a folder on the way to an entry is harmless; what is in it is judged.
-  if (entry && !((kind === "dir" || kind === "remove") && _onTheWay(rel, entry))) {
-    return _refuse(_entryWhy(entry));
   }
   return _APPLY;
 }
@@ -176,9 +177,13 @@ function _gitVerdict(abs: string, inner: string, kind: ChangeKind, ctx: RuleCont
     return _refuse("a link inside a git folder: git would read what it points at as its own");
   }
   for (const [re, why] of _GIT_NEVER) if (re.test(inner)) return _refuse(why);
-  if (/^config(\.worktree)?$/.test(inner)) {
-    const entry = inner === "config" ? ".git/config" : ".git/config.worktree";
-    return hasEntry(ctx.entries, entry) ? { kind: "git-config", gitDir } : _APPLY;
+  const config = /^(config(\.worktree)?)(\/|$)/.exec(inner);
+  if (config) {
+    const entry = `.git/${config[1]}`;
+    if (!hasEntry(ctx.entries, entry)) return _APPLY;
+    // git reads its config from a file: a folder there (or anything in one) is no config.
+    if (kind === "dir" || inner !== config[1]) return _refuse(_entryWhy(entry));
+    return { kind: "git-config", gitDir };
   }
   for (const [re, entry] of _GIT_ENTRIES) {
     if (!re.test(inner) || !hasEntry(ctx.entries, entry)) continue;

@@ -100,3 +100,15 @@ Deno.test("the trust base, PATH folders, the hooks folder and links at or above 
   assert.equal(kind("/ws/spool", "dir"), "apply");
   assert.equal(kind("/ws/spool/out/file"), "apply");
 });
+
+Deno.test("found by the property test: a repository made inside a protected entry, a folder for a repository's config", () => {
+  // (git's rules came first: HEAD in a git directory named .envrc was a ref, and applied.)
+  assert.equal(kind("/ws/d/.envrc/HEAD"), "refuse");
+  assert.equal(kind("/ws/d/.envrc/refs/heads/main"), "refuse");
+  assert.equal(kind("/ws/d/.envrc", "dir"), "refuse");
+  // git reads its config from a file: a folder there, or anything in one, is no config.
+  assert.equal(kind("/ws/r/.git/config", "dir"), "refuse");
+  assert.equal(kind("/ws/r/.git/config/made.txt"), "refuse");
+  assert.equal(kind("/ws/r/.git/config"), "git-config", "the file is judged by what it says");
+  assert.equal(kind("/ws/r/.git/config.worktree/x"), "refuse");
+});

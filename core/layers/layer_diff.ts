@@ -41,6 +41,8 @@ export interface LayerOp {
    * (./mode_rules.ts); the applier applies exactly `mode & 0o7777`.
    */
   mode?: number;
+  /** Set by the judge: the mode the tree's file or folder has now (a folder's change of mode). */
+  treeMode?: number;
   /** Set by the judge: the git directory of a ref, `HEAD` or index (./git_settle.ts). */
   gitDir?: string;
   /** Set by the judge: a removal whose conflicts were checked path by path (./removal_rules.ts). */

@@ -17,10 +17,11 @@
  *
  * @module
  */
-import { basename, dirname, join } from "node:path";
-import { HOOKS_PATH_ENTRY } from "../guard/planted.ts";
+import { basename, dirname, join, relative } from "node:path";
+import { HOOKS_PATH_ENTRY, matchPlanted } from "../guard/planted.ts";
 import { type ChangeKind, hasEntry, judgeChange, type RuleContext } from "./change_rules.ts";
 import { configRefusal } from "./git_rules.ts";
+import { copiedUp } from "./copy_ups.ts";
 import { isGitDir, treeRepos } from "./git_dirs.ts";
 import { type GitEnv, hooksFacts, hooksFoldersOf, type HooksPathValue } from "./hooks_folders.ts";
 import type { LayerOp } from "./layer_diff.ts";
@@ -118,7 +119,22 @@ export class LayerJudge {
         if (op.abs === d || op.abs.startsWith(d + "/")) this.#ops.set(op.abs, op.kind);
       }
     }
+    // What the tree no longer holds though the layer copied it up from there: removed since.
+    const kinds = ["write", "symlink", "dir"];
+    const absent = await Promise.all(
+      ops.map(async (op) =>
+        kinds.includes(op.kind) && !op.vanished && this.#o.view.base(op.abs) === undefined &&
+        (await _lstat(op.abs)) === null
+      ),
+    );
+    const rels = ops.filter((_, i) => absent[i]).map((op) => op.rel);
+    for (const rel of await copiedUp(this.#tree.upper, rels)) {
+      this.#removedSince.add(join(this.#tree.root, rel));
+    }
   }
+
+  /** Paths the layer copied up from the tree that the tree no longer holds. */
+  readonly #removedSince = new Set<string>();
 
   /** Learn what the folder `dir` and each folder above it are. */
   async #around(dir: string): Promise<void> {
@@ -154,6 +170,8 @@ export class LayerJudge {
       if (why) return refuse(why);
     }
     const now = await _lstat(op.abs);
+    // The tree had it when the tool changed it, and it was removed since: the removal stays.
+    if (!now && this.#removedSince.has(op.abs)) return { ...out, conflict: true };
     const nowDir = now?.isDirectory ?? false;
     if (now && (op.kind === "dir" || op.kind === "prune") !== nowDir && op.kind !== "remove") {
       const gone = judgeChange(op.abs, "remove", this.ctx);
@@ -205,11 +223,27 @@ export class LayerJudge {
       ? { dir: now.isDirectory, mode: (now.mode ?? 0) & 0o7777 }
       : null;
     const asked = op.entry.mode & 0o7777;
+    const treeMode = tree?.mode;
+    // A git directory or a protected folder keeps its mode: what reads it is not the tool's.
+    if (tree?.dir && op.kind === "dir" && asked !== tree.mode && this.#guarded(op.abs)) {
+      return {
+        apply: [{ ...op, mode: tree.mode, treeMode }],
+        masked: `mode ${asked.toString(8)} not applied: a git directory or protected folder ` +
+          `keeps its mode (${tree.mode.toString(8)})`,
+      };
+    }
     const mode = maskedMode(asked, op.kind === "dir", tree, userUmask());
     return {
-      apply: [{ ...op, mode }],
+      apply: [{ ...op, mode, treeMode }],
       masked: mode === asked ? undefined : maskedWhy(asked, mode),
     };
+  }
+
+  /** Whether the folder `abs` is a git directory, a hooks folder, or a protected entry's. */
+  #guarded(abs: string): boolean {
+    if (this.ctx.gitDirs.has(abs) || this.ctx.hooksFolders.includes(abs)) return true;
+    const rel = relative(this.ctx.workspace, abs);
+    return matchPlanted(rel.startsWith("..") ? abs : rel, this.ctx.entries) !== undefined;
   }
 
   /** Why the link at `abs` is refused for where it leads, or undefined. */

@@ -195,3 +195,26 @@ Deno.test("names that are not UTF-8 are listed by bytes and refused, shown escap
   assert.deepEqual(odd, ["entry:bad\\xff.txt", "folder:d\\xfe"]);
   assert.ok(entries.some((e) => e.rel === "good" && e.kind === "file"));
 });
+
+Deno.test("found by the property test: a git directory or a protected folder keeps its mode; another folder may narrow it", async () => {
+  const { root, upper, op, verdicts } = await _layer();
+  await _git(root, "init", "-q");
+  await Deno.mkdir(`${root}/.vscode`);
+  await Deno.mkdir(`${root}/src`);
+  for (const d of [".git", ".config", "src"]) await Deno.mkdir(`${upper}/${d}`, { mode: 0o700 });
+  await Deno.mkdir(`${root}/.config`);
+  for (const d of [".git", ".config", "src"]) {
+    await Deno.chmod(`${root}/${d}`, 0o755);
+    await Deno.chmod(`${upper}/${d}`, 0o700);
+  }
+  const [git, config, src] = await verdicts([
+    op(".git", "dir", 0o700),
+    op(".config", "dir", 0o700),
+    op("src", "dir", 0o700),
+  ]);
+  assert.equal(git.apply[0].mode, 0o755);
+  assert.match(git.masked!, /keeps its mode/);
+  assert.equal(config.apply[0].mode, 0o755, "a folder on the way to .config/git/");
+  assert.equal(src.apply[0].mode, 0o700);
+  assert.equal(src.apply[0].treeMode, 0o755, "its change of mode is counted");
+});

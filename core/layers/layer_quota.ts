@@ -85,7 +85,8 @@ export class QuotaCount {
 
   /**
    * Why the layer is not applied (or only in part), naming the bound and
-   * its setting.
+   * its setting; `grew`: it went past while it was applied; `hold`: it was
+   * to be held for review (./held_writer.ts), and nothing of it is.
    *
    * @example
    * ```ts
@@ -96,14 +97,16 @@ export class QuotaCount {
    * assert.match(c.text(), /2 entries, over its quota of 1 entries \(toolsets\.system\.layer_max_entries/);
    * ```
    */
-  text(grew = false): string {
+  text(grew = false, hold = false): string {
     const q = this.quota;
     const key = this.over === "bytes" ? "layer_max_bytes" : "layer_max_entries";
     const held = this.over === "bytes"
       ? `${_n(this.bytes)} bytes of files, over its quota of ${_n(q.bytes)} bytes`
       : `${_n(this.entries)} entries, over its quota of ${_n(q.entries)} entries`;
     const where = q.where ? `${q.where}.${key}` : key;
-    const what = q.partial
+    const what = hold
+      ? "none of its changes were held for review"
+      : q.partial
       ? "only what fits was applied"
       : grew
       ? "it grew past it while it was applied: only what was read before was applied"

@@ -17,7 +17,7 @@
 import { dirname, join, relative } from "node:path";
 import { fileClockNow } from "./file_clock.ts";
 import { isWithin } from "../guard/is_within.ts";
-import { keepConflict, lowerSig, sameSig, type Sig } from "./tree_sig.ts";
+import { keepConflict, lowerSig, type Sig } from "./tree_sig.ts";
 import {
   type ChangeReport,
   emptyReport,
@@ -27,7 +27,6 @@ import {
   REPORT_PATHS,
 } from "./change_report.ts";
 import { followLayers } from "./layer_follow.ts";
-import type { RuleContext } from "./change_rules.ts";
 import { judgeGitRefs } from "./git_settle.ts";
 import { userGitEnv } from "./hooks_folders.ts";
 import { LayerJudge } from "./layer_judge.ts";
@@ -46,6 +45,7 @@ import {
   BATCH,
   countApplied,
   flushApplied,
+  movedSince,
   notApplied,
   planBatch,
   refuse,
@@ -53,35 +53,17 @@ import {
   settleBatches,
   TreeLook,
 } from "./apply_batch.ts";
-import { type LayerQuota, layerQuota } from "./layer_quota.ts";
+import { layerQuota } from "./layer_quota.ts";
 import { bumpGeneration } from "./layer_freshness.ts";
 import { LayerView, type ViewHooks, viewHooks } from "./view_refresh.ts";
 import type { LayerDirs, LayerRoot } from "./layer_dirs.ts";
+import type { Applied, SandboxLayersOptions } from "./settle_options.ts";
+import { type HoldRequest, HoldSet } from "./hold_state.ts";
+import { holdChanges } from "./held_writer.ts";
 import { withTreeLock } from "./tree_lock.ts";
 import { ViewMap } from "./path_memory.ts";
 
-/** What the rules of a sandbox's layers are (the root and what git says are added per layer). */
-export type LayerRules = Omit<RuleContext, "root" | "hooksFolders" | "gitDirs" | "configFiles">;
-
-/** What a {@link SandboxLayers} is made of. */
-export interface SandboxLayersOptions {
-  dirs: LayerDirs;
-  /** Mount points made in the layers (core/guard/grant_mounts.ts): never applied. */
-  artifacts: string[];
-  rules: LayerRules;
-  /** Where conflicting versions are kept. */
-  conflictsDir: string;
-  /** The bounds of the layers (./layer_quota.ts); absent: corral's defaults. */
-  quota?: LayerQuota;
-}
-
-/** One applied change, told to the other sandboxes over the same root. */
-export interface Applied {
-  abs: string;
-  sig: Sig | null;
-  /** A path made or removed (not only rewritten): their views may hold it stale. */
-  named: boolean;
-}
+export type { Applied, LayerRules, SandboxLayersOptions } from "./settle_options.ts";
 
 /** The live layers of this process, by write root: each hears the others' applies. */
 const _live = new Map<string, Set<SandboxLayers>>();
@@ -108,6 +90,8 @@ export class SandboxLayers {
   #closed = false;
   /** The layers went past their quota: nothing more of them is applied. */
   #over = false;
+  /** The calls whose changes are held for review instead of applied (./hold_state.ts). */
+  readonly holds: HoldSet = new HoldSet();
 
   constructor(o: SandboxLayersOptions) {
     this.#o = o;
@@ -126,8 +110,9 @@ export class SandboxLayers {
       memory: this.#memory,
       shown: (abs) => this.#shown(abs),
     });
+    for (const [abs, sig] of o.resume?.view ?? []) this.#view.set(abs, sig);
     for (const l of o.dirs.roots) {
-      this.#epoch.set(l.root, now);
+      this.#epoch.set(l.root, o.resume?.epochs.get(l.root) ?? now);
       this.#inos.set(l.root, Deno.statSync(l.root).ino ?? 0);
       useApplier(l.root, this.#base);
       let set = _live.get(l.root);
@@ -224,6 +209,8 @@ export class SandboxLayers {
   async #settleAll(): Promise<ChangeReport> {
     const total = emptyReport();
     if (this.#closed || this.#over) return total;
+    const holds = this.holds.active();
+    if (holds) return await this.#hold(holds);
     for (const l of this.dirs.roots) mergeReports(total, await this.#settle(l));
     return total;
   }
@@ -287,7 +274,8 @@ export class SandboxLayers {
       const verdicts = await judgeGitRefs(refs, judge.ctx);
       for (const [op, why] of verdicts.refuse) refuse(report, this.#shown(op.abs), why);
       await this.#applyAll(layer, verdicts.apply, report);
-      await flushApplied(report, layer.root, this.#inos.get(layer.root)!, this.#base);
+      const flush = this.#o.applier ? () => {} : flushApplied; // (a dry run: nothing to flush)
+      await flush(report, layer.root, this.#inos.get(layer.root)!, this.#base);
       notApplied(report, layer, rest, shown);
       this.#epoch.set(layer.root, started);
       if (this.#appliedNow) {
@@ -299,6 +287,25 @@ export class SandboxLayers {
       if (report.refused.length) this.markStale(`${report.refused[0].path} was not applied`);
       return report;
     });
+  }
+
+  /**
+   * Hold what changed in every layer for review (./held_writer.ts) instead
+   * of applying it: the tree is not touched; the sandbox's view now holds
+   * what the tree does not, so its next call starts from the tree.
+   */
+  async #hold(holds: HoldRequest[]): Promise<ChangeReport> {
+    this.holds.held(holds); // (one that fails is tried again: never applied instead)
+    const quota = this.#o.quota ?? layerQuota(), [memory, inos] = [this.#memory, this.#inos];
+    const r = await holdChanges(this.dirs.roots, holds, this.#o.rules, this.#artifacts, quota, {
+      memory,
+      inos,
+      epochs: this.#epoch,
+      view: this.#view,
+    });
+    if (r.over) this.#overQuota(r, r.over);
+    if (r.held) this.markStale(`its changes are held for review (${r.held.id})`);
+    return r;
   }
 
   /** The layers went past their quota: said in `report`; nothing more of them is applied. */
@@ -360,6 +367,10 @@ export class SandboxLayers {
     for (const op of ops) if (op.now === undefined) op.now = await lowerSig(op.abs);
     const nows = ops.map((op) => op.now as Sig | null);
     // When an entry entered the layer decides a conflict: read only where one may be.
+    const [births, epoch] = [this.#o.resume?.births, this.#epoch.get(layer.root)!];
+    for (const op of births ? ops : []) {
+      if (op.entry) op.entry.birthMs = births!.get(op.abs) || epoch;
+    }
     await Promise.all(
       ops.filter((op) => op.now && op.entry && !op.entry.birthMs).map(async (op) => {
         op.entry!.birthMs = (await Deno.lstat(op.upper).catch(() => null))?.birthtime?.getTime() ??
@@ -369,7 +380,7 @@ export class SandboxLayers {
     const go: Array<{ op: LayerOp; now: Sig | null }> = [];
     for (const [i, op] of ops.entries()) {
       const now = nows[i];
-      if (this.#conflicts(layer, op, now)) {
+      if (movedSince(op, now, this.#view.get(op.abs), epoch)) {
         await this.#conflict(op, report);
         continue;
       }
@@ -380,7 +391,8 @@ export class SandboxLayers {
     let results: ApplierResult[];
     try {
       const reqs = go.map((g) => requestOf(g.op, g.now));
-      results = await applyInRoot(layer.root, this.#inos.get(layer.root)!, this.#base, reqs);
+      const apply = this.#o.applier ?? applyInRoot;
+      results = await apply(layer.root, this.#inos.get(layer.root)!, this.#base, reqs);
     } catch (err) {
       for (const g of go) refuse(report, this.#shown(g.op.abs), (err as Error).message);
       return;
@@ -415,24 +427,6 @@ export class SandboxLayers {
       : "its folder was not applied";
     _note(report.conflicts, { path: shown, why: kept });
     this.markStale(`${shown} conflicted with a change made outside it`);
-  }
-
-  /** Whether the tree's `now` at `op.abs` moved since this sandbox's view of it. */
-  #conflicts(layer: LayerRoot, op: LayerOp, now: Sig | null): boolean {
-    if (op.judged) return false; // checked path by path by the judge
-    const base = this.#view.get(op.abs);
-    if (base !== undefined) {
-      return !sameSig(now, base) && !(op.kind === "dir" && now?.kind === "dir");
-    }
-    if (now === null) return false;
-    if (op.kind === "dir" || op.kind === "prune") {
-      return now.kind !== "dir" &&
-        now.mtimeMs >= (op.entry?.birthMs || this.#epoch.get(layer.root)!);
-    }
-    const since = op.kind === "remove"
-      ? this.#epoch.get(layer.root)!
-      : op.entry?.birthMs || this.#epoch.get(layer.root)!;
-    return now.mtimeMs >= since;
   }
 
   /** Tell the other live sandboxes over `root` what was applied. */

@@ -33,7 +33,10 @@
  * wrote: its answer means the changes are on disk. Private folders are
  * removed at the end of each batch; one left by a kill is found again by
  * the host's journal (./apply_journal.ts). When the host is gone (stdin
- * closes), the batch under way is finished and the process exits.
+ * closes), the batch under way is finished and the process exits. A folder
+ * whose new mode shuts its owner out (`chmod 600 dir`) would stop what goes
+ * in it: it is open to its owner until the durable request that ends the
+ * settlement gives it its mode.
  *
  * Protocol: one JSON request per line on stdin
  * (`{ id, ops: [{ op, rel, from?, mode?, keep?, size?, expect? }], durable? }`),
@@ -150,7 +153,7 @@ async function _apply(o: ApplierOp, privates: Privates): Promise<ApplierResult> 
     case "dir":
       if (now && now.kind !== "dir") removeSync(name);
       if (!now || now.kind !== "dir") Deno.mkdirSync(name);
-      Deno.chmodSync(name, mode);
+      _chmodDir(o.rel, name, mode);
       break;
     case "remove":
       removeSync(name);
@@ -167,6 +170,39 @@ async function _apply(o: ApplierOp, privates: Privates): Promise<ApplierResult> 
     }
   }
   return { ok: true, sig: sigSync(name) };
+}
+
+/**
+ * Folders whose mode shuts their owner out (no read, write or search for
+ * it), by path: what goes in them (in this batch or a later one) could not
+ * be written, nor the private folder removed. Each is opened to its owner
+ * (`mode | 0o700`, never more for group or others) until the durable
+ * request that ends a settlement gives it its mode, deepest first.
+ */
+const _shut = new Map<string, { mode: number; ino: number }>();
+
+/** Give the folder `name` (`rel`) its mode: now, or at the durable request when it shuts out. */
+function _chmodDir(rel: string, name: string, mode: number): void {
+  const st = Deno.lstatSync(name);
+  if (((st.mode ?? 0) & MODE_BITS) === mode) return _shut.delete(rel), undefined;
+  const open = (mode & 0o700) === 0o700;
+  Deno.chmodSync(name, open ? mode : mode | 0o700);
+  if (open) _shut.delete(rel);
+  else _shut.set(rel, { mode, ino: st.ino ?? 0 });
+}
+
+/** The folders that shut their owner out get their mode, deepest first. */
+function _closeShut(): void {
+  const rels = [..._shut.keys()].sort((a, b) => b.split("/").length - a.split("/").length);
+  for (const rel of rels) {
+    const { mode, ino } = _shut.get(rel)!;
+    _shut.delete(rel);
+    try {
+      const [dir, name] = splitRel(rel);
+      enter(dir, false);
+      if (Deno.lstatSync(name).ino === ino) Deno.chmodSync(name, mode);
+    } catch { /* gone or replaced: nothing to close */ }
+  }
 }
 
 function _error(err: unknown): ApplierResult {
@@ -312,7 +348,7 @@ async function _main(token: string | undefined): Promise<void> {
       buf = buf.slice(nl + 1);
       const req = JSON.parse(line) as ApplierRequest;
       const results = await _batch(req.ops ?? []);
-      if (req.durable) _durable();
+      if (req.durable) _closeShut(), _durable();
       await out({ id: req.id, results });
     }
   }

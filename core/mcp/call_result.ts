@@ -29,9 +29,23 @@ export function callToolResult(result: ToolResult, outputSchema = false): CallTo
     ...(structured ? { structuredContent: structured } : {}),
     isError: !result.success,
   };
+  _held(result, out);
   const fault = faultOf(result);
   if (fault) _FAULTS.set(out, fault);
   return out;
+}
+
+/**
+ * A call whose changes are held for review (core/layers/held_writer.ts)
+ * says so in `_meta["corral/held"]` and in its text, whatever its content
+ * is (a tool's own blocks, a hosted server's structured result).
+ */
+function _held(result: ToolResult, out: CallToolResult): void {
+  const held = result.held_changes as { id?: unknown; note?: unknown } | undefined;
+  if (!held || typeof held !== "object" || typeof held.id !== "string") return;
+  out._meta = { ...out._meta, "corral/held": held };
+  const said = out.content.some((c) => c.type === "text" && c.text.includes(held.id as string));
+  if (!said) out.content.push({ type: "text", text: String(held.note ?? held.id) });
 }
 
 /**

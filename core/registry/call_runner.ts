@@ -29,6 +29,7 @@ import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
 import type { Catalog, CatalogEntry, ToolInfo, ToolsetSource } from "./catalog.ts";
 import type { HostedCallContext } from "../hosted/hosted_servers.ts";
 import { hostVars } from "./host_vars.ts";
+import { holdRequest } from "./call_hold.ts";
 import { auditWho, CallAudit, revokedResult } from "./call_audit.ts";
 import { cleanResult } from "./clean_result.ts";
 import { type ChangeReport, changesOf, withChanges } from "../layers/change_report.ts";
@@ -60,6 +61,8 @@ export interface RegistryCallOptions {
   session?: string;
   /** The request's W3C trace context (MCP `_meta.traceparent`): the call's span continues it. */
   traceparent?: string;
+  /** Hold the call's changes for review instead of applying them (`--hold`). */
+  hold?: boolean;
 }
 
 /** What a {@link CallRunner} needs. */
@@ -84,6 +87,8 @@ export interface CallRunnerOptions {
   hosted?: (name: string, args: unknown, call: HostedCallContext) => Promise<ToolResult>;
   /** How many call sandboxes may live at once, and how long an unused one is kept. */
   sandboxLimits?: SandboxPoolLimits;
+  /** Hold every call's changes for review (`--hold`: ./call_hold.ts). */
+  hold?: boolean;
 }
 
 /**
@@ -281,6 +286,8 @@ export class CallRunner {
         this.#audit?.ask(who, name, info.toolset, kind, outcome, started, reason),
     );
     const ask = { onAsk: (kind: AskKind, params: unknown) => asks.ask(kind, params) };
+    const asked = options.hold || this.#options.hold;
+    const hold = holdRequest(name, info.toolset, source.policy, this.#options.policy, asked, who);
     if (source.kind === "server" && this.#options.hosted) {
       return await this.#options.hosted(name, args, {
         policy: source.policy,
@@ -289,6 +296,7 @@ export class CallRunner {
         // Principals never share a hosted server either (core/hosted/hosted_servers.ts).
         session: options.principal,
         onRun: () => ran.ran = true,
+        ...(hold ? { hold } : {}),
         identity: auditWho(options).identity,
         signal: options.signal,
         onProgress: (progress, total, message) =>
@@ -313,6 +321,7 @@ export class CallRunner {
       timeoutMs,
       signal: options.signal,
       ...ask,
+      ...(hold ? { hold } : {}),
       onReport: (kind, message, opts) => {
         message = scrubText(message, secrets);
         if (options.onReport) options.onReport(kind, message, opts);

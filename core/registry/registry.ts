@@ -164,6 +164,7 @@ export class Registry {
       audit,
       auditOptional: options.auditOptional,
       sandboxLimits: options.sandboxLimits,
+      hold: options.hold,
       namespace,
       hosted: (name, args, call) => this.hosted.call(name, args, call),
     });

@@ -86,4 +86,6 @@ export interface RegistryOptions {
   servers?: ServerEntry[];
   /** Call sandboxes alive at once (every principal's) and how long an unused one is kept. */
   sandboxLimits?: SandboxPoolLimits;
+  /** Hold every call's changes for review instead of applying them (`--hold`). */
+  hold?: boolean;
 }

@@ -10,12 +10,15 @@
  * @module
  */
 import { type ChangeReport, emptyReport, isEmptyReport } from "../layers/change_report.ts";
+import type { HoldRequest, HoldSet } from "../layers/hold_state.ts";
 
 /** What settles a call's writes: a sandbox's layers, or the last settlement of a run it outlived. */
 export interface Settles {
   settle(): Promise<ChangeReport>;
   /** What the live sandbox's view could not refresh (core/layers/view_refresh.ts), if anything. */
   readonly view?: { readonly note: string | undefined };
+  /** Which settlements hold their changes for review (core/layers/hold_state.ts). */
+  readonly holds?: HoldSet;
 }
 
 /**
@@ -61,13 +64,18 @@ export class LastChanges {
     this.#finished = finished;
   }
 
-  /** A call starts on this run (until {@link leave}: its call and its settlement). */
-  enter(): void {
+  /**
+   * A call starts on this run (until {@link leave}: its call and its
+   * settlement); `hold`: its changes are held for review, not applied.
+   */
+  enter(hold?: HoldRequest): void {
     this.#calls++;
+    this.layers?.holds?.enter(hold);
   }
 
   /** A call is done, settled; a last settlement none of the calls took is reported apart. */
-  leave(): void {
+  leave(hold?: HoldRequest): void {
+    this.layers?.holds?.leave(hold);
     if (--this.#calls > 0 || !this.#last) return;
     const last = this.#last;
     this.#last = undefined;

@@ -130,7 +130,7 @@ export class Sandbox {
       const run = on.t && this.#runs.get(on.t);
       return await settleAfter(run?.settles(on.t === this.#transport), result, tool);
     } finally {
-      if (on.t) this.#runs.get(on.t)?.leave();
+      if (on.t) this.#runs.get(on.t)?.leave(options.hold);
     }
   }
 
@@ -158,7 +158,7 @@ export class Sandbox {
     const msg = await this.#request(
       (id) => {
         on.t = this.#transport;
-        if (on.t) this.#runs.get(on.t)?.enter();
+        if (on.t) this.#runs.get(on.t)?.enter(options.hold);
         // The environment is sent once per running sandbox and again only
         // when it changes: calls stay small messages.
         const path = insidePath(this.#pinned, module);

@@ -8,6 +8,7 @@ import type { SandboxPolicy } from "../config/policy.ts";
 import type { EgressRecord } from "../guard/egress.ts";
 import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
 import type { ChangeReport } from "../layers/change_report.ts";
+import type { HoldRequest } from "../layers/hold_state.ts";
 import type { Pins } from "./module_graph.ts";
 import type { KnownBytes } from "./pinned_code.ts";
 import type { DenoNeeds } from "./discovery_deno_dir.ts";
@@ -89,4 +90,6 @@ export interface CallOptions {
   config?: unknown;
   /** Answer the tool's questions to the client (sampling, elicitation); absent: none can. */
   onAsk?: (kind: AskKind, params: unknown) => Promise<unknown>;
+  /** Hold the call's changes for review instead of applying them (core/layers/hold_state.ts). */
+  hold?: HoldRequest;
 }

@@ -94,6 +94,7 @@ export function withStaleView(result: ToolResult, note: string): ToolResult {
  * ```
  */
 export function settled(result: ToolResult, report: ChangeReport, tool: string): ToolResult {
+  if (report.held) result = { ...result, held_changes: heldNote(report.held) };
   const text = notAppliedText(report);
   if (!text) return withChanges(result, report);
   const why = `Cannot apply the changes of tool "${tool}": ${text}`;
@@ -110,4 +111,33 @@ export function settled(result: ToolResult, report: ChangeReport, tool: string):
       : withFault(out, "denied", "changes"),
     report,
   );
+}
+
+/**
+ * What a result says of changes held for review (its `held_changes`):
+ * their ID, how many, the first paths, and what to do.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { heldNote } from "./settled_result.ts";
+ * const n = heldNote({ id: "0a1b2c3d", entries: 2, paths: ["+a.txt", "-b.txt"] });
+ * assert.equal(n.id, "0a1b2c3d");
+ * assert.match(n.note, /held for review.*corral changes show 0a1b2c3d/);
+ * ```
+ */
+export function heldNote(held: NonNullable<ChangeReport["held"]>): {
+  id: string;
+  changes: number;
+  paths: string[];
+  note: string;
+} {
+  return {
+    id: held.id,
+    changes: held.entries,
+    paths: held.paths,
+    note: `${held.entries} change(s) of this call are held for review as ${held.id}, not ` +
+      `applied to the workspace: later calls do not see them until they are applied ` +
+      `(corral changes show ${held.id}; corral changes apply ${held.id})`,
+  };
 }
