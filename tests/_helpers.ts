@@ -59,7 +59,7 @@ export async function runCli(
     [...HOST_PERMISSION_FLAGS];
   const cmd = new Deno.Command(Deno.execPath(), {
     args: ["run", ...flags, `${ROOT}main.ts`, ...args],
-    // Never corral's own folder: that is no workspace (see README, Security model).
+    // Never corral's own folder: that is no workspace (see docs/security.md).
     cwd: options.cwd ?? await _scratchCwd(),
     stdin: options.stdin === undefined ? "null" : "piped",
     stdout: "piped",

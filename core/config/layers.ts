@@ -3,7 +3,7 @@
  * several places (corral's shipped defaults, the user's config directory, a
  * trusted project, the command line), merged key by key, lowest first.
  *
- * The rules (README, "The policy and the config"):
+ * The rules (docs/configuration.md, "The policy and the config"):
  * - objects merge key by key, at every depth: a higher layer changes the keys
  *   it names and keeps the others;
  * - a value (a string, number or boolean) is replaced by a higher layer's;

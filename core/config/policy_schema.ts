@@ -45,7 +45,7 @@ export const sandboxSchema = z.object({
     "The jail's syscall filter: required (default) or off (opt out; the namespace stays)",
   ),
   allow_syscalls: z.array(_refusedSyscall()).optional().describe(
-    "Syscalls the jail's filter refuses that this toolset may make (README.md, The jail's second wall)",
+    "Syscalls the jail's filter refuses that this toolset may make (docs/security.md, The jail's second wall)",
   ),
   limits: z.enum(["cgroup", "rlimit"]).optional().describe(
     "cgroup (default; rlimits where they bind) or rlimit (accept rlimits even as root: an opt-out)",
@@ -106,10 +106,10 @@ export const policyFileSchema = z.object({
   servers: z.record(z.string(), serverSchema).optional(),
   tools: z.record(z.string(), _toolSchema).optional(),
   protect: z.array(z.string()).optional().describe(
-    "More paths kept read-only inside every write grant (README.md, Protected files)",
+    "More paths kept read-only inside every write grant (docs/security.md, Protected files)",
   ),
   unprotect: z.array(z.string()).optional().describe(
-    "Default protected paths lifted, one by one (README.md, Protected files)",
+    "Default protected paths lifted, one by one (docs/security.md, Protected files)",
   ),
 }).strict();
 

@@ -63,7 +63,7 @@ export function protectedPaths(
     problems.push(
       `${file}: unprotect[${i}]: "${e}" is not a protected default` +
         (near.length ? ` (did you mean "${near[0]}"?)` : "") +
-        `; the defaults are listed in README.md, "Protected files"`,
+        `; the defaults are listed in docs/security.md, "Protected files"`,
     );
   });
   if (problems.length) throw new ConfigError(problems.join("\n"));

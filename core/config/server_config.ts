@@ -44,7 +44,7 @@ export const serverEntrySchema = z.object({
           format: z.string().regex(/\{\}/, 'must hold "{}" where the secret goes').optional()
             .describe('The header\'s value, "{}" for the secret (default "{}")'),
         }).strict().optional().describe(
-          "Injected at egress: the server never sees the secret (README, Hosting MCP servers)",
+          "Injected at egress: the server never sees the secret (docs/hosting.md, Hosting MCP servers)",
         ),
       }).strict(),
     ]),

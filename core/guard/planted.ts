@@ -32,7 +32,7 @@ export interface PlantedDefault {
   why: string;
 }
 
-/** The entries protected unless the operator lifts one (see README, "Protected files"). */
+/** The entries protected unless the operator lifts one (see docs/security.md, "Protected files"). */
 export const PLANTED_DEFAULTS: readonly PlantedDefault[] = Object.freeze([
   { entry: ".git/hooks/", why: "git runs its hooks" },
   { entry: ".git/config", why: "git obeys it (core.fsmonitor, core.hooksPath, filters, …)" },

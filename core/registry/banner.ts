@@ -36,7 +36,7 @@ export function registryBanner(registry: Registry): string[] {
   }
   lines.push(..._secondWall(registry));
   lines.push(..._unknownPlugins(registry));
-  // An operator who lifts a protected path hears it at every start (README, Protected files).
+  // An operator who lifts a protected path hears it at every start (docs/security.md, Protected files).
   const { policy } = registry;
   for (const entry of policy.unprotected) {
     lines.push(

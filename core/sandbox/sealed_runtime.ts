@@ -19,7 +19,7 @@
  * (checked with Deno 2.9.6, bubblewrap 0.8.0, Linux 6.18).
  *
  * A compiled corral binary reads its own file (its embedded code) and is
- * not copied: see README.md, "Single binary".
+ * not copied: see docs/security.md, "Single binary".
  *
  * @module
  */

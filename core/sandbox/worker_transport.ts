@@ -3,7 +3,7 @@
  * Deno permissions narrowed to the grant (every key listed: read, write,
  * run, net, import; env, ffi and sys never). Fast, but it shares the host's
  * memory and threads: a worker cannot be capped in memory nor stopped in a
- * busy loop (see README, Security model).
+ * busy loop (see docs/security.md).
  *
  * @module
  */

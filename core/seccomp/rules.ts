@@ -14,7 +14,7 @@
  * - never kills: a tool that probes gets an error, not a crash.
  *
  * A toolset may be granted a refused syscall by name in `permissions.json`
- * (`"allow_syscalls": ["unshare"]`): see README.md, "The jail's second wall".
+ * (`"allow_syscalls": ["unshare"]`): see docs/security.md, "The jail's second wall".
  *
  * @module
  */
