@@ -118,7 +118,10 @@ Deno.test("item 1: settings merge by key, corral config says where each comes fr
 Deno.test("item 3: the README's authoring examples, copied into the default plugin folder, work as written", async () => {
   const h = await _home();
   const readme = await Deno.readTextFile(join(ROOT, "README.md"));
-  const section = readme.slice(readme.indexOf("## Writing tools"), readme.indexOf("## A first MCP client"));
+  const section = readme.slice(
+    readme.indexOf("## Writing tools"),
+    readme.indexOf("## A first MCP client"),
+  );
   const blocks = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
   assert.equal(blocks.length, 2, "two styles");
   assert.match(blocks[0], /from "@corral\/corral"/);
