@@ -26,8 +26,12 @@ async function _approved(l: HostedLayout): Promise<Registry> {
   return (await hostedRegistry(l, SERVERS, { hostile: { read: ["."] } })).registry;
 }
 
-/** This process's descendants that run the fixture (its deno, its bwrap). */
-function _servers(): number[] {
+/**
+ * The processes of this layout's servers, among this process's descendants: those that
+ * run in its workspace (the server, its namespace's bwrap), and the bwrap above them.
+ * Test files running in parallel share this process: another file's are not counted.
+ */
+function _servers(l: HostedLayout): number[] {
   const kids = new Map<number, number[]>();
   for (const e of Deno.readDirSync("/proc")) {
     if (!/^\d+$/.test(e.name)) continue;
@@ -37,15 +41,25 @@ function _servers(): number[] {
       kids.set(ppid, [...(kids.get(ppid) ?? []), Number(e.name)]);
     } catch { /* gone */ }
   }
-  const out: number[] = [];
-  const walk = (p: number) => {
-    for (const k of kids.get(p) ?? []) {
-      try {
-        const cmd = Deno.readTextFileSync(`/proc/${k}/cmdline`);
-        if (cmd.includes("hostile_server.ts")) out.push(k);
-      } catch { /* gone */ }
-      walk(k);
+  const read = (f: () => string) => {
+    try {
+      return f();
+    } catch {
+      return ""; // gone, or a zombie
     }
+  };
+  const out: number[] = [];
+  const walk = (p: number): boolean => {
+    let any = false;
+    for (const k of kids.get(p) ?? []) {
+      const below = walk(k);
+      const here = read(() => Deno.readLinkSync(`/proc/${k}/cwd`)).startsWith(l.base);
+      const server = read(() => Deno.readTextFileSync(`/proc/${k}/cmdline`))
+        .includes("hostile_server.ts");
+      if (here || (below && server)) out.push(k);
+      any ||= here || below;
+    }
+    return any;
   };
   walk(Deno.pid);
   return out;
@@ -58,25 +72,25 @@ Deno.test("hosted stop: a session that ends while its server starts leaves no se
     // The control: a started server is seen, and ending its session removes it.
     const ok = await registry.call("whoami", {}, { principal: "s1" });
     assert.equal(ok.success, true, JSON.stringify(ok));
-    assert.ok(_servers().length > 0, "the control saw no server process");
+    assert.ok(_servers(l).length > 0, "the control saw no server process");
     await registry.endPrincipal("s1");
-    assert.deepEqual(_servers(), [], "ending a session left its started server");
+    assert.deepEqual(_servers(l), [], "ending a session left its started server");
 
     // The attack: the session ends once the server's process exists, before it answered.
     const call = registry.call("whoami", {}, { principal: "s2" });
-    for (let i = 0; i < 2000 && _servers().length === 0; i++) {
+    for (let i = 0; i < 2000 && _servers(l).length === 0; i++) {
       await new Promise((r) => setTimeout(r, 2));
     }
-    assert.ok(_servers().length > 0, "the server never started");
+    assert.ok(_servers(l).length > 0, "the server never started");
     await registry.endPrincipal("s2");
-    assert.deepEqual(_servers(), [], "a server stopped while starting still runs");
+    assert.deepEqual(_servers(l), [], "a server stopped while starting still runs");
     const r = await call;
     // The window was hit: the call failed because its server was stopped while starting.
     assert.equal(r.success, false, JSON.stringify(r));
     assert.match(String(r.error), /stopped while starting/, JSON.stringify(r));
     // Nothing started late either.
     await new Promise((r) => setTimeout(r, 500));
-    assert.deepEqual(_servers(), []);
+    assert.deepEqual(_servers(l), []);
   } finally {
     await registry.close();
   }
