@@ -195,6 +195,9 @@ export class HostedServer {
    * and what it wrote last is settled.
    */
   stop(): Promise<void> {
+    // A start under way ends itself when it sees this (#start): its server killed, not kept.
+    this.#stops++;
+    const starting = this.#starting?.then(() => {}, () => {});
     const launched = this.#launched;
     this.#client = undefined;
     this.#lane = undefined;
@@ -202,11 +205,16 @@ export class HostedServer {
     this.#run = undefined;
     if (this.state === "running") this.state = "idle";
     launched?.kill();
-    return launched ? launched.exited.then(() => {}) : Promise.resolve();
+    const gone = launched ? launched.exited.then(() => {}) : Promise.resolve();
+    return starting ? Promise.all([gone, starting]).then(() => {}) : gone;
   }
+
+  /** How many times it was stopped: a start that sees this change was stopped under it. */
+  #stops = 0;
 
   async #start(): Promise<Client> {
     this.starts++;
+    const stops = this.#stops;
     let launched: Launched | undefined;
     // Its last settlement: the calls' it ended under, else a line apart.
     const run = new LastChanges((r) => this.#spec.onChanges?.(r), () => launched?.exited);
@@ -214,6 +222,7 @@ export class HostedServer {
       launched = await launchServer({ ...this.#spec, onChanges: (r) => run.ended(r) });
       run.layers = launched.layers;
       const [client, lane] = await this.#connect(launched);
+      if (stops !== this.#stops) throw new _StoppedWhileStarting();
       this.#launched = launched;
       this.#run = run;
       this.#client = client;
@@ -230,6 +239,11 @@ export class HostedServer {
       return client;
     } catch (err) {
       launched?.kill();
+      if (err instanceof _StoppedWhileStarting || stops !== this.#stops) {
+        // Stopped (its session ended) while starting: gone with all it started; no failure.
+        await launched?.exited;
+        throw new Error(`server "${this.#spec.entry.name}" was stopped while starting`);
+      }
       const why = (err as Error).message;
       this.#fail(`will not start: ${why}`);
       throw new Error(`server "${this.#spec.entry.name}" will not start: ${why}`);
@@ -350,3 +364,6 @@ async function _listTools(
   lane.setTools(raw);
   return raw.map((t) => pinned(t as unknown as ToolDefinition));
 }
+
+/** A start that was stopped under it (its session ended meanwhile). */
+class _StoppedWhileStarting extends Error {}
