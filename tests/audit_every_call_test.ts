@@ -203,7 +203,15 @@ async function _plugin(isolation: "process" | "worker") {
   const audit = join(base, "audit.jsonl");
   const { registry } = await fixtureRegistry(
     ["audit_ran/ran_tools.ts"],
-    { read: ["."], write: ["."], isolation, max_arg_bytes: 4096, timeout_ms: 60_000 },
+    // A busy machine may take more than the default 10 s to import the fixture: not what this tests.
+    {
+      read: ["."],
+      write: ["."],
+      isolation,
+      max_arg_bytes: 4096,
+      timeout_ms: 60_000,
+      discovery_timeout_ms: 60_000,
+    },
     ws,
     {},
     { auditPath: audit, privileges: "rwx" },
