@@ -24,8 +24,10 @@ function _states(pid: number): string[] {
 Deno.test("pauseSandbox stops every descendant, forking ones too, reports what they hold, and resumes them", async () => {
   const dir = await Deno.realPath(await Deno.makeTempDir());
   await Deno.writeTextFile(join(dir, "held.txt"), "x");
-  const launcher = new Deno.Command("/bin/bash", {
+  // A session of its own: its whole process group is killed at the end (the busy loops too).
+  const launcher = new Deno.Command("/usr/bin/setsid", {
     args: [
+      "/bin/bash",
       "-c",
       `(exec 7<${dir}/held.txt; cd ${dir}; while :; do sleep 0.01; done) & ` +
       "(while :; do :; done) & (while :; do /bin/true; done) & wait",
@@ -63,10 +65,32 @@ Deno.test("pauseSandbox stops every descendant, forking ones too, reports what t
     }
     assert.ok(running.length >= 3, "resumed");
   } finally {
-    launcher.kill("SIGKILL");
+    new Deno.Command("/bin/kill", { args: ["-KILL", "--", `-${launcher.pid}`] }).outputSync();
     await launcher.status;
+    // None of its processes is left running (they would spin for ever): SIGKILL lands at once,
+    // the exit a moment later.
+    let left = _group(launcher.pid);
+    for (let i = 0; i < 100 && left.length; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      left = _group(launcher.pid);
+    }
+    assert.deepEqual(left, []);
   }
 });
+
+/** The processes of the process group `pgid` still there (zombies aside). */
+function _group(pgid: number): number[] {
+  const out: number[] = [];
+  for (const e of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(e.name)) continue;
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(f[2]) === pgid && f[0] !== "Z") out.push(Number(e.name));
+    } catch { /* gone */ }
+  }
+  return out;
+}
 
 Deno.test("pauseSandbox of a launcher that is gone: nothing to pause, nothing held", async () => {
   const gone = new Deno.Command("/bin/true").spawn();
