@@ -7,7 +7,7 @@ import { findBwrap } from "../core/guard/jail.ts";
 import { namespaceArgs } from "../core/guard/namespace.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
-import { tempLayout } from "./_helpers.ts";
+import { runCli, tempLayout } from "./_helpers.ts";
 
 const BWRAP = await findBwrap();
 if (BWRAP === undefined) throw new Error("wide_grant_test: no working bwrap here");
@@ -113,6 +113,40 @@ Deno.test("a read grant of / shows no host process, device, /sys, /tmp file nor 
     await Deno.remove(hostTmp);
     await Deno.remove(hidden, { recursive: true });
   }
+});
+
+Deno.test("corral's held folder, missing when a sandbox with a read grant of / starts, is made first and stays hidden", async () => {
+  const { ws, base } = await tempLayout();
+  await Deno.mkdir(`${base}/cfg`);
+  const grant = { toolsets: { system: { run: ["bash"], read: ["/"] } } };
+  await Deno.writeTextFile(`${base}/cfg/permissions.json`, JSON.stringify(grant));
+  await Deno.writeTextFile(`${base}/cfg/corral.json`, JSON.stringify({ services: {} }));
+  // Not there yet, nor its parent: in a read-only bind of / bwrap could make no mount point
+  // (and outside /tmp, which every sandbox has of its own).
+  const state = await Deno.makeTempDir({ dir: "/var/tmp", prefix: "corral_state_" });
+  const held = `${state}/corral/held`;
+  const env = { CORRAL_CONFIG_DIR: `${base}/cfg`, CORRAL_HELD_DIR: held };
+  const code = `ls -A ${held} 2>&1; echo LISTED; ls -A ${state}/corral`;
+  const res = await runCli(
+    ["call", "RunBashCode", "--workspace", ws, "--args", JSON.stringify({ code })],
+    { env },
+  );
+  assert.equal(res.code, 0, res.stdout + res.stderr);
+  const out = JSON.parse(res.stdout).stdout as string;
+  assert.match(out, /^LISTED$/m, out);
+  assert.match(out, /held/, "the held folder is there, hidden by an empty mount");
+  assert.equal((await Deno.stat(held)).mode! & 0o777, 0o700);
+  // A held set made later by the host is not seen from a sandbox either.
+  await Deno.mkdir(`${held}/0123abcd`);
+  await Deno.writeTextFile(`${held}/0123abcd/manifest.json`, "{}");
+  const later = await runCli(
+    ["call", "RunBashCode", "--workspace", ws, "--args", JSON.stringify({ code })],
+    { env },
+  );
+  assert.equal(later.code, 0, later.stdout + later.stderr);
+  const seen = JSON.parse(later.stdout).stdout as string;
+  assert.doesNotMatch(seen, /0123abcd/, seen);
+  await Deno.remove(state, { recursive: true });
 });
 
 Deno.test("a grant inside /proc, /dev or /sys binds nothing of the host's; one of /tmp leaves /tmp private", () => {

@@ -160,3 +160,30 @@ export function userId(): number | undefined {
     return undefined;
   }
 }
+
+/**
+ * Whether `base`, one of corral's own state folders, can be used: made if
+ * missing (0700), a folder of this user's own, and private when it lies in
+ * a shared place (/tmp, /var/tmp), where another user could have made it
+ * first.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ownStateDir } from "./install_dir.ts";
+ * const dir = `${await Deno.makeTempDir()}/state/held`;
+ * assert.ok(ownStateDir(dir));
+ * assert.ok(Deno.statSync(dir).isDirectory);
+ * ```
+ */
+export function ownStateDir(base: string): boolean {
+  try {
+    Deno.mkdirSync(base, { recursive: true, mode: 0o700 });
+    const st = Deno.lstatSync(base);
+    if (!st.isDirectory || st.uid !== (userId() ?? st.uid)) return false;
+    if (/^\/(var\/)?tmp\//.test(base) && (st.mode ?? 0) & 0o077) Deno.chmodSync(base, 0o700);
+    return true;
+  } catch {
+    return false;
+  }
+}

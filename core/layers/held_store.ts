@@ -13,7 +13,7 @@
  */
 import { join } from "node:path";
 import { z } from "zod";
-import { heldBases } from "../config/install_dir.ts";
+import { heldBases, ownStateDir } from "../config/install_dir.ts";
 import { isWithin } from "../guard/is_within.ts";
 
 const _sig = z.object({
@@ -94,14 +94,15 @@ export const HELD_ID = /^[0-9a-f]{8}$/;
  * folders that lies outside every root and holds none of them.
  */
 export function heldBaseFor(roots: readonly string[]): string {
-  const base = heldBases().find((b) => roots.every((r) => !isWithin(b, r) && !isWithin(r, b)));
+  const base = heldBases().find((b) =>
+    roots.every((r) => !isWithin(b, r) && !isWithin(r, b)) && ownStateDir(b)
+  );
   if (!base) {
     throw new Error(
       `no folder for held changes lies outside the write grant (${roots.join(", ")}): ` +
         `set CORRAL_HELD_DIR to a folder outside it`,
     );
   }
-  Deno.mkdirSync(base, { recursive: true, mode: 0o700 });
   return base;
 }
 

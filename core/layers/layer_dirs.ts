@@ -17,7 +17,7 @@
  * @module
  */
 import { basename, join } from "node:path";
-import { layerBases, userId } from "../config/install_dir.ts";
+import { layerBases, ownStateDir } from "../config/install_dir.ts";
 import { isWithin } from "../guard/is_within.ts";
 
 export { layerBases };
@@ -59,7 +59,7 @@ export interface LayerDirs {
  */
 export function makeLayerDirs(roots: string[]): LayerDirs {
   const base = layerBases().find((b) =>
-    !/[,:\\]/.test(b) && roots.every((r) => !isWithin(b, r) && !isWithin(r, b)) && _usable(b)
+    !/[,:\\]/.test(b) && roots.every((r) => !isWithin(b, r) && !isWithin(r, b)) && ownStateDir(b)
   );
   if (!base) {
     throw new Error(
@@ -127,18 +127,4 @@ function _sweepOnce(base: string): void {
       env: { PATH: "/usr/bin:/bin" },
     }).spawn().status.catch(() => {});
   } catch { /* the next corral sweeps */ }
-}
-
-/** Whether `base` can hold layers: made if missing, this user's own and private when shared. */
-function _usable(base: string): boolean {
-  try {
-    Deno.mkdirSync(base, { recursive: true, mode: 0o700 });
-    const st = Deno.lstatSync(base);
-    if (!st.isDirectory || st.uid !== (userId() ?? st.uid)) return false;
-    // A folder in a shared place (/tmp, /var/tmp) is this user's alone.
-    if (/^\/(var\/)?tmp\//.test(base) && (st.mode ?? 0) & 0o077) Deno.chmodSync(base, 0o700);
-    return true;
-  } catch {
-    return false;
-  }
 }

@@ -6,7 +6,14 @@
  * @module
  */
 import { join, resolve } from "node:path";
-import { codeStoreDir, configDir } from "../config/install_dir.ts";
+import {
+  codeStoreDir,
+  configDir,
+  heldBases,
+  layerBases,
+  ownStateDir,
+} from "../config/install_dir.ts";
+import { isWithin } from "../guard/is_within.ts";
 import type { Policy } from "../config/policy.ts";
 import { filtersDir, SecondWall, type SecondWallOptions } from "../seccomp/mod.ts";
 import { trustBase, type TrustedPath } from "../config/trust_base.ts";
@@ -51,6 +58,11 @@ export function registryFolders(
   const installs = resolve(options.serversDir ?? serversDir());
   const config = resolve(options.configDir ?? configDir());
   const approvals = resolve(options.approvalsDir ?? join(config, "servers"));
+  // corral's own state folders are hidden from every sandbox, also before they hold
+  // anything: a mount point cannot be made later inside a read-only grant (of /).
+  for (const dir of [...layerBases(), ...heldBases()]) {
+    if (!isWithin(dir, workspace) && !isWithin(workspace, dir)) ownStateDir(dir);
+  }
   const base = trustBase({
     policyFiles: policy.files,
     cacheDir,
