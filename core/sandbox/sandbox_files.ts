@@ -174,6 +174,8 @@ async function _leanFiles(
   runtime: Awaited<ReturnType<typeof runtimeFiles>>,
 ): Promise<SandboxFiles | undefined> {
   if (!o.discovery || !o.namespace || selfHosted()) return undefined;
+  // A module that is no file (a remote or npm: package plugin) is in no file's graph: the full one.
+  if (Object.keys(pins).some((m) => m[0] !== "/")) return undefined;
   const graph = [...(await sandboxEntryFiles()), ...Object.keys(pins).filter((f) => f[0] === "/")];
   const packages = await o.discovery.needs.packagesOf(graph, runtime.denoDir);
   if (!packages) return undefined;
