@@ -41,7 +41,7 @@ export async function sectionSoak(sizes: Sizes): Promise<string> {
   });
   const row = (name: string, h: Held) => [name, ...keys.map((k) => String(h[k]))];
   return [
-    SECTIONS[13],
+    SECTIONS[14],
     "",
     "`bench/soak.ts`: one `corral mcp --http` session, calls in a fixed mix of every 20: 9 of a " +
     "worker toolset (`files`, isolation worker), 2 reads and 2 writes by RunBashCode (a process " +
@@ -49,7 +49,7 @@ export async function sectionSoak(sizes: Sizes): Promise<string> {
     "(`tests/fixtures/hosted/state_server.ts`: 5 reads and remembers, one write), one refusal " +
     "(a protected file written, or a tool whose confirmation no client gives) and one " +
     "cancellation (a process call or a hosted call, cancelled after 50 ms); the hosted server " +
-    "crashes once, in the middle. The baseline is the idle server after a first, short session. " +
+    "crashes once, in the middle. The baseline is the idle server after two first, short sessions. " +
     `The audit log's bound is ${fmtMiB(r.auditBound)}.`,
     "",
     table(
@@ -69,7 +69,7 @@ export async function sectionSoak(sizes: Sizes): Promise<string> {
       ["the server holds", ...keys],
       [
         row("up, before any session", r.start),
-        row("baseline (after a first session)", r.baseline),
+        row("baseline (after two first sessions)", r.baseline),
         row("at the end of the calls", r.during),
         row("the session ended", r.afterSession),
         row("the server exited", r.afterExit),
