@@ -240,17 +240,18 @@ export function treeMemory(root: number): { rss: number; pss: number; processes:
 }
 
 /**
- * Start `corral mcp ARGS…` with the flags of `deno task corral`, `NO_COLOR`
- * and `env`; resolves once it prints its Streamable HTTP URL (its stderr is
+ * Start `corral mcp ARGS…` with the flags of `deno task corral` (and
+ * `denoFlags`), `NO_COLOR` and `env`; resolves once it prints its Streamable HTTP URL (its stderr is
  * drained from then on). A server that ends first is an Error with the end
  * of what it printed.
  */
 export async function startCorralHttp(
   args: string[],
   env: Record<string, string>,
+  denoFlags: string[] = [],
 ): Promise<{ child: Deno.ChildProcess; url: string }> {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...CORRAL_FLAGS, `${ROOT}main.ts`, "mcp", ...args],
+    args: ["run", ...CORRAL_FLAGS, ...denoFlags, `${ROOT}main.ts`, "mcp", ...args],
     env: { NO_COLOR: "1", ...env },
     stdin: "null",
     stdout: "null",

@@ -80,6 +80,7 @@ export async function runSoak(
   calls: number,
   warmup: number,
   auditBound: number,
+  heapMiB?: number,
 ): Promise<SoakResult> {
   const tmp = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_soak_" }));
   const dirs = ["ws", "config", "cache", "tmp", "layers"].map((d) => join(tmp, d));
@@ -125,6 +126,7 @@ export async function runSoak(
       ...["--audit", audit, "--audit-max-bytes", String(auditBound)],
     ],
     env,
+    heapMiB ? [`--v8-flags=--max-old-space-size=${heapMiB}`] : [],
   );
   const parents = _cgroupParents(child.pid);
   const held = () => _held(child.pid, layers, temp, parents);
@@ -410,5 +412,6 @@ if (import.meta.main) {
   const calls = Number(Deno.args[0] ?? 20_000);
   const warmup = Number(Deno.args[1] ?? Math.floor(calls / 10));
   const bound = Number(Deno.args[2] ?? 2 * 1024 * 1024);
-  console.log(JSON.stringify(await runSoak(calls, warmup, bound)));
+  const heap = Deno.args[3] ? Number(Deno.args[3]) : undefined;
+  console.log(JSON.stringify(await runSoak(calls, warmup, bound, heap)));
 }
