@@ -169,7 +169,8 @@ export class SandboxLayers {
       uppers: this.dirs.roots.map((l) => join(l.dir, "u")),
       busy,
       settle: async () => {
-        const r = await this.settle();
+        // Asked while no call ran, it waits its turn; a call begun meanwhile settles its own.
+        const r = await this.#settleWhen(() => !busy());
         if (!isEmptyReport(r)) onReport(r);
       },
     });
@@ -179,7 +180,11 @@ export class SandboxLayers {
 
   /** Settle every layer now: judge, apply, report. Calls are queued, one at a time. */
   settle(): Promise<ChangeReport> {
-    const run = this.#queue.then(() => this.#settleAll());
+    return this.#settleWhen(() => true);
+  }
+
+  #settleWhen(still: () => boolean): Promise<ChangeReport> {
+    const run = this.#queue.then(() => still() ? this.#settleAll() : emptyReport());
     this.#queue = run.catch(() => {});
     return run;
   }

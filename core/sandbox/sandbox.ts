@@ -123,16 +123,23 @@ export class Sandbox {
     env: SandboxEnv,
     options: CallOptions = {},
   ): Promise<ToolResult> {
-    await this.#freshen();
+    // Busy from its view's refresh until its own settlement is done: the settling of
+    // writes between calls (follow) waits, so what the call wrote is judged for it.
+    this.#calling++;
     const on: { t?: Transport } = {}; // the sandbox run the call was sent to
     try {
+      await this.#freshen();
       const result = await this.#call(module, tool, args, env, options, on);
       const run = on.t && this.#runs.get(on.t);
       return await settleAfter(run?.settles(on.t === this.#transport), result, tool);
     } finally {
+      this.#calling--;
       if (on.t) this.#runs.get(on.t)?.leave(options.hold);
     }
   }
+
+  /** Calls begun and not yet settled. */
+  #calling = 0;
 
   readonly #runs = new WeakMap<Transport, LastChanges>();
 
@@ -405,7 +412,10 @@ export class Sandbox {
     run.layers = t.layers;
     this.#runs.set(t, run);
     // What processes left running write is settled while no call runs; reported apart.
-    t.layers?.follow(() => this.#pending.size > 0, (r) => this.options.onChanges?.(r));
+    t.layers?.follow(
+      () => this.#pending.size > 0 || this.#calling > 0,
+      (r) => this.options.onChanges?.(r),
+    );
     this.#pid = t.pid;
     this.#transport = t;
     return t;
