@@ -12,6 +12,7 @@
  * @module
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/server";
+import { endCancelledStreams } from "./cancelled_streams.ts";
 import type { SharedState } from "../identity/shared_state.ts";
 import { CredentialRevokedError } from "../tool/errors.ts";
 import type { Admitted } from "./http_identity.ts";
@@ -164,6 +165,8 @@ export class HttpSessions {
     };
     try {
       await mcp.connect(transport);
+      // A cancelled call is never answered: its POST's stream is ended here instead.
+      endCancelledStreams(transport);
       return await handle(transport);
     } finally {
       // Not initialized (a bad first request): its place is free again.
