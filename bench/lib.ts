@@ -241,9 +241,9 @@ export function treeMemory(root: number): { rss: number; pss: number; processes:
 
 /**
  * Start `corral mcp ARGS…` with the flags of `deno task corral` (and
- * `denoFlags`), `NO_COLOR` and `env`; resolves once it prints its Streamable HTTP URL (its stderr is
- * drained from then on). A server that ends first is an Error with the end
- * of what it printed.
+ * `denoFlags`), `NO_COLOR` and `env`; resolves once it prints its
+ * Streamable HTTP URL (its stderr is drained from then on). A server that
+ * ends first is an Error with the end of what it printed.
  */
 export async function startCorralHttp(
   args: string[],
