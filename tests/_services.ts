@@ -97,16 +97,31 @@ export async function startPostgres(sql: string): Promise<Service> {
   child.stdout.cancel();
   child.stderr.cancel();
   await _waitFor(port, child, "postgres");
-  const psql = await new Deno.Command(join(bin, "psql"), {
-    args: ["-h", "127.0.0.1", "-p", String(port), "-U", "corral", "-d", "postgres", "-c", sql],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
+  const psql = await _psqlOnceUp(join(bin, "psql"), port, sql);
   if (!psql.success) {
     await _stop(child, dir);
     throw new Error(`psql: ${new TextDecoder().decode(psql.stderr)}`);
   }
   return { port, [Symbol.asyncDispose]: () => _stop(child, dir) };
+}
+
+/**
+ * Runs `sql` through psql. The port opens before the server takes queries
+ * ("the database system is starting up"): asked again until it does, for
+ * at most 30 s.
+ */
+async function _psqlOnceUp(psql: string, port: number, sql: string): Promise<Deno.CommandOutput> {
+  const until = Date.now() + 30_000;
+  for (;;) {
+    const out = await new Deno.Command(psql, {
+      args: ["-h", "127.0.0.1", "-p", String(port), "-U", "corral", "-d", "postgres", "-c", sql],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const starting = new TextDecoder().decode(out.stderr).includes("starting up");
+    if (out.success || !starting || Date.now() > until) return out;
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 /** A redis-server of the test's own, on 127.0.0.1 at a free port, nothing saved. */
