@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { HOST_PERMISSION_FLAGS } from "../core/sandbox/host_flags.ts";
+import { HOST_FLAGS } from "../core/sandbox/host_flags.ts";
 
 /** The project root (absolute, with a trailing slash). */
 export const ROOT: string = new URL("..", import.meta.url).pathname;
@@ -12,7 +12,7 @@ export const ROOT: string = new URL("..", import.meta.url).pathname;
 export const BENCH: string = new URL(".", import.meta.url).pathname;
 
 /** The flags of `deno task corral`: what a user's `corral` process runs with. */
-export const CORRAL_FLAGS: string[] = [...HOST_PERMISSION_FLAGS];
+export const CORRAL_FLAGS: string[] = [...HOST_FLAGS];
 
 /** The `q`-quantile (0..1) of `values` (nearest rank on a sorted copy). */
 export function quantile(values: number[], q: number): number {

@@ -1,5 +1,5 @@
 // Shared helpers of the end-to-end tests.
-import { HOST_PERMISSION_FLAGS } from "../core/sandbox/host_flags.ts";
+import { HOST_FLAGS } from "../core/sandbox/host_flags.ts";
 import { Reporter } from "../core/tool/reporter.ts";
 import { Registry } from "../core/registry/registry.ts";
 import type { RegistryOptions } from "../core/registry/registry_options.ts";
@@ -56,7 +56,7 @@ export async function runCli(
   options: { cwd?: string; stdin?: string; flags?: string[]; env?: Record<string, string> } = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const flags = options.flags ??
-    [...HOST_PERMISSION_FLAGS];
+    [...HOST_FLAGS];
   const cmd = new Deno.Command(Deno.execPath(), {
     args: ["run", ...flags, `${ROOT}main.ts`, ...args],
     // Never corral's own folder: that is no workspace (see docs/security.md).

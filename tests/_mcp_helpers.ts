@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { HOST_PERMISSION_FLAGS } from "../core/sandbox/host_flags.ts";
+import { HOST_FLAGS } from "../core/sandbox/host_flags.ts";
 
 /** The project root. */
 export const ROOT = new URL("..", import.meta.url).pathname;
@@ -33,7 +33,7 @@ export const MCP_POST_HEADERS = {
 /** `deno` arguments that run corral with the permissions of the `corral` task in deno.json. */
 export const CORRAL_ARGS = [
   "run",
-  ...HOST_PERMISSION_FLAGS,
+  ...HOST_FLAGS,
   "--config",
   join(ROOT, "deno.json"),
   join(ROOT, "main.ts"),

@@ -335,11 +335,11 @@ Deno.test("corral --version prints corral's and Deno's versions", async () => {
   assert.equal(stdout.trim(), `corral ${version} (Deno ${Deno.version.deno})`);
 });
 
-Deno.test("deno.json's corral and start tasks run the host with exactly HOST_PERMISSION_FLAGS", async () => {
-  const { HOST_PERMISSION_FLAGS } = await import("../core/sandbox/host_flags.ts");
+Deno.test("deno.json's corral and start tasks run the host with exactly HOST_FLAGS", async () => {
+  const { HOST_FLAGS } = await import("../core/sandbox/host_flags.ts");
   const { tasks } = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`));
   for (const name of ["corral", "start"]) {
-    const flags = (tasks[name] as string).split(" ").filter((a) => a.startsWith("--allow-"));
-    assert.deepEqual(flags, [...HOST_PERMISSION_FLAGS], name);
+    const flags = (tasks[name] as string).split(" ").filter((a) => /^--(allow|v8)-/.test(a));
+    assert.deepEqual(flags, [...HOST_FLAGS], name);
   }
 });

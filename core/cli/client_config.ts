@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { envVar } from "../config/env_var.ts";
 import { configDir, INSTALL_DIR } from "../config/install_dir.ts";
 import { runningServer, type ServerRecord, TOKEN_VAR, tokenMatches } from "../mcp/token_source.ts";
-import { HOST_PERMISSION_FLAGS } from "../sandbox/host_flags.ts";
+import { HOST_FLAGS } from "../sandbox/host_flags.ts";
 import { cliWorkspace } from "./cli_settings.ts";
 import { type CliValues, UsageError } from "./options.ts";
 import { out } from "./output.ts";
@@ -72,7 +72,7 @@ export async function stdioEntry(
     command: Deno.execPath(),
     args: [
       "run",
-      ...HOST_PERMISSION_FLAGS,
+      ...HOST_FLAGS,
       "--config",
       join(INSTALL_DIR, "deno.json"),
       join(INSTALL_DIR, "main.ts"),

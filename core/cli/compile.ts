@@ -20,11 +20,11 @@
 import { join } from "node:path";
 import { INSTALL_DIR } from "../config/install_dir.ts";
 import { toolModules } from "../registry/builtin_toolsets.ts";
-import { HOST_PERMISSION_FLAGS } from "../sandbox/host_flags.ts";
+import { HOST_FLAGS } from "../sandbox/host_flags.ts";
 import { SELF_PROGRAMS, WRITTEN_OUT } from "../guard/self_run.ts";
 
-/** The permissions the compiled host holds (the same as `deno task corral`). */
-export const COMPILE_PERMISSIONS = HOST_PERMISSION_FLAGS;
+/** The permissions and V8 flags the compiled host holds (the same as `deno task corral`). */
+export const COMPILE_PERMISSIONS = HOST_FLAGS;
 
 /**
  * Files the binary must embed besides main.ts's static import graph

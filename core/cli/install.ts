@@ -4,7 +4,8 @@
  * `deno.json` and its `deno.lock`:
  *
  *     deno install --global --force --name corral --config <corral>/deno.json \
- *       --allow-read --allow-write --allow-run --allow-net --allow-env --allow-sys <corral>/main.ts
+ *       --allow-read --allow-write --allow-run --allow-net --allow-env --allow-sys \
+ *       --v8-flags=--heap-growing-percent=50 <corral>/main.ts
  *
  * The script it writes is then pointed at the Deno binary that ran the
  * install and at corral's own `deno.json` (so its `deno.lock` checks every
@@ -17,7 +18,7 @@
 import { join } from "node:path";
 import { envVar } from "../config/env_var.ts";
 import { INSTALL_DIR } from "../config/install_dir.ts";
-import { HOST_PERMISSION_FLAGS } from "../sandbox/host_flags.ts";
+import { HOST_FLAGS } from "../sandbox/host_flags.ts";
 
 /**
  * The `deno install` arguments that install the `corral` command.
@@ -40,7 +41,7 @@ export function installArgs(dir: string = INSTALL_DIR, name = "corral"): string[
     name,
     "--config",
     join(dir, "deno.json"),
-    ...HOST_PERMISSION_FLAGS,
+    ...HOST_FLAGS,
     join(dir, "main.ts"),
   ];
 }

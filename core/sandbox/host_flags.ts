@@ -39,7 +39,7 @@ export function processSandboxMissing(): string | undefined {
   return undefined;
 }
 
-/** The host's permission flags, as in deno.json's `corral` task. */
+/** The host's permission flags, as in deno.json's `corral` task (then {@link HOST_V8_FLAGS}). */
 export const HOST_PERMISSION_FLAGS = [
   "--allow-read",
   "--allow-write",
@@ -48,3 +48,30 @@ export const HOST_PERMISSION_FLAGS = [
   "--allow-env",
   "--allow-sys",
 ] as const;
+
+/**
+ * The host's V8 flags. `--heap-growing-percent=50`: after a full collection,
+ * V8 lets the heap grow by half of what stayed alive before the next one
+ * (by default up to four times as much). corral's live heap stays about
+ * 40 MB however long it serves, but V8's default let a day's session's
+ * garbage, and the buffers that garbage holds outside the heap, pile up
+ * towards 150 MB before collecting it: the host's RSS grew 64% over 6,000
+ * calls after their warm-up, and 3% with this flag, at the same speed
+ * (bench/soak.ts, measured 2026-12-07; BENCHMARKS.md section 13).
+ */
+export const HOST_V8_FLAGS = ["--v8-flags=--heap-growing-percent=50"] as const;
+
+/**
+ * Every Deno flag the host runs with (`deno task corral`, the installed
+ * command, the compiled binary, the MCP client entry corral writes): its
+ * permissions, then its V8 flags.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { HOST_FLAGS, HOST_PERMISSION_FLAGS } from "./host_flags.ts";
+ * assert.deepEqual(HOST_FLAGS.slice(0, HOST_PERMISSION_FLAGS.length), [...HOST_PERMISSION_FLAGS]);
+ * assert.ok(HOST_FLAGS.some((f) => f.startsWith("--v8-flags=")));
+ * ```
+ */
+export const HOST_FLAGS: readonly string[] = [...HOST_PERMISSION_FLAGS, ...HOST_V8_FLAGS];
