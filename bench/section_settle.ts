@@ -9,6 +9,7 @@
  * @module
  */
 import { join } from "node:path";
+import { HOST_V8_FLAGS } from "../core/sandbox/host_flags.ts";
 import { fmtMiB, fmtMs, runChild } from "./lib.ts";
 import { goal, log, SECTIONS, type Sizes, spread, table, x } from "./report.ts";
 
@@ -38,7 +39,8 @@ export async function sectionSettle(sizes: Sizes, base: string): Promise<string>
   await Deno.mkdir(layers, { recursive: true });
   const child = <T>(args: string[]) =>
     runChild<T>("settle.ts", args, {
-      flags: ["--v8-flags=--expose-gc"],
+      // The host's own V8 flags: the settlement runs in the host.
+      flags: ["--v8-flags=--expose-gc", ...HOST_V8_FLAGS],
       env: { CORRAL_LAYERS_DIR: layers },
     });
   log(

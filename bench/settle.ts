@@ -6,8 +6,8 @@
  * (core/layers/settle_layers.ts: read, judge, apply through the applier in
  * its namespace), in this process, whose memory is measured.
  *
- *     deno run -A --v8-flags=--expose-gc bench/settle.ts changed FILES ROUNDS
- *     deno run -A --v8-flags=--expose-gc bench/settle.ts empty FILES
+ *     deno run -A --v8-flags=--expose-gc,--heap-growing-percent=50,--max-semi-space-size=4 bench/settle.ts changed FILES ROUNDS
+ *     deno run -A --v8-flags=--expose-gc,--heap-growing-percent=50,--max-semi-space-size=4 bench/settle.ts empty FILES
  *
  * `changed`: the tree holds FILES files of 4 KB; the layer rewrites each;
  * `cp -a` copies the layer's files over a copy of the same tree. `empty`:

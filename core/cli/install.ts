@@ -5,7 +5,7 @@
  *
  *     deno install --global --force --name corral --config <corral>/deno.json \
  *       --allow-read --allow-write --allow-run --allow-net --allow-env --allow-sys \
- *       --v8-flags=--heap-growing-percent=50 <corral>/main.ts
+ *       --v8-flags=--heap-growing-percent=50,--max-semi-space-size=4 <corral>/main.ts
  *
  * The script it writes is then pointed at the Deno binary that ran the
  * install and at corral's own `deno.json` (so its `deno.lock` checks every

@@ -50,16 +50,23 @@ export const HOST_PERMISSION_FLAGS = [
 ] as const;
 
 /**
- * The host's V8 flags. `--heap-growing-percent=50`: after a full collection,
- * V8 lets the heap grow by half of what stayed alive before the next one
- * (by default up to four times as much). corral's live heap stays about
- * 40 MB however long it serves, but V8's default let a day's session's
- * garbage, and the buffers that garbage holds outside the heap, pile up
- * towards 150 MB before collecting it: the host's RSS grew 64% over 6,000
- * calls after their warm-up, and 3% with this flag, at the same speed
- * (bench/soak.ts, measured 2026-12-07; BENCHMARKS.md section 13).
+ * The host's V8 flags, both for a host that serves all day and settles
+ * large layers. `--heap-growing-percent=50`: after a full collection, V8
+ * lets the heap grow by half of what stayed alive before the next one (by
+ * default up to four times as much). corral's live heap stays about 40 MB
+ * however long it serves, but V8's default let a day's session's garbage,
+ * and the buffers that garbage holds outside the heap, pile up towards
+ * 150 MB: the host's RSS grew 64% over 6,000 calls after their warm-up, and
+ * 3% with this flag, at the same speed. `--max-semi-space-size=4` (MB): the
+ * young generation, which V8 grows to several times that while a
+ * settlement allocates fast and never gives back; settling 100,000 new
+ * files raised the host's RSS by 112 MiB, and by 47–55 MiB with it, in
+ * about the same time (bench/settle.ts and bench/soak.ts, measured
+ * 2026-12-07; BENCHMARKS.md sections 12 and 13).
  */
-export const HOST_V8_FLAGS = ["--v8-flags=--heap-growing-percent=50"] as const;
+export const HOST_V8_FLAGS = [
+  "--v8-flags=--heap-growing-percent=50,--max-semi-space-size=4",
+] as const;
 
 /**
  * Every Deno flag the host runs with (`deno task corral`, the installed
