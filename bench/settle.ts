@@ -77,11 +77,15 @@ async function _changed(files: number, rounds: number) {
       if (report.changed !== files) throw new Error(`settled ${JSON.stringify(report)}`);
       return performance.now() - t0;
     };
+    // Each timed step starts with nothing of the other's left to flush: corral's settlement
+    // ends with a syncfs of the file system, which would write out cp's files too.
     if (r % 2 === 0) {
       corral.push(await settle());
+      await _sh("sync");
       cp.push(await cpRun());
     } else {
       cp.push(await cpRun());
+      await _sh("sync");
       corral.push(await settle());
     }
     await l.close();
