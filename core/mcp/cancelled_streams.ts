@@ -9,7 +9,8 @@
  *
  * Here the session's transport is watched: the requests each POST carried,
  * less those answered or cancelled; when the last of a POST's requests is
- * cancelled, its stream is closed (the SDK's `closeSSEStream`).
+ * done and one of them was cancelled, its stream is closed (the SDK's
+ * `closeSSEStream`).
  *
  * @module
  */
@@ -48,24 +49,33 @@ export function endCancelledStreams(transport: WebStandardStreamableHTTPServerTr
     }
     onmessage?.call(transport, message, extra);
     if (m.method === "notifications/cancelled" && m.params?.requestId !== undefined) {
-      const id = m.params.requestId;
-      const group = open.get(id);
-      if (!group) return;
-      _done(open, id);
-      if (group.size === 0) transport.closeSSEStream(id);
+      _done(transport, open, m.params.requestId);
     }
   };
   const send = transport.send.bind(transport);
   transport.send = async (message: JSONRPCMessage, options) => {
     await send(message, options);
     const m = message as { id?: _Id; method?: string };
-    if (m.method === undefined && m.id !== undefined) _done(open, m.id);
+    if (m.method === undefined && m.id !== undefined) _done(transport, open, m.id);
   };
 }
 
 const _groups = new WeakMap<Request, Set<_Id>>();
 
-function _done(open: Map<_Id, Set<_Id>>, id: _Id): void {
-  open.get(id)?.delete(id);
+/**
+ * Request `id` is answered or cancelled; the last of its POST's closes the
+ * stream. The SDK closes it itself when every request was answered (then
+ * it no longer knows `id`, and closing does nothing); not when one was
+ * cancelled, whether before the others were answered or after.
+ */
+function _done(
+  transport: WebStandardStreamableHTTPServerTransport,
+  open: Map<_Id, Set<_Id>>,
+  id: _Id,
+): void {
+  const group = open.get(id);
+  if (!group) return;
+  group.delete(id);
   open.delete(id);
+  if (group.size === 0) transport.closeSSEStream(id);
 }
