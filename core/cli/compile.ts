@@ -23,9 +23,6 @@ import { toolModules } from "../registry/builtin_toolsets.ts";
 import { HOST_FLAGS } from "../sandbox/host_flags.ts";
 import { SELF_PROGRAMS, WRITTEN_OUT } from "../guard/self_run.ts";
 
-/** The permissions and V8 flags the compiled host holds (the same as `deno task corral`). */
-export const COMPILE_PERMISSIONS = HOST_FLAGS;
-
 /**
  * Files the binary must embed besides main.ts's static import graph
  * (absolute paths).
@@ -124,7 +121,7 @@ export async function compileArgs(output: string): Promise<string[]> {
     "compile",
     `--config=${join(INSTALL_DIR, "deno.json")}`,
     "--unstable-worker-options",
-    ...COMPILE_PERMISSIONS,
+    ...HOST_FLAGS, // the permissions and V8 flags of `deno task corral`
     ...(await compileIncludes()).flatMap((f) => ["--include", f]),
     ...(await compileExcludes()).flatMap((f) => ["--exclude", f]),
     "--output",
