@@ -19,6 +19,8 @@ interface _Changed {
   cp: number[];
   corralMs: number;
   cpMs: number;
+  floor: number[];
+  floorMs: number;
 }
 
 interface _Empty {
@@ -31,7 +33,8 @@ interface _Empty {
   maxLagMs: number;
 }
 
-const _MIB = 1048576;
+/** 12c's bound: 50 MB (decimal, as the issue says; 47.7 MiB). */
+const _MB50 = 50e6;
 
 /** Run section 12; returns its Markdown. */
 export async function sectionSettle(sizes: Sizes, base: string): Promise<string> {
@@ -79,11 +82,11 @@ export async function sectionSettle(sizes: Sizes, base: string): Promise<string>
     id: "12c",
     goal: `the host's peak RSS growth while settling ${sizes.settleEmpty.join(" and ")} files ` +
       "≤ 50 MB",
-    corral: fmtMiB(growth),
-    baseline: "50 MiB",
-    ratio: growth / (50 * _MIB),
+    corral: `${(growth / 1e6).toFixed(1)} MB`,
+    baseline: "50 MB",
+    ratio: growth / _MB50,
     target: "≤ 1×",
-    pass: growth <= 50 * _MIB,
+    pass: growth <= _MB50,
   });
   return [
     SECTIONS[13],
@@ -92,7 +95,10 @@ export async function sectionSettle(sizes: Sizes, base: string): Promise<string>
     "`find`, each change judged, applied by replacement through the applier in its namespace, " +
     "flushed with `syncfs`), in the measuring process, whose applier is already running (a " +
     "session's first call starts it). Side by side, `cp -a` of the same files: for changed " +
-    "files, over a copy of the same tree; for new files, into a fresh folder (`bench/settle.ts`).",
+    "files, over a copy of the same tree; for new files, into a fresh folder (`bench/settle.ts`). " +
+    "`cp -a` over existing files rewrites them in place; a replacement makes a new file per " +
+    "path, which the least replacement a program can do, measured in the same rounds, shows " +
+    `(corral is ${x(changed.corralMs / changed.floorMs)} of it here).`,
     "",
     table(["measurement", "corral", "cp -a", "ratio", "spread (corral)", "spread (cp -a)"], [
       [
@@ -101,6 +107,15 @@ export async function sectionSettle(sizes: Sizes, base: string): Promise<string>
         fmtMs(changed.cpMs),
         x(a),
         spread(changed.corral, fmtMs),
+        spread(changed.cp, fmtMs),
+      ],
+      [
+        `the same, replaced by the least a program can do (copied beside, one \`syncfs\`, ` +
+        `renamed; no check)`,
+        fmtMs(changed.floorMs),
+        fmtMs(changed.cpMs),
+        x(changed.floorMs / changed.cpMs),
+        spread(changed.floor, fmtMs),
         spread(changed.cp, fmtMs),
       ],
       ...empty.map((e) => [

@@ -58,9 +58,25 @@ async function _layer(base: string) {
   };
 }
 
-/** FILES files of 4 KB rewritten, ROUNDS times: corral's settlement and cp -a, alternating. */
+/**
+ * The least a replacement can do, as a floor to read 12a against: each new
+ * file copied beside its path (a private folder), one `syncfs`, each renamed
+ * over its path; Deno's synchronous calls, no check, no judge.
+ */
+function _floor(from: string, tree: string, files: number): number {
+  const t0 = performance.now();
+  const tmp = join(tree, ".~floor");
+  Deno.mkdirSync(tmp, { mode: 0o700 });
+  for (let i = 1; i <= files; i++) Deno.copyFileSync(join(from, `f${i}`), join(tmp, `f${i}`));
+  new Deno.Command("sync", { args: ["-f", tree] }).outputSync();
+  for (let i = 1; i <= files; i++) Deno.renameSync(join(tmp, `f${i}`), join(tree, `f${i}`));
+  Deno.removeSync(tmp);
+  return performance.now() - t0;
+}
+
+/** FILES files of 4 KB rewritten, ROUNDS times: corral's settlement, cp -a and the floor, in turn. */
 async function _changed(files: number, rounds: number) {
-  const corral: number[] = [], cp: number[] = [];
+  const corral: number[] = [], cp: number[] = [], floor: number[] = [];
   for (let r = 0; r < rounds; r++) {
     const base = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_bench_settle_" }));
     const l = await _layer(base);
@@ -68,6 +84,7 @@ async function _changed(files: number, rounds: number) {
       'head -c 4096 /dev/zero | tr "\\0" "$3" > f$i; done';
     await _sh(make, join(l.ws, "d"), String(files), "o");
     await _sh(make, join(base, "copy", "d"), String(files), "o");
+    await _sh(make, join(base, "floor", "d"), String(files), "o");
     await _sh(make, join(l.upper, "d"), String(files), "n");
     await _sh("sync");
     const cpRun = () => _sh('cp -a "$1"/. "$2"', join(l.upper, "d"), join(base, "copy", "d"));
@@ -77,21 +94,32 @@ async function _changed(files: number, rounds: number) {
       if (report.changed !== files) throw new Error(`settled ${JSON.stringify(report)}`);
       return performance.now() - t0;
     };
-    // Each timed step starts with nothing of the other's left to flush: corral's settlement
-    // ends with a syncfs of the file system, which would write out cp's files too.
-    if (r % 2 === 0) {
-      corral.push(await settle());
+    const floorRun = () =>
+      Promise.resolve(_floor(join(l.upper, "d"), join(base, "floor", "d"), files));
+    // Each timed step starts with nothing of another's left to flush: corral's settlement
+    // ends with a syncfs of the file system, which would write out cp's files too. The
+    // order turns round by round.
+    const steps = [
+      async () => corral.push(await settle()),
+      async () => cp.push(await cpRun()),
+      async () => floor.push(await floorRun()),
+    ];
+    for (let k = 0; k < steps.length; k++) {
+      await steps[(r + k) % steps.length]();
       await _sh("sync");
-      cp.push(await cpRun());
-    } else {
-      cp.push(await cpRun());
-      await _sh("sync");
-      corral.push(await settle());
     }
     await l.close();
     await Deno.remove(base, { recursive: true });
   }
-  return { files, corral, cp, corralMs: median(corral), cpMs: median(cp) };
+  return {
+    files,
+    corral,
+    cp,
+    floor,
+    corralMs: median(corral),
+    cpMs: median(cp),
+    floorMs: median(floor),
+  };
 }
 
 /** FILES new empty files in one folder: the settlement, its memory and lag, and cp -a. */

@@ -71,15 +71,6 @@ export function sigSync(name: string): ApplierSig | null {
   }
 }
 
-/** {@link sigSync}, without blocking. */
-export async function sigAsync(name: string): Promise<ApplierSig | null> {
-  try {
-    return _sigOf(await Deno.lstat(name));
-  } catch {
-    return null;
-  }
-}
-
 /** Whether `now` is what the host saw (a folder: the same folder, whatever it holds now). */
 export function expected(now: ApplierSig | null, expect: ApplierSig | null | undefined): boolean {
   if (expect === undefined) return true;
@@ -188,18 +179,18 @@ export function privateFolder(dir: string, privates: Privates): string {
  * Write `o`'s new file (its final mode) or link in the private folder
  * `priv` of the folder where the process stands; throws when it cannot.
  */
-export async function stage(o: ApplierOp, priv: string): Promise<Staged> {
+export function stage(o: ApplierOp, priv: string): Staged {
   const tmp = `${priv}/${++applier.n}`;
   if (o.op === "link") {
-    await Deno.symlink(await Deno.readLink(o.from!), tmp);
+    Deno.symlinkSync(Deno.readLinkSync(o.from!), tmp);
     return { tmp, data: false };
   }
-  const src = await Deno.lstat(o.from!);
+  const src = Deno.lstatSync(o.from!);
   if (!src.isFile) throw new Error("the layer's file is no longer a file");
-  await Deno.copyFile(o.from!, tmp);
+  Deno.copyFileSync(o.from!, tmp);
   // The copy has the layer's mode: set only when that is not the mode it gets.
   const mode = (o.mode ?? 0o644) & MODE_BITS;
-  if (((src.mode ?? 0) & 0o7777) !== mode) await Deno.chmod(tmp, mode);
+  if (((src.mode ?? 0) & 0o7777) !== mode) Deno.chmodSync(tmp, mode);
   return { tmp, data: src.size > 0 || (o.size ?? 1) > 0 };
 }
 
@@ -208,39 +199,30 @@ export async function stage(o: ApplierOp, priv: string): Promise<Staged> {
  * what is there, or, where the host saw nothing (`fresh`), by a link that
  * fails on anything made meanwhile (then nothing is replaced).
  */
-export async function place(staged: Staged, name: string, fresh: boolean): Promise<ApplierResult> {
-  if (!fresh) await Deno.rename(staged.tmp, name);
+export function place(staged: Staged, name: string, fresh: boolean): ApplierResult {
+  if (!fresh) Deno.renameSync(staged.tmp, name);
   else {
     try {
-      await Deno.link(staged.tmp, name);
+      Deno.linkSync(staged.tmp, name);
     } catch (err) {
-      if (err instanceof Deno.errors.AlreadyExists || await sigAsync(name)) return CONFLICT;
-      await Deno.rename(staged.tmp, name); // no hard links on this file system
+      if (err instanceof Deno.errors.AlreadyExists || sigSync(name)) return CONFLICT;
+      Deno.renameSync(staged.tmp, name); // no hard links on this file system
     }
   }
-  return { ok: true, sig: await sigAsync(name) };
+  return { ok: true, sig: sigSync(name) };
 }
 
 /** Make an empty file at a new path (nothing to tear), exclusively. */
-export async function makeEmpty(name: string, mode: number): Promise<ApplierResult> {
+export function makeEmpty(name: string, mode: number): ApplierResult {
   try {
-    await Deno.writeFile(name, new Uint8Array(), { createNew: true, mode });
+    Deno.writeFileSync(name, new Uint8Array(), { createNew: true, mode });
   } catch (err) {
     if (err instanceof Deno.errors.AlreadyExists) return CONFLICT;
     throw err;
   }
   // The umask narrowed the mode it was made with: set as asked.
-  if (((await Deno.lstat(name)).mode! & 0o7777) !== mode) await Deno.chmod(name, mode);
-  return { ok: true, sig: await sigAsync(name) };
-}
-
-/**
- * Run `fn` over `items`, `n` at a time (file system calls that wait on
- * the disk overlap: a rename over a file, a copy).
- */
-export async function inPool<T>(items: T[], n: number, fn: (x: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, async () => {
-    while (next < items.length) await fn(items[next++]);
-  }));
+  const st = Deno.lstatSync(name);
+  if ((st.mode! & 0o7777) === mode) return { ok: true, sig: _sigOf(st) };
+  Deno.chmodSync(name, mode);
+  return { ok: true, sig: sigSync(name) };
 }

@@ -158,13 +158,23 @@ export async function planBatch(
   report: ChangeReport,
   shown: (abs: string) => string,
 ): Promise<LayerOp[]> {
-  look.sigs(ops.map((op) => op.abs)).forEach((now, i) => ops[i].now = now);
+  lookBatch(ops, look);
   const plans = await inTurn(ops, _JUDGED_AT_ONCE, (op) => {
     if (!isTempName(op.rel)) return judge(op);
     refuse(report, shown(op.abs), "a name corral keeps for its own temporary files");
     return Promise.resolve([]);
   });
   return plans.flat();
+}
+
+/**
+ * Read what the tree holds at each path of `ops` not read yet (`op.now`),
+ * by folder (`look`): the judge then reads no path twice, and a path the
+ * tree does not hold costs it nothing.
+ */
+export function lookBatch(ops: LayerOp[], look: TreeLook): void {
+  const unread = ops.filter((op) => op.now === undefined);
+  look.sigs(unread.map((op) => op.abs)).forEach((now, i) => unread[i].now = now);
 }
 
 /** Operations judged at once (each may read the tree, or start git or find). */

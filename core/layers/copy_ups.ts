@@ -75,6 +75,7 @@ export async function copiedUp(upper: string, rels: string[]): Promise<Set<strin
 
 /** Undo tar's `escape` quoting (C escapes, `\ooo` octal bytes). */
 function _unescape(s: string): string {
+  if (!s.includes("\\")) return s;
   const bytes: number[] = [];
   const enc = new TextEncoder();
   for (let i = 0; i < s.length; i++) {

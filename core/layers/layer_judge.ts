@@ -124,7 +124,7 @@ export class LayerJudge {
     const absent = await Promise.all(
       ops.map(async (op) =>
         kinds.includes(op.kind) && !op.vanished && this.#o.view.base(op.abs) === undefined &&
-        (await _lstat(op.abs)) === null
+        (op.now === null || (op.now === undefined && (await _lstat(op.abs)) === null))
       ),
     );
     const rels = ops.filter((_, i) => absent[i]).map((op) => op.rel);
@@ -169,7 +169,8 @@ export class LayerJudge {
       const why = await this.#linkRefusal(op.abs);
       if (why) return refuse(why);
     }
-    const now = await _lstat(op.abs);
+    // Absent when its batch was read: made since, the applier replaces nothing (a conflict).
+    const now = op.now === null ? null : await _lstat(op.abs);
     // The tree had it when the tool changed it, and it was removed since: the removal stays.
     if (!now && this.#removedSince.has(op.abs)) return { ...out, conflict: true };
     const nowDir = now?.isDirectory ?? false;

@@ -45,6 +45,7 @@ import {
   BATCH,
   countApplied,
   flushApplied,
+  lookBatch,
   movedSince,
   notApplied,
   planBatch,
@@ -261,6 +262,7 @@ export class SandboxLayers {
         () => removalsOf(layer, memory, rest, first.vanished),
         {
           plan: async (ops) => {
+            lookBatch(ops, look);
             await judge.prepare(ops);
             return await planBatch(
               ops,

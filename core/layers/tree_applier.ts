@@ -9,9 +9,11 @@
  * inode): a name swapped for a symlink at any moment moves it elsewhere,
  * which is seen and refused before anything is written, and the write names
  * only the last component, in the folder it stands in. Operations of one
- * folder in a row share that walk (each re-checks where it stands), and
- * their file system calls go at once (./applier_fs.ts), so that the waits
- * on the disk (a rename over a file frees the old one) overlap. Deno
+ * folder in a row share that walk (each re-checks where it stands). Its
+ * file system calls are synchronous, one after another (./applier_fs.ts):
+ * the kernel serializes the names made in one folder under the folder's
+ * lock, so calls at once gained nothing and each cost a hop to another
+ * thread and back (measured: bench/analysis.md, issue 37's 12a). Deno
  * still opens a name by its full path, so a swap between the check and the
  * open is not seen here: what bounds it is the namespace the applier runs
  * in (./root_applier.ts), where the root is the only writable folder.
@@ -58,7 +60,6 @@ import {
   enter,
   expected,
   fdatasync,
-  inPool,
   makeEmpty,
   MODE_BITS,
   place,
@@ -113,16 +114,13 @@ export interface ApplierRequest {
   durable?: boolean;
 }
 
-/** File system calls of one folder under way at once. */
-const _AT_ONCE = 32;
-
 /** An empty file where the host saw nothing: made in place, with nothing to stage. */
 function _emptyNew(o: ApplierOp): boolean {
   return o.op === "write" && o.size === 0 && o.expect === null;
 }
 
 /** Make `o`'s path what the layer holds, standing in its folder (one at a time, in order). */
-async function _apply(o: ApplierOp, privates: Privates): Promise<ApplierResult> {
+function _apply(o: ApplierOp, privates: Privates): ApplierResult {
   const removal = o.op === "remove" || o.op === "prune";
   const [dir, name] = splitRel(o.rel);
   try {
@@ -146,9 +144,9 @@ async function _apply(o: ApplierOp, privates: Privates): Promise<ApplierResult> 
     case "link": {
       // Not staged with its batch (its folder was no folder yet): staged and flushed alone.
       if (now?.kind === "dir") removeSync(name);
-      const s = await stage(o, privateFolder(dir, privates));
+      const s = stage(o, privateFolder(dir, privates));
       if (s.data) fdatasync(s.tmp);
-      return await place(s, name, fresh);
+      return place(s, name, fresh);
     }
     case "dir":
       if (now && now.kind !== "dir") removeSync(name);
@@ -214,8 +212,8 @@ function _badRel(rel: string): boolean {
     rel.split("/").some((p) => p === ".." || p === "" || p === ".");
 }
 
-/** Stage the batch's new files and links, folder by folder, each folder's at once. */
-async function _stageAll(ops: ApplierOp[], skip: unknown[], privates: Privates) {
+/** Stage the batch's new files and links, folder by folder. */
+function _stageAll(ops: ApplierOp[], skip: unknown[], privates: Privates) {
   const staged: Array<Staged | undefined> = [];
   const byDir = new Map<string, number[]>();
   ops.forEach((o, i) => {
@@ -233,11 +231,11 @@ async function _stageAll(ops: ApplierOp[], skip: unknown[], privates: Privates) 
     } catch {
       continue; // staged when applied, once its folder is made
     }
-    await inPool(idx, _AT_ONCE, async (i) => {
+    for (const i of idx) {
       try {
-        staged[i] = await stage(ops[i], priv);
+        staged[i] = stage(ops[i], priv);
       } catch { /* staged again when applied */ }
-    });
+    }
   }
   return staged;
 }
@@ -247,12 +245,12 @@ async function _stageAll(ops: ApplierOp[], skip: unknown[], privates: Privates) 
  * their data, then apply each operation in order (the files of one folder
  * in a row put in place at once); the private folders go.
  */
-async function _batch(ops: ApplierOp[]): Promise<ApplierResult[]> {
+function _batch(ops: ApplierOp[]): ApplierResult[] {
   const results: Array<ApplierResult | undefined> = ops.map((o) =>
     _badRel(o.rel) ? { ok: false, error: `not a path inside the root: ${o.rel}` } : undefined
   );
   const privates: Privates = new Map();
-  const staged = await _stageAll(ops, results, privates);
+  const staged = _stageAll(ops, results, privates);
   // The data first, then the names: a crash in between leaves the old files.
   if (staged.some((s) => s?.data) && !syncfs([...privates.keys()].map(absOf))) {
     ops.forEach((o, i) => {
@@ -265,27 +263,20 @@ async function _batch(ops: ApplierOp[]): Promise<ApplierResult[]> {
       }
     });
   }
-  let run: Array<() => Promise<void>> = [];
-  let runDir: string | undefined;
-  const flush = async () => {
-    const r = run;
-    run = [];
-    runDir = undefined;
-    await inPool(r, _AT_ONCE, (f) => f());
-  };
   for (const [i, o] of ops.entries()) {
     if (results[i]) continue;
     const s = staged[i];
     if (!s && !_emptyNew(o)) {
-      await flush();
-      results[i] = await _apply(o, privates).catch(_error);
+      try {
+        results[i] = _apply(o, privates);
+      } catch (err) {
+        results[i] = _error(err);
+      }
       continue;
     }
     const [dir, name] = splitRel(o.rel);
-    if (runDir !== dir) await flush();
     try {
       enter(dir, true);
-      runDir = dir;
       const fresh = o.expect === null;
       const now = fresh ? null : sigSync(name);
       if (!expected(now, o.expect)) {
@@ -293,15 +284,11 @@ async function _batch(ops: ApplierOp[]): Promise<ApplierResult[]> {
         continue;
       }
       if (now?.kind === "dir") removeSync(name);
-      const mode = (o.mode ?? 0o644) & MODE_BITS;
-      run.push(async () => {
-        results[i] = await (s ? place(s, name, fresh) : makeEmpty(name, mode)).catch(_error);
-      });
+      results[i] = s ? place(s, name, fresh) : makeEmpty(name, (o.mode ?? 0o644) & MODE_BITS);
     } catch (err) {
       results[i] = _error(err);
     }
   }
-  await flush();
   for (const [dir, priv] of privates) {
     try {
       enter(dir, false);
@@ -347,7 +334,7 @@ async function _main(token: string | undefined): Promise<void> {
       const line = buf.slice(0, nl);
       buf = buf.slice(nl + 1);
       const req = JSON.parse(line) as ApplierRequest;
-      const results = await _batch(req.ops ?? []);
+      const results = _batch(req.ops ?? []);
       if (req.durable) _closeShut(), _durable();
       await out({ id: req.id, results });
     }
