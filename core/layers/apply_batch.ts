@@ -67,6 +67,11 @@ export class TreeLook {
    * ```
    */
   sigs(paths: string[]): Array<Sig | null> {
+    return this.infos(paths).map((st) => st && _sigOf(st));
+  }
+
+  /** What `lstat` reads at each of `paths` (absolute), in order; null where nothing is. */
+  infos(paths: string[]): Array<Deno.FileInfo | null> {
     return paths.map((p) => {
       const slash = p.lastIndexOf("/");
       const dir = p.slice(0, Math.max(1, slash));
@@ -79,23 +84,26 @@ export class TreeLook {
         }
         this.#names.set(dir, names);
       }
-      return names?.has(p.slice(slash + 1)) ? _sig(p) : null;
+      return names?.has(p.slice(slash + 1)) ? _lstat(p) : null;
     });
   }
 }
 
-function _sig(abs: string): Sig | null {
+function _lstat(abs: string): Deno.FileInfo | null {
   try {
-    const st = Deno.lstatSync(abs);
-    return {
-      kind: st.isFile ? "file" : st.isDirectory ? "dir" : st.isSymlink ? "symlink" : "other",
-      ino: st.ino ?? 0,
-      size: st.size,
-      mtimeMs: st.mtime?.getTime() ?? 0,
-    };
+    return Deno.lstatSync(abs);
   } catch {
     return null;
   }
+}
+
+function _sigOf(st: Deno.FileInfo): Sig {
+  return {
+    kind: st.isFile ? "file" : st.isDirectory ? "dir" : st.isSymlink ? "symlink" : "other",
+    ino: st.ino ?? 0,
+    size: st.size,
+    mtimeMs: st.mtime?.getTime() ?? 0,
+  };
 }
 
 /** What a settlement does with each batch. */
@@ -174,7 +182,10 @@ export async function planBatch(
  */
 export function lookBatch(ops: LayerOp[], look: TreeLook): void {
   const unread = ops.filter((op) => op.now === undefined);
-  look.sigs(unread.map((op) => op.abs)).forEach((now, i) => unread[i].now = now);
+  look.infos(unread.map((op) => op.abs)).forEach((st, i) => {
+    unread[i].now = st && _sigOf(st);
+    unread[i].nowInfo = st;
+  });
 }
 
 /** Operations judged at once (each may read the tree, or start git or find). */

@@ -36,6 +36,8 @@ export interface LayerOp {
   vanished?: boolean;
   /** What the tree held at `abs` when its batch was read (./apply_batch.ts), when known. */
   now?: Sig | null;
+  /** What `lstat` read there then, when read with it (the judge reads the mode from it). */
+  nowInfo?: Deno.FileInfo | null;
   /**
    * Set by the judge (./layer_judge.ts): the mode to apply, masked
    * (./mode_rules.ts); the applier applies exactly `mode & 0o7777`.

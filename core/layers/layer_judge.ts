@@ -169,8 +169,9 @@ export class LayerJudge {
       const why = await this.#linkRefusal(op.abs);
       if (why) return refuse(why);
     }
-    // Absent when its batch was read: made since, the applier replaces nothing (a conflict).
-    const now = op.now === null ? null : await _lstat(op.abs);
+    // What the tree held when its batch was read, which the applier checks again before it
+    // replaces anything (changed since: a conflict); else read now.
+    const now = op.now === null ? null : op.nowInfo ?? await _lstat(op.abs);
     // The tree had it when the tool changed it, and it was removed since: the removal stays.
     if (!now && this.#removedSince.has(op.abs)) return { ...out, conflict: true };
     const nowDir = now?.isDirectory ?? false;
