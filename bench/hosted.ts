@@ -84,6 +84,11 @@ async function _connect(spec: _Spec, file: string, cwd: string): Promise<_Live> 
   }
 }
 
+/** srt's command (npm `@anthropic-ai/sandbox-runtime`), installed when missing. */
+export async function benchSrt(): Promise<string> {
+  return (await _npm(join(ROOT, ".corral", "bench-hosted"))).srt;
+}
+
 /** npm packages of the benchmark's own, installed when missing. */
 async function _npm(dir: string): Promise<{ fsEntry: string; srt: string }> {
   const fsEntry = join(dir, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");

@@ -111,9 +111,9 @@ export interface ProcessRun {
 /** Run `deno ARGS` to completion and time it from spawn to exit (wall clock). */
 export async function timeDeno(
   args: string[],
-  options: { cwd?: string; env?: Record<string, string> } = {},
+  options: { cwd?: string; env?: Record<string, string>; exec?: string } = {},
 ): Promise<ProcessRun> {
-  const cmd = new Deno.Command(Deno.execPath(), {
+  const cmd = new Deno.Command(options.exec ?? Deno.execPath(), {
     args,
     cwd: options.cwd ?? ROOT,
     env: { NO_COLOR: "1", ...options.env },
