@@ -90,7 +90,9 @@ export async function sectionColdStart(sizes: Sizes, base: string): Promise<stri
   for (let i = 0; i < sizes.coldRuns; i++) {
     for (const c of commands) {
       const r = await timeDeno(c.args, { cwd: ws, env: c.env, exec: c.exec });
-      if (r.code !== 0 || (c.key === "srt" && !r.stdout.includes('"words"'))) throw new Error(`${c.label} failed (${r.code}): ${r.stderr.slice(-500)}`);
+      if (r.code !== 0 || (c.key === "srt" && !r.stdout.includes('"words"'))) {
+        throw new Error(`${c.label} failed (${r.code}): ${r.stderr.slice(-500)}`);
+      }
       times[c.key].push(r.ms);
     }
   }
