@@ -62,7 +62,9 @@ Deno.test("a sandbox kept between calls sees what another session and another co
     const first = await bash(
       "a",
       "sleep 600 >/dev/null 2>&1 & echo $! > /tmp/alive; " +
-        "(cd sub && while :; do [ -e made_in_sub.txt ] && cat made_in_sub.txt > /tmp/seen; " +
+        // Written aside and renamed: the call below never reads it half written (truncated).
+        "(cd sub && while :; do [ -e made_in_sub.txt ] && cat made_in_sub.txt > /tmp/seen.t && " +
+        "mv /tmp/seen.t /tmp/seen; " +
         "sleep 0.05; done) >/dev/null 2>&1 & " +
         "ls made.txt sub/made_in_sub.txt 2>&1; cat changed.txt",
     );
@@ -78,7 +80,7 @@ Deno.test("a sandbox kept between calls sees what another session and another co
     const second = await bash(
       "a",
       "cat made.txt changed.txt; ls gone.txt 2>&1; kill -0 $(cat /tmp/alive) && echo same; " +
-        "for i in $(seq 100); do [ -s /tmp/seen ] && break; sleep 0.05; done; cat /tmp/seen",
+        "for i in $(seq 400); do [ -s /tmp/seen ] && break; sleep 0.05; done; cat /tmp/seen",
     );
     const out = String(second.stdout);
     assert.match(out, /^made\nv2\n/, out);
