@@ -22,7 +22,7 @@ import type { UpperEntry } from "./upper_walk.ts";
 import { isTempName } from "../guard/temp_names.ts";
 import { applyInRoot } from "./root_applier.ts";
 import type { LayerRoot } from "./layer_dirs.ts";
-import { sameSig, type Sig } from "./tree_sig.ts";
+import { sameSig, type Sig, sigOf } from "./tree_sig.ts";
 import type { ApplierOp } from "./tree_applier.ts";
 import { maskedMode, userUmask } from "./mode_rules.ts";
 
@@ -54,7 +54,8 @@ export class TreeLook {
   readonly #names = new Map<string, Set<string> | null>();
 
   /**
-   * The signatures of `paths` (absolute), in order.
+   * What `lstat` reads at each of `paths` (absolute), in order; null where
+   * nothing is.
    *
    * @example
    * ```ts
@@ -62,15 +63,10 @@ export class TreeLook {
    * import { TreeLook } from "./apply_batch.ts";
    * const d = await Deno.makeTempDir();
    * await Deno.writeTextFile(`${d}/a`, "hi");
-   * const [a, b, c] = new TreeLook().sigs([`${d}/a`, `${d}/b`, `${d}/none/c`]);
-   * assert.deepEqual([a?.kind, a?.size, b, c], ["file", 2, null, null]);
+   * const [a, b, c] = new TreeLook().infos([`${d}/a`, `${d}/b`, `${d}/none/c`]);
+   * assert.deepEqual([a?.isFile, a?.size, b, c], [true, 2, null, null]);
    * ```
    */
-  sigs(paths: string[]): Array<Sig | null> {
-    return this.infos(paths).map((st) => st && _sigOf(st));
-  }
-
-  /** What `lstat` reads at each of `paths` (absolute), in order; null where nothing is. */
   infos(paths: string[]): Array<Deno.FileInfo | null> {
     return paths.map((p) => {
       const slash = p.lastIndexOf("/");
@@ -95,15 +91,6 @@ function _lstat(abs: string): Deno.FileInfo | null {
   } catch {
     return null;
   }
-}
-
-function _sigOf(st: Deno.FileInfo): Sig {
-  return {
-    kind: st.isFile ? "file" : st.isDirectory ? "dir" : st.isSymlink ? "symlink" : "other",
-    ino: st.ino ?? 0,
-    size: st.size,
-    mtimeMs: st.mtime?.getTime() ?? 0,
-  };
 }
 
 /** What a settlement does with each batch. */
@@ -154,19 +141,17 @@ export async function settleBatches(
 }
 
 /**
- * The operations of a batch to apply: the tree read for all of them at
- * once (`look`), each judged (`judge`: what to apply in its place, its
+ * The operations of a batch to apply (its tree read first by
+ * {@link lookBatch}), each judged (`judge`: what to apply in its place, its
  * refusals and conflicts noted by it), a few at a time; a name corral keeps
  * for its own temporary files is refused here, noted in `report`.
  */
 export async function planBatch(
   ops: LayerOp[],
-  look: TreeLook,
   judge: (op: LayerOp) => Promise<LayerOp[]>,
   report: ChangeReport,
   shown: (abs: string) => string,
 ): Promise<LayerOp[]> {
-  lookBatch(ops, look);
   const plans = await inTurn(ops, _JUDGED_AT_ONCE, (op) => {
     if (!isTempName(op.rel)) return judge(op);
     refuse(report, shown(op.abs), "a name corral keeps for its own temporary files");
@@ -183,7 +168,7 @@ export async function planBatch(
 export function lookBatch(ops: LayerOp[], look: TreeLook): void {
   const unread = ops.filter((op) => op.now === undefined);
   look.infos(unread.map((op) => op.abs)).forEach((st, i) => {
-    unread[i].now = st && _sigOf(st);
+    unread[i].now = st && sigOf(st);
     unread[i].nowInfo = st;
   });
 }

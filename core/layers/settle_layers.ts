@@ -262,11 +262,11 @@ export class SandboxLayers {
         () => removalsOf(layer, memory, rest, first.vanished),
         {
           plan: async (ops) => {
+            // The tree read once for the batch, before the judge's first look at it.
             lookBatch(ops, look);
             await judge.prepare(ops);
             return await planBatch(
               ops,
-              look,
               (op) => this.#judge(op, judge, refs, report),
               report,
               shown,

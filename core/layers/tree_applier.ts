@@ -242,8 +242,7 @@ function _stageAll(ops: ApplierOp[], skip: unknown[], privates: Privates) {
 
 /**
  * Apply one batch: stage every new file and link beside its path, flush
- * their data, then apply each operation in order (the files of one folder
- * in a row put in place at once); the private folders go.
+ * their data, then apply each operation in order; the private folders go.
  */
 function _batch(ops: ApplierOp[]): ApplierResult[] {
   const results: Array<ApplierResult | undefined> = ops.map((o) =>
@@ -266,16 +265,12 @@ function _batch(ops: ApplierOp[]): ApplierResult[] {
   for (const [i, o] of ops.entries()) {
     if (results[i]) continue;
     const s = staged[i];
-    if (!s && !_emptyNew(o)) {
-      try {
-        results[i] = _apply(o, privates);
-      } catch (err) {
-        results[i] = _error(err);
-      }
-      continue;
-    }
-    const [dir, name] = splitRel(o.rel);
     try {
+      if (!s && !_emptyNew(o)) {
+        results[i] = _apply(o, privates);
+        continue;
+      }
+      const [dir, name] = splitRel(o.rel);
       enter(dir, true);
       const fresh = o.expect === null;
       const now = fresh ? null : sigSync(name);

@@ -30,16 +30,30 @@ export interface Sig {
  */
 export async function lowerSig(abs: string): Promise<Sig | null> {
   try {
-    const st = await Deno.lstat(abs);
-    return {
-      kind: st.isFile ? "file" : st.isDirectory ? "dir" : st.isSymlink ? "symlink" : "other",
-      ino: st.ino ?? 0,
-      size: st.size,
-      mtimeMs: st.mtime?.getTime() ?? 0,
-    };
+    return sigOf(await Deno.lstat(abs));
   } catch {
     return null;
   }
+}
+
+/**
+ * The signature of what `lstat` read.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { sigOf } from "./tree_sig.ts";
+ * const d = await Deno.makeTempDir();
+ * assert.equal(sigOf(Deno.lstatSync(d)).kind, "dir");
+ * ```
+ */
+export function sigOf(st: Deno.FileInfo): Sig {
+  return {
+    kind: st.isFile ? "file" : st.isDirectory ? "dir" : st.isSymlink ? "symlink" : "other",
+    ino: st.ino ?? 0,
+    size: st.size,
+    mtimeMs: st.mtime?.getTime() ?? 0,
+  };
 }
 
 /** Whether two signatures (or absences) are the same. */
