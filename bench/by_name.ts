@@ -2,7 +2,7 @@
  * The namespace launch as it was before fd binding (section 7's baseline):
  * takes the command a process sandbox starts today (core/sandbox/
  * process_transport.ts: `/bin/bash` closing inherited descriptors, then
- * core/guard/limits.ts's bash launcher that opens and checks every bound
+ * core/jail/limits.ts's bash launcher that opens and checks every bound
  * path and hands bwrap descriptors and an `--args` pipe, then the
  * execute-only runtime run by an execute-only `/bin/sh` as pid 1) and
  * rewrites it into the same bwrap namespace bound by name: `/bin/sh` joins
@@ -13,9 +13,9 @@
  *
  * @module
  */
-import { SECCOMP_ARG } from "../core/guard/launcher.ts";
-import { limitedCommand, limitKind, type SandboxLimits, VERIFY_ARG } from "../core/guard/limits.ts";
-import { sealedNamespace } from "../core/sandbox/sealed_runtime.ts";
+import { SECCOMP_ARG } from "../core/jail/mod.ts";
+import { limitedCommand, limitKind, type SandboxLimits, VERIFY_ARG } from "../core/jail/mod.ts";
+import { sealedNamespace } from "../core/sandbox/mod.ts";
 
 /** A sandbox's start command today, taken apart. */
 export interface Launch {

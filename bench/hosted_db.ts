@@ -3,7 +3,7 @@
  * hosted by corral against a PostgreSQL of the benchmark's own (started on
  * a free port in a temp folder, tests/_services.ts), two ways: in the jail,
  * granted `127.0.0.1:PORT`, every connection a `CONNECT` to the egress
- * proxy (sent from the server's own process, core/guard/forward_direct.ts);
+ * proxy (sent from the server's own process, core/egress/forward_direct.ts);
  * and with `"jail": "off"` (no namespace, no proxy: the server connects by
  * itself). The same SDK client calls `query` with the
  * same statement, in blocks that alternate. Prints one JSON object.
@@ -15,8 +15,8 @@
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { parseConfig } from "../core/config/corral_config.ts";
-import { installServer } from "../core/hosted/install.ts";
+import { parseConfig } from "../core/config/mod.ts";
+import { installServer } from "../core/hosted/mod.ts";
 import { startPostgres } from "../tests/_services.ts";
 import { CORRAL_FLAGS, quantile, ROOT, warmUp, WARMUP_CALLS } from "./lib.ts";
 

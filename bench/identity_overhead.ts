@@ -14,12 +14,12 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { parseConfig } from "../core/config/corral_config.ts";
-import { parsePolicy } from "../core/config/policy.ts";
-import { addToken } from "../core/identity/token_store.ts";
-import { httpIdentityFromConfig } from "../core/mcp/http_identity.ts";
-import { serveHttp } from "../core/mcp/serve_http.ts";
-import { Registry } from "../core/registry/registry.ts";
+import { parseConfig } from "../core/config/mod.ts";
+import { parsePolicy } from "../core/config/mod.ts";
+import { addToken } from "../core/identity/mod.ts";
+import { httpIdentityFromConfig } from "../core/mcp/mod.ts";
+import { serveHttp } from "../core/mcp/mod.ts";
+import { Registry } from "../core/registry/mod.ts";
 
 const CALLS = Number(Deno.args[0] ?? 400);
 const TOKEN = "t".repeat(64);

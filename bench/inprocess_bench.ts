@@ -14,8 +14,8 @@
  *
  * @module
  */
-import { invokeTool, testContext } from "../core/tool/invoke.ts";
-import { collectTools } from "../core/tool/tool.ts";
+import { invokeTool, testContext } from "../core/tool/mod.ts";
+import { collectTools } from "../core/tool/mod.ts";
 import * as noopModule from "./noop_tools.ts";
 
 const { tools: [noop] } = await collectTools(noopModule as Record<string, unknown>);

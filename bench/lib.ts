@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { HOST_FLAGS } from "../core/sandbox/host_flags.ts";
+import { HOST_FLAGS } from "../core/sandbox/mod.ts";
 
 /** The project root (absolute, with a trailing slash). */
 export const ROOT: string = new URL("..", import.meta.url).pathname;

@@ -5,7 +5,7 @@
  *
  * - `fd`: the namespace as corral starts it today (`"jail": "required"`):
  *   the launcher opens and checks every bound path and bwrap binds the open
- *   descriptors (core/guard/limits.ts), inherited descriptors closed,
+ *   descriptors (core/jail/limits.ts), inherited descriptors closed,
  *   placeholders of protected files, the execute-only runtime;
  * - `byName`: the same namespace bound by name as before fd binding: the
  *   sandbox's start command rewritten by ./by_name.ts (no checks, no
@@ -27,10 +27,10 @@
  *
  * @module
  */
-import { parsePolicy } from "../core/config/policy.ts";
-import { createLimits } from "../core/guard/limits.ts";
-import { Registry } from "../core/registry/registry.ts";
-import { Reporter } from "../core/tool/reporter.ts";
+import { parsePolicy } from "../core/config/mod.ts";
+import { createLimits } from "../core/jail/mod.ts";
+import { Registry } from "../core/registry/mod.ts";
+import { Reporter } from "../core/tool/mod.ts";
 import {
   byNameCommand,
   isLaunch,

@@ -114,7 +114,7 @@ async function _database(sizes: Sizes): Promise<string> {
     `(\`${r.sql}\`) ${r.calls} times each way, in blocks that alternate: with \`"jail": "off"\` ` +
     "the server connects by itself; in the jail, granted `127.0.0.1:PORT`, its connection is a " +
     "`CONNECT` to its egress proxy, decided, connected and audited there (an npm server sends it " +
-    "from its own process, core/guard/forward_direct.ts; other clients through the forwarder in " +
+    "from its own process, core/egress/forward_direct.ts; other clients through the forwarder in " +
     "its namespace).",
     "",
     table(

@@ -9,7 +9,7 @@
  * @module
  */
 import { join } from "node:path";
-import { HOST_V8_FLAGS } from "../core/sandbox/host_flags.ts";
+import { HOST_V8_FLAGS } from "../core/sandbox/mod.ts";
 import { fmtMiB, fmtMs, runChild } from "./lib.ts";
 import { goal, log, SECTIONS, type Sizes, spread, table, x } from "./report.ts";
 

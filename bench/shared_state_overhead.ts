@@ -16,14 +16,14 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { parseConfig } from "../core/config/corral_config.ts";
-import { parsePolicy } from "../core/config/policy.ts";
-import { RedisState } from "../core/identity/redis_state.ts";
-import { LocalState } from "../core/identity/shared_state.ts";
-import { addToken } from "../core/identity/token_store.ts";
-import { httpIdentityFromConfig } from "../core/mcp/http_identity.ts";
-import { serveHttp } from "../core/mcp/serve_http.ts";
-import { Registry } from "../core/registry/registry.ts";
+import { parseConfig } from "../core/config/mod.ts";
+import { parsePolicy } from "../core/config/mod.ts";
+import { RedisState } from "../core/identity/mod.ts";
+import { LocalState } from "../core/identity/mod.ts";
+import { addToken } from "../core/identity/mod.ts";
+import { httpIdentityFromConfig } from "../core/mcp/mod.ts";
+import { serveHttp } from "../core/mcp/mod.ts";
+import { Registry } from "../core/registry/mod.ts";
 
 /** What bench/shared_state_overhead.ts prints: medians in ms and their ratio (goal <= 1.10). */
 export interface SharedStateOverheadResult {

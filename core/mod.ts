@@ -19,7 +19,7 @@
  *
  * @module
  */
-export { BaseTool, tool, TOOL_NAME_PATTERN } from "./tool/tool.ts";
+export { BaseTool, tool, TOOL_NAME_PATTERN } from "./tool/mod.ts";
 export type {
   Grant,
   LoadDecision,
@@ -29,24 +29,14 @@ export type {
   ToolConfig,
   ToolDefinition,
   ToolOptions,
-} from "./tool/tool.ts";
-export { failure, type ToolResult } from "./tool/result.ts";
-export { apiContent, type ContentBlock, contentProblems } from "./tool/content.ts";
-export { ConfigError, PermissionDeniedError, ToolTimeoutError } from "./tool/errors.ts";
-export { type Letter, LETTERS } from "./tool/permissions.ts";
-export {
-  displayPath,
-  fsError,
-  isInside,
-  resolveInside,
-  type ResolveOptions,
-} from "./guard/paths.ts";
-export {
-  runSubprocess,
-  type SubprocessOptions,
-  type SubprocessResult,
-} from "./guard/subprocess.ts";
-export { type HarnessOptions, runHarness } from "./tool/harness.ts";
+} from "./tool/mod.ts";
+export { failure, type ToolResult } from "./tool/mod.ts";
+export { apiContent, type ContentBlock, contentProblems } from "./tool/mod.ts";
+export { ConfigError, PermissionDeniedError, ToolTimeoutError } from "./tool/mod.ts";
+export { type Letter, LETTERS } from "./tool/mod.ts";
+export { displayPath, fsError, isInside, resolveInside, type ResolveOptions } from "./guard/mod.ts";
+export { runSubprocess, type SubprocessOptions, type SubprocessResult } from "./guard/mod.ts";
+export { type HarnessOptions, runHarness } from "./tool/mod.ts";
 export {
   type AddressClass,
   classifyAddress,
@@ -54,4 +44,4 @@ export {
   guardUrl,
   listedExplicitly,
   NetworkGuardError,
-} from "./guard/net_guard.ts";
+} from "./guard/mod.ts";

@@ -25,7 +25,7 @@
  *
  * @module
  */
-export { invokeTool, testContext } from "./tool/invoke.ts";
-export { collectTools } from "./tool/tool.ts";
-export type { Grant, ToolCallContext, ToolDefinition } from "./tool/tool.ts";
-export type { ToolResult } from "./tool/result.ts";
+export { invokeTool, testContext } from "./tool/mod.ts";
+export { collectTools } from "./tool/mod.ts";
+export type { Grant, ToolCallContext, ToolDefinition } from "./tool/mod.ts";
+export type { ToolResult } from "./tool/mod.ts";

@@ -1,7 +1,7 @@
 /**
  * node:http's own parser (llhttp, in Deno's Node layer) as an oracle: the
  * requests it reads in a byte stream sent on one connection, and whether it
- * refused the stream. For core/guard/http_request_fuzz_test.ts.
+ * refused the stream. For core/wire/http_request_fuzz_test.ts.
  *
  * @module
  */

@@ -160,7 +160,7 @@ function linkTarget(target: string, at: string, dir: string, out: string): strin
 
 /**
  * A mount namespace of the tests' own, where each batch of cases gets a fresh overlay mounted
- * over the workspace itself (the options of core/guard/launcher.ts; the tree's paths, links
+ * over the workspace itself (the options of core/jail/launcher.ts; the tree's paths, links
  * included, read there as in a sandbox) and the outside folder is an empty tmpfs (as the
  * sandbox's namespace leaves it out: a write through a link leading there goes nowhere). The
  * tool's changes are made by this process through `/proc/PID/root`, in that namespace: the

@@ -11,8 +11,13 @@ import { ROOT } from "./_helpers.ts";
 const LAYERS = [
   ["tool"],
   ["guard"],
+  ["base"],
+  ["wire"],
+  ["audit"],
   ["telemetry"],
   ["seccomp"],
+  ["jail"],
+  ["egress"],
   ["config"],
   ["layers"],
   ["sandbox"],
@@ -89,7 +94,7 @@ Deno.test("every path ARCHITECTURE.md names exists", async () => {
   }
   assert.ok(
     doc.includes(
-      "cli > mcp, plugins > identity > registry > hosted > sandbox > layers > config > seccomp > telemetry > guard > tool",
+      "cli > mcp, plugins > identity > registry > hosted > sandbox > layers > config > egress > jail > seccomp > telemetry > audit > wire > base > guard > tool",
     ),
     "ARCHITECTURE.md states the same layers as this test",
   );
@@ -143,7 +148,7 @@ Deno.test("core/ folders import only their own and lower layers", async () => {
 Deno.test("core/mod.ts re-exports only core/tool/ and core/guard/; tool modules import no host code", async () => {
   for (const entry of ["core/mod.ts", "core/testing.ts"]) {
     for (const target of await importsOf(entry)) {
-      assert.match(target, /^core\/(tool|guard)\//, `${entry} imports ${target}`);
+      assert.match(target, /^core\/(tool|guard)\/mod\.ts$/, `${entry} imports ${target}`);
     }
   }
   const tools = (await repoFiles()).filter((f) =>
@@ -153,7 +158,11 @@ Deno.test("core/mod.ts re-exports only core/tool/ and core/guard/; tool modules 
   for (const file of tools) {
     for (const target of await importsOf(file)) {
       if (!target.startsWith("core/")) continue;
-      assert.match(target, /^core\/(mod\.ts|tool\/|guard\/)/, `${file} imports ${target}`);
+      assert.match(
+        target,
+        /^core\/(mod\.ts|tool\/mod\.ts|guard\/mod\.ts)$/,
+        `${file} imports ${target}`,
+      );
     }
   }
 });
@@ -253,4 +262,68 @@ Deno.test("a cold call loads no MCP SDK, Ajv, X.509, JWT, Redis or telemetry pac
     );
     assert.deepEqual(heavy, [], `${entry} imports statically: ${packages.join(", ")}`);
   }
+});
+
+/** Relative specifiers of one file: `static` (import/export … from, in code or doc examples) and `lazy` (`import("…")`). */
+function _specifiers(text: string): { static: string[]; lazy: string[] } {
+  const fromRe =
+    /(?:^|[\s;*])(?:import|export)\s[^;'"]*?from\s*"(\.{1,2}\/[^"]+)"|^\s*\*?\s*import\s+"(\.{1,2}\/[^"]+)"/gm;
+  const lazyRe = /import\(\s*"(\.{1,2}\/[^"]+)"\s*\)/g;
+  return {
+    static: [...text.matchAll(fromRe)].map((m) => m[1] ?? m[2]),
+    lazy: [...text.matchAll(lazyRe)].map((m) => m[1]),
+  };
+}
+
+/** The core/ folder a repository path lies in, or null. */
+function _coreFolder(path: string): string | null {
+  const parts = path.split("/");
+  return parts[0] === "core" && parts.length > 2 ? parts[1] : null;
+}
+
+Deno.test("every core/ folder has a face, and code outside a folder enters it only through its mod.ts", async () => {
+  const files = await repoFiles();
+  const folders = [...new Set(files.map(_coreFolder).filter((f): f is string => f !== null))];
+  for (const folder of folders) {
+    assert.ok(files.includes(`core/${folder}/mod.ts`), `core/${folder}/ has no mod.ts`);
+  }
+  const code = files.filter((f) =>
+    /\.ts$/.test(f) && !/_test\.ts$/.test(f) && !/^tests\//.test(f) &&
+    /^(core|toolsets|plugins|bench|testing)\/|^main\.ts$/.test(f)
+  );
+  assert.ok(code.length > 200, `found ${code.length} source files`);
+  const wrong: string[] = [];
+  for (const file of code) {
+    for (const spec of _specifiers(await Deno.readTextFile(`${ROOT}${file}`)).static) {
+      const target = relative(ROOT, `${ROOT}${dirname(file)}/${spec}`);
+      const folder = _coreFolder(target);
+      if (!folder || folder === _coreFolder(file) || target === `core/${folder}/mod.ts`) continue;
+      wrong.push(`${file} -> ${target}`);
+    }
+  }
+  assert.deepEqual(
+    wrong,
+    [],
+    "imports that pass a folder's face (a lazy import() may name a file)",
+  );
+});
+
+Deno.test("core/jail/ is under 3,000 lines, and nothing outside it, tests included, imports more than its mod.ts", async () => {
+  const files = await repoFiles();
+  const jail = files.filter((f) => f.startsWith("core/jail/") && !f.endsWith("_test.ts"));
+  assert.ok(jail.includes("core/jail/mod.ts") && jail.includes("core/jail/namespace.ts"));
+  let lines = 0;
+  for (const f of jail) lines += (await Deno.readTextFile(`${ROOT}${f}`)).split("\n").length - 1;
+  assert.ok(lines < 3000, `core/jail/ holds ${lines} lines`);
+  const wrong: string[] = [];
+  for (const file of files.filter((f) => /\.ts$/.test(f) && !f.startsWith("core/jail/"))) {
+    const specs = _specifiers(await Deno.readTextFile(`${ROOT}${file}`));
+    for (const spec of [...specs.static, ...specs.lazy]) {
+      const target = relative(ROOT, `${ROOT}${dirname(file)}/${spec}`);
+      if (target.startsWith("core/jail/") && target !== "core/jail/mod.ts") {
+        wrong.push(`${file} -> ${target}`);
+      }
+    }
+  }
+  assert.deepEqual(wrong, []);
 });

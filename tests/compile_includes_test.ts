@@ -2,7 +2,7 @@
 // code for every file loaded by path or by a computed specifier, or bound into
 // a namespace, at run time: `new URL("…", import.meta.url)`, core/cli/cli.ts's
 // `_load("…")`, `new Worker(…)`, computed `import(…)`, `--preload`, and
-// install-relative paths ("core/….ts") handed to core/guard/self_run.ts. Each
+// install-relative paths ("core/….ts") handed to core/jail/self_run.ts. Each
 // such file must be embedded in the binary (core/cli/compile.ts
 // `compileIncludes()` or the static graph it pulls in); a program (a module
 // that runs when started) must also be started through the binary, as one of
@@ -13,7 +13,7 @@
 import assert from "node:assert/strict";
 import { dirname, join, relative, resolve } from "node:path";
 import { compileIncludes } from "../core/cli/compile.ts";
-import { SELF_PROGRAMS, WRITTEN_OUT } from "../core/guard/self_run.ts";
+import { SELF_PROGRAMS, WRITTEN_OUT } from "../core/jail/mod.ts";
 import { localModuleGraph } from "../core/sandbox/module_graph.ts";
 import { ROOT } from "./_helpers.ts";
 
@@ -158,7 +158,7 @@ Deno.test("every file corral loads or starts by path is embedded, and every prog
       "core/sandbox/sandbox_child.ts",
       "core/sandbox/sandbox_worker.ts",
       "core/hosted/hosted_server.ts",
-      "core/guard/forward_direct.ts",
+      "core/egress/forward_direct.ts",
     ]
   ) assert.ok(targets.has(f), `the walk did not find ${f}`);
   // Each computed import of tool code it allows is still where it says.

@@ -1,9 +1,9 @@
 // Attacks on the network grant: every sandbox reaches the network only
-// through the host's egress proxy (core/guard/egress.ts), which checks the
+// through the host's egress proxy (core/egress/egress.ts), which checks the
 // net list and the address at connect time and audits every connection.
 import assert from "node:assert/strict";
 import { parsePolicy } from "../core/config/policy.ts";
-import { findBwrap } from "../core/guard/jail.ts";
+import { findBwrap } from "../core/jail/mod.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
 import { FIXTURES, ROOT, tempLayout } from "./_helpers.ts";
@@ -173,7 +173,7 @@ Deno.test("the proxy is bounded: hundreds of idle connections are refused past t
 });
 
 Deno.test("the proxy refuses this machine's own addresses and special-purpose ranges unless listed", async () => {
-  const { decideEgress } = await import("../core/guard/egress.ts");
+  const { decideEgress } = await import("../core/egress/egress.ts");
   const own = new Set(["192.0.2.77", "10.9.8.7"]);
   for (const host of ["192.0.2.77", "198.18.0.1", "203.0.113.5", "198.51.100.7", "[2001:db8::1]"]) {
     const d = await decideEgress(host, 80, { allowed: ["*"], ownAddresses: own });

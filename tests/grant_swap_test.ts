@@ -9,7 +9,7 @@
 import { sandboxInit } from "../core/sandbox/sealed_runtime.ts";
 import assert from "node:assert/strict";
 import { parsePolicy } from "../core/config/policy.ts";
-import { findBwrap } from "../core/guard/jail.ts";
+import { findBwrap } from "../core/jail/mod.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
 import type { ToolResult } from "../core/tool/result.ts";

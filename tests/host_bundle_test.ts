@@ -74,7 +74,7 @@ Deno.test("a bundle is fresh only while every source keeps its stamp and Deno is
     const file = `${dir}/m.ts`;
     await Deno.writeTextFile(file, "export const a = 1;\n");
     await new Promise((r) => setTimeout(r, 3100)); // old enough to be stamped
-    const { fileStamp } = await import("../core/guard/file_stamp.ts");
+    const { fileStamp } = await import("../core/base/file_stamp.ts");
     const stamp = fileStamp(file)!;
     const record = {
       v: 1,

@@ -5,7 +5,7 @@
 // server is granted one `host:port` (an address for PostgreSQL, a name for
 // Redis) and reaches it through its forwarder inside the namespace and the
 // egress proxy (audited): an npm server's own node:net connection straight to
-// the proxy (core/guard/forward_direct.ts), any other client through the
+// the proxy (core/egress/forward_direct.ts), any other client through the
 // bridge's forwarder. A hostile server granted the same Redis port tries
 // another local port, with a canary listening by TCP (127.0.0.1 and ::1) and
 // UDP, every way it can: it is never reached.
@@ -65,7 +65,7 @@ Deno.test("server-postgres in the jail, granted 127.0.0.1:PORT, queries a real P
   for (const c of conns) {
     assert.equal(`${c.host}:${c.port}`, `127.0.0.1:${pg.port}`);
     assert.equal(c.verdict, "allowed");
-    // The npm server's own connection went straight to the proxy (core/guard/forward_direct.ts).
+    // The npm server's own connection went straight to the proxy (core/egress/forward_direct.ts).
     assert.equal(c.via, "direct");
   }
   assert.ok(conns.some((c) => Number(c.bytes_in) > 0 && Number(c.bytes_out) > 0));

@@ -10,7 +10,7 @@
 //   result and no audit line.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { findBwrap } from "../core/guard/jail.ts";
+import { findBwrap } from "../core/jail/mod.ts";
 import { HOSTED_FIXTURES, ROOT, SERVERS_DIR } from "./_hosted_helpers.ts";
 
 const BWRAP = await findBwrap();

@@ -3,7 +3,7 @@
 // start at once on two cores) after a client sent its whole body, the
 // clock's tick and the bytes that arrived are ready in the same turn; the
 // request is served, never answered 408 (core/mcp/body_clock.ts on
-// core/guard/peer_clock.ts). A body that never comes still gets 408 (the
+// core/wire/peer_clock.ts). A body that never comes still gets 408 (the
 // control). The head's deadline is node:http's own (headersTimeout): not
 // stall-aware yet.
 import assert from "node:assert/strict";

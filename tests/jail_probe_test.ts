@@ -3,7 +3,7 @@ import { ROOT } from "./_helpers.ts";
 
 /** Run findBwrap in a fresh process (it is memoized per process). */
 async function probe(cacheFile: string, maxAgeMs?: number): Promise<string> {
-  const code = `import { findBwrap } from "${ROOT}core/guard/jail.ts";
+  const code = `import { findBwrap } from "${ROOT}core/jail/jail.ts";
 console.log(String(await findBwrap({ cacheFile: ${JSON.stringify(cacheFile)}${
     maxAgeMs === undefined ? "" : `, maxAgeMs: ${maxAgeMs}`
   } })));`;

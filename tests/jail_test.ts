@@ -2,7 +2,7 @@
 // and their clean environment, attacked end to end through the registry and
 // the CLI. More attacks on the namespace are in tests/namespace_test.ts.
 import assert from "node:assert/strict";
-import { findBwrap } from "../core/guard/jail.ts";
+import { findBwrap } from "../core/jail/mod.ts";
 import { parsePolicy } from "../core/config/policy.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";

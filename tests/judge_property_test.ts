@@ -18,7 +18,7 @@
 // Design, for real coverage in about a minute on two busy cores (measured here: 500 cases in
 // 57-100 s with the machine's load at 33; after the apply half, 76 s at a load of 20, the test's
 // process and its children using about 26 s of CPU). The upper layer is the kernel's own: each
-// batch mounts a REAL overlay (the options of core/guard/launcher.ts) over the workspace in a
+// batch mounts a REAL overlay (the options of core/jail/launcher.ts) over the workspace in a
 // mount namespace of the test's own (tests/_property_tree.ts ToolNamespace), and the tool's
 // changes are made there by this process through /proc/PID/root, one syscall each, so copy-ups,
 // whiteouts, opaque folders and renames are what the kernel writes, never an imitation; links

@@ -4,7 +4,7 @@
 // control sequences on the operator's terminal.
 import assert from "node:assert/strict";
 import { parsePolicy } from "../core/config/policy.ts";
-import { findBwrap } from "../core/guard/jail.ts";
+import { findBwrap } from "../core/jail/mod.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
 import { FIXTURES, ROOT, runCli, tempLayout } from "./_helpers.ts";

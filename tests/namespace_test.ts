@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parsePolicy } from "../core/config/policy.ts";
-import { findBwrap } from "../core/guard/jail.ts";
+import { findBwrap } from "../core/jail/mod.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
 import { INSTALL_DIR } from "../core/config/install_dir.ts";

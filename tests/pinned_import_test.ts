@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { join, relative } from "node:path";
 import { codeStoreDir, INSTALL_DIR } from "../core/config/install_dir.ts";
 import { parsePolicy, type Policy } from "../core/config/policy.ts";
-import { findBwrap } from "../core/guard/jail.ts";
+import { findBwrap } from "../core/jail/mod.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { pinGraph } from "../core/sandbox/module_graph.ts";
 import { Sandbox } from "../core/sandbox/sandbox.ts";

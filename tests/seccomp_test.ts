@@ -6,7 +6,7 @@
 // audited. The hosted server's side is tests/hosted_seccomp_test.ts.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { findBwrap } from "../core/guard/jail.ts";
+import { findBwrap } from "../core/jail/mod.ts";
 import { parsePolicy } from "../core/config/policy.ts";
 import { registryBanner } from "../core/registry/banner.ts";
 import { Registry } from "../core/registry/registry.ts";

@@ -13,7 +13,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 // @ts-types="@modelcontextprotocol/sdk/client/stdio"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { isTempName } from "../core/guard/temp_names.ts";
-import { findBwrap } from "../core/guard/jail.ts";
+import { findBwrap } from "../core/jail/mod.ts";
 import { parsePolicy } from "../core/config/policy.ts";
 import { Registry } from "../core/registry/registry.ts";
 import type { SandboxPoolLimits } from "../core/registry/sandbox_pool.ts";

@@ -18,7 +18,7 @@
 // ends the server, under the cap. Section 13 of the bench runs uncapped, with the shipped flags,
 // 20,000 calls.
 import assert from "node:assert/strict";
-import { findBwrap } from "../core/guard/jail.ts";
+import { findBwrap } from "../core/jail/mod.ts";
 import { type Held, runSoak } from "../bench/soak.ts";
 
 if (await findBwrap() === undefined) throw new Error("soak_test: no working bwrap here");

@@ -7,7 +7,7 @@
 // sandbox racing its own layer cannot turn the clearing of that layer against the host.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { findBwrap } from "../core/guard/jail.ts";
+import { findBwrap } from "../core/jail/mod.ts";
 import { layerBases } from "../core/config/install_dir.ts";
 import { parsePolicy } from "../core/config/policy.ts";
 import { Registry } from "../core/registry/registry.ts";

@@ -16,12 +16,12 @@ import {
   readAudit,
   safeJsonLine,
   summarizeAudit,
-} from "../guard/audit.ts";
-import { closestNames } from "../config/closest.ts";
-import { ConfigError } from "../tool/errors.ts";
+} from "../audit/mod.ts";
+import { closestNames } from "../config/mod.ts";
+import { ConfigError } from "../tool/mod.ts";
 import { cliSettings } from "./cli_settings.ts";
 import { type CliValues, UsageError } from "./options.ts";
-import { terminalSafe } from "../tool/reporter.ts";
+import { terminalSafe } from "../tool/mod.ts";
 import { out } from "./output.ts";
 
 /** Run `corral audit [PATH]`; returns the exit code. */

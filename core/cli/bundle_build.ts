@@ -21,8 +21,8 @@
  *
  * @module
  */
-import { INSTALL_DIR } from "../config/install_dir.ts";
-import { fileStamp, RACY_MS } from "../guard/file_stamp.ts";
+import { INSTALL_DIR } from "../config/mod.ts";
+import { fileStamp, RACY_MS } from "../base/mod.ts";
 import { BUNDLE_VERSION, type BundleRecord } from "./host_bundle.ts";
 
 const _DIR = `${INSTALL_DIR}/.corral/bundle`;

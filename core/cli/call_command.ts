@@ -7,11 +7,11 @@
  *
  * @module
  */
-import type { Registry, ToolInfo } from "../registry/registry.ts";
+import type { Registry, ToolInfo } from "../registry/mod.ts";
 import { type CliValues, UsageError } from "./options.ts";
-import { summarizeContent } from "../tool/content.ts";
-import { ConfigError } from "../tool/errors.ts";
-import { terminalSafe } from "../tool/reporter.ts";
+import { summarizeContent } from "../tool/mod.ts";
+import { ConfigError } from "../tool/mod.ts";
+import { terminalSafe } from "../tool/mod.ts";
 import { out } from "./output.ts";
 import { keepNextLaunch } from "./prestart_recipe.ts";
 

@@ -10,9 +10,9 @@
  *
  * @module
  */
-import { type AuditHeldRecord, AuditLog } from "../guard/audit.ts";
-import { type ChangeReport, notAppliedText } from "../layers/change_report.ts";
-import { heldRules, settleHeld } from "../layers/held_apply.ts";
+import { type AuditHeldRecord, AuditLog } from "../audit/mod.ts";
+import { type ChangeReport, notAppliedText } from "../layers/mod.ts";
+import { heldRules, settleHeld } from "../layers/mod.ts";
 import {
   findHeld,
   HELD_ID,
@@ -24,13 +24,13 @@ import {
   lockHeld,
   readHeld,
   removeHeld,
-} from "../layers/held_store.ts";
-import type { LayerRules } from "../layers/settle_layers.ts";
-import { pathFolders } from "../layers/start_layers.ts";
-import { grantPaths } from "../registry/grant_paths.ts";
-import { registryFolders } from "../registry/registry_folders.ts";
-import type { Settings } from "../config/settings.ts";
-import { terminalSafe } from "../tool/reporter.ts";
+} from "../layers/mod.ts";
+import type { LayerRules } from "../layers/mod.ts";
+import { pathFolders } from "../layers/mod.ts";
+import { grantPaths } from "../registry/mod.ts";
+import { registryFolders } from "../registry/mod.ts";
+import type { Settings } from "../config/mod.ts";
+import { terminalSafe } from "../tool/mod.ts";
 import { cliSettings } from "./cli_settings.ts";
 import { heldDiff } from "./held_diff.ts";
 import { type CliValues, UsageError } from "./options.ts";

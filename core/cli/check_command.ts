@@ -5,10 +5,10 @@
  *
  * @module
  */
-import { checkPlugins, formatCheckReport } from "../plugins/check.ts";
+import { checkPlugins, formatCheckReport } from "../plugins/mod.ts";
 import { cliSettings } from "./cli_settings.ts";
 import { type CliValues, UsageError } from "./options.ts";
-import { terminalSafe } from "../tool/reporter.ts";
+import { terminalSafe } from "../tool/mod.ts";
 import { out } from "./output.ts";
 import { userCwd } from "./user_cwd.ts";
 

@@ -37,9 +37,9 @@ import {
 import { out, useColor } from "./output.ts";
 import { removeScratch } from "./scratch.ts";
 import { resolveUserPaths } from "./user_cwd.ts";
-import { dropPermissions } from "../guard/self_run.ts";
-import { ConfigError } from "../tool/errors.ts";
-import { Reporter } from "../tool/reporter.ts";
+import { dropPermissions } from "../jail/mod.ts";
+import { ConfigError } from "../tool/mod.ts";
+import { Reporter } from "../tool/mod.ts";
 
 /**
  * One of corral's own modules, by a computed specifier: Deno then loads the
@@ -174,7 +174,7 @@ const _COMMANDS: Record<
 
 /** Run the CLI with `argv`; returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
-  // Hidden: a compiled corral re-runs itself for each program it starts (core/guard/self_run.ts):
+  // Hidden: a compiled corral re-runs itself for each program it starts (core/jail/self_run.ts):
   // a process sandbox, the tree applier, a hosted server's egress bridge.
   if (argv[0] === "__sandbox-child") {
     const { runSandboxChild } = await _load<typeof import("../sandbox/sandbox_child.ts")>(

@@ -6,14 +6,10 @@
  *
  * @module
  */
-import { INSTALL_DIR } from "../config/install_dir.ts";
-import {
-  riskyWorkspace,
-  riskyWorkspaceError,
-  UNSAFE_WORKSPACE_FLAG,
-} from "../config/risky_workspace.ts";
-import { resolveSettings, type Settings } from "../config/settings.ts";
-import { isWithin } from "../guard/namespace.ts";
+import { INSTALL_DIR } from "../config/mod.ts";
+import { riskyWorkspace, riskyWorkspaceError, UNSAFE_WORKSPACE_FLAG } from "../config/mod.ts";
+import { resolveSettings, type Settings } from "../config/mod.ts";
+import { isWithin } from "../jail/mod.ts";
 import { type CliValues, UsageError } from "./options.ts";
 import { makeScratch } from "./scratch.ts";
 import { OWN_DIR, userCwd } from "./user_cwd.ts";

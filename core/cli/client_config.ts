@@ -12,10 +12,10 @@
  * @module
  */
 import { join } from "node:path";
-import { envVar } from "../config/env_var.ts";
-import { configDir, INSTALL_DIR } from "../config/install_dir.ts";
-import { runningServer, type ServerRecord, TOKEN_VAR, tokenMatches } from "../mcp/token_source.ts";
-import { HOST_FLAGS } from "../sandbox/host_flags.ts";
+import { envVar } from "../config/mod.ts";
+import { configDir, INSTALL_DIR } from "../config/mod.ts";
+import { runningServer, type ServerRecord, TOKEN_VAR, tokenMatches } from "../mcp/mod.ts";
+import { HOST_FLAGS } from "../sandbox/mod.ts";
 import { cliWorkspace } from "./cli_settings.ts";
 import { type CliValues, UsageError } from "./options.ts";
 import { out } from "./output.ts";

@@ -7,7 +7,7 @@
  * which `deno compile` cannot see), `toolsets/toolsets.json` and the shipped
  * `permissions.json`. The host's permissions and `--unstable-worker-options`
  * are fixed at compile time. Every program corral starts is the binary
- * itself, re-run with a hidden subcommand (core/guard/self_run.ts): a
+ * itself, re-run with a hidden subcommand (core/jail/self_run.ts): a
  * process sandbox (`corral __sandbox-child`, which revokes what the grant
  * does not use before any tool code loads), the tree applier
  * (`__applier`), a hosted server's egress bridge (`__egress-bridge`).
@@ -18,10 +18,10 @@
  * @module
  */
 import { join } from "node:path";
-import { INSTALL_DIR } from "../config/install_dir.ts";
-import { toolModules } from "../registry/builtin_toolsets.ts";
-import { HOST_FLAGS } from "../sandbox/host_flags.ts";
-import { SELF_PROGRAMS, WRITTEN_OUT } from "../guard/self_run.ts";
+import { INSTALL_DIR } from "../config/mod.ts";
+import { toolModules } from "../registry/mod.ts";
+import { HOST_FLAGS } from "../sandbox/mod.ts";
+import { SELF_PROGRAMS, WRITTEN_OUT } from "../jail/mod.ts";
 
 /**
  * Files the binary must embed besides main.ts's static import graph
@@ -49,7 +49,7 @@ export async function compileIncludes(): Promise<string[]> {
   // Loaded by a computed specifier when a hosted server first starts.
   files.push(join(INSTALL_DIR, "core", "hosted", "hosted_server.ts"));
   // The programs a compiled corral starts as itself, and its files it writes out for a real
-  // `deno run` (core/guard/self_run.ts).
+  // `deno run` (core/jail/self_run.ts).
   files.push(...Object.values(SELF_PROGRAMS).map((f) => join(INSTALL_DIR, f)));
   files.push(...Object.values(WRITTEN_OUT).flat().map((f) => join(INSTALL_DIR, f)));
   // main.ts loads core/cli/cli.ts, and that each command's module, by a computed specifier (only

@@ -9,10 +9,10 @@
  *
  * @module
  */
-import type { SettingEntry } from "../config/layers.ts";
-import type { Settings } from "../config/settings.ts";
-import { redact, SECRET_KEY } from "../guard/redact.ts";
-import { terminalSafe } from "../tool/reporter.ts";
+import type { SettingEntry } from "../config/mod.ts";
+import type { Settings } from "../config/mod.ts";
+import { redact, SECRET_KEY } from "../base/mod.ts";
+import { terminalSafe } from "../tool/mod.ts";
 import { cliSettings } from "./cli_settings.ts";
 import { jailLines, jailReport } from "./jail_report.ts";
 import type { CliValues } from "./options.ts";

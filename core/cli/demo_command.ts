@@ -6,9 +6,9 @@
  * @module
  */
 import { join } from "node:path";
-import { INSTALL_DIR } from "../config/install_dir.ts";
-import type { Registry } from "../registry/registry.ts";
-import { colour } from "../tool/reporter.ts";
+import { INSTALL_DIR } from "../config/mod.ts";
+import type { Registry } from "../registry/mod.ts";
+import { colour } from "../tool/mod.ts";
 import { out } from "./output.ts";
 import { makeScratch } from "./scratch.ts";
 import { toolTable } from "./tool_table.ts";

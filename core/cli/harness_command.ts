@@ -11,13 +11,13 @@
  * @module
  */
 import { basename, join, resolve } from "node:path";
-import { expandHome } from "../config/env_var.ts";
-import { INSTALL_DIR } from "../config/install_dir.ts";
-import { stemOf } from "../config/plugin_set.ts";
-import { resolveSettings, type Settings } from "../config/settings.ts";
-import { selfHosted } from "../sandbox/child_command.ts";
-import { HOST_PERMISSION_FLAGS } from "../sandbox/host_flags.ts";
-import { HARNESS_ENV, type HarnessSetup } from "../tool/harness_setup.ts";
+import { expandHome } from "../config/mod.ts";
+import { INSTALL_DIR } from "../config/mod.ts";
+import { stemOf } from "../config/mod.ts";
+import { resolveSettings, type Settings } from "../config/mod.ts";
+import { selfHosted } from "../sandbox/mod.ts";
+import { HOST_PERMISSION_FLAGS } from "../sandbox/mod.ts";
+import { HARNESS_ENV, type HarnessSetup } from "../tool/mod.ts";
 import { commandHelp, UsageError } from "./options.ts";
 import { out } from "./output.ts";
 import { fromUser, userCwd } from "./user_cwd.ts";

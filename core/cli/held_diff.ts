@@ -10,9 +10,9 @@
  */
 import { join, relative } from "node:path";
 import { createTwoFilesPatch } from "diff";
-import type { HeldSettlement } from "../layers/held_apply.ts";
-import type { HeldEntry, HeldManifest } from "../layers/held_store.ts";
-import { isWithin } from "../guard/is_within.ts";
+import type { HeldSettlement } from "../layers/mod.ts";
+import type { HeldEntry, HeldManifest } from "../layers/mod.ts";
+import { isWithin } from "../base/mod.ts";
 
 /** Files larger than this are not diffed (their size is said). */
 const _MAX_DIFF_BYTES = 1024 * 1024;

@@ -6,7 +6,7 @@
  * instead of about 150 modules (Deno reads, checks and compiles each).
  *
  * It is used only while every source file it was made from has the stamp
- * it had then (core/guard/file_stamp.ts: size, inode, mtime, ctime; corral's
+ * it had then (core/base/file_stamp.ts: size, inode, mtime, ctime; corral's
  * `deno.json` and `deno.lock` among them, which pin its packages) and Deno
  * is the same version. Otherwise corral runs from its modules, as without
  * a bundle, and a fresh bundle is made in the background (one process at a
@@ -19,7 +19,7 @@
  *
  * @module
  */
-import { fileStamp, RACY_MS } from "../guard/file_stamp.ts";
+import { fileStamp, RACY_MS } from "../base/mod.ts";
 
 /** The install folder, the bundle folder and the record of the current bundle. */
 const _INSTALL = new URL("../../", import.meta.url);
@@ -112,7 +112,7 @@ export function bundleFresh(record: BundleRecord): boolean {
 
 function _allowed(): boolean {
   try {
-    // A compiled binary runs from its own embedded files (core/guard/self_run.ts compiledCorral).
+    // A compiled binary runs from its own embedded files (core/jail/self_run.ts compiledCorral).
     const exe = Deno.execPath();
     return /^deno(\.exe)?$/.test(exe.slice(exe.lastIndexOf("/") + 1));
   } catch {

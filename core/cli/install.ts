@@ -16,9 +16,9 @@
  * @module
  */
 import { join } from "node:path";
-import { envVar } from "../config/env_var.ts";
-import { INSTALL_DIR } from "../config/install_dir.ts";
-import { HOST_FLAGS } from "../sandbox/host_flags.ts";
+import { envVar } from "../config/mod.ts";
+import { INSTALL_DIR } from "../config/mod.ts";
+import { HOST_FLAGS } from "../sandbox/mod.ts";
 
 /**
  * The `deno install` arguments that install the `corral` command.

@@ -6,10 +6,10 @@
  * @module
  */
 import { join } from "node:path";
-import type { Policy } from "../config/policy.ts";
-import { findBwrap } from "../guard/jail.ts";
-import { defaultCacheDir } from "../registry/discovery_cache.ts";
-import { secondWall } from "../registry/registry_folders.ts";
+import type { Policy } from "../config/mod.ts";
+import { findBwrap } from "../jail/mod.ts";
+import { defaultCacheDir } from "../registry/mod.ts";
+import { secondWall } from "../registry/mod.ts";
 
 /** The jail here. */
 export interface JailReport {

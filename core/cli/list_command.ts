@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { limitKind } from "../guard/limits.ts";
-import { colour, terminalSafe } from "../tool/reporter.ts";
+import { limitKind } from "../jail/mod.ts";
+import { colour, terminalSafe } from "../tool/mod.ts";
 import type { CliSession } from "./open_registry.ts";
 import type { CliValues } from "./options.ts";
 import { out } from "./output.ts";

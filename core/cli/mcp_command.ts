@@ -5,13 +5,13 @@
  *
  * @module
  */
-import type { McpHandle, McpRegistry } from "../mcp/mcp_server.ts";
-import { serverToken } from "../mcp/server_token.ts";
-import { recordServer, TOKEN_VAR, type TokenSource } from "../mcp/token_source.ts";
-import { watchPlugins } from "../plugins/plugin_watcher.ts";
-import { pluginSources } from "../plugins/plugins.ts";
-import { envVar } from "../config/env_var.ts";
-import { ConfigError } from "../tool/errors.ts";
+import type { McpHandle, McpRegistry } from "../mcp/mod.ts";
+import { serverToken } from "../mcp/mod.ts";
+import { recordServer, TOKEN_VAR, type TokenSource } from "../mcp/mod.ts";
+import { watchPlugins } from "../plugins/mod.ts";
+import { pluginSources } from "../plugins/mod.ts";
+import { envVar } from "../config/mod.ts";
+import { ConfigError } from "../tool/mod.ts";
 import type { CliSession } from "./open_registry.ts";
 import type { CliValues } from "./options.ts";
 import { keepNextLaunch } from "./prestart_recipe.ts";

@@ -10,13 +10,13 @@
  * @module
  */
 import { resolve } from "node:path";
-import { defaultPluginDir } from "../config/plugin_dirs.ts";
-import type { Settings } from "../config/settings.ts";
-import { confinePlugins } from "../plugins/plugins.ts";
-import { scaffoldTool } from "../plugins/scaffold.ts";
-import { reservedToolNames } from "../registry/builtin_toolsets.ts";
-import { Registry } from "../registry/registry.ts";
-import { Reporter } from "../tool/reporter.ts";
+import { defaultPluginDir } from "../config/mod.ts";
+import type { Settings } from "../config/mod.ts";
+import { confinePlugins } from "../plugins/mod.ts";
+import { scaffoldTool } from "../plugins/mod.ts";
+import { reservedToolNames } from "../registry/mod.ts";
+import { Registry } from "../registry/mod.ts";
+import { Reporter } from "../tool/mod.ts";
 import { cliSettings } from "./cli_settings.ts";
 import { type CliValues, UsageError } from "./options.ts";
 import { out } from "./output.ts";

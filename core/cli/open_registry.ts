@@ -6,16 +6,16 @@
  * @module
  */
 import { resolve } from "node:path";
-import type { CorralConfig } from "../config/corral_config.ts";
-import type { Policy } from "../config/policy.ts";
-import type { Settings } from "../config/settings.ts";
-import { probeLimits } from "../guard/limits.ts";
-import { useCaFiles } from "../guard/trust_store.ts";
-import { confinePlugins } from "../plugins/plugins.ts";
-import { registryBanner } from "../registry/banner.ts";
-import { Registry } from "../registry/registry.ts";
-import { defaultCacheDir, DiscoveryCache } from "../registry/discovery_cache.ts";
-import type { Reporter } from "../tool/reporter.ts";
+import type { CorralConfig } from "../config/mod.ts";
+import type { Policy } from "../config/mod.ts";
+import type { Settings } from "../config/mod.ts";
+import { probeLimits } from "../jail/mod.ts";
+import { useCaFiles } from "../egress/mod.ts";
+import { confinePlugins } from "../plugins/mod.ts";
+import { registryBanner } from "../registry/mod.ts";
+import { Registry } from "../registry/mod.ts";
+import { defaultCacheDir, DiscoveryCache } from "../registry/mod.ts";
+import type { Reporter } from "../tool/mod.ts";
 import { cliSettings } from "./cli_settings.ts";
 import { type CliValues, UsageError } from "./options.ts";
 import { userCwd } from "./user_cwd.ts";
@@ -64,7 +64,7 @@ export async function openRegistry(
   // One discovery cache for the plugins' check and the registry: unchanged files are not read.
   const cache = settings.cache ? new DiscoveryCache(defaultCacheDir(), reporter) : undefined;
   const plugins = await confinePlugins(settings.plugins, cache && ((f) => cache.knownImports(f)));
-  // The operator's extra trust store, for every sandbox (core/guard/trust_store.ts).
+  // The operator's extra trust store, for every sandbox (core/egress/trust_store.ts).
   if (values["ca-file"]?.length) {
     try {
       useCaFiles(values["ca-file"].map((f) => resolve(userCwd(), f)));

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { wantsColour } from "../tool/reporter.ts";
+import { wantsColour } from "../tool/mod.ts";
 
 /** Print a line on stdout. */
 export function out(text: string): void {

@@ -7,15 +7,15 @@
  * @module
  */
 import { dirname, join, resolve } from "node:path";
-import { expandHome } from "../config/env_var.ts";
-import { configDir, INSTALL_DIR } from "../config/install_dir.ts";
-import { defaultPluginDir } from "../config/plugin_dirs.ts";
-import { initPluginDir } from "../plugins/plugin_init.ts";
-import { installPlugin } from "../plugins/packages.ts";
-import { confinePlugins } from "../plugins/plugins.ts";
+import { expandHome } from "../config/mod.ts";
+import { configDir, INSTALL_DIR } from "../config/mod.ts";
+import { defaultPluginDir } from "../config/mod.ts";
+import { initPluginDir } from "../plugins/mod.ts";
+import { installPlugin } from "../plugins/mod.ts";
+import { confinePlugins } from "../plugins/mod.ts";
 import { cliSettings } from "./cli_settings.ts";
 import { type CliValues, UsageError } from "./options.ts";
-import { terminalSafe } from "../tool/reporter.ts";
+import { terminalSafe } from "../tool/mod.ts";
 import { out } from "./output.ts";
 
 /** Run `corral plugins`; returns the exit code. */

@@ -13,10 +13,10 @@
  * @module
  */
 import { join } from "node:path";
-import { envVar } from "../config/env_var.ts";
-import { type LimitsProbe, limitsProbe } from "../guard/limits.ts";
-import { defaultCacheDir } from "../registry/discovery_cache.ts";
-import { type LaunchPlan, prestart, recordNextLaunch } from "../sandbox/prestart.ts";
+import { envVar } from "../config/mod.ts";
+import { type LimitsProbe, limitsProbe } from "../jail/mod.ts";
+import { defaultCacheDir } from "../registry/mod.ts";
+import { type LaunchPlan, prestart, recordNextLaunch } from "../sandbox/mod.ts";
 import type { CliValues } from "./options.ts";
 import { userCwd } from "./user_cwd.ts";
 

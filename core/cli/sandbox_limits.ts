@@ -5,8 +5,8 @@
  *
  * @module
  */
-import type { SandboxPoolLimits } from "../registry/sandbox_pool.ts";
-import { ConfigError } from "../tool/errors.ts";
+import type { SandboxPoolLimits } from "../registry/mod.ts";
+import { ConfigError } from "../tool/mod.ts";
 import type { CliValues } from "./options.ts";
 
 /** The pool limits `values` ask for (empty: the defaults). */

@@ -7,9 +7,9 @@
  *
  * @module
  */
-import type { Registry } from "../registry/registry.ts";
-import { ConfigError } from "../tool/errors.ts";
-import { formatSchemas, type SchemaFormat } from "../tool/schema.ts";
+import type { Registry } from "../registry/mod.ts";
+import { ConfigError } from "../tool/mod.ts";
+import { formatSchemas, type SchemaFormat } from "../tool/mod.ts";
 import { type CliValues, UsageError } from "./options.ts";
 import { out } from "./output.ts";
 

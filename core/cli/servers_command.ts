@@ -10,13 +10,13 @@
  *
  * @module
  */
-import { changedFields, readApproved, readSeen } from "../hosted/approvals.ts";
-import { serverLetters } from "../hosted/hosted_servers.ts";
-import { installed, installServer } from "../hosted/install.ts";
-import { layerBases } from "../config/install_dir.ts";
-import { publishedViews } from "../layers/view_refresh.ts";
-import { effectiveGrant } from "../sandbox/grant.ts";
-import { Reporter, terminalSafe } from "../tool/reporter.ts";
+import { changedFields, readApproved, readSeen } from "../hosted/mod.ts";
+import { serverLetters } from "../hosted/mod.ts";
+import { installed, installServer } from "../hosted/mod.ts";
+import { layerBases } from "../config/mod.ts";
+import { publishedViews } from "../layers/mod.ts";
+import { effectiveGrant } from "../sandbox/mod.ts";
+import { Reporter, terminalSafe } from "../tool/mod.ts";
 import { openRegistry } from "./open_registry.ts";
 import { type CliValues, UsageError } from "./options.ts";
 import { out } from "./output.ts";

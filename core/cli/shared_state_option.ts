@@ -6,9 +6,9 @@
  *
  * @module
  */
-import type { CorralConfig } from "../config/corral_config.ts";
-import { LocalState, type SharedState } from "../identity/shared_state.ts";
-import { ConfigError } from "../tool/errors.ts";
+import type { CorralConfig } from "../config/mod.ts";
+import { LocalState, type SharedState } from "../identity/mod.ts";
+import { ConfigError } from "../tool/mod.ts";
 import type { CliValues } from "./options.ts";
 
 /**

@@ -7,21 +7,21 @@
  *
  * @module
  */
-import { envVar } from "../config/env_var.ts";
-import { ConfigError } from "../tool/errors.ts";
-import type { CorralConfig } from "../config/corral_config.ts";
-import { ownedFileProblem } from "../guard/owned_file.ts";
-import { operatorNotes } from "../identity/identity_policy.ts";
-import { unknownAccessNames } from "../identity/tool_access.ts";
-import type { SharedState } from "../identity/shared_state.ts";
-import { AuditLog } from "../guard/audit.ts";
-import { AuthFailures } from "../mcp/auth_failures.ts";
-import { telemetry } from "../telemetry/metrics.ts";
-import { type HttpIdentity, httpIdentityFromConfig, teamPolicy } from "../mcp/http_identity.ts";
+import { envVar } from "../config/mod.ts";
+import { ConfigError } from "../tool/mod.ts";
+import type { CorralConfig } from "../config/mod.ts";
+import { ownedFileProblem } from "../base/mod.ts";
+import { operatorNotes } from "../identity/mod.ts";
+import { unknownAccessNames } from "../identity/mod.ts";
+import type { SharedState } from "../identity/mod.ts";
+import { AuditLog } from "../audit/mod.ts";
+import { AuthFailures } from "../mcp/mod.ts";
+import { telemetry } from "../telemetry/mod.ts";
+import { type HttpIdentity, httpIdentityFromConfig, teamPolicy } from "../mcp/mod.ts";
 import { sharedStateOf } from "./shared_state_option.ts";
-import type { McpRegistry } from "../mcp/mcp_server.ts";
-import { serverToken } from "../mcp/server_token.ts";
-import type { Registry } from "../registry/registry.ts";
+import type { McpRegistry } from "../mcp/mod.ts";
+import { serverToken } from "../mcp/mod.ts";
+import type { Registry } from "../registry/mod.ts";
 import { type CliSession, openRegistry } from "./open_registry.ts";
 import type { CliValues } from "./options.ts";
 import { sandboxLimitsOf } from "./sandbox_limits.ts";

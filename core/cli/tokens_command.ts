@@ -8,9 +8,9 @@
  *
  * @module
  */
-import type { CorralConfig } from "../config/corral_config.ts";
-import { addToken, readTokens, revokeToken } from "../identity/token_store.ts";
-import { terminalSafe } from "../tool/reporter.ts";
+import type { CorralConfig } from "../config/mod.ts";
+import { addToken, readTokens, revokeToken } from "../identity/mod.ts";
+import { terminalSafe } from "../tool/mod.ts";
 import { cliSettings } from "./cli_settings.ts";
 import { type CliValues, UsageError } from "./options.ts";
 import { out } from "./output.ts";

@@ -5,10 +5,10 @@
  *
  * @module
  */
-import { INSTALL_DIR } from "../config/install_dir.ts";
-import type { ToolInfo } from "../registry/registry.ts";
-import { describeGrant, holdsFilesOrCommands } from "../sandbox/grant.ts";
-import { colour, lettersColour, terminalSafe } from "../tool/reporter.ts";
+import { INSTALL_DIR } from "../config/mod.ts";
+import type { ToolInfo } from "../registry/mod.ts";
+import { describeGrant, holdsFilesOrCommands } from "../sandbox/mod.ts";
+import { colour, lettersColour, terminalSafe } from "../tool/mod.ts";
 
 const _ROOT = `${INSTALL_DIR}/`;
 

@@ -8,9 +8,9 @@
  * @module
  */
 import { dirname, join } from "node:path";
-import { projectFile, trustFile } from "../config/project_trust.ts";
-import { PROJECT_FILES } from "../config/trust_base.ts";
-import { ConfigError } from "../tool/errors.ts";
+import { projectFile, trustFile } from "../config/mod.ts";
+import { PROJECT_FILES } from "../config/mod.ts";
+import { ConfigError } from "../tool/mod.ts";
 import type { CliValues } from "./options.ts";
 import { out } from "./output.ts";
 import { userCwd } from "./user_cwd.ts";

@@ -8,7 +8,7 @@
  */
 import type { ParseError } from "jsonc-parser";
 import { z } from "zod";
-import { ConfigError } from "../tool/errors.ts";
+import { ConfigError } from "../tool/mod.ts";
 import { closestNames } from "./closest.ts";
 
 let _jsonc: typeof import("jsonc-parser") | undefined;

@@ -10,7 +10,7 @@
  * @module
  */
 import { basename, dirname, extname, join, resolve, sep } from "node:path";
-import { ConfigError } from "../tool/errors.ts";
+import { ConfigError } from "../tool/mod.ts";
 import type { CorralConfig } from "./corral_config.ts";
 import { expandHome } from "./env_var.ts";
 import type { PluginDirSetting } from "./plugin_dirs.ts";

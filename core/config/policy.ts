@@ -6,9 +6,9 @@
  * @module
  */
 import { isAbsolute, join, resolve } from "node:path";
-import type { JailMode } from "../guard/jail.ts";
-import { ConfigError } from "../tool/errors.ts";
-import type { Grant } from "../tool/tool.ts";
+import type { JailMode } from "../jail/mod.ts";
+import { ConfigError } from "../tool/mod.ts";
+import type { Grant } from "../tool/mod.ts";
 import { type CallLimits, callLimits } from "./call_limits.ts";
 import { type LayerLimits, layerLimits } from "./layer_limits.ts";
 import { expandHome } from "./env_var.ts";

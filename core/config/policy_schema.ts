@@ -6,7 +6,7 @@
  * @module
  */
 import { z } from "zod";
-import { refusedSyscalls } from "../seccomp/rules.ts";
+import { refusedSyscalls } from "../seccomp/mod.ts";
 import { CALL_LIMIT_KEYS } from "./call_limits.ts";
 import { LAYER_LIMIT_KEYS } from "./layer_limits.ts";
 import { closestNames } from "./closest.ts";

@@ -13,8 +13,8 @@
  * @module
  */
 import { dirname, join } from "node:path";
-import { sha256Hex } from "../guard/sha256_hex.ts";
-import { ConfigError } from "../tool/errors.ts";
+import { sha256Hex } from "../base/mod.ts";
+import { ConfigError } from "../tool/mod.ts";
 import { type CorralConfig, parseConfig } from "./corral_config.ts";
 import { configDir } from "./install_dir.ts";
 import { parsePolicy, type Policy, readyJsonc } from "./policy.ts";

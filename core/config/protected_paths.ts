@@ -6,13 +6,13 @@
  *
  * @module
  */
-import { ConfigError } from "../tool/errors.ts";
+import { ConfigError } from "../tool/mod.ts";
 import {
   normalizeEntry,
   PLANTED_DEFAULT_ENTRIES,
   PLANTED_DEFAULTS,
   plantedEntries,
-} from "../guard/planted.ts";
+} from "../guard/mod.ts";
 import { closestNames } from "./closest.ts";
 
 /** The protected entries of a policy, and the defaults it lifts. */

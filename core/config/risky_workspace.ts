@@ -11,7 +11,7 @@
  * @module
  */
 import { dirname, isAbsolute, join, resolve } from "node:path";
-import { isWithin } from "../guard/is_within.ts";
+import { isWithin } from "../base/mod.ts";
 import { envVar } from "./env_var.ts";
 import { codeStoreDir, configDir } from "./install_dir.ts";
 

@@ -10,7 +10,7 @@
  */
 import { dirname, resolve } from "node:path";
 import { z } from "zod";
-import { ConfigError } from "../tool/errors.ts";
+import { ConfigError } from "../tool/mod.ts";
 
 const _NAME = /^[a-zA-Z][a-zA-Z0-9_-]{0,31}$/;
 // An exact version only: nothing is resolved at start.

@@ -18,7 +18,7 @@
  * @module
  */
 import { join, resolve } from "node:path";
-import { ConfigError } from "../tool/errors.ts";
+import { ConfigError } from "../tool/mod.ts";
 import { CONFIG_ADD_UP, configLayer, type CorralConfig, layeredConfig } from "./corral_config.ts";
 import { configDir } from "./install_dir.ts";
 import {

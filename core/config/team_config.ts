@@ -9,7 +9,7 @@
  */
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import { ConfigError } from "../tool/errors.ts";
+import { ConfigError } from "../tool/mod.ts";
 import { expandHome } from "./env_var.ts";
 import { configDir } from "./install_dir.ts";
 

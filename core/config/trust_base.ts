@@ -9,18 +9,18 @@
  *
  * A write grant inside one of these paths refuses the start, naming both. A
  * path of the trust base inside a write grant is bound read-only again in
- * the sandbox namespace (core/guard/namespace.ts); a sandbox that runs
+ * the sandbox namespace (core/jail/namespace.ts); a sandbox that runs
  * without the namespace (an explicit opt-out) cannot mask it, so that
  * overlap refuses the start too.
  *
  * @module
  */
 import { dirname, join, resolve } from "node:path";
-import { denoDir, isWithin } from "../guard/namespace.ts";
-import { ConfigError } from "../tool/errors.ts";
+import { denoDir, isWithin } from "../jail/mod.ts";
+import { ConfigError } from "../tool/mod.ts";
 import { codeStoreDir, configDir, heldBases, INSTALL_DIR, layerBases } from "./install_dir.ts";
-import { pathExists } from "../guard/path_exists.ts";
-import { rotatedPaths } from "../guard/audit_rotation.ts";
+import { pathExists } from "../base/mod.ts";
+import { rotatedPaths } from "../audit/mod.ts";
 import { installedCommand } from "./risky_workspace.ts";
 
 /** One protected path and why it is protected. */
@@ -97,7 +97,7 @@ export function trustBase(options: TrustBaseOptions = {}): TrustedPath[] {
   if (options.cacheDir) list.push({ path: options.cacheDir, what: "corral's cache", secret: true });
   if (options.auditPath) {
     list.push({ path: options.auditPath, what: "the audit log", secret: true });
-    // Its rotated files (core/guard/audit_rotation.ts) are the same log (those that exist:
+    // Its rotated files (core/audit/audit_rotation.ts) are the same log (those that exist:
     // a namespace cannot mask a file that is not there).
     for (const p of rotatedPaths(options.auditPath).filter(pathExists)) {
       list.push({ path: p, what: "the audit log (rotated)", secret: true });

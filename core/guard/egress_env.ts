@@ -2,7 +2,7 @@
  * Where the way out of a namespace is, for the code inside it: the bridge's
  * address, the proxy socket's path, the proxy variables for HTTP clients,
  * and the bridge itself (run inside the namespace). No imports: the sandbox entry points load this, not the proxy
- * (core/guard/egress.ts).
+ * (core/egress/egress.ts).
  *
  * @module
  */

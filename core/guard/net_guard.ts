@@ -5,7 +5,7 @@
  * policy lists the host explicitly.
  *
  * Where it is enforced: in a namespaced sandbox, by the egress proxy at
- * connect time (core/guard/egress.ts classifies with {@link classifyAddress}
+ * connect time (core/egress/egress.ts classifies with {@link classifyAddress}
  * and connects to the address it checked, so DNS rebinding changes
  * nothing); there {@link guardUrl} only checks the `net` list. In a
  * sandbox without the namespace (an opt-out) {@link guardUrl} resolves the
@@ -170,7 +170,7 @@ let _egress = false;
 
 /**
  * Tell the guard that this sandbox reaches the network only through
- * corral's egress proxy (core/guard/egress.ts), which checks every address
+ * corral's egress proxy (core/egress/egress.ts), which checks every address
  * at connect time: {@link guardUrl} then checks the `net` list only and
  * leaves the addresses to the proxy (the sandbox has no DNS of its own).
  * The sandbox worker calls this; tools do not need to.

@@ -14,7 +14,7 @@
  * @module
  */
 import { basename, dirname, isAbsolute, join, resolve, sep } from "./posix_path.ts";
-import { PermissionDeniedError } from "../tool/errors.ts";
+import { PermissionDeniedError } from "../tool/mod.ts";
 
 /**
  * The rule behind a refusal and what the operator would change, for error

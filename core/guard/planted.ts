@@ -16,7 +16,7 @@
  * @module
  */
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "./posix_path.ts";
-import { PermissionDeniedError } from "../tool/errors.ts";
+import { PermissionDeniedError } from "../tool/mod.ts";
 
 /**
  * The entry that stands for the folder a repository names in its

@@ -8,7 +8,7 @@
  * and the sandbox hands them here ({@link configureSubprocesses}).
  *
  * Confinement: in a process sandbox the command runs inside the sandbox's
- * namespace (core/guard/namespace.ts) like everything else there: it sees
+ * namespace (core/jail/namespace.ts) like everything else there: it sees
  * exactly the grant's mounts. Deno's run list decides which commands start.
  *
  * Killing: the child is started `detached` (its own session and process
@@ -23,7 +23,7 @@
  *
  * @module
  */
-import type { Grant } from "../tool/tool.ts";
+import type { Grant } from "../tool/mod.ts";
 import { proxyVars } from "./egress_env.ts";
 
 /** What the sandbox knows about the processes its tools start. */
@@ -34,7 +34,7 @@ export interface SubprocessDefaults {
   grant?: Grant;
   /** HOME of subprocesses (inside the namespace: a folder on its private /tmp). */
   home?: string;
-  /** The egress proxy URL: subprocesses get the proxy variables (core/guard/egress.ts). */
+  /** The egress proxy URL: subprocesses get the proxy variables (core/egress/egress.ts). */
   proxy?: string;
 }
 

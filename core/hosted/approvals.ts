@@ -9,8 +9,8 @@
  * @module
  */
 import { join } from "node:path";
-import { canonicalJson } from "../guard/audit.ts";
-import { configDir } from "../config/install_dir.ts";
+import { canonicalJson } from "../audit/mod.ts";
+import { configDir } from "../config/mod.ts";
 
 /** One tool as a hosted server lists it (the fields that are pinned). */
 export interface ToolDefinition {

@@ -2,20 +2,20 @@
  * The first process inside a hosted server's namespace when it holds `n`:
  * it bridges `127.0.0.1:3128` to the host's egress proxy socket (the only
  * way out of the namespace), listens for the forwarders of its `host:port`
- * grants and answers their names (../guard/forward_bridge.ts), then runs
+ * grants and answers their names (../egress/forward_bridge.ts), then runs
  * the server with the same stdio and exits with it. Run as
  * `deno run bridge.ts SOCKET FORWARDS_JSON -- COMMAND ARGS…`, or in a
  * compiled corral as `corral __egress-bridge SOCKET FORWARDS_JSON -- …`
- * (core/guard/self_run.ts).
+ * (core/jail/self_run.ts).
  * It imports only the bridges themselves (../guard/egress_env.ts,
- * ../guard/forward_bridge.ts and ../guard/egress_forward.ts, which import
+ * ../egress/forward_bridge.ts and ../egress/egress_forward.ts, which import
  * nothing else): they run inside the sandbox.
  *
  * @module
  */
-import { bridgeEgress } from "../guard/egress_env.ts";
-import type { Forward } from "../guard/egress_forward.ts";
-import { bridgeForwards, serveNames } from "../guard/forward_bridge.ts";
+import { bridgeEgress } from "../guard/mod.ts";
+import type { Forward } from "../egress/mod.ts";
+import { bridgeForwards, serveNames } from "../egress/mod.ts";
 
 /**
  * Bridge, then run `COMMAND ARGS…` of `argv` (`SOCKET FORWARDS_JSON --

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { failure, type ToolResult, withFault } from "../tool/result.ts";
+import { failure, type ToolResult, withFault } from "../tool/mod.ts";
 import type { HostedCall, HostedServer } from "./hosted_server.ts";
 import { hostedRuntime } from "./hosted_runtime.ts";
 import { hostedResult } from "./hosted_tools.ts";

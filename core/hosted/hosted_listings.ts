@@ -13,7 +13,7 @@
  */
 // @ts-types="@modelcontextprotocol/sdk/client/index"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { scrubDeep, scrubText } from "../guard/redact.ts";
+import { scrubDeep, scrubText } from "../base/mod.ts";
 import { askingThrough } from "./asking_through.ts";
 import type { HostedCall } from "./hosted_server.ts";
 import { offeredName } from "./hosted_tools.ts";

@@ -26,9 +26,9 @@ import {
 import { servedBy } from "./asking_through.ts";
 import { pinned, type ToolDefinition } from "./approvals.ts";
 import { CallLane, CallTimedOut } from "./call_lane.ts";
-import type { SandboxLayers } from "../layers/settle_layers.ts";
-import { LastChanges, type Settles } from "../sandbox/last_changes.ts";
-import type { HoldRequest } from "../layers/hold_state.ts";
+import type { SandboxLayers } from "../layers/mod.ts";
+import { LastChanges, type Settles } from "../sandbox/mod.ts";
+import type { HoldRequest } from "../layers/mod.ts";
 
 export { CallCancelled, CallTimedOut } from "./call_lane.ts";
 import { type Launched, launchServer, type LaunchSpec } from "./launch.ts";

@@ -7,16 +7,16 @@
  *
  * @module
  */
-import type { SandboxPolicy } from "../config/policy.ts";
-import type { ServerEntry } from "../config/server_config.ts";
-import type { EgressRecord } from "../guard/egress.ts";
-import type { ModuleMeta } from "../sandbox/protocol.ts";
-import { effectiveGrant, type HostPrivileges } from "../sandbox/grant.ts";
-import { scrubText } from "../guard/redact.ts";
-import type { AuditLog } from "../guard/audit.ts";
-import { type Reporter, terminalSafe } from "../tool/reporter.ts";
-import { failure, type ToolResult, withFault } from "../tool/result.ts";
-import type { Grant } from "../tool/tool.ts";
+import type { SandboxPolicy } from "../config/mod.ts";
+import type { ServerEntry } from "../config/mod.ts";
+import type { EgressRecord } from "../egress/mod.ts";
+import type { ModuleMeta } from "../sandbox/mod.ts";
+import { effectiveGrant, type HostPrivileges } from "../sandbox/mod.ts";
+import { scrubText } from "../base/mod.ts";
+import type { AuditLog } from "../audit/mod.ts";
+import { type Reporter, terminalSafe } from "../tool/mod.ts";
+import { failure, type ToolResult, withFault } from "../tool/mod.ts";
+import type { Grant } from "../tool/mod.ts";
 import {
   approvalsDir,
   changedFields,
@@ -29,8 +29,8 @@ import {
   writeFailure,
   writeSeen,
 } from "./approvals.ts";
-import { type ChangeReport, isEmptyReport } from "../layers/change_report.ts";
-import { settleAfter } from "../sandbox/settled_result.ts";
+import { type ChangeReport, isEmptyReport } from "../layers/mod.ts";
+import { settleAfter } from "../sandbox/mod.ts";
 import { runHostedCall } from "./hosted_call.ts";
 import type { HostedCall, HostedServer } from "./hosted_server.ts";
 import { hostedRuntime } from "./hosted_runtime.ts";

@@ -8,10 +8,10 @@
  *
  * @module
  */
-import type { ServerEntry } from "../config/server_config.ts";
-import type { ToolMeta } from "../sandbox/protocol.ts";
-import { contentProblems } from "../tool/content.ts";
-import { capResult, failure, type ToolResult, withFault } from "../tool/result.ts";
+import type { ServerEntry } from "../config/mod.ts";
+import type { ToolMeta } from "../sandbox/mod.ts";
+import { contentProblems } from "../tool/mod.ts";
+import { capResult, failure, type ToolResult, withFault } from "../tool/mod.ts";
 import { changedFields, type ToolDefinition } from "./approvals.ts";
 
 /** The longest tool name offered. */

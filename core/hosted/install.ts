@@ -13,9 +13,9 @@
  *
  * @module
  */
-import { denoProgram } from "../guard/self_run.ts";
+import { denoProgram } from "../jail/mod.ts";
 import { join, resolve } from "node:path";
-import type { ServerEntry } from "../config/server_config.ts";
+import type { ServerEntry } from "../config/mod.ts";
 import { installStep, packageSpec } from "./install_step.ts";
 import { serversDir } from "./servers_dir.ts";
 import { installPypi } from "./pypi_install.ts";

@@ -6,8 +6,8 @@
  * @module
  */
 import { basename } from "node:path";
-import type { ServerEntry } from "../config/server_config.ts";
-import { childErrorText, QUIET_CHILD_ENV } from "../guard/child_output.ts";
+import type { ServerEntry } from "../config/mod.ts";
+import { childErrorText, QUIET_CHILD_ENV } from "../base/mod.ts";
 
 /** `npm:name@1.2.3` or `name==1.2.3`: how an entry's package is named in messages. */
 export function packageSpec(entry: ServerEntry): string {

@@ -1,8 +1,8 @@
 /**
  * Starting a hosted server in the same sandbox a process sandbox gets: the
- * bwrap namespace whose mounts are its grant (core/guard/namespace.ts), the
- * cgroup limits (core/guard/limits.ts), the egress proxy when it holds `n`
- * (core/guard/egress.ts), and a scrubbed environment where secrets are
+ * bwrap namespace whose mounts are its grant (core/jail/namespace.ts), the
+ * cgroup limits (core/jail/limits.ts), the egress proxy when it holds `n`
+ * (core/egress/egress.ts), and a scrubbed environment where secrets are
  * read from the host by name. An npm server runs under `deno run` whose
  * `--allow-*` flags are its grant, `--cached-only --frozen` against its own
  * lock; a PyPI or command server gets the namespace, limits and egress.
@@ -12,23 +12,23 @@
  * @module
  */
 import { join } from "node:path";
-import type { SandboxPolicy } from "../config/policy.ts";
-import type { ServerEntry } from "../config/server_config.ts";
-import { configDir } from "../config/install_dir.ts";
-import type { EgressRecord, StartedEgress } from "../guard/egress.ts";
-import { type LimitedChild, spawnLimited } from "../guard/limits.ts";
-import { namespaceLayout, runtimeFiles, type SeccompFiles } from "../guard/namespace.ts";
-import { etcFiles } from "../guard/namespace_etc.ts";
-import type { ChangeReport } from "../layers/change_report.ts";
-import type { SandboxLayers } from "../layers/settle_layers.ts";
-import { type StartedLayers, startLayers } from "../layers/start_layers.ts";
-import { layerQuota } from "../layers/layer_quota.ts";
-import type { Grant } from "../tool/tool.ts";
+import type { SandboxPolicy } from "../config/mod.ts";
+import type { ServerEntry } from "../config/mod.ts";
+import { configDir } from "../config/mod.ts";
+import type { EgressRecord, StartedEgress } from "../egress/mod.ts";
+import { type LimitedChild, spawnLimited } from "../jail/mod.ts";
+import { namespaceLayout, runtimeFiles, type SeccompFiles } from "../jail/mod.ts";
+import { etcFiles } from "../jail/mod.ts";
+import type { ChangeReport } from "../layers/mod.ts";
+import type { SandboxLayers } from "../layers/mod.ts";
+import { type StartedLayers, startLayers } from "../layers/mod.ts";
+import { layerQuota } from "../layers/mod.ts";
+import type { Grant } from "../tool/mod.ts";
 import { installed, type InstallRecord } from "./install.ts";
 import { serverCommand } from "./server_command.ts";
 import { serverEgress } from "./server_egress.ts";
 import { serverEnv } from "./server_env.ts";
-import type { InjectedSecret } from "../guard/egress_inject.ts";
+import type { InjectedSecret } from "../egress/mod.ts";
 import { checkVenv } from "./venv_integrity.ts";
 
 /** What starting one server needs. */
@@ -110,7 +110,7 @@ export async function launchServer(spec: LaunchSpec): Promise<Launched> {
   const start = await _command(spec, record, env, injected);
   let started: LimitedChild;
   try {
-    // In the namespace, the launcher binds what it opened and checked (core/guard/launcher.ts).
+    // In the namespace, the launcher binds what it opened and checked (core/jail/launcher.ts).
     started = spawnLimited(
       { pids: p.max_processes, memoryMb: p.memory_mb + 256 },
       p.limits === "rlimit",

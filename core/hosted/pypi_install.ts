@@ -18,8 +18,8 @@
  * @module
  */
 import { basename, join } from "node:path";
-import { sha256Hex, useNativeSha256 } from "../guard/sha256_hex.ts";
-import type { ServerEntry } from "../config/server_config.ts";
+import { sha256Hex, useNativeSha256 } from "../base/mod.ts";
+import type { ServerEntry } from "../config/mod.ts";
 import type { InstallRecord, PypiDistribution } from "./install.ts";
 import { installError, installStep } from "./install_step.ts";
 import { manifestDigest, manifestFile, venvManifest } from "./venv_integrity.ts";

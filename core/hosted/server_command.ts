@@ -9,11 +9,11 @@
  * @module
  */
 import { dirname, isAbsolute, join } from "node:path";
-import type { SandboxPolicy } from "../config/policy.ts";
-import type { ServerEntry } from "../config/server_config.ts";
-import { pathExists } from "../guard/path_exists.ts";
-import { compiledCorral, denoProgram } from "../guard/self_run.ts";
-import type { Grant } from "../tool/tool.ts";
+import type { SandboxPolicy } from "../config/mod.ts";
+import type { ServerEntry } from "../config/mod.ts";
+import { pathExists } from "../base/mod.ts";
+import { compiledCorral, denoProgram } from "../jail/mod.ts";
+import type { Grant } from "../tool/mod.ts";
 import type { InstallRecord } from "./install.ts";
 
 /** A server's command and what it needs mounted. */

@@ -1,25 +1,25 @@
 /**
  * A hosted server's way out of its namespace, when it holds `n`: its own
- * egress proxy (core/guard/egress.ts) on a unix socket, and inside the
+ * egress proxy (core/egress/egress.ts) on a unix socket, and inside the
  * namespace the bridge (./egress_bridge.ts) that listens where HTTP
  * clients find the proxy (`127.0.0.1:3128`, `HTTP(S)_PROXY`) and, for each
  * `host:port` of its net list, a forwarder at that name and port for any
- * TCP protocol (core/guard/egress_forward.ts), with the names in its
+ * TCP protocol (core/egress/egress_forward.ts), with the names in its
  * `/etc/hosts` and answered by its own name server. The launcher makes its
- * network namespace then (core/guard/launcher.ts): ports below 1024 and
+ * network namespace then (core/jail/launcher.ts): ports below 1024 and
  * granted addresses are the forwarders' there, with no capability given.
  *
  * @module
  */
 import { join } from "node:path";
-import { codeStoreDir, configDir } from "../config/install_dir.ts";
+import { codeStoreDir, configDir } from "../config/mod.ts";
 import {
   type EgressRecord,
   pinnedResolver,
   type StartedEgress,
   startEgress,
-} from "../guard/egress.ts";
-import { EGRESS_SOCKET_IN_NAMESPACE, EGRESS_URL, proxyVars } from "../guard/egress_env.ts";
+} from "../egress/mod.ts";
+import { EGRESS_SOCKET_IN_NAMESPACE, EGRESS_URL, proxyVars } from "../guard/mod.ts";
 import {
   DIRECT_FORWARDS_VAR,
   type DirectForwards,
@@ -29,11 +29,11 @@ import {
   forwardsOf,
   hostPort,
   placeForwards,
-} from "../guard/egress_forward.ts";
-import { isIpAddress } from "../guard/net_guard.ts";
-import { operatorCerts, TRUST_IN_NAMESPACE, trustVars, writeTrust } from "../guard/trust_store.ts";
-import { type InjectedSecret, SecretInjector } from "../guard/egress_inject.ts";
-import { etcFiles } from "../guard/namespace_etc.ts";
+} from "../egress/mod.ts";
+import { isIpAddress } from "../guard/mod.ts";
+import { operatorCerts, TRUST_IN_NAMESPACE, trustVars, writeTrust } from "../egress/mod.ts";
+import { type InjectedSecret, SecretInjector } from "../egress/mod.ts";
+import { etcFiles } from "../jail/mod.ts";
 import {
   compiledCorral,
   SELF_PROGRAMS,
@@ -41,19 +41,19 @@ import {
   selfFile,
   writeSelfFiles,
   WRITTEN_OUT,
-} from "../guard/self_run.ts";
+} from "../jail/mod.ts";
 
 /**
  * The bridge's own files, bound read-only into the namespace under `deno run`;
- * none in a compiled corral, which is the bridge itself (core/guard/self_run.ts).
+ * none in a compiled corral, which is the bridge itself (core/jail/self_run.ts).
  */
 function _bridgeCode(): string[] {
   if (compiledCorral()) return [];
   return [
     SELF_PROGRAMS["__egress-bridge"],
     "core/guard/egress_env.ts",
-    "core/guard/forward_bridge.ts",
-    "core/guard/egress_forward.ts",
+    "core/egress/forward_bridge.ts",
+    "core/egress/egress_forward.ts",
   ].map(selfFile);
 }
 
@@ -73,7 +73,7 @@ export interface ServerEgress {
   wrap(deno: string, command: string[]): string[];
   /**
    * An npm server's `deno run` command whose `node:net` connections to its
-   * forwarders go straight to the proxy (../guard/forward_direct.ts), and
+   * forwarders go straight to the proxy (../egress/forward_direct.ts), and
    * the variable that says where; unchanged when it has no forwarder.
    */
   direct(command: string[]): { command: string[]; env: Record<string, string> };
@@ -102,7 +102,7 @@ export async function serverEgress(
   // Secrets injected at egress: a CA of this server's own, trusted by it alone.
   // (Loaded only then: the X.509 library costs a start that injects nothing.)
   const ca = injected.length
-    ? await (await import("../guard/sandbox_ca.ts")).SandboxCa.create()
+    ? await (await import("../egress/sandbox_ca.ts")).SandboxCa.create()
     : undefined;
   const named = forwardsOf(net);
   const names = [...new Set(named.map((f) => f.host).filter((h) => !isIpAddress(h)))];
@@ -137,7 +137,7 @@ export async function serverEgress(
 }
 
 /**
- * `deno run … ` with ../guard/forward_direct.ts preloaded and the proxy's
+ * `deno run … ` with ../egress/forward_direct.ts preloaded and the proxy's
  * socket added to its net, read and write flags (the proxy is the only thing
  * it reaches there: every connection is still decided and audited by it).
  */
@@ -189,7 +189,7 @@ function _behindBridge(
 /** The preload's copies in corral's code store (first: forward_direct.ts), for this proxy. */
 async function _preload(egress: StartedEgress): Promise<string[]> {
   try {
-    // ../guard/forward_direct.ts and the one file it imports, copied from corral's own (also in
+    // ../egress/forward_direct.ts and the one file it imports, copied from corral's own (also in
     // a compiled corral, where its files are not on disk), for a real `deno run` to preload.
     return await writeSelfFiles([...WRITTEN_OUT["egress-preload"]], join(codeStoreDir(), "self"));
   } catch (err) {

@@ -4,15 +4,15 @@
  * host's variable NAME. A secret with `inject` never enters the namespace:
  * the server holds a placeholder, and its egress proxy puts the secret in
  * the named header of requests to the named hosts
- * (core/guard/egress_inject.ts). Nothing else of the host's environment
+ * (core/egress/egress_inject.ts). Nothing else of the host's environment
  * reaches it.
  *
  * @module
  */
-import type { ServerEntry } from "../config/server_config.ts";
-import { envVar } from "../config/env_var.ts";
-import { type InjectedSecret, placeholderFor } from "../guard/egress_inject.ts";
-import { NAMESPACE_HOME } from "../guard/own_mounts.ts";
+import type { ServerEntry } from "../config/mod.ts";
+import { envVar } from "../config/mod.ts";
+import { type InjectedSecret, placeholderFor } from "../egress/mod.ts";
+import { NAMESPACE_HOME } from "../jail/mod.ts";
 
 /** A server's environment, the secret values to scrub, and the secrets injected at egress. */
 export interface ServerEnv {

@@ -5,7 +5,7 @@
  * @module
  */
 import { join, resolve } from "node:path";
-import { envVar } from "../config/env_var.ts";
+import { envVar } from "../config/mod.ts";
 
 /**
  * Where hosted servers are installed: `CORRAL_SERVERS_DIR`, else

@@ -15,7 +15,7 @@
  * @module
  */
 import { dirname, join } from "node:path";
-import { sha256Hex, useNativeSha256 } from "../guard/sha256_hex.ts";
+import { sha256Hex, useNativeSha256 } from "../base/mod.ts";
 
 /** The manifest file of a venv: beside it, in its install folder. */
 export function manifestFile(venv: string): string {

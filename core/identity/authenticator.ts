@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { OPERATOR_IDENTITY } from "../config/team_config.ts";
+import { OPERATOR_IDENTITY } from "../config/mod.ts";
 import {
   JwksUnavailableError,
   JwtRefusedError,

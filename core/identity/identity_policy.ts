@@ -12,8 +12,8 @@
  * @module
  */
 import { join } from "node:path";
-import { type IdentityConfig, OPERATOR_IDENTITY } from "../config/team_config.ts";
-import { ConfigError } from "../tool/errors.ts";
+import { type IdentityConfig, OPERATOR_IDENTITY } from "../config/mod.ts";
+import { ConfigError } from "../tool/mod.ts";
 import { ToolAccess } from "./tool_access.ts";
 
 /** One identity's policy, ready to use. */

@@ -13,9 +13,9 @@ import {
   jwtVerify,
   type JWTVerifyGetKey,
 } from "jose";
-import { type AuthConfig, claimableIdentity, IDENTITY_NAME } from "../config/team_config.ts";
-import { ownedFileProblem } from "../guard/owned_file.ts";
-import { ConfigError } from "../tool/errors.ts";
+import { type AuthConfig, claimableIdentity, IDENTITY_NAME } from "../config/mod.ts";
+import { ownedFileProblem } from "../base/mod.ts";
+import { ConfigError } from "../tool/mod.ts";
 
 /** JWT settings: `auth.jwks` of corral.json, resolved. */
 export type JwtSettings = NonNullable<AuthConfig["jwks"]>;
@@ -174,7 +174,7 @@ function _stampOf(file: string): string {
 
 /**
  * Read and check a JWKS file: public keys only, owned by corral's user (or
- * root) and not writable by others (core/guard/owned_file.ts), as the tokens
+ * root) and not writable by others (core/base/owned_file.ts), as the tokens
  * file: whoever can rewrite it can sign in as anyone.
  */
 async function _readJwksFile(file: string): Promise<JWTVerifyGetKey> {

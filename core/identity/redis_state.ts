@@ -15,7 +15,7 @@
  * @module
  */
 import { createClient } from "@redis/client";
-import { ConfigError } from "../tool/errors.ts";
+import { ConfigError } from "../tool/mod.ts";
 import type { RateGrant } from "./rate_limiter.ts";
 import type { SharedState } from "./shared_state.ts";
 

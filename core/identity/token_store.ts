@@ -10,10 +10,10 @@
  * @module
  */
 import { dirname } from "node:path";
-import { ownedFileProblem } from "../guard/owned_file.ts";
-import { sha256Hex } from "../guard/sha256_hex.ts";
-import { ConfigError } from "../tool/errors.ts";
-import { claimableIdentity, IDENTITY_NAME } from "../config/team_config.ts";
+import { ownedFileProblem } from "../base/mod.ts";
+import { sha256Hex } from "../base/mod.ts";
+import { ConfigError } from "../tool/mod.ts";
+import { claimableIdentity, IDENTITY_NAME } from "../config/mod.ts";
 
 /** One entry of the tokens file. */
 export interface TokenEntry {

@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { closestNames } from "../config/closest.ts";
-import type { IdentityConfig } from "../config/team_config.ts";
+import { closestNames } from "../config/mod.ts";
+import type { IdentityConfig } from "../config/mod.ts";
 
 /** What {@link ToolAccess} needs to know of a tool. */
 export interface ToolRef {

@@ -19,7 +19,7 @@ import {
   opsOf,
 } from "./layer_diff.ts";
 import type { UpperEntry } from "./upper_walk.ts";
-import { isTempName } from "../guard/temp_names.ts";
+import { isTempName } from "../guard/mod.ts";
 import { applyInRoot } from "./root_applier.ts";
 import type { LayerRoot } from "./layer_dirs.ts";
 import { sameSig, type Sig, sigOf } from "./tree_sig.ts";

@@ -13,8 +13,8 @@
  * @module
  */
 import { dirname, join } from "node:path";
-import { userId } from "../config/install_dir.ts";
-import { TEMP_PREFIX } from "../guard/temp_names.ts";
+import { userId } from "../config/mod.ts";
+import { TEMP_PREFIX } from "../guard/mod.ts";
 
 /** One applier's journal. */
 export class ApplyJournal {

@@ -30,8 +30,8 @@
  * @module
  */
 import { relative, sep } from "node:path";
-import { isWithin } from "../guard/is_within.ts";
-import { HOOKS_PATH_ENTRY, matchPlanted, PLANTED_DEFAULTS } from "../guard/planted.ts";
+import { isWithin } from "../base/mod.ts";
+import { HOOKS_PATH_ENTRY, matchPlanted, PLANTED_DEFAULTS } from "../guard/mod.ts";
 
 /** What kind of change is judged. */
 export type ChangeKind = "write" | "dir" | "symlink" | "remove";
@@ -92,7 +92,7 @@ const _REF = /^(HEAD|[A-Z_]+_HEAD|AUTO_MERGE|packed-refs|index|refs(\/.*)?)$/;
  * ```ts
  * import assert from "node:assert/strict";
  * import { judgeChange } from "./change_rules.ts";
- * import { PLANTED_DEFAULT_ENTRIES } from "../guard/planted.ts";
+ * import { PLANTED_DEFAULT_ENTRIES } from "../guard/mod.ts";
  * const ctx = {
  *   workspace: "/ws", root: "/ws", entries: PLANTED_DEFAULT_ENTRIES, trust: [],
  *   pathDirs: ["/ws/bin"], grantPaths: ["/ws", "/ws/spool"], hooksFolders: [],

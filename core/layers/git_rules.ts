@@ -21,7 +21,7 @@
  * @module
  */
 import { join } from "node:path";
-import { matchPlanted } from "../guard/planted.ts";
+import { matchPlanted } from "../guard/mod.ts";
 
 /** Keys a tool may change in a repository's config (lower-case, subsections as `*`). */
 const _SAFE_KEYS: readonly RegExp[] = [

@@ -13,8 +13,8 @@
  */
 import { join } from "node:path";
 import { z } from "zod";
-import { heldBases, ownStateDir } from "../config/install_dir.ts";
-import { isWithin } from "../guard/is_within.ts";
+import { heldBases, ownStateDir } from "../config/mod.ts";
+import { isWithin } from "../base/mod.ts";
 
 const _sig = z.object({
   kind: z.enum(["file", "dir", "symlink", "other"]),

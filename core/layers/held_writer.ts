@@ -10,7 +10,7 @@
  * @module
  */
 import { join, relative } from "node:path";
-import { isWithin } from "../guard/is_within.ts";
+import { isWithin } from "../base/mod.ts";
 import { type ChangeReport, emptyReport, REPORT_PATHS } from "./change_report.ts";
 import type { HoldRequest } from "./hold_state.ts";
 import {
@@ -36,8 +36,8 @@ import { lowerSig, type Sig } from "./tree_sig.ts";
 import { fileClockNow } from "./file_clock.ts";
 import { listRaw } from "./raw_list.ts";
 import { opaqueFolders } from "./upper_walk.ts";
-import { findBwrap } from "../guard/jail.ts";
-import { namespaceBase } from "../guard/namespace.ts";
+import { findBwrap } from "../jail/mod.ts";
+import { namespaceBase } from "../jail/mod.ts";
 
 /** What a root's view of the tree rested on when its changes were held. */
 export interface HeldRootView {

@@ -20,7 +20,7 @@
  * @module
  */
 import { basename, dirname, join, resolve } from "node:path";
-import { isWithin } from "../guard/is_within.ts";
+import { isWithin } from "../base/mod.ts";
 import { configEntries } from "./git_rules.ts";
 import type { TreeRepo } from "./git_dirs.ts";
 

@@ -17,8 +17,8 @@
  * @module
  */
 import { basename, join } from "node:path";
-import { layerBases, ownStateDir } from "../config/install_dir.ts";
-import { isWithin } from "../guard/is_within.ts";
+import { layerBases, ownStateDir } from "../config/mod.ts";
+import { isWithin } from "../base/mod.ts";
 
 export { layerBases };
 

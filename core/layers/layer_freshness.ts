@@ -22,7 +22,7 @@
  * @module
  */
 import { join } from "node:path";
-import { sha256Hex } from "../guard/sha256_hex.ts";
+import { sha256Hex } from "../base/mod.ts";
 
 /** A view older than this (ms) is refreshed before a call, whatever the generation. */
 export const VIEW_MAX_AGE_MS = 2_000;

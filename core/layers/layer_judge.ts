@@ -18,7 +18,7 @@
  * @module
  */
 import { basename, dirname, join, relative } from "node:path";
-import { HOOKS_PATH_ENTRY, matchPlanted } from "../guard/planted.ts";
+import { HOOKS_PATH_ENTRY, matchPlanted } from "../guard/mod.ts";
 import { type ChangeKind, hasEntry, judgeChange, type RuleContext } from "./change_rules.ts";
 import { configRefusal } from "./git_rules.ts";
 import { copiedUp } from "./copy_ups.ts";

@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { DEFAULT_LAYER_LIMITS, type LayerLimits } from "../config/layer_limits.ts";
+import { DEFAULT_LAYER_LIMITS, type LayerLimits } from "../config/mod.ts";
 
 /** The bounds of one sandbox's layers, and where they are set (for messages). */
 export interface LayerQuota {

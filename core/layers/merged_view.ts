@@ -12,7 +12,7 @@
  * @module
  */
 import { dirname, isAbsolute, join, relative, resolve } from "node:path";
-import { isWithin } from "../guard/is_within.ts";
+import { isWithin } from "../base/mod.ts";
 
 /** What a path is. */
 export type Kind = "file" | "dir" | "symlink" | "other";

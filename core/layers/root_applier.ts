@@ -2,7 +2,7 @@
  * The host's side of ./tree_applier.ts: one applier process per write root
  * of this corral process, started on the first settlement that has
  * something to write there and stopped when no sandbox over that root is
- * left. It runs in a namespace of its own (core/guard/launcher.ts opens the
+ * left. It runs in a namespace of its own (core/jail/launcher.ts opens the
  * root, checks that what it opened is exactly the path, no symlink in any
  * component and nothing renamed, and bwrap binds that open folder): the
  * root is the only thing it can write. Deno opens every path by name, so a
@@ -22,12 +22,12 @@
  * @module
  */
 import { dirname } from "node:path";
-import { findBwrap } from "../guard/jail.ts";
-import { launcherScript } from "../guard/launcher.ts";
-import { NAMESPACE_HOME, namespaceBase, seccompArgs } from "../guard/namespace.ts";
-import { runtimeFiles } from "../guard/namespace_runtime.ts";
-import { selfCommand } from "../guard/self_run.ts";
-import { tempToken } from "../guard/temp_names.ts";
+import { findBwrap } from "../jail/mod.ts";
+import { launcherScript } from "../jail/mod.ts";
+import { NAMESPACE_HOME, namespaceBase, seccompArgs } from "../jail/mod.ts";
+import { runtimeFiles } from "../jail/mod.ts";
+import { selfCommand } from "../jail/mod.ts";
+import { tempToken } from "../guard/mod.ts";
 import { processFilter } from "../seccomp/mod.ts";
 import { ApplyJournal, sweepJournals } from "./apply_journal.ts";
 import type { ApplierOp, ApplierRequest, ApplierResult } from "./tree_applier.ts";

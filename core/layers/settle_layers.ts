@@ -16,7 +16,7 @@
  */
 import { dirname, join, relative } from "node:path";
 import { fileClockNow } from "./file_clock.ts";
-import { isWithin } from "../guard/is_within.ts";
+import { isWithin } from "../base/mod.ts";
 import { keepConflict, lowerSig, type Sig } from "./tree_sig.ts";
 import {
   type ChangeReport,

@@ -17,7 +17,7 @@ export type LayerRules = Omit<RuleContext, "root" | "hooksFolders" | "gitDirs" |
 /** What a `SandboxLayers` (./settle_layers.ts) is made of. */
 export interface SandboxLayersOptions {
   dirs: LayerDirs;
-  /** Mount points made in the layers (core/guard/grant_mounts.ts): never applied. */
+  /** Mount points made in the layers (core/jail/grant_mounts.ts): never applied. */
   artifacts: string[];
   rules: LayerRules;
   /** Where conflicting versions are kept. */

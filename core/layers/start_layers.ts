@@ -10,9 +10,9 @@
  * @module
  */
 import { isAbsolute, resolve } from "node:path";
-import { isWithin } from "../guard/is_within.ts";
-import { PLANTED_DEFAULT_ENTRIES } from "../guard/planted.ts";
-import { envVar } from "../config/env_var.ts";
+import { isWithin } from "../base/mod.ts";
+import { PLANTED_DEFAULT_ENTRIES } from "../guard/mod.ts";
+import { envVar } from "../config/mod.ts";
 import { type LayerDirs, makeLayerDirs, removeLayerDirs } from "./layer_dirs.ts";
 import { type LayerRules, SandboxLayers } from "./settle_layers.ts";
 import type { LayerQuota } from "./layer_quota.ts";
@@ -66,7 +66,7 @@ export function pathFolders(): string[] {
 /** A sandbox's layers: its folders (for the namespace) and the settling side. */
 export interface StartedLayers {
   dirs: LayerDirs;
-  /** Each layered root and its folder, for core/guard/namespace.ts. */
+  /** Each layered root and its folder, for core/jail/namespace.ts. */
   map: Map<string, string>;
   /** Made once the namespace's artifacts are known. */
   open(artifacts: string[]): SandboxLayers;

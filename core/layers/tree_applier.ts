@@ -46,13 +46,13 @@
  * conflict?, sig? }] }`); the first line it writes is `{ ready: true, ino }`.
  * Its one argument: the token of its private folders (`deno run
  * tree_applier.ts TOKEN`, or `corral __applier TOKEN` when compiled:
- * core/guard/self_run.ts). Modes are applied exactly as asked
+ * core/jail/self_run.ts). Modes are applied exactly as asked
  * (`mode & 0o7777`): the host's judge has masked them
  * (./mode_rules.ts).
  *
  * @module
  */
-import { TEMP_PREFIX } from "../guard/temp_names.ts";
+import { TEMP_PREFIX } from "../guard/mod.ts";
 import {
   absOf,
   applier,

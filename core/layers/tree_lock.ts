@@ -8,7 +8,7 @@
  * @module
  */
 import { join } from "node:path";
-import { sha256Hex } from "../guard/sha256_hex.ts";
+import { sha256Hex } from "../base/mod.ts";
 
 const _queues = new Map<string, Promise<void>>();
 

@@ -23,7 +23,7 @@
  * @module
  */
 import { dirname, join } from "node:path";
-import { isWithin } from "../guard/is_within.ts";
+import { isWithin } from "../base/mod.ts";
 import type { LayerRoot } from "./layer_dirs.ts";
 import { lowerSig, sameSig, type Sig } from "./tree_sig.ts";
 import { opaqueFolders, type UpperEntry, walkUpper } from "./upper_walk.ts";

@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { userId } from "../config/install_dir.ts";
+import { userId } from "../config/mod.ts";
 
 /**
  * What one sandbox process holds: an open file, its working folder, a

@@ -27,7 +27,7 @@
  * @module
  */
 import { dirname, join, relative } from "node:path";
-import { isWithin } from "../guard/is_within.ts";
+import { isWithin } from "../base/mod.ts";
 import { type ChangeReport, isEmptyReport } from "./change_report.ts";
 import type { LayerMemory } from "./layer_diff.ts";
 import type { LayerRoot } from "./layer_dirs.ts";

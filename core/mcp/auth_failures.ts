@@ -9,8 +9,8 @@
  *
  * @module
  */
-import { RefusalTally } from "../guard/audit_refusals.ts";
-import type { CorralMetrics } from "../telemetry/metrics.ts";
+import { RefusalTally } from "../audit/mod.ts";
+import type { CorralMetrics } from "../telemetry/mod.ts";
 
 /** A line of the audit log about failed authentication from one address. */
 export interface AuditAuthRecord {

@@ -9,7 +9,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import { PeerClock } from "../guard/peer_clock.ts";
+import { PeerClock } from "../wire/mod.ts";
 import { answerRaw } from "./http_refusal.ts";
 
 /** The rules of a body's clock (ms, bytes a second). */
@@ -24,7 +24,7 @@ export interface BodyTiming {
  * when it has arrived; the answer is a function that stops the clock.
  * Bytes are counted on the connection as they arrive (`bytesRead`), so a
  * handler that has not read the body yet does not make it late. The clock
- * counts only the time this process could run (core/guard/peer_clock.ts):
+ * counts only the time this process could run (core/wire/peer_clock.ts):
  * a tick that comes late after a stall judges nothing, so a body that
  * arrived during the stall is read first.
  *

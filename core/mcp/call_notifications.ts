@@ -6,7 +6,7 @@
  * @module
  */
 import type { LoggingLevel } from "@modelcontextprotocol/server";
-import type { ReportKind, ReportOptions } from "../tool/tool.ts";
+import type { ReportKind, ReportOptions } from "../tool/mod.ts";
 import type { CallExtra } from "./call_extra.ts";
 import type { LogLevel } from "./log_level.ts";
 

@@ -6,8 +6,8 @@
  * @module
  */
 import type { CallToolResult } from "@modelcontextprotocol/server";
-import { mcpContent } from "../tool/content.ts";
-import { type CallFault, faultOf, type ToolResult } from "../tool/result.ts";
+import { mcpContent } from "../tool/mod.ts";
+import { type CallFault, faultOf, type ToolResult } from "../tool/mod.ts";
 
 const _FAULTS = new WeakMap<object, CallFault>();
 

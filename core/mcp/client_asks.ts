@@ -6,8 +6,8 @@
  * @module
  */
 import type { ElicitResult, Server } from "@modelcontextprotocol/server";
-import type { ToolInfo } from "../registry/registry.ts";
-import { ASK_KEY_META, type AskKind } from "../sandbox/protocol.ts";
+import type { ToolInfo } from "../registry/mod.ts";
+import { ASK_KEY_META, type AskKind } from "../sandbox/mod.ts";
 import type { CallExtra } from "./call_extra.ts";
 
 /** A person answers: allow longer than the SDK's 60 s default. */

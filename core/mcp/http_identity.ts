@@ -12,27 +12,23 @@
  *
  * @module
  */
-import type { CorralConfig } from "../config/corral_config.ts";
-import { escapeField } from "../guard/audit.ts";
-import { Authenticator } from "../identity/authenticator.ts";
-import {
-  IdentityPolicy,
-  IdentityRefusedError,
-  type ResolvedIdentity,
-} from "../identity/identity_policy.ts";
-import { JwtVerifier } from "../identity/jwt_verifier.ts";
+import type { CorralConfig } from "../config/mod.ts";
+import { escapeField } from "../audit/mod.ts";
+import { Authenticator } from "../identity/mod.ts";
+import { IdentityPolicy, IdentityRefusedError, type ResolvedIdentity } from "../identity/mod.ts";
+import { JwtVerifier } from "../identity/mod.ts";
 import {
   isProtectedResourcePath,
   metadataUrl,
   protectedResourceMetadata,
   resourceUrl,
   wwwAuthenticate,
-} from "../identity/protected_resource.ts";
-import { LocalState, type SharedState } from "../identity/shared_state.ts";
-import { TokenStore } from "../identity/token_store.ts";
-import { type CorralMetrics, telemetry } from "../telemetry/metrics.ts";
-import { metricsResponse } from "../telemetry/metrics_endpoint.ts";
-import { ConfigError } from "../tool/errors.ts";
+} from "../identity/mod.ts";
+import { LocalState, type SharedState } from "../identity/mod.ts";
+import { TokenStore } from "../identity/mod.ts";
+import { type CorralMetrics, telemetry } from "../telemetry/mod.ts";
+import { metricsResponse } from "../telemetry/mod.ts";
+import { ConfigError } from "../tool/mod.ts";
 import { AuthFailures } from "./auth_failures.ts";
 import { CallTicket } from "./call_ticket.ts";
 import { CLIENT_ADDRESS_HEADER } from "./http_front.ts";

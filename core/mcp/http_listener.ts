@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { ConfigError } from "../tool/errors.ts";
+import { ConfigError } from "../tool/mod.ts";
 import { type HttpFront, listenFront } from "./http_front.ts";
 import { closeOn413 } from "./http_refusal.ts";
 

@@ -13,8 +13,8 @@
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/server";
 import { endCancelledStreams } from "./cancelled_streams.ts";
-import type { SharedState } from "../identity/shared_state.ts";
-import { CredentialRevokedError } from "../tool/errors.ts";
+import type { SharedState } from "../identity/mod.ts";
+import { CredentialRevokedError } from "../tool/mod.ts";
 import type { Admitted } from "./http_identity.ts";
 import { refuse } from "./http_refusal.ts";
 import type { CorralMcpServer } from "./mcp_server.ts";

@@ -11,8 +11,8 @@
  *
  * @module
  */
-import { OPERATOR_IDENTITY } from "../config/team_config.ts";
-import type { ResolvedIdentity } from "../identity/identity_policy.ts";
+import { OPERATOR_IDENTITY } from "../config/mod.ts";
+import type { ResolvedIdentity } from "../identity/mod.ts";
 import type { GateCaller } from "./call_gate.ts";
 
 /** Default of `--max-identity-sessions`: sessions one identity may hold at once. */

@@ -8,12 +8,12 @@
  *
  * @module
  */
-import { closestNames } from "../config/closest.ts";
-import { outcomeOf } from "../guard/audit.ts";
-import { AskBudget } from "../identity/ask_budget.ts";
-import type { ResolvedIdentity } from "../identity/identity_policy.ts";
-import { type CorralMetrics, telemetry } from "../telemetry/metrics.ts";
-import { traceCall } from "../telemetry/spans.ts";
+import { closestNames } from "../config/mod.ts";
+import { outcomeOf } from "../audit/mod.ts";
+import { AskBudget } from "../identity/mod.ts";
+import type { ResolvedIdentity } from "../identity/mod.ts";
+import { type CorralMetrics, telemetry } from "../telemetry/mod.ts";
+import { traceCall } from "../telemetry/mod.ts";
 import type { HostedResources } from "./hosted_resources.ts";
 import type { McpRegistry } from "./mcp_registry.ts";
 
@@ -95,7 +95,7 @@ export function identityRegistry(
         info,
         // The audit line names who called (core/registry/call_audit.ts).
         () => registry.call(name, args, { ...options, session, identity: who, onAsk }),
-        // The audit's outcome: failure (the tool's answer), error or denied (core/guard/audit.ts).
+        // The audit's outcome: failure (the tool's answer), error or denied (core/audit/audit.ts).
         outcomeOf,
         metrics,
       );

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { ConfigError } from "../tool/errors.ts";
+import { ConfigError } from "../tool/mod.ts";
 
 /** Parse `--http [HOST:]PORT` (`8080`, `0.0.0.0:8080`, `[::1]:8080`). */
 export function parseListenAddress(text: string): { hostname: string; port: number } {

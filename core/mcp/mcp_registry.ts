@@ -4,8 +4,8 @@
  *
  * @module
  */
-import type { RegistryCallOptions, ToolInfo } from "../registry/registry.ts";
-import type { ToolResult } from "../tool/result.ts";
+import type { RegistryCallOptions, ToolInfo } from "../registry/mod.ts";
+import type { ToolResult } from "../tool/mod.ts";
 import type { HostedResources } from "./hosted_resources.ts";
 
 /** The registry an MCP server serves. */

@@ -16,7 +16,7 @@
  * @module
  */
 import type { Server, Transport } from "@modelcontextprotocol/server";
-import { corralVersion } from "../config/version.ts";
+import { corralVersion } from "../config/mod.ts";
 import {
   CallGate,
   DEFAULT_MAX_CONCURRENT,
@@ -107,7 +107,7 @@ export interface CorralMcpServer {
  * @example
  * ```ts ignore
  * import { InMemoryTransport } from "@modelcontextprotocol/server";
- * import { Registry } from "../registry/registry.ts";
+ * import { Registry } from "../registry/mod.ts";
  * import { createMcpServer } from "./mcp_server.ts";
  * const registry = await Registry.create({ privileges: "r" });
  * const [, serverSide] = InMemoryTransport.createLinkedPair();

@@ -24,8 +24,8 @@ import {
   isLegacyRequest,
   type McpHttpHandler,
 } from "@modelcontextprotocol/server";
-import { corralVersion } from "../config/version.ts";
-import { CredentialRevokedError } from "../tool/errors.ts";
+import { corralVersion } from "../config/mod.ts";
+import { CredentialRevokedError } from "../tool/mod.ts";
 import { declaresTasks } from "./tasks/task_methods.ts";
 import { isTaskListen, serveTaskListen } from "./tasks/task_listen.ts";
 import type { TaskStore } from "./tasks/task_store.ts";

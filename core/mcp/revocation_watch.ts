@@ -13,7 +13,7 @@
  *
  * @module
  */
-import type { AuthResult } from "../identity/authenticator.ts";
+import type { AuthResult } from "../identity/mod.ts";
 
 /** One piece of live work. */
 export interface HeldWork {

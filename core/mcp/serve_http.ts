@@ -14,7 +14,7 @@
  *
  * @module
  */
-import { ConfigError } from "../tool/errors.ts";
+import { ConfigError } from "../tool/mod.ts";
 import { CallGate, DEFAULT_MAX_QUEUE } from "./call_gate.ts";
 import { ticketAuth } from "./call_ticket.ts";
 import type { Admitted, HttpIdentity } from "./http_identity.ts";

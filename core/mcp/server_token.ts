@@ -7,8 +7,8 @@
  * @module
  */
 import { join } from "node:path";
-import { configDir } from "../config/install_dir.ts";
-import { ownedFileProblem } from "../guard/owned_file.ts";
+import { configDir } from "../config/mod.ts";
+import { ownedFileProblem } from "../base/mod.ts";
 
 /**
  * The token in `dir/mcp-token` (or `dir/NAME`, e.g. `metrics-token`), made

@@ -11,7 +11,7 @@
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/server";
 import type { AuthInfo } from "@modelcontextprotocol/server";
-import { CredentialRevokedError } from "../tool/errors.ts";
+import { CredentialRevokedError } from "../tool/mod.ts";
 import type { CallGate } from "./call_gate.ts";
 import type { Admitted } from "./http_identity.ts";
 import { refuse } from "./http_refusal.ts";

@@ -15,7 +15,7 @@
  */
 import { Buffer } from "node:buffer";
 import { StdioServerTransport } from "@modelcontextprotocol/server/stdio";
-import { envVar } from "../config/env_var.ts";
+import { envVar } from "../config/mod.ts";
 import { FastCalls } from "./fast_call.ts";
 import type { CorralMcpServer } from "./mcp_server.ts";
 import { LineStream } from "./stdio_limit.ts";

@@ -10,8 +10,8 @@
  * @module
  */
 import { join } from "node:path";
-import { configDir } from "../config/install_dir.ts";
-import { sha256Hex } from "../guard/sha256_hex.ts";
+import { configDir } from "../config/mod.ts";
+import { sha256Hex } from "../base/mod.ts";
 
 /** The environment variable a server reads its token from, and clients' entries name. */
 export const TOKEN_VAR = "CORRAL_MCP_TOKEN";

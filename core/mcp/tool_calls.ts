@@ -14,7 +14,7 @@ import {
   ProtocolErrorCode,
   type Server,
 } from "@modelcontextprotocol/server";
-import type { ToolResult } from "../tool/result.ts";
+import type { ToolResult } from "../tool/mod.ts";
 import type { CallGate, GateCaller } from "./call_gate.ts";
 import { ticketOf } from "./call_ticket.ts";
 import { type CallExtra, callExtra, isModern } from "./call_extra.ts";

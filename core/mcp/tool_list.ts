@@ -8,8 +8,8 @@
  * @module
  */
 import type { ListToolsResult, Server, Tool } from "@modelcontextprotocol/server";
-import type { ToolInfo } from "../registry/registry.ts";
-import { formatSchemas } from "../tool/schema.ts";
+import type { ToolInfo } from "../registry/mod.ts";
+import { formatSchemas } from "../tool/mod.ts";
 
 /** Answer `tools/list` on `server` (before it connects) with `registry`'s loaded tools. */
 export function serveToolList(server: Server, registry: { loaded(): ToolInfo[] }): void {

@@ -5,17 +5,17 @@
  * @module
  */
 import { resolve } from "node:path";
-import { type CorralConfig, emptyConfig } from "../config/corral_config.ts";
-import { expandHome } from "../config/env_var.ts";
-import { loadPolicy } from "../config/policy.ts";
+import { type CorralConfig, emptyConfig } from "../config/mod.ts";
+import { expandHome } from "../config/mod.ts";
+import { loadPolicy } from "../config/mod.ts";
 import {
   type LoadProblem,
   Registry,
   type RegistryOptions,
   type ToolInfo,
   type ToolsetSource,
-} from "../registry/registry.ts";
-import { Reporter } from "../tool/reporter.ts";
+} from "../registry/mod.ts";
+import { Reporter } from "../tool/mod.ts";
 import { pluginSources } from "./plugins.ts";
 
 /** Options of {@link loadPlugins}. */

@@ -6,18 +6,18 @@
  * @module
  */
 import { dirname, join, resolve } from "node:path";
-import { type CorralConfig, parseConfig } from "../config/corral_config.ts";
-import { expandHome } from "../config/env_var.ts";
-import { INSTALL_DIR } from "../config/install_dir.ts";
-import { type Policy, readyJsonc } from "../config/policy.ts";
-import type { ToolsetSource } from "../registry/catalog.ts";
-import { childErrorText, QUIET_CHILD_ENV } from "../guard/child_output.ts";
-import { ConfigError } from "../tool/errors.ts";
-import { errorReason, importHosts, isRemoteSpecifier, packageName } from "../config/plugin_set.ts";
+import { type CorralConfig, parseConfig } from "../config/mod.ts";
+import { expandHome } from "../config/mod.ts";
+import { INSTALL_DIR } from "../config/mod.ts";
+import { type Policy, readyJsonc } from "../config/mod.ts";
+import type { ToolsetSource } from "../registry/mod.ts";
+import { childErrorText, QUIET_CHILD_ENV } from "../base/mod.ts";
+import { ConfigError } from "../tool/mod.ts";
+import { errorReason, importHosts, isRemoteSpecifier, packageName } from "../config/mod.ts";
 import { graphEscape } from "./plugin_files.ts";
-import { denoProgram } from "../guard/self_run.ts";
+import { denoProgram } from "../jail/mod.ts";
 
-export { importHosts, isRemoteSpecifier, packageName } from "../config/plugin_set.ts";
+export { importHosts, isRemoteSpecifier, packageName } from "../config/mod.ts";
 
 /**
  * The toolset source of one package plugin, or a one-line reason it was

@@ -8,12 +8,12 @@
  * @module
  */
 import { dirname } from "node:path";
-import { CORE_DIR } from "../config/install_dir.ts";
-import { dirPluginFiles, type PluginCandidate, stemOf } from "../config/plugin_set.ts";
-import { isInside } from "../guard/paths.ts";
-import { localModuleGraph } from "../sandbox/module_graph.ts";
+import { CORE_DIR } from "../config/mod.ts";
+import { dirPluginFiles, type PluginCandidate, stemOf } from "../config/mod.ts";
+import { isInside } from "../guard/mod.ts";
+import { localModuleGraph } from "../sandbox/mod.ts";
 
-export { errorReason, isPluginFileName, stemOf } from "../config/plugin_set.ts";
+export { errorReason, isPluginFileName, stemOf } from "../config/mod.ts";
 
 /** The plugin files of one directory, and the files rejected with the reason. */
 export interface DirScan {

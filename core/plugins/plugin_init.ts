@@ -10,7 +10,7 @@
  */
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { AUTHOR_API_FILES, INSTALL_DIR } from "../config/install_dir.ts";
+import { AUTHOR_API_FILES, INSTALL_DIR } from "../config/mod.ts";
 
 /** The first line of the file this writes: a file that starts with it is corral's to rewrite. */
 export const INIT_MARK = "// Written by corral plugins init";

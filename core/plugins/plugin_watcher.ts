@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { Registry, ToolsetSource } from "../registry/registry.ts";
+import type { Registry, ToolsetSource } from "../registry/mod.ts";
 
 /** Options of {@link watchPlugins}. */
 export interface WatchOptions {

@@ -13,21 +13,16 @@
  *
  * @module
  */
-import { type CorralConfig, emptyConfig } from "../config/corral_config.ts";
-import { type PluginDirSetting, pluginDirSettings } from "../config/plugin_dirs.ts";
-import { type PluginSet, pluginSet } from "../config/plugin_set.ts";
-import type { Policy } from "../config/policy.ts";
-import type { ToolsetSource } from "../registry/catalog.ts";
-import type { NotLoaded } from "../registry/not_loaded.ts";
+import { type CorralConfig, emptyConfig } from "../config/mod.ts";
+import { type PluginDirSetting, pluginDirSettings } from "../config/mod.ts";
+import { type PluginSet, pluginSet } from "../config/mod.ts";
+import type { Policy } from "../config/mod.ts";
+import type { ToolsetSource } from "../registry/mod.ts";
+import type { NotLoaded } from "../registry/mod.ts";
 import { confinement, type KnownImports, mapLimit } from "./plugin_files.ts";
 
-export {
-  defaultPluginDir,
-  EXAMPLES_DIR,
-  splitToolDirs,
-  TOOL_DIRS_ENV,
-} from "../config/plugin_dirs.ts";
-export { uniqueLabels } from "../config/plugin_set.ts";
+export { defaultPluginDir, EXAMPLES_DIR, splitToolDirs, TOOL_DIRS_ENV } from "../config/mod.ts";
+export { uniqueLabels } from "../config/mod.ts";
 
 /** One file-drop directory and what its scan found. */
 export interface PluginDir {

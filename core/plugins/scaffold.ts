@@ -7,9 +7,9 @@
  * @module
  */
 import { join, resolve } from "node:path";
-import { AUTHOR_API, INSTALL_DIR } from "../config/install_dir.ts";
-import { parsePermissions } from "../tool/permissions.ts";
-import { TOOL_NAME_PATTERN } from "../tool/tool.ts";
+import { AUTHOR_API, INSTALL_DIR } from "../config/mod.ts";
+import { parsePermissions } from "../tool/mod.ts";
+import { TOOL_NAME_PATTERN } from "../tool/mod.ts";
 
 /** Authoring styles. */
 export type ToolStyle = "class" | "module";

@@ -8,10 +8,10 @@
  *
  * @module
  */
-import { closestNames } from "../config/closest.ts";
-import { liftedWhy } from "../config/protected_paths.ts";
-import { limitsMissing } from "../guard/limits.ts";
-import { holdsFilesOrCommands } from "../sandbox/grant.ts";
+import { closestNames } from "../config/mod.ts";
+import { liftedWhy } from "../config/mod.ts";
+import { limitsMissing } from "../jail/mod.ts";
+import { holdsFilesOrCommands } from "../sandbox/mod.ts";
 import { WALL_MISSING } from "../seccomp/mod.ts";
 import type { Registry } from "./registry.ts";
 

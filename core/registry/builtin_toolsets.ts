@@ -5,9 +5,9 @@
  * @module
  */
 import { join } from "node:path";
-import { INSTALL_DIR } from "../config/install_dir.ts";
-import type { Policy } from "../config/policy.ts";
-import { ConfigError } from "../tool/errors.ts";
+import { INSTALL_DIR } from "../config/mod.ts";
+import type { Policy } from "../config/mod.ts";
+import { ConfigError } from "../tool/mod.ts";
 import type { ToolsetSource } from "./catalog.ts";
 
 /** The folder of the built-in toolsets. */

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { SandboxPolicy } from "../config/policy.ts";
+import type { SandboxPolicy } from "../config/mod.ts";
 import {
   argShape,
   type AuditLog,
@@ -16,21 +16,16 @@ import {
   boundedJson,
   canonicalJson,
   classifyResult,
-} from "../guard/audit.ts";
-import { sha256Hex, useNativeSha256 } from "../guard/sha256_hex.ts";
-import type { EgressRecord } from "../guard/egress.ts";
-import { redact, scrubText } from "../guard/redact.ts";
-import type { AskKind } from "../sandbox/protocol.ts";
-import type { Reporter } from "../tool/reporter.ts";
-import { CredentialRevokedError } from "../tool/errors.ts";
-import { failure, type ToolResult, withFault } from "../tool/result.ts";
+} from "../audit/mod.ts";
+import { sha256Hex, useNativeSha256 } from "../base/mod.ts";
+import type { EgressRecord } from "../egress/mod.ts";
+import { redact, scrubText } from "../base/mod.ts";
+import type { AskKind } from "../sandbox/mod.ts";
+import type { Reporter } from "../tool/mod.ts";
+import { CredentialRevokedError } from "../tool/mod.ts";
+import { failure, type ToolResult, withFault } from "../tool/mod.ts";
 import type { Catalog, ToolInfo } from "./catalog.ts";
-import {
-  type ChangeReport,
-  changesOf,
-  isEmptyReport,
-  withChanges,
-} from "../layers/change_report.ts";
+import { type ChangeReport, changesOf, isEmptyReport, withChanges } from "../layers/mod.ts";
 
 const _ENCODER = new TextEncoder();
 /** Bytes of arguments from which node:crypto is worth its load. */
@@ -76,8 +71,8 @@ export function auditWho(
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { CredentialRevokedError } from "../tool/errors.ts";
- * import { faultOf } from "../tool/result.ts";
+ * import { CredentialRevokedError } from "../tool/mod.ts";
+ * import { faultOf } from "../tool/mod.ts";
  * import { revokedResult } from "./call_audit.ts";
  * const stop = new AbortController();
  * stop.abort(new CredentialRevokedError("alice"));
@@ -207,7 +202,7 @@ export class CallAudit {
     try {
       // Refusals before a call ran (the caller's limits, unknown tools, bad arguments) are
       // counted per identity and reason rather than written one by one
-      // (core/guard/audit_refusals.ts). A call that ran (its writes refused at the apply, a
+      // (core/audit/audit_refusals.ts). A call that ran (its writes refused at the apply, a
       // permission its code lacked), a revocation that stopped one, and a call that changed
       // files are always written, each on its own line: a tally never stands for them.
       if (

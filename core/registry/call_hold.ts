@@ -6,9 +6,9 @@
  *
  * @module
  */
-import type { Policy, SandboxPolicy } from "../config/policy.ts";
-import type { AuditWho } from "../guard/audit.ts";
-import type { HoldRequest } from "../layers/hold_state.ts";
+import type { Policy, SandboxPolicy } from "../config/mod.ts";
+import type { AuditWho } from "../audit/mod.ts";
+import type { HoldRequest } from "../layers/mod.ts";
 
 /**
  * The hold of a call of `tool` (of `toolset`, whose sandbox's policy is
@@ -17,7 +17,7 @@ import type { HoldRequest } from "../layers/hold_state.ts";
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { parsePolicy } from "../config/policy.ts";
+ * import { parsePolicy } from "../config/mod.ts";
  * import { holdRequest } from "./call_hold.ts";
  * const policy = parsePolicy('{"tools": {"Write": {"hold": true}}}', "p.json", "/w");
  * const who = { identity: "local", session: "local" };

@@ -6,14 +6,14 @@
  *
  * @module
  */
-import type { Policy } from "../config/policy.ts";
-import { type AuditLog, type AuditWho, classifyResult } from "../guard/audit.ts";
-import { scrubText } from "../guard/redact.ts";
-import type { EgressRecord } from "../guard/egress.ts";
-import type { AskKind } from "../sandbox/protocol.ts";
-import type { SandboxEnv } from "../sandbox/protocol.ts";
-import { Sandbox, type SandboxOptions } from "../sandbox/sandbox.ts";
-import { AskBudget } from "../sandbox/ask_budget.ts";
+import type { Policy } from "../config/mod.ts";
+import { type AuditLog, type AuditWho, classifyResult } from "../audit/mod.ts";
+import { scrubText } from "../base/mod.ts";
+import type { EgressRecord } from "../egress/mod.ts";
+import type { AskKind } from "../sandbox/mod.ts";
+import type { SandboxEnv } from "../sandbox/mod.ts";
+import { Sandbox, type SandboxOptions } from "../sandbox/mod.ts";
+import { AskBudget } from "../sandbox/mod.ts";
 import {
   type HeldSandbox,
   LOCAL_PRINCIPAL,
@@ -22,18 +22,18 @@ import {
   SandboxPool,
   type SandboxPoolLimits,
 } from "./sandbox_pool.ts";
-import { argLimitRefusal } from "../tool/arg_limits.ts";
-import type { Reporter } from "../tool/reporter.ts";
-import { failure, type ToolResult, withFault } from "../tool/result.ts";
-import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
+import { argLimitRefusal } from "../tool/mod.ts";
+import type { Reporter } from "../tool/mod.ts";
+import { failure, type ToolResult, withFault } from "../tool/mod.ts";
+import type { Grant, ReportKind, ReportOptions } from "../tool/mod.ts";
 import type { Catalog, CatalogEntry, ToolInfo, ToolsetSource } from "./catalog.ts";
-import type { HostedCallContext } from "../hosted/hosted_servers.ts";
+import type { HostedCallContext } from "../hosted/mod.ts";
 import { hostVars } from "./host_vars.ts";
 import { holdRequest } from "./call_hold.ts";
 import { auditWho, CallAudit, revokedResult } from "./call_audit.ts";
 import { cleanResult } from "./clean_result.ts";
-import { type ChangeReport, changesOf, withChanges } from "../layers/change_report.ts";
-import { sink as telemetry } from "../telemetry/metrics_sink.ts";
+import { type ChangeReport, changesOf, withChanges } from "../layers/mod.ts";
+import { sink as telemetry } from "../base/mod.ts";
 
 /** Per-call options of {@link CallRunner.call} (and `Registry.call`). */
 export interface RegistryCallOptions {

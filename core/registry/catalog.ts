@@ -7,18 +7,18 @@
  *
  * @module
  */
-import { closestNames } from "../config/closest.ts";
-import type { SandboxPolicy } from "../config/policy.ts";
-import type { JailStatus } from "../guard/jail.ts";
-import { hideHostPaths, scrubText } from "../guard/redact.ts";
+import { closestNames } from "../config/mod.ts";
+import type { SandboxPolicy } from "../config/mod.ts";
+import type { JailStatus } from "../jail/mod.ts";
+import { hideHostPaths, scrubText } from "../base/mod.ts";
 import type { SecondWall } from "../seccomp/mod.ts";
-import { ceilingGrant, effectiveGrant, type HostPrivileges } from "../sandbox/grant.ts";
+import { ceilingGrant, effectiveGrant, type HostPrivileges } from "../sandbox/mod.ts";
 import { confine, type Confinement } from "./confine.ts";
-import type { Pins } from "../sandbox/module_graph.ts";
-import type { ModuleMeta, ToolMeta } from "../sandbox/protocol.ts";
-import type { Reporter } from "../tool/reporter.ts";
-import { formatSchemas, type SchemaFormat } from "../tool/schema.ts";
-import type { Grant } from "../tool/tool.ts";
+import type { Pins } from "../sandbox/mod.ts";
+import type { ModuleMeta, ToolMeta } from "../sandbox/mod.ts";
+import type { Reporter } from "../tool/mod.ts";
+import { formatSchemas, type SchemaFormat } from "../tool/mod.ts";
+import type { Grant } from "../tool/mod.ts";
 import { DEFINED_TWICE, displayModule, fullSource, LATER_USED, oneLine } from "./catalog_text.ts";
 import { type NotLoaded, notLoadedMessage } from "./not_loaded.ts";
 
@@ -110,7 +110,7 @@ export interface CatalogOptions {
   workspace: string;
   /** What the host itself may grant. */
   host: HostPrivileges;
-  /** The working bwrap binary, if any (see core/guard/jail.ts). */
+  /** The working bwrap binary, if any (see core/jail/jail.ts). */
   bwrap: string | undefined;
   /** Why there is no working bwrap, for messages. */
   bwrapMissing?: string;

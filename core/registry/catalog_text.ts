@@ -6,7 +6,7 @@
  * @module
  */
 import { basename, relative } from "node:path";
-import { INSTALL_DIR } from "../config/install_dir.ts";
+import { INSTALL_DIR } from "../config/mod.ts";
 import type { ToolsetSource } from "./catalog.ts";
 
 /** How a name defined twice in one file is told, in `list`, warnings and `corral check`. */

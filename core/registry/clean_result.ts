@@ -8,9 +8,9 @@
  *
  * @module
  */
-import { hideHostPaths, scrubDeep } from "../guard/redact.ts";
-import { changesOf, withChanges } from "../layers/change_report.ts";
-import { faultOf, type ToolResult, withFault } from "../tool/result.ts";
+import { hideHostPaths, scrubDeep } from "../base/mod.ts";
+import { changesOf, withChanges } from "../layers/mod.ts";
+import { faultOf, type ToolResult, withFault } from "../tool/mod.ts";
 import type { Catalog } from "./catalog.ts";
 
 /**
@@ -20,7 +20,7 @@ import type { Catalog } from "./catalog.ts";
  * ```ts
  * import assert from "node:assert/strict";
  * import { cleanResult } from "./clean_result.ts";
- * import { changesOf, emptyReport, withChanges } from "../layers/change_report.ts";
+ * import { changesOf, emptyReport, withChanges } from "../layers/mod.ts";
  * const raw = withChanges({ success: false, error: "token S3CRET at /ws/a.txt" }, emptyReport());
  * const out = cleanResult(raw, "X", {
  *   secrets: new Set(["S3CRET"]),

@@ -8,10 +8,10 @@
  *
  * @module
  */
-import type { JailStatus } from "../guard/jail.ts";
+import type { JailStatus } from "../jail/mod.ts";
 import { type SecondWall, WALL_MISSING, type WallStatus } from "../seccomp/mod.ts";
-import { holdsFilesOrCommands } from "../sandbox/grant.ts";
-import type { Grant } from "../tool/tool.ts";
+import { holdsFilesOrCommands } from "../sandbox/mod.ts";
+import type { Grant } from "../tool/mod.ts";
 import type { ToolsetSource } from "./catalog.ts";
 
 /** Where a sandbox runs, and why it cannot run at all (`missing`). */
@@ -24,7 +24,7 @@ export interface Confinement {
 
 /** What {@link confine} decides with. */
 export interface ConfineOptions {
-  /** The working bwrap binary, if any (see core/guard/jail.ts). */
+  /** The working bwrap binary, if any (see core/jail/jail.ts). */
   bwrap: string | undefined;
   /** Why there is no working bwrap, for messages (default: none found, or none on this OS). */
   bwrapMissing?: string;

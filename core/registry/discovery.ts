@@ -14,15 +14,15 @@
  *
  * @module
  */
-import type { ChangeReport } from "../layers/change_report.ts";
-import type { EgressRecord } from "../guard/egress.ts";
-import { scrubText } from "../guard/redact.ts";
-import type { ModuleMeta, SandboxEnv } from "../sandbox/protocol.ts";
-import { DenoNeeds } from "../sandbox/discovery_deno_dir.ts";
-import { Sandbox, type SandboxOptions } from "../sandbox/sandbox.ts";
-import { sandboxEntryFiles } from "../sandbox/sandbox_files.ts";
-import type { Reporter } from "../tool/reporter.ts";
-import type { Grant } from "../tool/tool.ts";
+import type { ChangeReport } from "../layers/mod.ts";
+import type { EgressRecord } from "../egress/mod.ts";
+import { scrubText } from "../base/mod.ts";
+import type { ModuleMeta, SandboxEnv } from "../sandbox/mod.ts";
+import { DenoNeeds } from "../sandbox/mod.ts";
+import { Sandbox, type SandboxOptions } from "../sandbox/mod.ts";
+import { sandboxEntryFiles } from "../sandbox/mod.ts";
+import type { Reporter } from "../tool/mod.ts";
+import type { Grant } from "../tool/mod.ts";
 import type { ToolsetSource } from "./catalog.ts";
 import { DISCOVERY_CACHE_VERSION, DiscoveryCache } from "./discovery_cache.ts";
 import { type BatchItem, batchKey, planBatches, runBatch } from "./discovery_batch.ts";

@@ -16,12 +16,12 @@
  *
  * @module
  */
-import type { SandboxPolicy } from "../config/policy.ts";
-import type { ModuleMeta, SandboxEnv } from "../sandbox/protocol.ts";
-import { ISOLATED_WORKERS } from "../sandbox/protocol.ts";
-import { Sandbox, type SandboxOptions } from "../sandbox/sandbox.ts";
-import { sandboxEntryFiles } from "../sandbox/sandbox_files.ts";
-import type { Grant } from "../tool/tool.ts";
+import type { SandboxPolicy } from "../config/mod.ts";
+import type { ModuleMeta, SandboxEnv } from "../sandbox/mod.ts";
+import { ISOLATED_WORKERS } from "../sandbox/mod.ts";
+import { Sandbox, type SandboxOptions } from "../sandbox/mod.ts";
+import { sandboxEntryFiles } from "../sandbox/mod.ts";
+import type { Grant } from "../tool/mod.ts";
 import type { ToolsetSource } from "./catalog.ts";
 
 /** Plugins one batch holds at most when the policy does not say (`discovery_batch`). */

@@ -10,10 +10,10 @@
  * @module
  */
 import { join, resolve } from "node:path";
-import { sha256Hex } from "../guard/sha256_hex.ts";
-import type { Pins } from "../sandbox/module_graph.ts";
-import type { ModuleMeta } from "../sandbox/protocol.ts";
-import type { Reporter } from "../tool/reporter.ts";
+import { sha256Hex } from "../base/mod.ts";
+import type { Pins } from "../sandbox/mod.ts";
+import type { ModuleMeta } from "../sandbox/mod.ts";
+import type { Reporter } from "../tool/mod.ts";
 import { type FileEntry, FileIndex } from "./file_index.ts";
 
 /** The version of the cache format, part of every fingerprint. */
@@ -45,7 +45,7 @@ export function defaultCacheDir(): string | null {
  * ```ts
  * import assert from "node:assert/strict";
  * import { DiscoveryCache } from "./discovery_cache.ts";
- * import { Reporter } from "../tool/reporter.ts";
+ * import { Reporter } from "../tool/mod.ts";
  * const dir = await Deno.makeTempDir();
  * const file = `${dir}/a.ts`;
  * await Deno.writeTextFile(file, "export const a = 1;\n");

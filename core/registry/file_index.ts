@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { IMPORT_SPECIFIER, type Pins, resolveLocal } from "../sandbox/module_graph.ts";
+import { IMPORT_SPECIFIER, type Pins, resolveLocal } from "../sandbox/mod.ts";
 
 /** Files modified this recently when they were read are not remembered. */
 export const RACY_MS = 3000;

@@ -7,8 +7,8 @@
  *
  * @module
  */
-import type { Policy } from "../config/policy.ts";
-import { pluginRoot, type TrustedPath } from "../config/trust_base.ts";
+import type { Policy } from "../config/mod.ts";
+import { pluginRoot, type TrustedPath } from "../config/mod.ts";
 import type { ToolsetSource } from "./catalog.ts";
 
 /**
@@ -18,7 +18,7 @@ import type { ToolsetSource } from "./catalog.ts";
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { parsePolicy } from "../config/policy.ts";
+ * import { parsePolicy } from "../config/mod.ts";
  * import { grantPaths } from "./grant_paths.ts";
  * const policy = parsePolicy('{"plugins": {"p": {"write": ["/w/out"]}}}', "p.json", "/w");
  * assert.deepEqual(grantPaths(policy, [], "/w"), ["/w", "/w/out"]);

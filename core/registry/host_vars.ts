@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { SandboxPolicy } from "../config/policy.ts";
+import type { SandboxPolicy } from "../config/mod.ts";
 
 /**
  * Values of PATH, LANG, TERM and the policy's `env` list in the host's

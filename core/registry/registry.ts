@@ -12,22 +12,22 @@
  * @module
  */
 import { dirname, join, resolve } from "node:path";
-import type { TrustedPath } from "../config/trust_base.ts";
-import { loadPolicy, type Policy } from "../config/policy.ts";
-import { AuditLog } from "../guard/audit.ts";
-import { findBwrap } from "../guard/jail.ts";
-import { probeLimits } from "../guard/limits.ts";
-import { runtimeFiles } from "../guard/namespace.ts";
-import { secretValues } from "../guard/redact.ts";
-import { type HostPrivileges, hostPrivileges } from "../sandbox/grant.ts";
-import { processSandboxMissing } from "../sandbox/host_flags.ts";
+import type { TrustedPath } from "../config/mod.ts";
+import { loadPolicy, type Policy } from "../config/mod.ts";
+import { AuditLog } from "../audit/mod.ts";
+import { findBwrap } from "../jail/mod.ts";
+import { probeLimits } from "../jail/mod.ts";
+import { runtimeFiles } from "../jail/mod.ts";
+import { secretValues } from "../base/mod.ts";
+import { type HostPrivileges, hostPrivileges } from "../sandbox/mod.ts";
+import { processSandboxMissing } from "../sandbox/mod.ts";
 import { hostFallback } from "./host_fallback.ts";
-import type { ModuleMeta } from "../sandbox/protocol.ts";
-import type { Sandbox } from "../sandbox/sandbox.ts";
-import { sandboxEntryFiles } from "../sandbox/sandbox_files.ts";
-import { Reporter } from "../tool/reporter.ts";
-import type { ToolResult } from "../tool/result.ts";
-import type { SchemaFormat } from "../tool/schema.ts";
+import type { ModuleMeta } from "../sandbox/mod.ts";
+import type { Sandbox } from "../sandbox/mod.ts";
+import { sandboxEntryFiles } from "../sandbox/mod.ts";
+import { Reporter } from "../tool/mod.ts";
+import type { ToolResult } from "../tool/mod.ts";
+import type { SchemaFormat } from "../tool/mod.ts";
 import {
   builtinSource,
   builtinToolsets,
@@ -41,13 +41,13 @@ import { progressLine } from "./discovery_progress.ts";
 import { defaultCacheDir } from "./discovery_cache.ts";
 import { pluginRoots } from "./grant_paths.ts";
 import { checkSourceTrust, sandboxNamespace } from "./sandbox_namespace.ts";
-import { HostedServers } from "../hosted/hosted_servers.ts";
+import { HostedServers } from "../hosted/mod.ts";
 import { serverMetas, serverSource } from "./server_toolsets.ts";
 import type { RegistryOptions } from "./registry_options.ts";
 import { registryFolders, secondWall } from "./registry_folders.ts";
 import type { SecondWall } from "../seccomp/mod.ts";
 import type { SandboxPool } from "./sandbox_pool.ts";
-import { prepareSealedRuntime } from "../sandbox/sealed_runtime.ts";
+import { prepareSealedRuntime } from "../sandbox/mod.ts";
 
 export type { LoadProblem, SourceKind, ToolInfo, ToolsetSource, ToolStatus } from "./catalog.ts";
 export type { RegistryCallOptions } from "./call_runner.ts";

@@ -6,18 +6,12 @@
  * @module
  */
 import { join, resolve } from "node:path";
-import {
-  codeStoreDir,
-  configDir,
-  heldBases,
-  layerBases,
-  ownStateDir,
-} from "../config/install_dir.ts";
-import { isWithin } from "../guard/is_within.ts";
-import type { Policy } from "../config/policy.ts";
+import { codeStoreDir, configDir, heldBases, layerBases, ownStateDir } from "../config/mod.ts";
+import { isWithin } from "../base/mod.ts";
+import type { Policy } from "../config/mod.ts";
 import { filtersDir, SecondWall, type SecondWallOptions } from "../seccomp/mod.ts";
-import { trustBase, type TrustedPath } from "../config/trust_base.ts";
-import { serversDir } from "../hosted/servers_dir.ts";
+import { trustBase, type TrustedPath } from "../config/mod.ts";
+import { serversDir } from "../hosted/mod.ts";
 import type { RegistryOptions } from "./registry_options.ts";
 
 /** What {@link registryFolders} fixed. */
@@ -39,7 +33,7 @@ export interface RegistryFolders {
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { parsePolicy } from "../config/policy.ts";
+ * import { parsePolicy } from "../config/mod.ts";
  * import { registryFolders } from "./registry_folders.ts";
  * const policy = parsePolicy("{}", "/p/permissions.json", "/w");
  * const f = registryFolders({ configDir: "/c" }, policy, null, "/w");

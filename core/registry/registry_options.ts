@@ -3,12 +3,12 @@
  *
  * @module
  */
-import type { Policy } from "../config/policy.ts";
-import type { AuditLogOptions } from "../guard/audit.ts";
-import type { ServerEntry } from "../config/server_config.ts";
-import type { TrustedPath } from "../config/trust_base.ts";
-import type { HostPrivileges } from "../sandbox/grant.ts";
-import type { Reporter } from "../tool/reporter.ts";
+import type { Policy } from "../config/mod.ts";
+import type { AuditLogOptions } from "../audit/mod.ts";
+import type { ServerEntry } from "../config/mod.ts";
+import type { TrustedPath } from "../config/mod.ts";
+import type { HostPrivileges } from "../sandbox/mod.ts";
+import type { Reporter } from "../tool/mod.ts";
 import type { SecondWallOptions } from "../seccomp/mod.ts";
 import type { DiscoveryCache } from "./discovery_cache.ts";
 import type { ToolsetSource } from "./catalog.ts";
@@ -46,7 +46,7 @@ export interface RegistryOptions {
   cacheDir?: string | null;
   /** Where host warnings and reports go (default stderr). */
   reporter?: Reporter;
-  /** Append one JSON line per call to this file (see core/guard/audit.ts). */
+  /** Append one JSON line per call to this file (see core/audit/audit.ts). */
   auditPath?: string;
   /** Run calls even when the audit log cannot be written (default: refuse them). */
   auditOptional?: boolean;

@@ -1,6 +1,6 @@
 /**
  * What a toolset's process sandbox gets besides its grant when it runs in
- * the namespace (core/guard/namespace.ts): bwrap, its syscall filter
+ * the namespace (core/jail/namespace.ts): bwrap, its syscall filter
  * (core/seccomp/), the trust base to keep
  * read-only and the secrets to hide (with corral's own and the plugin
  * folders), and every grant path (no link is applied at or above one,
@@ -9,11 +9,11 @@
  *
  * @module
  */
-import type { Policy } from "../config/policy.ts";
-import { checkWrites, type TrustedPath } from "../config/trust_base.ts";
-import type { HostPrivileges } from "../sandbox/grant.ts";
-import type { SandboxOptions } from "../sandbox/sandbox_options.ts";
-import type { Grant } from "../tool/tool.ts";
+import type { Policy } from "../config/mod.ts";
+import { checkWrites, type TrustedPath } from "../config/mod.ts";
+import type { HostPrivileges } from "../sandbox/mod.ts";
+import type { SandboxOptions } from "../sandbox/mod.ts";
+import type { Grant } from "../tool/mod.ts";
 import type { Catalog, ToolsetSource } from "./catalog.ts";
 import { grantPaths, pluginRoots } from "./grant_paths.ts";
 

@@ -12,13 +12,13 @@
  * session closed, deleted or expired), it stays unused for the idle time,
  * the pool is full and it is the least recently used one not running a
  * call, or the registry closes. Closing a sandbox kills everything it
- * started (its cgroup, core/guard/limits.ts).
+ * started (its cgroup, core/jail/limits.ts).
  *
  * @module
  */
-import type { Sandbox } from "../sandbox/sandbox.ts";
-import { sink as telemetry } from "../telemetry/metrics_sink.ts";
-import { markSandbox } from "../telemetry/sandbox_mark.ts";
+import type { Sandbox } from "../sandbox/mod.ts";
+import { sink as telemetry } from "../base/mod.ts";
+import { markSandbox } from "../base/mod.ts";
 import type { Catalog, ToolInfo, ToolsetSource } from "./catalog.ts";
 
 /** The principal of calls that name none: the command line, the library. */

@@ -7,12 +7,12 @@
  *
  * @module
  */
-import type { SandboxPolicy } from "../config/policy.ts";
-import type { ServerEntry } from "../config/server_config.ts";
-import { ConfigError } from "../tool/errors.ts";
-import type { HostedServers } from "../hosted/hosted_servers.ts";
-import { npmDenoMissing } from "../hosted/server_command.ts";
-import type { ModuleMeta } from "../sandbox/protocol.ts";
+import type { SandboxPolicy } from "../config/mod.ts";
+import type { ServerEntry } from "../config/mod.ts";
+import { ConfigError } from "../tool/mod.ts";
+import type { HostedServers } from "../hosted/mod.ts";
+import { npmDenoMissing } from "../hosted/mod.ts";
+import type { ModuleMeta } from "../sandbox/mod.ts";
 import type { Catalog, ToolsetSource } from "./catalog.ts";
 
 /**

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { measureArgs } from "../tool/arg_limits.ts";
+import { measureArgs } from "../tool/mod.ts";
 import type { AskKind } from "./protocol.ts";
 
 /** Default of the policy's `max_asks`: questions one call may ask its client. */

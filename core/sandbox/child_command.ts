@@ -7,8 +7,8 @@
  * @module
  */
 import { join } from "node:path";
-import { compiledCorral } from "../guard/self_run.ts";
-import { INSTALL_DIR } from "../config/install_dir.ts";
+import { compiledCorral } from "../jail/mod.ts";
+import { INSTALL_DIR } from "../config/mod.ts";
 import { CHILD_ENTRY, type TransportSpec } from "./transport.ts";
 
 const _CONFIG = join(INSTALL_DIR, "deno.json");

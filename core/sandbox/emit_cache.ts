@@ -29,10 +29,10 @@
  */
 import { dirname, join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
-import { INSTALL_DIR } from "../config/install_dir.ts";
-import { isWithin } from "../guard/namespace.ts";
+import { INSTALL_DIR } from "../config/mod.ts";
+import { isWithin } from "../jail/mod.ts";
 import { trustedCode } from "./pinned_code.ts";
-import { pathExists } from "../guard/path_exists.ts";
+import { pathExists } from "../base/mod.ts";
 
 const _CONFIG = join(INSTALL_DIR, "deno.json");
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { privateDenoCache } from "./emit_cache.ts";
-import { runtimeFiles } from "../guard/namespace.ts";
-import { pathExists } from "../guard/path_exists.ts";
+import { runtimeFiles } from "../jail/mod.ts";
+import { pathExists } from "../base/path_exists.ts";
 
 Deno.test("sandboxes of one module set starting at once wait for one making of its Deno cache", async () => {
   const dir = await Deno.makeTempDir({ prefix: "corral_set_" });

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { REFUSED_EXIT, REFUSED_MARK } from "../guard/limits.ts";
+import { REFUSED_EXIT, REFUSED_MARK } from "../jail/mod.ts";
 
 /** What the sandbox's end looked like. */
 export interface SandboxEnd {
@@ -57,7 +57,7 @@ export function exitReason(end: SandboxEnd): string {
   }`;
 }
 
-/** The launcher's refusal (core/guard/launcher.ts): which path is now what. */
+/** The launcher's refusal (core/jail/launcher.ts): which path is now what. */
 function _refusal(stderr: string): string {
   const line = stderr.split("\n").find((l) => l.startsWith(REFUSED_MARK));
   const [expected, found] = (line ?? "").slice(REFUSED_MARK.length).split("\t");

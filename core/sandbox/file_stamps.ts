@@ -1,5 +1,5 @@
 /**
- * What corral already hashed, by file stamp (core/guard/file_stamp.ts): a
+ * What corral already hashed, by file stamp (core/base/file_stamp.ts): a
  * file whose size, inode, modification and change times are what they were
  * when its bytes were hashed holds those bytes still, so a sandbox's start
  * does not read and hash it again. A file rewritten and given its old
@@ -12,7 +12,7 @@
  */
 import { join, resolve } from "node:path";
 import { IMPORT_SPECIFIER, type Pins, resolveLocal, sha256Hex } from "./module_graph.ts";
-import { fileStamp } from "../guard/file_stamp.ts";
+import { fileStamp } from "../base/mod.ts";
 
 /** A file's stamp (size, inode, mtime, ctime), or undefined when too young or unreadable. */
 export type Stamp = string;

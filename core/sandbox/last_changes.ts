@@ -9,8 +9,8 @@
  *
  * @module
  */
-import { type ChangeReport, emptyReport, isEmptyReport } from "../layers/change_report.ts";
-import type { HoldRequest, HoldSet } from "../layers/hold_state.ts";
+import { type ChangeReport, emptyReport, isEmptyReport } from "../layers/mod.ts";
+import type { HoldRequest, HoldSet } from "../layers/mod.ts";
 
 /** What settles a call's writes: a sandbox's layers, or the last settlement of a run it outlived. */
 export interface Settles {
@@ -28,7 +28,7 @@ export interface Settles {
  * ```ts
  * import assert from "node:assert/strict";
  * import { LastChanges } from "./last_changes.ts";
- * import { emptyReport } from "../layers/change_report.ts";
+ * import { emptyReport } from "../layers/mod.ts";
  * const apart: number[] = [];
  * let end = () => {};
  * const ended = new Promise<void>((r) => end = r);

@@ -5,7 +5,7 @@
  * @module
  */
 import { dirname, isAbsolute, resolve } from "node:path";
-import { AUTHOR_API_FILES } from "../config/install_dir.ts";
+import { AUTHOR_API_FILES } from "../config/mod.ts";
 
 /**
  * An import, re-export or literal dynamic import; group 1 or 2 is its

@@ -18,12 +18,12 @@
  */
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { CORE_DIR, INSTALL_DIR } from "../config/install_dir.ts";
-import { isWithin } from "../guard/namespace.ts";
+import { CORE_DIR, INSTALL_DIR } from "../config/mod.ts";
+import { isWithin } from "../jail/mod.ts";
 import { IMPORT_SPECIFIER, type Pins, resolveLocal, sha256Hex } from "./module_graph.ts";
 import type { HostMessage, ModuleMeta } from "./protocol.ts";
 import type { LoadRequest } from "./sandbox_options.ts";
-import { pathExists } from "../guard/path_exists.ts";
+import { pathExists } from "../base/mod.ts";
 
 const _TOOLSETS_DIR = join(INSTALL_DIR, "toolsets");
 const _TEXT = /\.[cm]?[jt]sx?$/;

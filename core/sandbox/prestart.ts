@@ -17,14 +17,9 @@
  *
  * @module
  */
-import { INSTALL_DIR } from "../config/install_dir.ts";
-import { isInside } from "../guard/paths.ts";
-import {
-  type LimitedChild,
-  type LimitSpec,
-  type LimitsProbe,
-  spawnLimited,
-} from "../guard/limits.ts";
+import { INSTALL_DIR } from "../config/mod.ts";
+import { isInside } from "../guard/mod.ts";
+import { type LimitedChild, type LimitSpec, type LimitsProbe, spawnLimited } from "../jail/mod.ts";
 
 /** Everything a process sandbox is started with: its first line and `spawnLimited`'s arguments. */
 export interface LaunchPlan {

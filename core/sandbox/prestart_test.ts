@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { limitsProbe } from "../guard/limits.ts";
+import { limitsProbe } from "../jail/mod.ts";
 import { adoptPrestarted, dropPrestarted, type LaunchPlan, prestart } from "./prestart.ts";
 
 /** A plan whose "sandbox" echoes its first two lines back (the token and the init line). */

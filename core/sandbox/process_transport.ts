@@ -2,16 +2,16 @@
  * Process isolation: the sandbox is a child `deno run` whose permission
  * flags are the grant (./child_command.ts), in the namespace whose mounts
  * are the grant, with its write roots as layers of its own
- * (core/guard/namespace.ts, core/layers/), in limits of its own
- * (core/guard/limits.ts), reaching the network only through its egress
- * proxy (core/guard/egress.ts), with a clean environment. It speaks framed
+ * (core/jail/namespace.ts, core/layers/), in limits of its own
+ * (core/jail/limits.ts), reaching the network only through its egress
+ * proxy (core/egress/egress.ts), with a clean environment. It speaks framed
  * lines on stdin/stdout (./sandbox_wire.ts). Each step is a function here:
  * seal, egress, layers, mounts, spawn, and the clean-up when it ends.
  *
  * @module
  */
 import { join } from "node:path";
-import { configDir } from "../config/install_dir.ts";
+import { configDir } from "../config/mod.ts";
 import {
   EGRESS_LISTEN,
   EGRESS_SOCKET_IN_NAMESPACE,
@@ -19,14 +19,14 @@ import {
   proxyVars,
   type StartedEgress,
   startEgress,
-} from "../guard/egress.ts";
-import { type LimitedChild, spawnLimited } from "../guard/limits.ts";
-import { NAMESPACE_HOME, namespaceLayout, namespacePath } from "../guard/namespace.ts";
-import { etcFiles } from "../guard/namespace_etc.ts";
-import { hostTrustFile, TRUST_IN_NAMESPACE, trustVars, writeTrust } from "../guard/trust_store.ts";
-import { type StartedLayers, startLayers } from "../layers/start_layers.ts";
-import { layerQuota } from "../layers/layer_quota.ts";
-import type { SandboxLayers } from "../layers/settle_layers.ts";
+} from "../egress/mod.ts";
+import { type LimitedChild, spawnLimited } from "../jail/mod.ts";
+import { NAMESPACE_HOME, namespaceLayout, namespacePath } from "../jail/mod.ts";
+import { etcFiles } from "../jail/mod.ts";
+import { hostTrustFile, TRUST_IN_NAMESPACE, trustVars, writeTrust } from "../egress/mod.ts";
+import { type StartedLayers, startLayers } from "../layers/mod.ts";
+import { layerQuota } from "../layers/mod.ts";
+import type { SandboxLayers } from "../layers/mod.ts";
 import { childArgs, childEnv, selfHosted } from "./child_command.ts";
 import { exitReason } from "./exit_reason.ts";
 import { adoptPrestarted, type LaunchPlan, noteLaunch } from "./prestart.ts";
@@ -198,7 +198,7 @@ function _mounts(
   const bound = { read: g.read, write: g.write, system: g.run.length > 0 };
   launch.insidePath = (path) => namespacePath(path, bound);
   env.PATH = launch.insidePath(env.PATH ?? "");
-  // The operator's trust store, read-only beside the proxy's socket (core/guard/trust_store.ts).
+  // The operator's trust store, read-only beside the proxy's socket (core/egress/trust_store.ts).
   if (launch.egress && writeTrust(launch.egress.dir)) {
     Object.assign(env, trustVars(TRUST_IN_NAMESPACE));
   }
@@ -235,7 +235,7 @@ function _spawn(
   const p = spec.policy;
   const ns = spec.namespace !== undefined;
   try {
-    // In the namespace, the launcher binds what it opened and checked (core/guard/launcher.ts).
+    // In the namespace, the launcher binds what it opened and checked (core/jail/launcher.ts).
     // No descriptor the host inherited reaches it either. It stands nowhere a tool could swap.
     const plan: LaunchPlan = {
       init: hello,

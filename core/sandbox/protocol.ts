@@ -4,8 +4,8 @@
  *
  * @module
  */
-import type { CallFault, ToolResult } from "../tool/result.ts";
-import type { Grant, LoadDecision, ReportKind, ReportOptions } from "../tool/tool.ts";
+import type { CallFault, ToolResult } from "../tool/mod.ts";
+import type { Grant, LoadDecision, ReportKind, ReportOptions } from "../tool/mod.ts";
 
 /** What the host tells the sandbox about the environment of a request. */
 export interface SandboxEnv {
@@ -19,7 +19,7 @@ export interface SandboxEnv {
   maxReadBytes?: number;
   /** HOME of subprocesses (set inside the namespace: its private /tmp). */
   home?: string;
-  /** The egress proxy inside the namespace: the only way out (core/guard/egress.ts). */
+  /** The egress proxy inside the namespace: the only way out (core/egress/egress.ts). */
   proxy?: string;
   /**
    * Values of the environment variables that subprocesses may see (PATH,

@@ -9,8 +9,8 @@
 import { pinsRefusal, prepareSandboxFiles } from "./sandbox_files.ts";
 import { insideLoad, insidePath, outsideMetas, outsideText, pinnedGone } from "./pinned_code.ts";
 import type { PinnedCode } from "./pinned_code.ts";
-import { ToolTimeoutError } from "../tool/errors.ts";
-import { capResult, failure, type ToolResult, withFault } from "../tool/result.ts";
+import { ToolTimeoutError } from "../tool/mod.ts";
+import { capResult, failure, type ToolResult, withFault } from "../tool/mod.ts";
 import { startProcess } from "./process_transport.ts";
 import { answerAsk, refuseAsk } from "./ask.ts";
 import { acceptMetas } from "./module_meta.ts";

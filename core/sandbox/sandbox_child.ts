@@ -20,8 +20,8 @@
  *
  * @module
  */
-import { bridgeEgress } from "../guard/egress_env.ts";
-import type { ToolResult } from "../tool/result.ts";
+import { bridgeEgress } from "../guard/mod.ts";
+import type { ToolResult } from "../tool/mod.ts";
 import {
   FRAME_MARK,
   type HostMessage,
@@ -37,7 +37,7 @@ interface _Init {
   net: string[];
   /** Hosts remote modules may be imported from (from the cache only). */
   import?: string[];
-  /** The egress proxy's socket: bridge 127.0.0.1:3128 to it (see core/guard/egress.ts). */
+  /** The egress proxy's socket: bridge 127.0.0.1:3128 to it (see core/egress/egress.ts). */
   egress?: string;
   /** Built-in tool modules to load now, before a call asks (a sandbox started ahead). */
   preload?: string[];

@@ -5,9 +5,9 @@
  *
  * @module
  */
-import type { SandboxPolicy } from "../config/policy.ts";
-import { EGRESS_URL } from "../guard/egress_env.ts";
-import { NAMESPACE_HOME } from "../guard/own_mounts.ts";
+import type { SandboxPolicy } from "../config/mod.ts";
+import { EGRESS_URL } from "../guard/mod.ts";
+import { NAMESPACE_HOME } from "../jail/mod.ts";
 import type { SandboxEnv } from "./protocol.ts";
 
 /**

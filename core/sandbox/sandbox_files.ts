@@ -7,10 +7,10 @@
  * @module
  */
 import { join } from "node:path";
-import { codeStoreDir, INSTALL_DIR } from "../config/install_dir.ts";
-import { probeLimits } from "../guard/limits.ts";
-import { isWithin, runtimeFiles } from "../guard/namespace.ts";
-import type { Grant } from "../tool/tool.ts";
+import { codeStoreDir, INSTALL_DIR } from "../config/mod.ts";
+import { probeLimits } from "../jail/mod.ts";
+import { isWithin, runtimeFiles } from "../jail/mod.ts";
+import type { Grant } from "../tool/mod.ts";
 import { CACHE_FORMAT, privateDenoCache } from "./emit_cache.ts";
 import { changedPins, pinGraph, type Pins } from "./module_graph.ts";
 import { fileStamp, FileStamps, stampedGraph, stampedHash } from "./file_stamps.ts";

@@ -4,11 +4,11 @@
  *
  * @module
  */
-import type { SandboxPolicy } from "../config/policy.ts";
-import type { EgressRecord } from "../guard/egress.ts";
-import type { Grant, ReportKind, ReportOptions } from "../tool/tool.ts";
-import type { ChangeReport } from "../layers/change_report.ts";
-import type { HoldRequest } from "../layers/hold_state.ts";
+import type { SandboxPolicy } from "../config/mod.ts";
+import type { EgressRecord } from "../egress/mod.ts";
+import type { Grant, ReportKind, ReportOptions } from "../tool/mod.ts";
+import type { ChangeReport } from "../layers/mod.ts";
+import type { HoldRequest } from "../layers/mod.ts";
 import type { Pins } from "./module_graph.ts";
 import type { KnownBytes } from "./pinned_code.ts";
 import type { DenoNeeds } from "./discovery_deno_dir.ts";
@@ -37,7 +37,7 @@ export interface SandboxOptions {
   onLog?: (text: string, callId?: number) => void;
   /**
    * Run a process sandbox in the namespace whose mounts are its grant
-   * (core/guard/namespace.ts); absent: no namespace (an explicit opt-out).
+   * (core/jail/namespace.ts); absent: no namespace (an explicit opt-out).
    */
   namespace?: Omit<SandboxNamespace, "runtime">;
   /** Every connection through the sandbox's egress proxy (for the audit log). */

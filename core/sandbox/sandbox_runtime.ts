@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { invokeTool } from "../tool/invoke.ts";
+import { invokeTool } from "../tool/mod.ts";
 import {
   ASK_KEY_META,
   type AskKind,
@@ -22,10 +22,10 @@ import {
   type SandboxEnv,
   type SandboxMessage,
 } from "./protocol.ts";
-import { capResult, failure, faultOf } from "../tool/result.ts";
-import { configureNetGuard } from "../guard/net_guard.ts";
-import { configureSubprocesses } from "../guard/subprocess.ts";
-import { collectTools, type ToolDefinition, VALID_EXPORT_EXAMPLE } from "../tool/tool.ts";
+import { capResult, failure, faultOf } from "../tool/mod.ts";
+import { configureNetGuard } from "../guard/mod.ts";
+import { configureSubprocesses } from "../guard/mod.ts";
+import { collectTools, type ToolDefinition, VALID_EXPORT_EXAMPLE } from "../tool/mod.ts";
 
 let _started = false;
 /** The one channel to the host (set by {@link runSandbox}). */

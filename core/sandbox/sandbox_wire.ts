@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { REFUSED_EXIT } from "../guard/limits.ts";
+import { REFUSED_EXIT } from "../jail/mod.ts";
 import { FRAME_MARK, type HostMessage, type SandboxMessage } from "./protocol.ts";
 import type { Transport, TransportHooks } from "./transport.ts";
 

@@ -24,7 +24,7 @@
  * @module
  */
 import { basename, dirname, join } from "node:path";
-import { codeStoreDir } from "../config/install_dir.ts";
+import { codeStoreDir } from "../config/mod.ts";
 
 /** Mode of the copy: execute only, for everyone (no read, no write). */
 const _MODE = 0o111;

@@ -7,10 +7,10 @@
  *
  * @module
  */
-import { type ChangeReport, notAppliedText, withChanges } from "../layers/change_report.ts";
+import { type ChangeReport, notAppliedText, withChanges } from "../layers/mod.ts";
 import type { Settles } from "./last_changes.ts";
-import type { CallFault } from "../tool/result.ts";
-import { failure, faultOf, parseFault, type ToolResult, withFault } from "../tool/result.ts";
+import type { CallFault } from "../tool/mod.ts";
+import { failure, faultOf, parseFault, type ToolResult, withFault } from "../tool/mod.ts";
 import type { SandboxMessage } from "./protocol.ts";
 
 /**
@@ -64,7 +64,7 @@ export async function settleAfter(
  * ```ts
  * import assert from "node:assert/strict";
  * import { withStaleView } from "./settled_result.ts";
- * import { faultOf, withFault } from "../tool/result.ts";
+ * import { faultOf, withFault } from "../tool/mod.ts";
  * const r = withStaleView(withFault({ success: false, error: "x" }, "error", "threw"), "a.txt is open");
  * assert.equal(r.stale_view, "a.txt is open");
  * assert.equal(faultOf(r)?.reason, "threw");
@@ -83,7 +83,7 @@ export function withStaleView(result: ToolResult, note: string): ToolResult {
  * ```ts
  * import assert from "node:assert/strict";
  * import { settled } from "./settled_result.ts";
- * import { changesOf, emptyReport } from "../layers/change_report.ts";
+ * import { changesOf, emptyReport } from "../layers/mod.ts";
  * const ok = settled({ success: true }, { ...emptyReport(), created: 1 }, "X");
  * assert.equal(ok.success, true);
  * assert.equal(changesOf(ok)?.created, 1);

@@ -6,12 +6,12 @@
  *
  * @module
  */
-import type { SandboxPolicy } from "../config/policy.ts";
-import type { EgressRecord } from "../guard/egress.ts";
-import type { RuntimeFiles, SeccompFiles } from "../guard/namespace.ts";
-import type { ChangeReport } from "../layers/change_report.ts";
-import type { SandboxLayers } from "../layers/settle_layers.ts";
-import type { Grant } from "../tool/tool.ts";
+import type { SandboxPolicy } from "../config/mod.ts";
+import type { EgressRecord } from "../egress/mod.ts";
+import type { RuntimeFiles, SeccompFiles } from "../jail/mod.ts";
+import type { ChangeReport } from "../layers/mod.ts";
+import type { SandboxLayers } from "../layers/mod.ts";
+import type { Grant } from "../tool/mod.ts";
 import type { HostMessage, SandboxMessage } from "./protocol.ts";
 
 /** The worker entry point: where tool code is imported and called. */
@@ -92,7 +92,7 @@ export interface SandboxNamespace {
    */
   runDir?: string;
   /**
-   * The runtime files (core/guard/namespace.ts `runtimeFiles`), with the
+   * The runtime files (core/jail/namespace.ts `runtimeFiles`), with the
    * module set's own Deno cache (core/sandbox/emit_cache.ts).
    */
   runtime: RuntimeFiles;

@@ -10,7 +10,7 @@
  * - ./second_wall.ts: a filter kept in corral's cache, checked at start;
  * - ./wall.ts: each sandbox policy's second wall (on, off, missing).
  *
- * core/guard/namespace.ts (`seccompArgs`) and core/guard/launcher.ts
+ * core/jail/namespace.ts (`seccompArgs`) and core/jail/launcher.ts
  * (`SECCOMP_ARG`) hand the filter to bwrap, which loads it right before the
  * namespace's first program.
  *

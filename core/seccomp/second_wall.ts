@@ -15,7 +15,7 @@ import { BUILDER_SOURCE, libRules, runBuilder, SYSTEM_PYTHON } from "./builder.t
 import { checkedNames, filterProblems } from "./check_filter.ts";
 import { refusedSyscalls, SECCOMP_RULES, USERNS_SYSCALLS } from "./rules.ts";
 
-/** A compiled filter, ready for bwrap (core/guard/namespace.ts `NamespaceSpec.seccomp`). */
+/** A compiled filter, ready for bwrap (core/jail/namespace.ts `NamespaceSpec.seccomp`). */
 export interface JailFilter {
   /** The programs, loaded in this order (`--add-seccomp-fd`). */
   files: readonly string[];
@@ -66,7 +66,7 @@ let _first: JailFilter | undefined;
  * @example
  * ```ts ignore
  * const f = await jailFilter([], { dir: "/root/.cache/corral/seccomp" });
- * // f.files: [".../known.bpf", ".../refuse.bpf"], loaded by the launcher (core/guard/launcher.ts)
+ * // f.files: [".../known.bpf", ".../refuse.bpf"], loaded by the launcher (core/jail/launcher.ts)
  * ```
  */
 export async function jailFilter(
@@ -169,7 +169,7 @@ async function _holds(folder: string, files: readonly string[]): Promise<boolean
 
 /**
  * SHA-256 in hex by WebCrypto: Deno's native digest, with no module to load
- * (a script hash, core/guard/sha256_hex.ts, runs its code once, never
+ * (a script hash, core/base/sha256_hex.ts, runs its code once, never
  * optimised: a cold start paid 10–25 ms for these few KiB). Same hashes, so
  * kept filters stay valid.
  */

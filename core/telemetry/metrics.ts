@@ -9,7 +9,7 @@
  */
 import { type Attributes, metrics as otelMetrics } from "@opentelemetry/api";
 import client from "prom-client";
-import { installMetrics } from "./metrics_sink.ts";
+import { installMetrics } from "../base/mod.ts";
 
 /** How a call ended: the tool said so (`failure`), corral or the sandbox failed (`error`), or policy, confirmation, limits or auth refused it (`denied`). */
 export type CallOutcome = "success" | "failure" | "error" | "denied";
@@ -166,7 +166,7 @@ function _otelInstruments() {
 
 /**
  * The process's metrics: every part of corral records here (the registry
- * through ./metrics_sink.ts, which forwards here from the moment this
+ * through ../base/metrics_sink.ts, which forwards here from the moment this
  * module is loaded).
  */
 export const telemetry: CorralMetrics = new CorralMetrics();

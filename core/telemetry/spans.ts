@@ -9,9 +9,9 @@
  */
 import { type Context, context, SpanStatusCode, trace, TraceFlags } from "@opentelemetry/api";
 import { type CallOutcome, type CorralMetrics, telemetry } from "./metrics.ts";
-import { useTrace } from "./sandbox_mark.ts";
+import { useTrace } from "../base/mod.ts";
 
-// The sandbox marks (./sandbox_mark.ts) go on these spans.
+// The sandbox marks (../base/sandbox_mark.ts) go on these spans.
 useTrace(trace);
 
 /** What is known of a call when it starts. */
@@ -98,5 +98,3 @@ function _parent(traceparent: string | undefined): Context {
     isRemote: true,
   });
 }
-
-export { markSandbox } from "./sandbox_mark.ts";

@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { fsError } from "../../core/guard/paths.ts";
+import { fsError } from "../../core/guard/mod.ts";
 
 /** How long an open may block (only a FIFO swapped in after the check does). */
 export const OPEN_WAIT_MS = 2000;

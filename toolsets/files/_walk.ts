@@ -6,7 +6,7 @@
  * @module
  */
 import { join } from "node:path";
-import { fsError } from "../../core/guard/paths.ts";
+import { fsError } from "../../core/guard/mod.ts";
 
 /**
  * Folders the files tools never walk into when they walk a tree (ListFiles

@@ -1,9 +1,9 @@
 import { dirname } from "node:path";
 import { z } from "zod";
-import { BaseTool, tool } from "../../core/tool/tool.ts";
-import { fsError, resolveInside } from "../../core/guard/paths.ts";
-import { assertNotPlanted } from "../../core/guard/planted.ts";
-import { replaceFile } from "../../core/guard/replace_file.ts";
+import { BaseTool, tool } from "../../core/tool/mod.ts";
+import { fsError, resolveInside } from "../../core/guard/mod.ts";
+import { assertNotPlanted } from "../../core/guard/mod.ts";
+import { replaceFile } from "../../core/guard/mod.ts";
 
 const input = z.object({
   filepath: z.string().min(1).describe("Path of the file to create, relative to the workspace"),
@@ -74,4 +74,4 @@ async function _statOrNull(real: string, given: string): Promise<Deno.FileInfo |
 }
 
 // Run alone, the module is a command-line harness (loaded only then).
-if (import.meta.main) await (await import("../../core/tool/harness.ts")).runHarness(CreateFile);
+if (import.meta.main) await (await import("../../core/mod.ts")).runHarness(CreateFile);

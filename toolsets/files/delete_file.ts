@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { BaseTool, tool } from "../../core/tool/tool.ts";
-import { fsError, resolveInside } from "../../core/guard/paths.ts";
-import { assertNotPlanted } from "../../core/guard/planted.ts";
+import { BaseTool, tool } from "../../core/tool/mod.ts";
+import { fsError, resolveInside } from "../../core/guard/mod.ts";
+import { assertNotPlanted } from "../../core/guard/mod.ts";
 
 const input = z.object({
   filepath: z.string().min(1).describe(
@@ -45,4 +45,4 @@ export class DeleteFile extends BaseTool {
 }
 
 // Run alone, the module is a command-line harness (loaded only then).
-if (import.meta.main) await (await import("../../core/tool/harness.ts")).runHarness(DeleteFile);
+if (import.meta.main) await (await import("../../core/mod.ts")).runHarness(DeleteFile);

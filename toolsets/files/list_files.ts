@@ -1,7 +1,7 @@
 import { relative } from "node:path";
 import { z } from "zod";
-import { BaseTool, tool } from "../../core/tool/tool.ts";
-import { fsError, resolveInside } from "../../core/guard/paths.ts";
+import { BaseTool, tool } from "../../core/tool/mod.ts";
+import { fsError, resolveInside } from "../../core/guard/mod.ts";
 import { SKIPPED_DIRS, walkFolder } from "./_walk.ts";
 
 const input = z.object({
@@ -100,4 +100,4 @@ export class ListFiles extends BaseTool {
 }
 
 // Run alone, the module is a command-line harness (loaded only then).
-if (import.meta.main) await (await import("../../core/tool/harness.ts")).runHarness(ListFiles);
+if (import.meta.main) await (await import("../../core/mod.ts")).runHarness(ListFiles);

@@ -1,8 +1,8 @@
 import { dirname } from "node:path";
 import { z } from "zod";
-import { BaseTool, tool } from "../../core/tool/tool.ts";
-import { fsError, resolveInside } from "../../core/guard/paths.ts";
-import { assertNotPlanted } from "../../core/guard/planted.ts";
+import { BaseTool, tool } from "../../core/tool/mod.ts";
+import { fsError, resolveInside } from "../../core/guard/mod.ts";
+import { assertNotPlanted } from "../../core/guard/mod.ts";
 
 const input = z.object({
   source: z.string().min(1).describe(
@@ -72,4 +72,4 @@ export class MoveFile extends BaseTool {
 }
 
 // Run alone, the module is a command-line harness (loaded only then).
-if (import.meta.main) await (await import("../../core/tool/harness.ts")).runHarness(MoveFile);
+if (import.meta.main) await (await import("../../core/mod.ts")).runHarness(MoveFile);

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { BaseTool, tool } from "../../core/tool/tool.ts";
-import { resolveInside } from "../../core/guard/paths.ts";
+import { BaseTool, tool } from "../../core/tool/mod.ts";
+import { resolveInside } from "../../core/guard/mod.ts";
 import { readChecked } from "./_read.ts";
 
 /** Files larger than this are refused (read a smaller file or use SearchText). */
@@ -118,4 +118,4 @@ function _splitLines(text: string): string[] {
 }
 
 // Run alone, the module is a command-line harness (loaded only then).
-if (import.meta.main) await (await import("../../core/tool/harness.ts")).runHarness(ReadFile);
+if (import.meta.main) await (await import("../../core/mod.ts")).runHarness(ReadFile);

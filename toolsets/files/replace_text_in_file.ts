@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { BaseTool, tool } from "../../core/tool/tool.ts";
-import { fsError, resolveInside } from "../../core/guard/paths.ts";
-import { assertNotPlanted } from "../../core/guard/planted.ts";
-import { replaceFile } from "../../core/guard/replace_file.ts";
+import { BaseTool, tool } from "../../core/tool/mod.ts";
+import { fsError, resolveInside } from "../../core/guard/mod.ts";
+import { assertNotPlanted } from "../../core/guard/mod.ts";
+import { replaceFile } from "../../core/guard/mod.ts";
 import { assertUnchanged, fileStamp, withFileLock } from "./_lock.ts";
 import { readChecked } from "./_read.ts";
 
@@ -75,5 +75,5 @@ export class ReplaceTextInFile extends BaseTool {
 
 // Run alone, the module is a command-line harness (loaded only then).
 if (import.meta.main) {
-  await (await import("../../core/tool/harness.ts")).runHarness(ReplaceTextInFile);
+  await (await import("../../core/mod.ts")).runHarness(ReplaceTextInFile);
 }

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { BaseTool, tool } from "../../core/tool/tool.ts";
-import { fsError, resolveInside } from "../../core/guard/paths.ts";
+import { BaseTool, tool } from "../../core/tool/mod.ts";
+import { fsError, resolveInside } from "../../core/guard/mod.ts";
 import { readChecked } from "./_read.ts";
 import { SKIPPED_DIRS, walkFolder } from "./_walk.ts";
 
@@ -141,4 +141,4 @@ export class SearchText extends BaseTool {
 }
 
 // Run alone, the module is a command-line harness (loaded only then).
-if (import.meta.main) await (await import("../../core/tool/harness.ts")).runHarness(SearchText);
+if (import.meta.main) await (await import("../../core/mod.ts")).runHarness(SearchText);

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { BaseTool, tool } from "../../core/tool/tool.ts";
-import { resolveInside } from "../../core/guard/paths.ts";
+import { BaseTool, tool } from "../../core/tool/mod.ts";
+import { resolveInside } from "../../core/guard/mod.ts";
 import { readChecked } from "./_read.ts";
 
 const input = z.object({
@@ -71,4 +71,4 @@ export function countText(bytes: Uint8Array): Counts {
 }
 
 // Run alone, the module is a command-line harness (loaded only then).
-if (import.meta.main) await (await import("../../core/tool/harness.ts")).runHarness(WordCount);
+if (import.meta.main) await (await import("../../core/mod.ts")).runHarness(WordCount);

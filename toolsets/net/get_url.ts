@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { BaseTool, tool } from "../../core/tool/tool.ts";
-import { PermissionDeniedError } from "../../core/tool/errors.ts";
-import { guardUrl, listedExplicitly, NetworkGuardError } from "../../core/guard/net_guard.ts";
-import { GRANT_RULE } from "../../core/guard/paths.ts";
+import { BaseTool, tool } from "../../core/tool/mod.ts";
+import { PermissionDeniedError } from "../../core/tool/mod.ts";
+import { guardUrl, listedExplicitly, NetworkGuardError } from "../../core/guard/mod.ts";
+import { GRANT_RULE } from "../../core/guard/mod.ts";
 
 const input = z.object({
   url: z.string().min(1).describe("The http:// or https:// address to fetch"),
@@ -110,7 +110,7 @@ export class GetUrl extends BaseTool {
 }
 
 /**
- * A refusal of corral's egress proxy (core/guard/egress.ts) for an `http:`
+ * A refusal of corral's egress proxy (core/egress/egress.ts) for an `http:`
  * URL: status 403 or 502 with the reason in `X-Corral-Refused`.
  */
 function _refusedByEgress(response: Response): void {
@@ -196,4 +196,4 @@ async function _readCapped(
 }
 
 // Run alone, the module is a command-line harness (loaded only then).
-if (import.meta.main) await (await import("../../core/tool/harness.ts")).runHarness(GetUrl);
+if (import.meta.main) await (await import("../../core/mod.ts")).runHarness(GetUrl);

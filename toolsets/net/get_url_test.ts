@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { invokeTool, testContext } from "../../core/tool/invoke.ts";
-import { collectTools } from "../../core/tool/tool.ts";
+import { invokeTool, testContext } from "../../core/tool/mod.ts";
+import { collectTools } from "../../core/tool/mod.ts";
 import * as getUrl from "./get_url.ts";
 
 const { tools: [GetUrl] } = await collectTools(getUrl);

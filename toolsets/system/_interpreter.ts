@@ -5,10 +5,10 @@
  * @module
  */
 import { z } from "zod";
-import { failure } from "../../core/tool/result.ts";
-import { resolveInside } from "../../core/guard/paths.ts";
-import { runSubprocess } from "../../core/guard/subprocess.ts";
-import type { ToolCallContext } from "../../core/tool/tool.ts";
+import { failure } from "../../core/tool/mod.ts";
+import { resolveInside } from "../../core/guard/mod.ts";
+import { runSubprocess } from "../../core/guard/mod.ts";
+import type { ToolCallContext } from "../../core/tool/mod.ts";
 
 /** Bytes kept of stdout and of stderr each. */
 export const MAX_STREAM_BYTES = 100_000;
@@ -70,7 +70,7 @@ export async function missingReason(command: string): Promise<string | undefined
  * ```ts
  * import assert from "node:assert/strict";
  * import { runInterpreter } from "./_interpreter.ts";
- * import { testContext } from "../../core/tool/invoke.ts";
+ * import { testContext } from "../../core/tool/mod.ts";
  * const r = await runInterpreter("RunBashCode", "bash", ["-c"], { code: "echo hi", timeout: 5 }, testContext());
  * assert.ok(r.stdout === "hi\n");
  * ```

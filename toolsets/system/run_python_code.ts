@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { BaseTool, tool } from "../../core/tool/tool.ts";
+import { BaseTool, tool } from "../../core/tool/mod.ts";
 import { interpreterInput, missingReason, runInterpreter } from "./_interpreter.ts";
 
 const input = interpreterInput("Python 3");
@@ -43,4 +43,4 @@ export class RunPythonCode extends BaseTool {
 }
 
 // Run alone, the module is a command-line harness (loaded only then).
-if (import.meta.main) await (await import("../../core/tool/harness.ts")).runHarness(RunPythonCode);
+if (import.meta.main) await (await import("../../core/mod.ts")).runHarness(RunPythonCode);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { invokeTool, testContext } from "../../core/tool/invoke.ts";
-import { collectTools, type ToolDefinition } from "../../core/tool/tool.ts";
+import { invokeTool, testContext } from "../../core/tool/mod.ts";
+import { collectTools, type ToolDefinition } from "../../core/tool/mod.ts";
 import { MAX_STREAM_BYTES, missingReason } from "./_interpreter.ts";
 import * as bash from "./run_bash_code.ts";
 import * as python from "./run_python_code.ts";

@@ -2,7 +2,7 @@
  * What the egress proxy (./egress.ts) decides for one connection: the
  * host must be on the grant's `net` list, and unless the list names it
  * explicitly every address it resolves to must be public
- * (./net_guard.ts) and none of this machine's own. A name is resolved
+ * (../guard/net_guard.ts) and none of this machine's own. A name is resolved
  * once per decision and the connection made to the address checked; the
  * forwarders' names (./egress_forward.ts) are resolved once when the
  * sandbox starts and kept for its life ({@link pinnedResolver}).
@@ -10,7 +10,7 @@
  * @module
  */
 import type { SecretInjector } from "./egress_inject.ts";
-import { classifyAddress, isIpAddress } from "./net_guard.ts";
+import { classifyAddress, isIpAddress } from "../guard/mod.ts";
 
 /** One connection the proxy decided on. */
 export interface EgressRecord {

@@ -22,7 +22,7 @@
  */
 import { createSecureContext, TLSSocket } from "node:tls";
 import { Duplex } from "node:stream";
-import { closeConn, writeAll } from "./conn_io.ts";
+import { closeConn, writeAll } from "../wire/mod.ts";
 import type { SandboxCa } from "./sandbox_ca.ts";
 
 /** A secret the proxy injects. */

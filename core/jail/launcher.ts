@@ -21,7 +21,7 @@
  *    ROOT, so every write lands in the upper layer and nothing the sandbox
  *    makes, mount points included, appears on the host;
  * 4. for {@link NETNS_ARG}` ADDRESSES` (a sandbox with forwarders,
- *    ./egress_forward.ts), makes the network namespace itself, before bwrap
+ *    ../egress/egress_forward.ts), makes the network namespace itself, before bwrap
  *    (which then keeps it, `--share-net`): checks that it is a new one,
  *    brings its loopback up with ADDRESSES on it, and lets every port be
  *    listened on there (`ip_unprivileged_port_start` 0, in that namespace

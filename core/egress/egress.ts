@@ -17,13 +17,13 @@
  * @module
  */
 import { join } from "node:path";
-import { closeConn, copyConn, writeAll } from "./conn_io.ts";
-import { MAX_HEAD_BYTES, readHttpHead } from "./http_head.ts";
-import { BodyReader, type Framing, parseRequestHead, type RequestHead } from "./http_request.ts";
+import { closeConn, copyConn, writeAll } from "../wire/mod.ts";
+import { MAX_HEAD_BYTES, readHttpHead } from "../wire/mod.ts";
+import { BodyReader, type Framing, parseRequestHead, type RequestHead } from "../wire/mod.ts";
 import { decideEgress, type EgressOptions, type EgressRecord } from "./egress_decision.ts";
 import type { SecretInjector } from "./egress_inject.ts";
 
-export { EGRESS_LISTEN, EGRESS_SOCKET_IN_NAMESPACE, EGRESS_URL, proxyVars } from "./egress_env.ts";
+export { EGRESS_LISTEN, EGRESS_SOCKET_IN_NAMESPACE, EGRESS_URL, proxyVars } from "../guard/mod.ts";
 export {
   decideEgress,
   type EgressOptions,
@@ -138,7 +138,7 @@ export class EgressProxy {
       }));
       return;
     }
-    // Read as llhttp reads it (./http_request.ts): what it would refuse is refused here.
+    // Read as llhttp reads it (../wire/http_request.ts): what it would refuse is refused here.
     if (head === "bad") return await _refuse(client, 400, "Bad request: a bare LF or CR");
     const parsed = parseRequestHead(head.whole);
     if (parsed.ok !== true) {

@@ -20,7 +20,7 @@
  * @module
  */
 import { basename, dirname, join } from "node:path";
-import { sha256Hex } from "./sha256_hex.ts";
+import { sha256Hex } from "../base/mod.ts";
 
 /** The hidden subcommands, each with the module main.ts runs for it. */
 export const SELF_PROGRAMS = {
@@ -39,7 +39,7 @@ export const SELF_PROGRAMS = {
  */
 export const WRITTEN_OUT = {
   /** An npm server's `deno run --preload` (core/hosted/server_egress.ts). */
-  "egress-preload": ["core/guard/forward_direct.ts", "core/guard/egress_forward.ts"],
+  "egress-preload": ["core/egress/forward_direct.ts", "core/egress/egress_forward.ts"],
 } as const;
 
 /** One of {@link SELF_PROGRAMS}. */
@@ -114,9 +114,9 @@ export function selfFile(rel: string): string {
  * import assert from "node:assert/strict";
  * import { writeSelfFiles } from "./self_run.ts";
  * const store = await Deno.makeTempDir();
- * const [a] = await writeSelfFiles(["core/guard/egress_forward.ts"], store);
- * assert.ok(a.startsWith(store) && a.endsWith("/core/guard/egress_forward.ts"));
- * assert.deepEqual(await writeSelfFiles(["core/guard/egress_forward.ts"], store), [a]);
+ * const [a] = await writeSelfFiles(["core/egress/egress_forward.ts"], store);
+ * assert.ok(a.startsWith(store) && a.endsWith("/core/egress/egress_forward.ts"));
+ * assert.deepEqual(await writeSelfFiles(["core/egress/egress_forward.ts"], store), [a]);
  * ```
  */
 export async function writeSelfFiles(rels: string[], store: string): Promise<string[]> {

@@ -15,7 +15,7 @@
  * @module
  */
 import { dirname, isAbsolute } from "node:path";
-import { isWithin } from "./is_within.ts";
+import { isWithin } from "../base/mod.ts";
 import { OVERLAY_ARG, VERIFY_ARG } from "./launcher.ts";
 import type { RuntimeFiles } from "./namespace_runtime.ts";
 import { OWN_ROOTS, ownAgain, reaches } from "./own_mounts.ts";

@@ -1,11 +1,11 @@
 /**
- * An HTTP/1.1 request as the egress proxy reads it (./egress.ts): its head
+ * An HTTP/1.1 request as the egress proxy reads it (../egress/egress.ts): its head
  * (request line and fields) and where its body ends, as strictly as
  * `node:http`'s parser, llhttp, reads it. The proxy cannot use `node:http`
  * for this: it must relay an absolute-form request's bytes as they came
  * (watched for secret placeholders), and `node:http` hands a handler only
  * the parsed, de-chunked request. So the proxy keeps this small parser, and
- * `core/guard/http_request_fuzz_test.ts` checks on generated requests, valid
+ * `core/wire/http_request_fuzz_test.ts` checks on generated requests, valid
  * and malformed, that it accepts and refuses what llhttp does and reads the
  * same method, target, fields and body (a difference is request smuggling).
  *

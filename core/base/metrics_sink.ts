@@ -3,7 +3,7 @@
  * and ended, egress verdicts), without loading the metrics themselves:
  * `prom-client` costs about 35 ms of start-up, which `corral call` and a
  * stdio `corral mcp` never need. The process's metrics
- * (./metrics.ts `telemetry`) take over when they are first loaded (by the
+ * (../telemetry/metrics.ts `telemetry`) take over when they are first loaded (by the
  * HTTP server, or under `OTEL_DENO=true`), and get the live sandbox count
  * as it stands then.
  *

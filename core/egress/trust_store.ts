@@ -14,7 +14,7 @@
  * @module
  */
 import { join } from "node:path";
-import { sha256Hex } from "./sha256_hex.ts";
+import { sha256Hex } from "../base/mod.ts";
 
 /** Where the trust file is inside a namespace (the egress proxy's bound folder). */
 export const TRUST_IN_NAMESPACE = "/tmp/.corral-egress/ca.pem";

@@ -2,7 +2,7 @@
  * The files of `/etc` a namespace gets from corral instead of the host's:
  * `passwd` and `group` with only root, the user corral runs as and nobody
  * (no account of the host's), `hosts` with `localhost` and the names the
- * sandbox may reach through its forwarders (./egress_forward.ts), and
+ * sandbox may reach through its forwarders (../egress/egress_forward.ts), and
  * `resolv.conf` naming the namespace's own loopback (no DNS server of the
  * host's is reachable there; a name outside `hosts` fails at once). They
  * are written by the host into a folder of corral's own, never the
@@ -12,7 +12,7 @@
  */
 import { join } from "node:path";
 import { NAMESPACE_HOME } from "./own_mounts.ts";
-import { sha256Hex } from "./sha256_hex.ts";
+import { sha256Hex } from "../base/mod.ts";
 
 /** The files {@link etcFiles} makes, each bound at `/etc/<name>`. */
 export const OWN_ETC: readonly string[] = ["passwd", "group", "hosts", "resolv.conf"];

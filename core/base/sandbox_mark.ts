@@ -1,6 +1,6 @@
 /**
  * Marking the traced call running now with how it got its sandbox. Only
- * corral's call spans (./spans.ts) are marked: that module hands over the
+ * corral's call spans (../telemetry/spans.ts) are marked: that module hands over the
  * OpenTelemetry API when it loads, so a host that traces nothing (the CLI)
  * never loads the API for this.
  *
@@ -10,7 +10,7 @@ import type { trace as Trace } from "@opentelemetry/api";
 
 let _trace: typeof Trace | undefined;
 
-/** The OpenTelemetry API of the call spans (./spans.ts calls it as it loads). */
+/** The OpenTelemetry API of the call spans (../telemetry/spans.ts calls it as it loads). */
 export function useTrace(trace: typeof Trace): void {
   _trace = trace;
 }

@@ -22,14 +22,14 @@
  * @module
  */
 import { dirname, isAbsolute, join } from "node:path";
-import { EGRESS_SOCKET_IN_NAMESPACE } from "./egress_env.ts";
+import { EGRESS_SOCKET_IN_NAMESPACE } from "../guard/mod.ts";
 import { grantMounts } from "./grant_mounts.ts";
-import { isWithin } from "./is_within.ts";
+import { isWithin } from "../base/mod.ts";
 import { NETNS_ARG, SECCOMP_ARG, VERIFY_ARG } from "./launcher.ts";
 import { type RuntimeFiles, runtimeMounts, SYSTEM_DIRS } from "./namespace_runtime.ts";
 import { OWN_MOUNTS, reaches } from "./own_mounts.ts";
 
-export { isWithin } from "./is_within.ts";
+export { isWithin } from "../base/mod.ts";
 export { NAMESPACE_HOME } from "./own_mounts.ts";
 export {
   denoDir,
@@ -63,7 +63,7 @@ export interface NamespaceSpec {
   net: boolean;
   /**
    * The host folder of the egress proxy's socket, bound read-only where the
-   * sandbox finds it (core/guard/egress.ts); absent: no way out at all.
+   * sandbox finds it (core/egress/egress.ts); absent: no way out at all.
    */
   egressDir?: string;
   /** Name resolution and certificates (a sandbox that holds `n`). */
@@ -71,7 +71,7 @@ export interface NamespaceSpec {
   /**
    * The launcher makes the network namespace (./launcher.ts `NETNS_ARG`),
    * with these addresses on its loopback: a sandbox with forwarders
-   * (./egress_forward.ts). Absent: bwrap makes it (only loopback).
+   * (../egress/egress_forward.ts). Absent: bwrap makes it (only loopback).
    */
   netns?: readonly string[];
   /**

@@ -1,6 +1,6 @@
 /**
  * Finding a working bubblewrap (`bwrap`), the tool that builds the sandbox
- * namespace (core/guard/namespace.ts), and the policy's `jail` setting.
+ * namespace (core/jail/namespace.ts), and the policy's `jail` setting.
  * bwrap is found on PATH and probed once per process (optionally
  * remembered in corral's cache): the probe builds a namespace with the
  * features corral uses (`--unshare-all`, `--cap-drop ALL`, tmpfs remounted

@@ -14,7 +14,7 @@ import {
   readAudit,
   summarizeAudit,
 } from "./audit.ts";
-import { sha256Hex } from "./sha256_hex.ts";
+import { sha256Hex } from "../base/sha256_hex.ts";
 import { failure, withFault } from "../tool/result.ts";
 
 function _rec(

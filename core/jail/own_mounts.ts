@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { isWithin } from "./is_within.ts";
+import { isWithin } from "../base/mod.ts";
 import type { RuntimeFiles } from "./namespace_runtime.ts";
 
 /** HOME inside the namespace: a directory on its private /tmp. */

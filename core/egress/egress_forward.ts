@@ -3,8 +3,8 @@
  * Each `host:port` of a sandbox's net list is reachable inside its
  * namespace at its own name and port: a name gets an address of its own on
  * the namespace's loopback (`127.0.0.2`, `127.0.0.3`, …, written in its
- * `/etc/hosts`, ./namespace_etc.ts), an address stands for itself (put on
- * the namespace's loopback by the launcher, ./launcher.ts). The bridge
+ * `/etc/hosts`, ../jail/namespace_etc.ts), an address stands for itself (put on
+ * the namespace's loopback by the launcher, ../jail/launcher.ts). The bridge
  * inside (./forward_bridge.ts) listens there and sends each connection as
  * `CONNECT host:port` to the sandbox's egress proxy (./egress.ts), which
  * decides, connects and audits it as any other: the name resolved once

@@ -8,7 +8,7 @@
  * @module
  */
 import { basename, relative } from "node:path";
-import { isInside } from "./paths.ts";
+import { isInside } from "../guard/mod.ts";
 
 /** Keys whose values are secrets. */
 export const SECRET_KEY: RegExp = /token|secret|passw|key|credential|auth/i;

@@ -12,8 +12,8 @@
  *
  * @module
  */
-import { faultOf, type ToolResult } from "../tool/result.ts";
-import type { Grant } from "../tool/tool.ts";
+import { faultOf, type ToolResult } from "../tool/mod.ts";
+import type { Grant } from "../tool/mod.ts";
 import { AUDIT_FIELD_CAP, AUDIT_LINE_CAP, capFields, capText } from "./audit_caps.ts";
 import { boundedJson, canonicalJson } from "./audit_json.ts";
 import { type AuditRefusalsRecord, RefusalTally } from "./audit_refusals.ts";
@@ -111,7 +111,7 @@ export interface AuditAskRecord extends Partial<AuditWho> {
 }
 
 /**
- * One connection through a sandbox's egress proxy (core/guard/egress.ts),
+ * One connection through a sandbox's egress proxy (core/egress/egress.ts),
  * allowed or refused: a line of its own in the audit log, beside the calls.
  */
 export interface AuditConnectionRecord extends Partial<AuditWho> {
@@ -128,7 +128,7 @@ export interface AuditConnectionRecord extends Partial<AuditWho> {
   reason?: string;
   bytes_out: number;
   bytes_in: number;
-  /** The names of the secrets put in at egress (core/guard/egress_inject.ts), never values. */
+  /** The names of the secrets put in at egress (core/egress/egress_inject.ts), never values. */
   injected?: string[];
   /** A `host:port` grant's way to the proxy: its forwarder, or an npm server's own connection. */
   via?: "forwarder" | "direct";
@@ -176,7 +176,7 @@ export interface AuditHeldRecord extends Partial<AuditWho> {
  * ```
  */
 export async function digestArgs(value: unknown): Promise<string> {
-  // WebCrypto here, ./sha256_hex.ts elsewhere: the tests compare the two.
+  // WebCrypto here, ../base/sha256_hex.ts elsewhere: the tests compare the two.
   const bytes = new TextEncoder().encode(canonicalJson(value));
   const digest = await crypto.subtle.digest("SHA-256", bytes);
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");

@@ -1,0 +1,52 @@
+/**
+ * The first wall: the namespace every sandbox runs in. bwrap is found and checked
+ * (./jail.ts), the namespace is built step by step (./namespace.ts: its own mounts,
+ * the runtime and its libraries, the grant's mounts), the launcher opens, checks and
+ * mounts what it binds (./launcher.ts with ./launch.sh), cgroup limits cap it
+ * (./limits.ts), and the programs corral runs inside are named in ./self_run.ts.
+ * Read this folder and core/seccomp/ and you have read the jail.
+ *
+ * @module
+ */
+export { findBwrap, type JailMode, type JailStatus } from "./jail.ts";
+export { launcherScript, SECCOMP_ARG } from "./launcher.ts";
+export {
+  createLimits,
+  type LimitedChild,
+  limitedCommand,
+  limitKind,
+  limitsMissing,
+  type LimitSpec,
+  type LimitsProbe,
+  limitsProbe,
+  probeLimits,
+  REFUSED_EXIT,
+  REFUSED_MARK,
+  type SandboxLimits,
+  spawnLimited,
+  VERIFY_ARG,
+} from "./limits.ts";
+export {
+  denoDir,
+  isWithin,
+  namespaceArgs,
+  namespaceBase,
+  namespaceLayout,
+  namespacePath,
+  type RuntimeFiles,
+  seccompArgs,
+  type SeccompFiles,
+} from "./namespace.ts";
+export { etcFiles } from "./namespace_etc.ts";
+export { runtimeFiles } from "./namespace_runtime.ts";
+export { NAMESPACE_HOME } from "./own_mounts.ts";
+export {
+  compiledCorral,
+  denoProgram,
+  dropPermissions,
+  SELF_PROGRAMS,
+  selfCommand,
+  selfFile,
+  writeSelfFiles,
+  WRITTEN_OUT,
+} from "./self_run.ts";
