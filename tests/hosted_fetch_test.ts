@@ -17,7 +17,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { findBwrap } from "../core/guard/jail.ts";
-import { HOSTED_FIXTURES, ROOT } from "./_hosted_helpers.ts";
+import { HOSTED_FIXTURES, ROOT } from "../testing/mod.ts";
 
 const BWRAP = await findBwrap();
 if (BWRAP === undefined) {

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { type EgressRecord, startEgress } from "../core/guard/egress.ts";
 import { findBwrap } from "../core/guard/jail.ts";
 import { selfCommand, writeSelfFiles, WRITTEN_OUT } from "../core/guard/self_run.ts";
-import { FIXTURES, ROOT } from "./_helpers.ts";
+import { FIXTURES, ROOT } from "../testing/mod.ts";
 
 const MAIN = [Deno.execPath(), "run", "-A", `--config=${ROOT}deno.json`, `${ROOT}main.ts`];
 
