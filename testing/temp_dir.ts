@@ -7,9 +7,10 @@
  * with {@link removeTree}. A folder may hold a read-only tree (a Deno cache,
  * a module store): removal makes it writable first where it must.
  *
- * Every folder the helpers make is named `corral_test_*`. Where
- * `CORRAL_TEST_TEMP_LOG` names a file, each folder's path is appended to it
- * as it is made: `.ci/run` checks after the suite that none of them is left.
+ * Every folder the test helpers make is named `corral_test_*` (the bench's,
+ * `corral_bench_*`). Where `CORRAL_TEST_TEMP_LOG` names a file, each
+ * folder's path is appended to it as it is made: `.ci/run` checks after the
+ * suite that none of them is left.
  *
  * @example
  * ```ts
@@ -34,7 +35,8 @@ let _listening = false;
 
 /**
  * A new folder in the temp folder (`TMPDIR`, else `/tmp`), by its real path
- * (no link on the way), removed when this module unloads.
+ * (no link on the way), removed when the test file or script that made it
+ * ends (its `unload` event).
  */
 export async function tempDir(prefix: string = TEST_PREFIX): Promise<string> {
   const dir = await Deno.realPath(await Deno.makeTempDir({ prefix }));
@@ -44,7 +46,7 @@ export async function tempDir(prefix: string = TEST_PREFIX): Promise<string> {
   return dir;
 }
 
-/** Remove `path` (a folder or a file) when this module unloads, if it is still there. */
+/** Remove `path` (a folder or a file) when the test file or script ends, if it is still there. */
 export function removeAtUnload(path: string): void {
   _made.add(path);
   if (_listening) return;
