@@ -9,11 +9,12 @@
  *
  * @module
  */
-import { invokeTool, testContext } from "../core/tool/mod.ts";
-import { parsePolicy } from "../core/config/mod.ts";
-import { Registry } from "../core/registry/mod.ts";
-import { Reporter } from "../core/tool/mod.ts";
-import { collectTools } from "../core/tool/mod.ts";
+import { invokeTool, testContext } from "../core/tool/invoke.ts";
+import { parsePolicy } from "../core/config/policy.ts";
+import { Registry } from "../core/registry/registry.ts";
+import { Reporter } from "../core/tool/reporter.ts";
+import { collectTools } from "../core/tool/tool.ts";
+import { tempDir } from "../testing/temp_dir.ts";
 import { BENCH, quantile } from "./lib.ts";
 import * as noopModule from "./noop_tools.ts";
 
@@ -168,7 +169,7 @@ async function sequential(fn: Variant, n: number): Promise<number[]> {
 async function main(): Promise<void> {
   const calls = Number(Deno.args[0] ?? 10_000);
   const rounds = Number(Deno.args[1] ?? 5);
-  const workspace = await Deno.makeTempDir({ prefix: "corral_bench_calls_" });
+  const workspace = await tempDir("corral_bench_calls_");
   const grant = { read: [], write: [], run: [], net: [] };
   // The bare baselines carry the same message corral sends for a call.
   const message = (id: number) => ({

@@ -18,9 +18,12 @@
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { parseConfig } from "../core/config/mod.ts";
-import { installServer } from "../core/hosted/mod.ts";
-import { CORRAL_FLAGS, quantile, ROOT, warmUp, WARMUP_CALLS } from "./lib.ts";
+import { parseConfig } from "../core/config/corral_config.ts";
+import { installServer } from "../core/hosted/install.ts";
+import { CORRAL_FLAGS } from "../testing/corral_http.ts";
+import { ROOT } from "../testing/paths.ts";
+import { tempDir } from "../testing/temp_dir.ts";
+import { quantile, warmUp, WARMUP_CALLS } from "./lib.ts";
 import type { ServerResult } from "./mcp.ts";
 
 /** The three ways, in table order. */
@@ -154,7 +157,7 @@ async function _specs(tmp: string, workspace: string): Promise<Record<_Way, _Spe
 async function main(): Promise<void> {
   const calls = Number(Deno.args[0] ?? 1000);
   const starts = Number(Deno.args[1] ?? 5);
-  const tmp = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_bench_hosted_" }));
+  const tmp = await tempDir("corral_bench_hosted_");
   const workspace = join(tmp, "ws");
   await Deno.mkdir(workspace);
   const file = join(workspace, "file10k.txt");

@@ -15,10 +15,13 @@
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { parseConfig } from "../core/config/mod.ts";
-import { installServer } from "../core/hosted/mod.ts";
-import { startPostgres } from "../tests/_services.ts";
-import { CORRAL_FLAGS, quantile, ROOT, warmUp, WARMUP_CALLS } from "./lib.ts";
+import { parseConfig } from "../core/config/corral_config.ts";
+import { installServer } from "../core/hosted/install.ts";
+import { CORRAL_FLAGS } from "../testing/corral_http.ts";
+import { ROOT } from "../testing/paths.ts";
+import { startPostgres } from "../testing/services.ts";
+import { tempDir } from "../testing/temp_dir.ts";
+import { quantile, warmUp, WARMUP_CALLS } from "./lib.ts";
 
 /** The two ways, in table order. */
 export const DB_WAYS = ["off", "jailed"] as const;
@@ -65,7 +68,7 @@ async function _call(client: Client): Promise<number> {
 async function main(): Promise<void> {
   const calls = Number(Deno.args[0] ?? 500);
   const ways = Object.fromEntries(DB_WAYS.map((w) => [w, {} as DbWay])) as Record<_Way, DbWay>;
-  const tmp = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_bench_db_" }));
+  const tmp = await tempDir("corral_bench_db_");
   const clients = new Map<_Way, Client>();
   try {
     await using pg = await startPostgres("SELECT 1");

@@ -15,7 +15,12 @@
  *
  * @module
  */
-import { BENCH, CORRAL_FLAGS, quantile, ROOT, sleep } from "./lib.ts";
+import { CORRAL_FLAGS } from "../testing/corral_http.ts";
+import { MCP_POST_HEADERS } from "../testing/mcp_client.ts";
+import { ROOT } from "../testing/paths.ts";
+import { stopChild } from "../testing/stop_child.ts";
+import { tempDir } from "../testing/temp_dir.ts";
+import { BENCH, quantile, sleep } from "./lib.ts";
 
 /** One timed run: `calls` calls by `clients` clients at once. */
 export interface HttpRun {
@@ -105,7 +110,7 @@ async function _start(
     sleep(60_000).then(() => "timeout"),
   ]);
   if (!winner.startsWith("http://")) {
-    await _stop(child);
+    await stopChild(child);
     await drained.catch(() => {});
     const tail = stderr.trim().split("\n").slice(-3).join(" | ");
     return { error: `${name} did not listen (${winner})${tail ? `: ${tail}` : ""}` };
@@ -118,28 +123,12 @@ async function _start(
   };
 }
 
-async function _stop(child: Deno.ChildProcess): Promise<void> {
-  try {
-    child.kill("SIGTERM");
-  } catch { /* gone */ }
-  const late = setTimeout(() => {
-    try {
-      child.kill("SIGKILL");
-    } catch { /* gone */ }
-  }, 5000);
-  await child.status;
-  clearTimeout(late);
-}
-
 /** One `tools/call` of ReadFile; what came back. */
 async function _call(s: _Server, id: number): Promise<[_Outcome, string]> {
   try {
     const res = await fetch(s.url, {
       method: "POST",
-      headers: {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-      },
+      headers: MCP_POST_HEADERS,
       body: JSON.stringify({
         jsonrpc: "2.0",
         id,
@@ -209,7 +198,7 @@ async function main(): Promise<void> {
   const perClient = Number(Deno.args[1] ?? 40);
   const reps = Number(Deno.args[2] ?? 3);
   const total = clients * perClient;
-  const tmp = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_bench_http_" }));
+  const tmp = await tempDir("corral_bench_http_");
   const workspace = `${tmp}/ws`;
   await Deno.mkdir(workspace);
   await Deno.mkdir(`${tmp}/config`);
@@ -266,7 +255,7 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    await Promise.all(servers.map((s) => _stop(s.child)));
+    await Promise.all(servers.map((s) => stopChild(s.child)));
     await Deno.remove(tmp, { recursive: true }).catch(() => {});
   }
   const result: HttpResult = {

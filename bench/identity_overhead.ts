@@ -11,32 +11,19 @@
  * @module
  */
 // @ts-types="@modelcontextprotocol/sdk/client/index"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-// @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { parseConfig } from "../core/config/mod.ts";
-import { parsePolicy } from "../core/config/mod.ts";
-import { addToken } from "../core/identity/mod.ts";
-import { httpIdentityFromConfig } from "../core/mcp/mod.ts";
-import { serveHttp } from "../core/mcp/mod.ts";
-import { Registry } from "../core/registry/mod.ts";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { parseConfig } from "../core/config/corral_config.ts";
+import { addToken } from "../core/identity/token_store.ts";
+import { httpIdentityFromConfig } from "../core/mcp/http_identity.ts";
+import { serveHttp } from "../core/mcp/serve_http.ts";
+import { fixtureRegistry } from "../testing/fixture_registry.ts";
+import { connectWithToken } from "../testing/mcp_client.ts";
+import { tempDir } from "../testing/temp_dir.ts";
 
 const CALLS = Number(Deno.args[0] ?? 400);
 const TOKEN = "t".repeat(64);
-const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_bench_identity_" }));
-const policy = parsePolicy("{}", "bench-permissions.json", dir);
-const registry = await Registry.create({
-  workspace: dir,
-  policy,
-  noBuiltins: true,
-  cacheDir: null,
-  sources: [{
-    id: "fixture",
-    kind: "builtin",
-    modules: [new URL("../tests/fixtures/progress_tools.ts", import.meta.url).pathname],
-    policy: policy.toolset("fixture"),
-  }],
-});
+const dir = await tempDir("corral_bench_identity_");
+const { registry } = await fixtureRegistry(["progress_tools.ts"], {}, dir);
 const config = parseConfig(
   JSON.stringify({ identities: { alice: { workspace: "." } }, auth: { tokens_file: "t.json" } }),
   `${dir}/corral.json`,
@@ -50,18 +37,8 @@ const team = await httpIdentityFromConfig(config, {
 const plain = await serveHttp(registry, { port: 0, token: TOKEN });
 const withIds = await serveHttp(registry, { port: 0, token: TOKEN, team });
 
-async function client(url: string, token: string): Promise<Client> {
-  const c = new Client({ name: "bench", version: "1" });
-  await c.connect(
-    new StreamableHTTPClientTransport(new URL(url), {
-      requestInit: { headers: { Authorization: `Bearer ${token}` } },
-    }),
-  );
-  return c;
-}
-
-const a = await client(plain.url, TOKEN);
-const b = await client(withIds.url, alice);
+const a = await connectWithToken(plain.url, TOKEN, "bench");
+const b = await connectWithToken(withIds.url, alice, "bench");
 const call = (c: Client) => c.callTool({ name: "Sleep", arguments: { ms: 0 } });
 for (let i = 0; i < 50; i++) await Promise.all([call(a), call(b)]); // warm both
 const times: Record<"plain" | "identities", number[]> = { plain: [], identities: [] };
@@ -92,4 +69,3 @@ console.log(JSON.stringify(result));
 await Promise.all([a.close(), b.close()]);
 await Promise.all([plain.close(), withIds.close()]);
 await registry.close();
-await Deno.remove(dir, { recursive: true });

@@ -1,18 +1,15 @@
 /**
- * Helpers shared by the benchmark scripts: statistics, whole-process
- * timing, and reading memory from `/proc`.
+ * Helpers of the benchmark scripts alone: statistics, whole-process timing,
+ * and reading memory from `/proc`. What they share with the tests (the
+ * project root, corral's flags, `corral mcp --http` started, temp folders,
+ * real services) is in testing/mod.ts.
  *
  * @module
  */
-import { HOST_FLAGS } from "../core/sandbox/mod.ts";
+import { ROOT } from "../testing/paths.ts";
 
-/** The project root (absolute, with a trailing slash). */
-export const ROOT: string = new URL("..", import.meta.url).pathname;
 /** This folder (absolute, with a trailing slash). */
 export const BENCH: string = new URL(".", import.meta.url).pathname;
-
-/** The flags of `deno task corral`: what a user's `corral` process runs with. */
-export const CORRAL_FLAGS: string[] = [...HOST_FLAGS];
 
 /** The `q`-quantile (0..1) of `values` (nearest rank on a sorted copy). */
 export function quantile(values: number[], q: number): number {
@@ -237,37 +234,4 @@ export function treeMemory(root: number): { rss: number; pss: number; processes:
     } catch { /* gone */ }
   }
   return { rss: rss / 1024, pss: pss / 1024, processes: pids.length };
-}
-
-/**
- * Start `corral mcp ARGS…` with the flags of `deno task corral` (and
- * `denoFlags`), `NO_COLOR` and `env`; resolves once it prints its
- * Streamable HTTP URL (its stderr is drained from then on). A server that
- * ends first is an Error with the end of what it printed.
- */
-export async function startCorralHttp(
-  args: string[],
-  env: Record<string, string>,
-  denoFlags: string[] = [],
-): Promise<{ child: Deno.ChildProcess; url: string }> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...CORRAL_FLAGS, ...denoFlags, `${ROOT}main.ts`, "mcp", ...args],
-    env: { NO_COLOR: "1", ...env },
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  let text = "";
-  const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
-  let url: string | undefined;
-  while (!url) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`corral mcp did not listen: ${text.slice(-500)}`);
-    text += value;
-    url = /Streamable HTTP at (http:\/\/\S+\/mcp)/.exec(text)?.[1];
-  }
-  (async () => {
-    while (!(await reader.read()).done) { /* drain */ }
-  })();
-  return { child, url };
 }

@@ -20,7 +20,10 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { BENCH, CORRAL_FLAGS, quantile, ROOT, warmUp, WARMUP_CALLS } from "./lib.ts";
+import { CORRAL_FLAGS } from "../testing/corral_http.ts";
+import { ROOT } from "../testing/paths.ts";
+import { tempDir } from "../testing/temp_dir.ts";
+import { BENCH, quantile, warmUp, WARMUP_CALLS } from "./lib.ts";
 import { cpuBetween, treeTicks } from "./proc_cpu.ts";
 
 /** One server's result. */
@@ -134,7 +137,7 @@ async function _connect(
 async function main(): Promise<void> {
   const calls = Number(Deno.args[0] ?? 1000);
   const starts = Number(Deno.args[1] ?? 5);
-  const tmp = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_bench_mcp_" }));
+  const tmp = await tempDir("corral_bench_mcp_");
   const workspace = `${tmp}/ws`;
   await Deno.mkdir(workspace);
   await Deno.mkdir(`${tmp}/config`);

@@ -13,7 +13,10 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { BENCH, CORRAL_FLAGS, quantile, ROOT } from "./lib.ts";
+import { CORRAL_FLAGS } from "../testing/corral_http.ts";
+import { ROOT } from "../testing/paths.ts";
+import { tempDir } from "../testing/temp_dir.ts";
+import { BENCH, quantile } from "./lib.ts";
 
 type _Name = "filesystem" | "corral";
 const _PHASES = ["initialize", "tools/list", "first call", "second call", "warm call p50"];
@@ -71,7 +74,7 @@ async function main(): Promise<void> {
   const rounds = Number(Deno.args.find((a) => /^\d+$/.test(a)) ?? 5);
   const profAt = Deno.args.indexOf("--cpu-prof");
   const profDir = profAt >= 0 ? Deno.args[profAt + 1] : undefined;
-  const tmp = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_mcp_phases_" }));
+  const tmp = await tempDir("corral_mcp_phases_");
   const ws = `${tmp}/ws`;
   await Deno.mkdir(ws);
   await Deno.mkdir(`${tmp}/config`);

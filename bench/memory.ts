@@ -11,12 +11,14 @@
  *
  * @module
  */
-import { builtinToolsets } from "../core/registry/mod.ts";
-import { Registry } from "../core/registry/mod.ts";
-import { parsePolicy } from "../core/config/mod.ts";
-import { Reporter } from "../core/tool/mod.ts";
-import { Sandbox } from "../core/sandbox/mod.ts";
-import { BENCH, collectGarbage, procStatus, ROOT, sleep, treeRss } from "./lib.ts";
+import { builtinToolsets } from "../core/registry/builtin_toolsets.ts";
+import { Registry } from "../core/registry/registry.ts";
+import { parsePolicy } from "../core/config/policy.ts";
+import { Reporter } from "../core/tool/reporter.ts";
+import { Sandbox } from "../core/sandbox/sandbox.ts";
+import { ROOT } from "../testing/paths.ts";
+import { tempDir } from "../testing/temp_dir.ts";
+import { BENCH, collectGarbage, procStatus, sleep, treeRss } from "./lib.ts";
 
 /** What this script prints (bytes). */
 export interface MemoryResult {
@@ -45,7 +47,7 @@ async function settle(): Promise<void> {
 
 async function main(): Promise<void> {
   const extra = Number(Deno.args[0] ?? 8);
-  const workspace = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_bench_mem_" }));
+  const workspace = await tempDir("corral_bench_mem_");
   await settle();
   const hostImportedRss = procStatus("VmRSS");
 

@@ -27,10 +27,11 @@
  *
  * @module
  */
-import { parsePolicy } from "../core/config/mod.ts";
-import { createLimits } from "../core/jail/mod.ts";
-import { Registry } from "../core/registry/mod.ts";
-import { Reporter } from "../core/tool/mod.ts";
+import { parsePolicy } from "../core/config/policy.ts";
+import { createLimits } from "../core/jail/limits.ts";
+import { Registry } from "../core/registry/registry.ts";
+import { Reporter } from "../core/tool/reporter.ts";
+import { tempDir } from "../testing/temp_dir.ts";
 import {
   byNameCommand,
   isLaunch,
@@ -46,8 +47,8 @@ type _Mode = "fd" | "byName" | "without" | "unfiltered";
 type _Way = "fd" | "unsealed" | "byName";
 
 const [runs, warmCalls, launches] = Deno.args.map(Number);
-const ws = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_bench_ns_" }));
-const cache = await Deno.makeTempDir({ prefix: "corral_bench_ns_cache_" });
+const ws = await tempDir("corral_bench_ns_");
+const cache = await tempDir("corral_bench_ns_cache_");
 await Deno.writeTextFile(`${ws}/a.txt`, "one two three\n".repeat(10));
 
 // The sandbox's spawn goes through Deno.Command: in `byName` rounds its

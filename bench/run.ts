@@ -23,7 +23,9 @@
  */
 
 import { parseArgs } from "node:util";
-import { BENCH, ROOT, sig } from "./lib.ts";
+import { ROOT } from "../testing/paths.ts";
+import { tempDir } from "../testing/temp_dir.ts";
+import { BENCH, sig } from "./lib.ts";
 import { FULL, goal, goals, log, machine, SECTIONS, SMOKE, table, verdict, x } from "./report.ts";
 import { describeLoad, watchLoad } from "./load_watch.ts";
 import { sectionCalls } from "./section_calls.ts";
@@ -58,7 +60,7 @@ async function main(): Promise<number> {
     (smoke
       ? await Deno.makeTempFile({ prefix: "corral_bench_", suffix: ".md" })
       : `${ROOT}BENCHMARKS.md`);
-  const base = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_bench_" }));
+  const base = await tempDir("corral_bench_");
   const started = new Date();
   const t0 = performance.now();
   const loadBefore = Deno.loadavg();

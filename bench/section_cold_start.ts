@@ -4,7 +4,9 @@
  *
  * @module
  */
-import { BENCH, CORRAL_FLAGS, fmtMs, median, ROOT, summary, timeDeno } from "./lib.ts";
+import { CORRAL_FLAGS } from "../testing/corral_http.ts";
+import { ROOT } from "../testing/paths.ts";
+import { BENCH, fmtMs, median, summary, timeDeno } from "./lib.ts";
 import { goal, log, SECTIONS, type Sizes, spread, table, x } from "./report.ts";
 import { benchSrt } from "./hosted.ts";
 

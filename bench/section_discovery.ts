@@ -4,7 +4,9 @@
  *
  * @module
  */
-import { CORRAL_FLAGS, fmtMs, median, ROOT, timeDeno } from "./lib.ts";
+import { CORRAL_FLAGS } from "../testing/corral_http.ts";
+import { ROOT } from "../testing/paths.ts";
+import { fmtMs, median, timeDeno } from "./lib.ts";
 import { goal, log, SECTIONS, type Sizes, spread, table, x } from "./report.ts";
 
 /** Goal 4b: the cold cost of one more plugin, in ms (an absolute limit). */

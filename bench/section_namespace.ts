@@ -5,7 +5,9 @@
  *
  * @module
  */
-import { CORRAL_FLAGS, fmtMs, median, ROOT, runChild, timeDeno } from "./lib.ts";
+import { CORRAL_FLAGS } from "../testing/corral_http.ts";
+import { ROOT } from "../testing/paths.ts";
+import { fmtMs, median, runChild, timeDeno } from "./lib.ts";
 import { goal, log, SECTIONS, type Sizes, spread, table, x } from "./report.ts";
 
 interface _Variant {

@@ -15,7 +15,9 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { median, startCorralHttp, treeMemory } from "./lib.ts";
+import { startCorralHttp } from "../testing/corral_http.ts";
+import { tempDir } from "../testing/temp_dir.ts";
+import { median, treeMemory } from "./lib.ts";
 
 /** What bench/sessions.ts prints. */
 export interface SessionsResult {
@@ -38,13 +40,13 @@ export interface SessionsResult {
 async function main(): Promise<void> {
   const sessions = Number(Deno.args[0] ?? 10);
   const repeats = Number(Deno.args[1] ?? 4);
-  const tmp = await Deno.makeTempDir({ prefix: "corral_bench_sessions_" });
+  const tmp = await tempDir("corral_bench_sessions_");
   const ws = `${tmp}/ws`;
   await Deno.mkdir(ws);
   await Deno.writeTextFile(`${ws}/notes.txt`, "one two three\n");
   const { child, url } = await startCorralHttp(
     ["--http", "127.0.0.1:0", "--no-token", "-r", "--workspace", ws],
-    { CORRAL_CACHE_DIR: `${tmp}/cache`, CORRAL_CONFIG_DIR: `${tmp}/config` },
+    { env: { CORRAL_CACHE_DIR: `${tmp}/cache`, CORRAL_CONFIG_DIR: `${tmp}/config` } },
   );
   const clients: Client[] = [];
   try {

@@ -17,8 +17,9 @@
  * @module
  */
 import { join } from "node:path";
-import { layerQuota } from "../core/layers/mod.ts";
-import { startLayers } from "../core/layers/mod.ts";
+import { layerQuota } from "../core/layers/layer_quota.ts";
+import { startLayers } from "../core/layers/start_layers.ts";
+import { tempDir } from "../testing/temp_dir.ts";
 import { collectGarbage, median, procStatus } from "./lib.ts";
 
 async function _sh(script: string, ...args: string[]): Promise<number> {
@@ -78,7 +79,7 @@ function _floor(from: string, tree: string, files: number): number {
 async function _changed(files: number, rounds: number) {
   const corral: number[] = [], cp: number[] = [], floor: number[] = [];
   for (let r = 0; r < rounds; r++) {
-    const base = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_bench_settle_" }));
+    const base = await tempDir("corral_bench_settle_");
     const l = await _layer(base);
     const make = 'mkdir -p "$1" && cd "$1" && for i in $(seq 1 "$2"); do ' +
       'head -c 4096 /dev/zero | tr "\\0" "$3" > f$i; done';
@@ -124,7 +125,7 @@ async function _changed(files: number, rounds: number) {
 
 /** FILES new empty files in one folder: the settlement, its memory and lag, and cp -a. */
 async function _empty(files: number) {
-  const base = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_bench_settle_" }));
+  const base = await tempDir("corral_bench_settle_");
   const l = await _layer(base);
   await _sh(
     'mkdir "$1" && cd "$1" && seq 1 "$2" | sed "s/^/f/" | xargs touch',

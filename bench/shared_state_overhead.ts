@@ -13,17 +13,17 @@
  * @module
  */
 // @ts-types="@modelcontextprotocol/sdk/client/index"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-// @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { parseConfig } from "../core/config/mod.ts";
-import { parsePolicy } from "../core/config/mod.ts";
-import { RedisState } from "../core/identity/mod.ts";
-import { LocalState } from "../core/identity/mod.ts";
-import { addToken } from "../core/identity/mod.ts";
-import { httpIdentityFromConfig } from "../core/mcp/mod.ts";
-import { serveHttp } from "../core/mcp/mod.ts";
-import { Registry } from "../core/registry/mod.ts";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { parseConfig } from "../core/config/corral_config.ts";
+import { RedisState } from "../core/identity/redis_state.ts";
+import { LocalState } from "../core/identity/shared_state.ts";
+import { addToken } from "../core/identity/token_store.ts";
+import { httpIdentityFromConfig } from "../core/mcp/http_identity.ts";
+import { serveHttp } from "../core/mcp/serve_http.ts";
+import { fixtureRegistry } from "../testing/fixture_registry.ts";
+import { connectWithToken } from "../testing/mcp_client.ts";
+import { startRedis } from "../testing/redis.ts";
+import { tempDir } from "../testing/temp_dir.ts";
 
 /** What bench/shared_state_overhead.ts prints: medians in ms and their ratio (goal <= 1.10). */
 export interface SharedStateOverheadResult {
@@ -38,59 +38,10 @@ const CALLS = Number(Deno.args[0] ?? 400);
 const PER_MINUTE = 60_000;
 const TOKEN = "t".repeat(64);
 
-async function _redis(): Promise<{ url: string; stop(): Promise<void> }> {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  const child = new Deno.Command("redis-server", {
-    args: ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-  const url = `redis://127.0.0.1:${port}`;
-  for (let i = 0; i < 100; i++) {
-    try {
-      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
-      break;
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  return {
-    url,
-    async stop() {
-      child.kill("SIGKILL");
-      await child.status;
-    },
-  };
-}
-
-async function _client(url: string, token: string): Promise<Client> {
-  const c = new Client({ name: "bench", version: "1" });
-  await c.connect(
-    new StreamableHTTPClientTransport(new URL(url), {
-      requestInit: { headers: { Authorization: `Bearer ${token}` } },
-    }),
-  );
-  return c;
-}
-
 async function main(): Promise<void> {
-  const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_bench_shared_" }));
-  const redis = await _redis();
-  const policy = parsePolicy("{}", "bench-permissions.json", dir);
-  const registry = await Registry.create({
-    workspace: dir,
-    policy,
-    noBuiltins: true,
-    cacheDir: null,
-    sources: [{
-      id: "fixture",
-      kind: "builtin",
-      modules: [new URL("../tests/fixtures/progress_tools.ts", import.meta.url).pathname],
-      policy: policy.toolset("fixture"),
-    }],
-  });
+  const dir = await tempDir("corral_bench_shared_");
+  await using redis = await startRedis();
+  const { registry } = await fixtureRegistry(["progress_tools.ts"], {}, dir);
   // A limit above the load (60,000 a minute): every call takes from the bucket, none is
   // refused; with Redis the bucket is leased a second's worth (1000 calls) at a time.
   const config = parseConfig(
@@ -110,8 +61,8 @@ async function main(): Promise<void> {
     team: await team(new LocalState()),
   });
   const viaRedis = await serveHttp(registry, { port: 0, token: TOKEN, team: await team(shared) });
-  const a = await _client(local.url, alice);
-  const b = await _client(viaRedis.url, alice);
+  const a = await connectWithToken(local.url, alice, "bench");
+  const b = await connectWithToken(viaRedis.url, alice, "bench");
   const call = (c: Client) => c.callTool({ name: "Sleep", arguments: { ms: 0 } });
   for (let i = 0; i < 50; i++) await Promise.all([call(a), call(b)]); // warm both
   const times: Record<"local" | "redis", number[]> = { local: [], redis: [] };
@@ -137,8 +88,6 @@ async function main(): Promise<void> {
   await Promise.all([local.close(), viaRedis.close()]);
   await shared.close();
   await registry.close();
-  await redis.stop();
-  await Deno.remove(dir, { recursive: true });
 }
 
 if (import.meta.main) await main();

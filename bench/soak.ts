@@ -21,7 +21,11 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { join } from "node:path";
-import { CORRAL_FLAGS, median, processChildren, procStatus, ROOT, startCorralHttp } from "./lib.ts";
+import { CORRAL_FLAGS, startCorralHttp } from "../testing/corral_http.ts";
+import { fixtureServer } from "../testing/fixture_server.ts";
+import { ROOT } from "../testing/paths.ts";
+import { tempDir } from "../testing/temp_dir.ts";
+import { median, processChildren, procStatus } from "./lib.ts";
 
 /** What a corral process holds that a day must not grow. */
 export interface Held {
@@ -82,7 +86,7 @@ export async function runSoak(
   auditBound: number,
   heapMiB?: number,
 ): Promise<SoakResult> {
-  const tmp = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_soak_" }));
+  const tmp = await tempDir("corral_soak_");
   const dirs = ["ws", "config", "cache", "tmp", "layers"].map((d) => join(tmp, d));
   for (const d of dirs) await Deno.mkdir(d);
   const [ws, config, cache, temp, layers] = dirs;
@@ -94,7 +98,7 @@ export async function runSoak(
     JSON.stringify({
       servers: {
         state: {
-          command: [Deno.execPath(), "run", "-A", "--no-config", STATE],
+          command: fixtureServer(STATE),
           confirm: NO_CONFIRM,
         },
       },
@@ -125,8 +129,7 @@ export async function runSoak(
       ...["--http", "127.0.0.1:0", "--no-token", ...common],
       ...["--audit", audit, "--audit-max-bytes", String(auditBound)],
     ],
-    env,
-    heapMiB ? [`--v8-flags=--max-old-space-size=${heapMiB}`] : [],
+    { env, denoFlags: heapMiB ? [`--v8-flags=--max-old-space-size=${heapMiB}`] : [] },
   );
   const parents = _cgroupParents(child.pid);
   const held = () => _held(child.pid, layers, temp, parents);

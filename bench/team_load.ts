@@ -17,8 +17,10 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { addToken } from "../core/identity/mod.ts";
-import { processChildren, quantile, startCorralHttp, treeMemory } from "./lib.ts";
+import { addToken } from "../core/identity/token_store.ts";
+import { startCorralHttp } from "../testing/corral_http.ts";
+import { tempDir } from "../testing/temp_dir.ts";
+import { processChildren, quantile, treeMemory } from "./lib.ts";
 
 /** What bench/team_load.ts prints. */
 export interface TeamLoadResult {
@@ -48,7 +50,7 @@ export interface TeamLoadResult {
 
 async function main(): Promise<void> {
   const [seconds, ids, per, share, idle] = Deno.args.map(Number);
-  const tmp = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_bench_team_" }));
+  const tmp = await tempDir("corral_bench_team_");
   const ws = `${tmp}/ws`, config = `${tmp}/config`;
   await Deno.mkdir(ws);
   await Deno.mkdir(config);
@@ -66,7 +68,7 @@ async function main(): Promise<void> {
     ...["--http", "127.0.0.1:0", "--token", "o".repeat(48), "-r", "-w", "-x", "--workspace", ws],
     ...["--max-sessions", "2000", "--max-concurrent", "200", "--max-queue", "4000"],
     ...["--max-client-conns", "4000", "--max-sandboxes", "400", "--session-idle", String(idle)],
-  ], { CORRAL_CACHE_DIR: `${tmp}/cache`, CORRAL_CONFIG_DIR: config });
+  ], { env: { CORRAL_CACHE_DIR: `${tmp}/cache`, CORRAL_CONFIG_DIR: config } });
   const clients: Client[] = [];
   try {
     for (const token of tokens) {

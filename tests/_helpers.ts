@@ -1,53 +1,19 @@
-// Shared helpers of the end-to-end tests.
-import { HOST_FLAGS } from "../core/sandbox/host_flags.ts";
-import { Reporter } from "../core/tool/reporter.ts";
-import { Registry } from "../core/registry/registry.ts";
-import type { RegistryOptions } from "../core/registry/registry_options.ts";
-import { parsePolicy } from "../core/config/policy.ts";
+// Helpers of the end-to-end tests alone (what the bench shares with them: testing/mod.ts).
+import { CORRAL_FLAGS, ROOT, tempDir } from "../testing/mod.ts";
 
-export const ROOT = new URL("..", import.meta.url).pathname;
-export const FIXTURES = new URL("./fixtures/", import.meta.url).pathname;
+// Only for core/identity/redis_state_test.ts, which still imports it from here: testing/mod.ts.
+export { freePort } from "../testing/mod.ts";
 
-/** A temp folder with `ws/` (the workspace) and `outside/` beside it. */
+/**
+ * A temp folder with `ws/` (the workspace) and `outside/` beside it, removed
+ * when the test file ends (testing/temp_dir.ts): a process a test leaves
+ * running may use it until then.
+ */
 export async function tempLayout(): Promise<{ base: string; ws: string; outside: string }> {
-  const base = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_test_" }));
+  const base = await tempDir("corral_test_");
   await Deno.mkdir(`${base}/ws`);
   await Deno.mkdir(`${base}/outside`);
   return { base, ws: `${base}/ws`, outside: `${base}/outside` };
-}
-
-/**
- * A registry over fixture modules only, with `policy` as toolset "fixture";
- * `options` adds registry options (an audit log, say).
- */
-export async function fixtureRegistry(
-  modules: string[],
-  toolsetPolicy: Record<string, unknown>,
-  workspace: string,
-  extra: Record<string, unknown> = {},
-  options: Partial<RegistryOptions> = {},
-): Promise<{ registry: Registry; lines: string[] }> {
-  const lines: string[] = [];
-  const policy = parsePolicy(
-    JSON.stringify({ toolsets: { fixture: toolsetPolicy }, ...extra }),
-    "test-permissions.json",
-    workspace,
-  );
-  const registry = await Registry.create({
-    workspace,
-    policy,
-    noBuiltins: true,
-    cacheDir: null,
-    reporter: new Reporter({ sink: (t) => lines.push(t), color: false }),
-    sources: [{
-      id: "fixture",
-      kind: "builtin",
-      modules: modules.map((m) => m.startsWith("/") ? m : `${FIXTURES}${m}`),
-      policy: policy.toolset("fixture"),
-    }],
-    ...options,
-  });
-  return { registry, lines };
 }
 
 /** Run corral's CLI as a child process. */
@@ -55,8 +21,7 @@ export async function runCli(
   args: string[],
   options: { cwd?: string; stdin?: string; flags?: string[]; env?: Record<string, string> } = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-  const flags = options.flags ??
-    [...HOST_FLAGS];
+  const flags = options.flags ?? CORRAL_FLAGS;
   const cmd = new Deno.Command(Deno.execPath(), {
     args: ["run", ...flags, `${ROOT}main.ts`, ...args],
     // Never corral's own folder: that is no workspace (see docs/security.md).
@@ -89,26 +54,7 @@ export async function runCli(
 let _scratch: string | undefined;
 /** An empty folder to run the CLI from when a test names none. */
 async function _scratchCwd(): Promise<string> {
-  return _scratch ??= await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_cwd_" }));
-}
-
-/** A free TCP port on 127.0.0.1 (released again: the test binds it right after). */
-export function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
-
-/** The first of `paths` that is a file (a system program the test runs), else undefined. */
-export function firstFile(paths: string[]): string | undefined {
-  return paths.find((p) => {
-    try {
-      return Deno.statSync(p).isFile;
-    } catch {
-      return false;
-    }
-  });
+  return _scratch ??= await tempDir("corral_test_cwd_");
 }
 
 /** Wait until a sandbox's write layer under `base` holds `name` with `text` in it. */

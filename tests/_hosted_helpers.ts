@@ -10,10 +10,8 @@ import { serverLetters } from "../core/hosted/hosted_servers.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { effectiveGrant } from "../core/sandbox/grant.ts";
 import { Reporter } from "../core/tool/reporter.ts";
-import { CORRAL_ARGS } from "./_mcp_helpers.ts";
+import { CORRAL_ARGS, HOSTED_FIXTURES, removeTree, ROOT, tempDir } from "../testing/mod.ts";
 
-export const ROOT = new URL("..", import.meta.url).pathname;
-export const HOSTED_FIXTURES = join(ROOT, "tests", "fixtures", "hosted");
 /** Where `.ci/run` (deno task install-servers) installs the real servers. */
 export const SERVERS_DIR = join(ROOT, ".corral", "servers");
 Deno.env.set("CORRAL_SERVERS_DIR", SERVERS_DIR);
@@ -35,12 +33,13 @@ export interface HostedLayout {
 }
 
 /**
- * Make a {@link HostedLayout}. Its `config` is passed to what runs corral
- * (never set in this process's environment: test files running in parallel
- * share one process, and one file's folder would be another's).
+ * Make a {@link HostedLayout}; dispose it to remove it (else it goes when the
+ * test file ends, testing/temp_dir.ts). Its `config` is passed to what runs
+ * corral (never set in this process's environment: test files running in
+ * parallel share one process, and one file's folder would be another's).
  */
 export async function hostedLayout(): Promise<HostedLayout> {
-  const base = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_hosted_" }));
+  const base = await tempDir("corral_test_hosted_");
   for (const d of ["ws", "outside", "config"]) await Deno.mkdir(join(base, d));
   await Deno.writeTextFile(join(base, "outside", "canary.txt"), "CANARY-SECRET\n");
   return {
@@ -49,8 +48,11 @@ export async function hostedLayout(): Promise<HostedLayout> {
     outside: join(base, "outside"),
     config: join(base, "config"),
     audit: join(base, "audit.jsonl"),
-    async [Symbol.asyncDispose]() {
-      await Deno.remove(base, { recursive: true }).catch(() => {});
+    [Symbol.asyncDispose]() {
+      try {
+        removeTree(base);
+      } catch { /* tried again when the test file ends */ }
+      return Promise.resolve();
     },
   };
 }

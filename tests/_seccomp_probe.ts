@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { ARCH_TABLES, CLONE_NEW_FLAGS } from "../core/seccomp/mod.ts";
-import { ROOT } from "./_helpers.ts";
+import { ROOT } from "../testing/mod.ts";
 
 export const PROBE = join(ROOT, "tests", "fixtures", "seccomp", "probe.py");
 

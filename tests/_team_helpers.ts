@@ -2,9 +2,9 @@
 // corral's config directory with identities and their static tokens, and raw MCP requests.
 import { join } from "node:path";
 import { addToken } from "../core/identity/token_store.ts";
+import { INIT_BODY } from "../testing/mod.ts";
 import {
   type HttpCorral,
-  INIT_BODY,
   startHttpCorral,
   type TempWorkspace,
   tempWorkspace,

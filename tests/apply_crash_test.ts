@@ -9,7 +9,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { TEMP_PREFIX } from "../core/guard/temp_names.ts";
 import { HOST_PERMISSION_FLAGS } from "../core/sandbox/host_flags.ts";
-import { ROOT, runCli, tempLayout } from "./_helpers.ts";
+import { ROOT } from "../testing/mod.ts";
+import { runCli, tempLayout } from "./_helpers.ts";
 
 const FILES = 3000;
 const FILL = 16_000;

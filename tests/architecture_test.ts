@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { basename, dirname, relative } from "node:path";
 import { localModuleGraph } from "../core/sandbox/module_graph.ts";
 import { sandboxEntryFiles } from "../core/sandbox/sandbox.ts";
-import { ROOT } from "./_helpers.ts";
+import { ROOT } from "../testing/mod.ts";
 
 /** core/ folders, bottom first; a folder may import its own and lower layers only. */
 const LAYERS = [

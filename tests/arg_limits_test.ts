@@ -9,14 +9,9 @@ import { type AuditRecord, digestArgs } from "../core/audit/audit.ts";
 import { parsePolicy } from "../core/config/policy.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
-import { FIXTURES, ROOT, runCli, tempLayout } from "./_helpers.ts";
-import {
-  CORRAL_ARGS,
-  INIT_BODY,
-  startHttpCorral,
-  type TempWorkspace,
-  tempWorkspace,
-} from "./_mcp_helpers.ts";
+import { CORRAL_ARGS, FIXTURES, INIT_BODY, ROOT } from "../testing/mod.ts";
+import { runCli, tempLayout } from "./_helpers.ts";
+import { startHttpCorral, type TempWorkspace, tempWorkspace } from "./_mcp_helpers.ts";
 
 const TOOLS = `${FIXTURES}call_limits`;
 

@@ -13,14 +13,8 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 // @ts-types="@modelcontextprotocol/sdk/types"
 import { CreateMessageRequestSchema } from "@modelcontextprotocol/sdk/types.js";
-import {
-  childEnv,
-  CORRAL_ARGS,
-  startHttpCorral,
-  type TempWorkspace,
-  tempWorkspace,
-} from "./_mcp_helpers.ts";
-import { FIXTURES } from "./_helpers.ts";
+import { CORRAL_ARGS, FIXTURES } from "../testing/mod.ts";
+import { childEnv, startHttpCorral, type TempWorkspace, tempWorkspace } from "./_mcp_helpers.ts";
 
 const TOOLS = `${FIXTURES}call_limits`;
 

@@ -10,8 +10,9 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { Registry } from "../core/registry/registry.ts";
 import { layerBases } from "../core/config/install_dir.ts";
-import { approve, HOSTED_FIXTURES, hostedLayout, hostedRegistry } from "./_hosted_helpers.ts";
-import { fixtureRegistry, tempLayout } from "./_helpers.ts";
+import { fixtureRegistry, fixtureServer, HOSTED_FIXTURES } from "../testing/mod.ts";
+import { approve, hostedLayout, hostedRegistry } from "./_hosted_helpers.ts";
+import { tempLayout } from "./_helpers.ts";
 
 type Line = Record<string, unknown> & {
   kind?: string;
@@ -29,7 +30,7 @@ type Line = Record<string, unknown> & {
 const FIXTURE = join(HOSTED_FIXTURES, "hostile_server.ts");
 const SERVERS = {
   hostile: {
-    command: [Deno.execPath(), "run", "-A", "--no-config", FIXTURE],
+    command: fixtureServer(FIXTURE),
     // A secret in its environment: results are scrubbed (a copy), the lines keep their changes.
     env: { SECRET_TOKEN: { secret: "AUDIT_EVERY_CALL_SECRET" } },
   },

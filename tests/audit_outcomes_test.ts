@@ -16,7 +16,8 @@ import { ToolAccess } from "../core/identity/tool_access.ts";
 import { identityRegistry } from "../core/mcp/http_identity.ts";
 import type { GateCaller } from "../core/mcp/call_gate.ts";
 import { createMcpServer, type McpRegistry } from "../core/mcp/mcp_server.ts";
-import { fixtureRegistry, FIXTURES, runCli, tempLayout } from "./_helpers.ts";
+import { fixtureRegistry, FIXTURES } from "../testing/mod.ts";
+import { runCli, tempLayout } from "./_helpers.ts";
 import { startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
 
 const TOOLS = `${FIXTURES}audit`;

@@ -4,7 +4,8 @@ import { type AuditRecord, digestArgs } from "../core/audit/audit.ts";
 import { parsePolicy } from "../core/config/policy.ts";
 import { Registry, type ToolsetSource } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
-import { FIXTURES, runCli, tempLayout } from "./_helpers.ts";
+import { FIXTURES } from "../testing/mod.ts";
+import { runCli, tempLayout } from "./_helpers.ts";
 
 const SECRET = "tok-9f8e7d6c5b4a";
 

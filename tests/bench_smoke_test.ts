@@ -1,7 +1,7 @@
 // Keeps `deno task bench` from rotting: the smoke mode (tiny counts) must run
 // every section and write a report that has all of them.
 import assert from "node:assert/strict";
-import { ROOT } from "./_helpers.ts";
+import { ROOT } from "../testing/mod.ts";
 import { SECTIONS } from "../bench/run.ts";
 
 // A verdict, or UNRELIABLE where the machine was loaded during the section (bench/load_watch.ts).

@@ -10,7 +10,8 @@ import { parsePolicy } from "../core/config/policy.ts";
 import { denoDir } from "../core/jail/mod.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
-import { ROOT, tempLayout } from "./_helpers.ts";
+import { ROOT } from "../testing/mod.ts";
+import { tempLayout } from "./_helpers.ts";
 
 const _SYSTEM = [
   "proc",

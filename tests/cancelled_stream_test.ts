@@ -3,7 +3,8 @@
 // with one cancellation in 20 calls reached the per-client connection cap after about 5,000
 // calls (bench section 13) and was refused. Spoken raw, so that nothing of a client ends it.
 import assert from "node:assert/strict";
-import { INIT_BODY, MCP_POST_HEADERS, startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
+import { INIT_BODY, MCP_POST_HEADERS } from "../testing/mod.ts";
+import { startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
 
 async function _post(url: string, sid: string, body: unknown): Promise<Response> {
   return await fetch(url, {

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { ROOT, runCli, tempLayout } from "./_helpers.ts";
+import { ROOT } from "../testing/mod.ts";
+import { runCli, tempLayout } from "./_helpers.ts";
 
 Deno.test("corral list --json prints an array of tools with status and reasons", async () => {
   const { code, stdout } = await runCli(["list", "--json"]);

@@ -15,7 +15,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { compileIncludes } from "../core/cli/compile.ts";
 import { SELF_PROGRAMS, WRITTEN_OUT } from "../core/jail/mod.ts";
 import { localModuleGraph } from "../core/sandbox/module_graph.ts";
-import { ROOT } from "./_helpers.ts";
+import { ROOT } from "../testing/mod.ts";
 
 /** Computed `import(…)` of tool code, not corral's own (built-in tools are embedded by `toolModules`). */
 const TOOL_CODE_IMPORTS: Array<[string, string]> = [

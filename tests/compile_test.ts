@@ -8,7 +8,8 @@ import { localModuleGraph } from "../core/sandbox/module_graph.ts";
 import { FRAME_MARK, type SandboxMessage } from "../core/sandbox/protocol.ts";
 import { sandboxEntryFiles } from "../core/sandbox/sandbox.ts";
 import { toolModules } from "../core/registry/builtin_toolsets.ts";
-import { FIXTURES, ROOT, tempLayout } from "./_helpers.ts";
+import { FIXTURES, ROOT } from "../testing/mod.ts";
+import { tempLayout } from "./_helpers.ts";
 
 /** The paths in `deno compile`'s "Embedded Files" tree, relative to the root. */
 function _embedded(output: string): Set<string> {

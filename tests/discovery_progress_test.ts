@@ -4,7 +4,8 @@
 // `script` (util-linux, in every Debian) gives the command its pseudo-terminal.
 import assert from "node:assert/strict";
 import { HOST_PERMISSION_FLAGS } from "../core/sandbox/host_flags.ts";
-import { ROOT, runCli, tempLayout } from "./_helpers.ts";
+import { ROOT } from "../testing/mod.ts";
+import { runCli, tempLayout } from "./_helpers.ts";
 
 const SLOW = `await new Promise((r) => setTimeout(r, 1500));\n` +
   `export const TOOL_CONFIGS = [{ name: "SlowStart", description: "slow", function: () => "x" }];\n`;

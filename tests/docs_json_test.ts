@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { z } from "zod";
 import { parseConfig } from "../core/config/corral_config.ts";
 import { parseJsonConfig, parsePolicy, readyJsonc } from "../core/config/policy.ts";
-import { ROOT } from "./_helpers.ts";
+import { ROOT } from "../testing/mod.ts";
 
 // Some texts below are JSONC or invalid JSON: load the JSONC parser up front.
 await readyJsonc();

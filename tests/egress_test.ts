@@ -6,7 +6,8 @@ import { parsePolicy } from "../core/config/policy.ts";
 import { findBwrap } from "../core/jail/mod.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
-import { FIXTURES, ROOT, tempLayout } from "./_helpers.ts";
+import { FIXTURES, ROOT } from "../testing/mod.ts";
+import { tempLayout } from "./_helpers.ts";
 
 const BWRAP = await findBwrap();
 if (BWRAP === undefined) throw new Error("egress_test: no working bwrap here (install bubblewrap)");

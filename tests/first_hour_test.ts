@@ -5,8 +5,9 @@ import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/stdio"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { FIXTURES, ROOT, runCli, tempLayout } from "./_helpers.ts";
-import { childEnv, CORRAL_ARGS } from "./_mcp_helpers.ts";
+import { CORRAL_ARGS, FIXTURES, ROOT } from "../testing/mod.ts";
+import { runCli, tempLayout } from "./_helpers.ts";
+import { childEnv } from "./_mcp_helpers.ts";
 
 const FH = `${FIXTURES}first_hour`;
 

@@ -9,8 +9,9 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { denoDir } from "../core/jail/mod.ts";
 import { HOST_PERMISSION_FLAGS } from "../core/sandbox/host_flags.ts";
-import { ROOT, runCli, tempLayout } from "./_helpers.ts";
-import { childEnv, CORRAL_ARGS, startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
+import { CORRAL_ARGS, ROOT } from "../testing/mod.ts";
+import { runCli, tempLayout } from "./_helpers.ts";
+import { childEnv, startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
 
 const _dec = new TextDecoder();
 

@@ -13,7 +13,8 @@ import { findBwrap } from "../core/jail/mod.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
 import type { ToolResult } from "../core/tool/result.ts";
-import { FIXTURES, tempLayout } from "./_helpers.ts";
+import { FIXTURES } from "../testing/mod.ts";
+import { tempLayout } from "./_helpers.ts";
 
 if (await findBwrap() === undefined) {
   throw new Error("grant_swap_test: no working bwrap here (install bubblewrap)");

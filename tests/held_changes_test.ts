@@ -9,7 +9,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/stdio"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { runCli, tempLayout } from "./_helpers.ts";
-import { childEnv, CORRAL_ARGS, textOf } from "./_mcp_helpers.ts";
+import { CORRAL_ARGS } from "../testing/mod.ts";
+import { childEnv, textOf } from "./_mcp_helpers.ts";
 import { auditLines, exists } from "./_judge_helpers.ts";
 import { approve, hostedLayout, hostedRegistry } from "./_hosted_helpers.ts";
 import { heldRules, settleHeld } from "../core/layers/held_apply.ts";

@@ -5,7 +5,7 @@
 // is not used.
 import assert from "node:assert/strict";
 import { bundleFresh, readBundleRecord } from "../core/cli/host_bundle.ts";
-import { ROOT } from "./_helpers.ts";
+import { ROOT } from "../testing/mod.ts";
 
 const FLAGS = [
   "--allow-read",

@@ -8,9 +8,9 @@ import { join } from "node:path";
 import { readAudit } from "../core/audit/audit.ts";
 import type { Registry } from "../core/registry/registry.ts";
 import { CANCEL_GRACE_MS } from "../core/hosted/call_lane.ts";
+import { fixtureServer, HOSTED_FIXTURES } from "../testing/mod.ts";
 import {
   approve,
-  HOSTED_FIXTURES,
   type HostedLayout,
   hostedLayout,
   hostedRegistry,
@@ -19,7 +19,7 @@ import {
 
 const FIXTURE = join(HOSTED_FIXTURES, "hostile_server.ts");
 const SERVERS = {
-  hostile: { command: [Deno.execPath(), "run", "-A", "--no-config", FIXTURE] },
+  hostile: { command: fixtureServer(FIXTURE) },
 };
 
 async function _approved(l: HostedLayout): Promise<{ registry: Registry; lines: string[] }> {

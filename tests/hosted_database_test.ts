@@ -12,13 +12,13 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
-  approve,
+  fixtureServer,
   HOSTED_FIXTURES,
-  type HostedLayout,
-  hostedLayout,
-  hostedRegistry,
-} from "./_hosted_helpers.ts";
-import { startCanary, startPostgres, startRedis } from "./_services.ts";
+  startCanary,
+  startPostgres,
+  startRedis,
+} from "../testing/mod.ts";
+import { approve, type HostedLayout, hostedLayout, hostedRegistry } from "./_hosted_helpers.ts";
 import type { Registry } from "../core/registry/registry.ts";
 
 const POSTGRES = "@modelcontextprotocol/server-postgres@0.6.2";
@@ -83,7 +83,7 @@ Deno.test("server-redis in the jail, granted localhost:PORT by name, sets and ge
       args: [`redis://localhost:${redis.port}`],
       confirm: { set: false, get: false, list: false },
     },
-    hostile: { command: [Deno.execPath(), "run", "-A", "--no-config", hostile] },
+    hostile: { command: fixtureServer(hostile) },
   };
   const registry = await _registry(l, servers, { redis: grant, hostile: grant });
   try {

@@ -16,7 +16,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { Client as V2Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport as V2Stdio } from "@modelcontextprotocol/client/stdio";
-import { CORRAL_ARGS, ROOT } from "./_mcp_helpers.ts";
+import { CORRAL_ARGS, ROOT } from "../testing/mod.ts";
 import { approve, hostedLayout, hostedRegistry, SERVERS_DIR } from "./_hosted_helpers.ts";
 
 const EVERYTHING = {

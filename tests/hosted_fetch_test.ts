@@ -16,8 +16,8 @@
 // which resolves the name itself (`loopback.corral.test` is 127.0.0.1 there).
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { findBwrap } from "../core/jail/mod.ts";
-import { HOSTED_FIXTURES, ROOT } from "./_hosted_helpers.ts";
+import { findBwrap } from "../core/jail/jail.ts";
+import { HOSTED_FIXTURES, ROOT } from "../testing/mod.ts";
 
 const BWRAP = await findBwrap();
 if (BWRAP === undefined) {

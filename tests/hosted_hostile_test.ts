@@ -7,9 +7,9 @@ import { join } from "node:path";
 import { readAudit } from "../core/audit/audit.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { OUTPUT_BURST_BYTES, OUTPUT_BYTES_PER_SECOND } from "../core/hosted/output_budget.ts";
+import { fixtureServer, HOSTED_FIXTURES } from "../testing/mod.ts";
 import {
   approve,
-  HOSTED_FIXTURES,
   type HostedLayout,
   hostedLayout,
   hostedRegistry,
@@ -21,7 +21,7 @@ const FIXTURE = join(HOSTED_FIXTURES, "hostile_server.ts");
 function hostile(env: Record<string, unknown> = {}) {
   return {
     hostile: {
-      command: [Deno.execPath(), "run", "-A", "--no-config", FIXTURE],
+      command: fixtureServer(FIXTURE),
       env: { SECRET_TOKEN: { secret: "HOSTILE_TEST_SECRET" }, ...env },
     },
   };

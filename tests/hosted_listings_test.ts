@@ -17,9 +17,9 @@ import {
   CreateMessageRequestSchema,
   LoggingMessageNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
+import { fixtureServer, HOSTED_FIXTURES } from "../testing/mod.ts";
 import {
   approve,
-  HOSTED_FIXTURES,
   type HostedLayout,
   hostedLayout,
   hostedMcpSpawn,
@@ -29,7 +29,7 @@ import { LIST_TIMEOUT_MS } from "../core/hosted/hosted_listings.ts";
 
 const HOSTILE = join(HOSTED_FIXTURES, "hostile_server.ts");
 const hostile = (resources?: string) => ({
-  command: [Deno.execPath(), "run", "-A", "--no-config", HOSTILE],
+  command: fixtureServer(HOSTILE),
   ...(resources ? { env: { HOSTILE_RESOURCES: resources } } : {}),
 });
 

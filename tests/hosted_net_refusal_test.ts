@@ -7,13 +7,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { Registry } from "../core/registry/registry.ts";
-import {
-  approve,
-  HOSTED_FIXTURES,
-  type HostedLayout,
-  hostedLayout,
-  hostedRegistry,
-} from "./_hosted_helpers.ts";
+import { fixtureServer, HOSTED_FIXTURES } from "../testing/mod.ts";
+import { approve, type HostedLayout, hostedLayout, hostedRegistry } from "./_hosted_helpers.ts";
 
 const FIXTURE = join(HOSTED_FIXTURES, "hostile_server.ts");
 const FIX = /add (it|the host) to servers\.hostile\.net in \S*permissions\.json/;
@@ -43,15 +38,9 @@ Deno.test("hosted server holding n, under Deno's --allow-net list: an unlisted h
   await using l = await hostedLayout();
   const canary = _canary();
   const listed = "127.0.0.1:9";
-  const command = [
-    Deno.execPath(),
-    "run",
-    "--no-config",
-    "--allow-env",
-    "--allow-read",
-    `--allow-net=${listed}`,
-    FIXTURE,
-  ];
+  const command = fixtureServer(FIXTURE, {
+    flags: ["--allow-env", "--allow-read", `--allow-net=${listed}`],
+  });
   const registry = await _approved(l, command, [listed]);
   try {
     for (let i = 0; i < 3; i++) {
@@ -75,7 +64,7 @@ Deno.test("hosted server holding n, under Deno's --allow-net list: an unlisted h
 Deno.test("hosted server holding n, through the egress proxy: an unlisted host's refusal names servers.<name>.net", async () => {
   await using l = await hostedLayout();
   const canary = _canary();
-  const command = [Deno.execPath(), "run", "-A", "--no-config", FIXTURE];
+  const command = fixtureServer(FIXTURE);
   const registry = await _approved(l, command, ["127.0.0.1:9"]);
   try {
     const url = `http://127.0.0.1:${canary.server.addr.port}/`;

@@ -16,9 +16,9 @@ import {
   type InstallRecord,
   installServer,
 } from "../core/hosted/install.ts";
+import { HOSTED_FIXTURES } from "../testing/mod.ts";
 import {
   approve,
-  HOSTED_FIXTURES,
   type HostedLayout,
   hostedLayout,
   hostedRegistry,

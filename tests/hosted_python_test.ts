@@ -2,7 +2,8 @@
 // only corral's namespace (its grant), limits and scrubbed environment.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { approve, HOSTED_FIXTURES, hostedLayout, hostedRegistry } from "./_hosted_helpers.ts";
+import { HOSTED_FIXTURES } from "../testing/mod.ts";
+import { approve, hostedLayout, hostedRegistry } from "./_hosted_helpers.ts";
 
 Deno.test("a python3 server reads inside its grant only and sees only its own environment", async () => {
   await using l = await hostedLayout();

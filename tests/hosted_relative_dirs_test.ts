@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { isAbsolute, join, relative, resolve } from "node:path";
 import { parseConfig } from "../core/config/corral_config.ts";
 import { installDir, installed } from "../core/hosted/install.ts";
-import { hostedLayout, hostedRegistry, ROOT } from "./_hosted_helpers.ts";
+import { ROOT } from "../testing/mod.ts";
+import { hostedLayout, hostedRegistry } from "./_hosted_helpers.ts";
 
 const MEMORY = "@modelcontextprotocol/server-memory@2026.8.31";
 

@@ -6,7 +6,8 @@
 // the other hosted tests run them so; one is called here as the control).
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { approve, HOSTED_FIXTURES, hostedLayout, hostedRegistry } from "./_hosted_helpers.ts";
+import { HOSTED_FIXTURES } from "../testing/mod.ts";
+import { approve, hostedLayout, hostedRegistry } from "./_hosted_helpers.ts";
 import { assertFiltered, PROBE, probeCases, probeResult } from "./_seccomp_probe.ts";
 
 const SERVER = join(

@@ -12,19 +12,14 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { Client as V2Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport as V2Stdio } from "@modelcontextprotocol/client/stdio";
-import {
-  approve,
-  HOSTED_FIXTURES,
-  hostedLayout,
-  hostedMcpSpawn,
-  hostedRegistry,
-} from "./_hosted_helpers.ts";
+import { fixtureServer, HOSTED_FIXTURES } from "../testing/mod.ts";
+import { approve, hostedLayout, hostedMcpSpawn, hostedRegistry } from "./_hosted_helpers.ts";
 
 const SHAPED = join(HOSTED_FIXTURES, "shaped_server.ts");
 
 Deno.test("a hosted tool's icons and output schema reach clients of both SDK lines (its task support stays corral's); its structured content is the server's own", async () => {
   await using l = await hostedLayout();
-  const servers = { shaped: { command: [Deno.execPath(), "run", "-A", "--no-config", SHAPED] } };
+  const servers = { shaped: { command: fixtureServer(SHAPED) } };
   const first = await hostedRegistry(l, servers, { shaped: {} });
   await approve(first.registry, "shaped");
   await first.registry.close();

@@ -6,17 +6,12 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { Registry } from "../core/registry/registry.ts";
-import {
-  approve,
-  HOSTED_FIXTURES,
-  type HostedLayout,
-  hostedLayout,
-  hostedRegistry,
-} from "./_hosted_helpers.ts";
+import { fixtureServer, HOSTED_FIXTURES } from "../testing/mod.ts";
+import { approve, type HostedLayout, hostedLayout, hostedRegistry } from "./_hosted_helpers.ts";
 
 const FIXTURE = join(HOSTED_FIXTURES, "hostile_server.ts");
 const SERVERS = {
-  hostile: { command: [Deno.execPath(), "run", "-A", "--no-config", FIXTURE] },
+  hostile: { command: fixtureServer(FIXTURE) },
 };
 
 async function _approved(l: HostedLayout): Promise<Registry> {

@@ -10,8 +10,9 @@
 //   result and no audit line.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { findBwrap } from "../core/jail/mod.ts";
-import { HOSTED_FIXTURES, ROOT, SERVERS_DIR } from "./_hosted_helpers.ts";
+import { findBwrap } from "../core/jail/jail.ts";
+import { HOSTED_FIXTURES, ROOT } from "../testing/mod.ts";
+import { SERVERS_DIR } from "./_hosted_helpers.ts";
 
 const BWRAP = await findBwrap();
 if (BWRAP === undefined) throw new Error("hosted_tls_test: no working bwrap (install bubblewrap)");

@@ -16,9 +16,9 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { findBwrap } from "../core/jail/mod.ts";
 import { layerBases } from "../core/config/install_dir.ts";
+import { fixtureServer, HOSTED_FIXTURES } from "../testing/mod.ts";
 import {
   approve,
-  HOSTED_FIXTURES,
   type HostedLayout,
   hostedLayout,
   hostedMcpSpawn,
@@ -30,13 +30,7 @@ if (await findBwrap() === undefined) throw new Error("hosted_view_test: no worki
 
 const SERVERS = {
   state: {
-    command: [
-      Deno.execPath(),
-      "run",
-      "-A",
-      "--no-config",
-      join(HOSTED_FIXTURES, "state_server.ts"),
-    ],
+    command: fixtureServer(join(HOSTED_FIXTURES, "state_server.ts")),
     // Its tools carry no annotations; the operator says they need no confirmation.
     confirm: { remember_value: false, recall_value: false, server_id: false, look_files: false },
   },

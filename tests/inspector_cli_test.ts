@@ -9,14 +9,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import {
-  childEnv,
-  CORRAL_ARGS,
-  ROOT,
-  startHttpCorral,
-  type TempWorkspace,
-  tempWorkspace,
-} from "./_mcp_helpers.ts";
+import { CORRAL_ARGS, ROOT } from "../testing/mod.ts";
+import { childEnv, startHttpCorral, type TempWorkspace, tempWorkspace } from "./_mcp_helpers.ts";
 
 const VERSION = "2.12.0";
 const DIR = join(ROOT, ".corral", "inspector");

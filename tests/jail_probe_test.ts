@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ROOT } from "./_helpers.ts";
+import { ROOT } from "../testing/mod.ts";
 
 /** Run findBwrap in a fresh process (it is memoized per process). */
 async function probe(cacheFile: string, maxAgeMs?: number): Promise<string> {

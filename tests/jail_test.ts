@@ -6,7 +6,8 @@ import { findBwrap } from "../core/jail/mod.ts";
 import { parsePolicy } from "../core/config/policy.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
-import { FIXTURES, ROOT, runCli, tempLayout } from "./_helpers.ts";
+import { FIXTURES, ROOT } from "../testing/mod.ts";
+import { runCli, tempLayout } from "./_helpers.ts";
 
 // Fail closed here too: a machine without bwrap fails these tests (CI installs it).
 const BWRAP = await findBwrap();

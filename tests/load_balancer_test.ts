@@ -9,7 +9,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
-import { freePort } from "./_helpers.ts";
+import { freePort } from "../testing/mod.ts";
 
 function _haproxy(): string {
   for (const p of ["/usr/sbin/haproxy", "/usr/bin/haproxy", "/usr/local/sbin/haproxy"]) {

@@ -21,14 +21,8 @@ import {
   StreamableHTTPClientTransport as V2Http,
 } from "@modelcontextprotocol/client";
 import { StdioClientTransport as V2Stdio } from "@modelcontextprotocol/client/stdio";
-import {
-  childEnv,
-  CORRAL_ARGS,
-  ROOT,
-  startHttpCorral,
-  type TempWorkspace,
-  tempWorkspace,
-} from "./_mcp_helpers.ts";
+import { CORRAL_ARGS, ROOT } from "../testing/mod.ts";
+import { childEnv, startHttpCorral, type TempWorkspace, tempWorkspace } from "./_mcp_helpers.ts";
 
 const TOOLS = join(ROOT, "tests", "fixtures", "mcp_conformance");
 const TOKEN = "clients-test-token-0123456789";

@@ -11,14 +11,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import {
-  childEnv,
-  CORRAL_ARGS,
-  ROOT,
-  startHttpCorral,
-  type TempWorkspace,
-  tempWorkspace,
-} from "./_mcp_helpers.ts";
+import { CORRAL_ARGS, ROOT } from "../testing/mod.ts";
+import { childEnv, startHttpCorral, type TempWorkspace, tempWorkspace } from "./_mcp_helpers.ts";
 
 const SUITE = join(ROOT, "tests", "mcp_conformance.json");
 const FIXTURE = join(ROOT, "tests", "fixtures", "mcp_conformance");

@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/stdio"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { childEnv, CORRAL_ARGS, ROOT, tempWorkspace } from "./_mcp_helpers.ts";
+import { CORRAL_ARGS, ROOT } from "../testing/mod.ts";
+import { childEnv, tempWorkspace } from "./_mcp_helpers.ts";
 
 async function _answers(ws: string, cache: string, lanes?: string): Promise<unknown[]> {
   const env = childEnv(cache);

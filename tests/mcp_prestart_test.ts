@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/stdio"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { childEnv, CORRAL_ARGS, ROOT, tempWorkspace, textOf } from "./_mcp_helpers.ts";
+import { CORRAL_ARGS, ROOT } from "../testing/mod.ts";
+import { childEnv, tempWorkspace, textOf } from "./_mcp_helpers.ts";
 
 /** One stdio session: run `calls` in order, return their texts; closes the server. */
 async function _session(

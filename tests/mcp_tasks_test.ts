@@ -14,7 +14,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { revokeToken } from "../core/identity/token_store.ts";
-import { ROOT } from "./_mcp_helpers.ts";
+import { ROOT } from "../testing/mod.ts";
 import { rpcAnswers, teamCorral } from "./_team_helpers.ts";
 
 const TASKS = "io.modelcontextprotocol/tasks";

@@ -12,15 +12,12 @@ import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/type
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
-  childEnv,
   CORRAL_ARGS,
   INIT_BODY as INIT,
   MCP_POST_HEADERS as ACCEPT,
   ROOT,
-  startHttpCorral,
-  tempWorkspace,
-  textOf,
-} from "./_mcp_helpers.ts";
+} from "../testing/mod.ts";
+import { childEnv, startHttpCorral, tempWorkspace, textOf } from "./_mcp_helpers.ts";
 
 /** The checks every transport must pass: initialize, ping, list, calls, errors. */
 async function exercise(client: Client): Promise<void> {

@@ -12,7 +12,8 @@ import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { childEnv, CORRAL_ARGS, ROOT, tempWorkspace } from "./_mcp_helpers.ts";
+import { CORRAL_ARGS, ROOT } from "../testing/mod.ts";
+import { childEnv, tempWorkspace } from "./_mcp_helpers.ts";
 import { runCli, tempLayout } from "./_helpers.ts";
 
 const TOOLS = join(ROOT, "tests", "fixtures", "mcp_conformance");

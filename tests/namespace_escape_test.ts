@@ -7,7 +7,8 @@ import { parsePolicy } from "../core/config/policy.ts";
 import { findBwrap } from "../core/jail/mod.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
-import { FIXTURES, ROOT, runCli, tempLayout } from "./_helpers.ts";
+import { FIXTURES, ROOT } from "../testing/mod.ts";
+import { runCli, tempLayout } from "./_helpers.ts";
 
 const BWRAP = await findBwrap();
 if (BWRAP === undefined) throw new Error("namespace_escape_test: no working bwrap here");

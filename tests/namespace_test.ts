@@ -10,7 +10,8 @@ import { findBwrap } from "../core/jail/mod.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
 import { INSTALL_DIR } from "../core/config/install_dir.ts";
-import { ROOT, runCli, tempLayout } from "./_helpers.ts";
+import { ROOT } from "../testing/mod.ts";
+import { runCli, tempLayout } from "./_helpers.ts";
 
 if (await findBwrap() === undefined) {
   throw new Error("namespace_test: no working bwrap here (install bubblewrap)");

@@ -5,8 +5,13 @@
 // from, and makes no token of its own.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { freePort } from "./_helpers.ts";
-import { connectWithToken, CORRAL_ARGS, INIT_BODY, MCP_POST_HEADERS } from "./_mcp_helpers.ts";
+import {
+  connectWithToken,
+  CORRAL_ARGS,
+  freePort,
+  INIT_BODY,
+  MCP_POST_HEADERS,
+} from "../testing/mod.ts";
 
 /** A README command line `VAR=v … corral ARGS…`, split as a shell would (no quotes in it). */
 function _parse(line: string, home: string, port: number) {

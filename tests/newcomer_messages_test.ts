@@ -10,7 +10,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/stdio"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { runCli, tempLayout } from "./_helpers.ts";
-import { CORRAL_ARGS } from "./_mcp_helpers.ts";
+import { CORRAL_ARGS } from "../testing/mod.ts";
 
 let _cacheDir: string | undefined;
 /** One discovery cache for this file's tests: the built-ins are discovered once. */

@@ -4,7 +4,7 @@
 // (help, a call, --json, a refusal when not configured), as corral itself would run the tool.
 import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
-import { ROOT } from "./_helpers.ts";
+import { ROOT } from "../testing/mod.ts";
 
 const CLASS_TOOL = `import { z } from "zod";
 import { BaseTool, runHarness, tool } from "@corral/corral";

@@ -13,7 +13,8 @@ import { loadPluginDir, loadPlugins } from "../core/plugins/load_plugins.ts";
 import { pluginSources, TOOL_DIRS_ENV } from "../core/plugins/plugins.ts";
 import { scanPluginDir } from "../core/plugins/plugin_files.ts";
 import { VALID_EXPORT_EXAMPLE } from "../core/tool/tool.ts";
-import { FIXTURES, ROOT, runCli } from "./_helpers.ts";
+import { FIXTURES, ROOT } from "../testing/mod.ts";
+import { runCli } from "./_helpers.ts";
 import { checkPlugins } from "../core/plugins/check.ts";
 
 const PLUGIN_FIXTURES = `${FIXTURES}plugins`;

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { CorralMetrics } from "../core/telemetry/metrics.ts";
 import { metricsResponse } from "../core/telemetry/metrics_endpoint.ts";
 import { traceCall } from "../core/telemetry/spans.ts";
-import { firstFile, freePort } from "./_helpers.ts";
+import { firstFile, freePort } from "../testing/mod.ts";
 
 const PROMETHEUS = firstFile(["/usr/bin/prometheus", "/usr/sbin/prometheus"]);
 

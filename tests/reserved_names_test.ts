@@ -4,7 +4,8 @@ import { parsePolicy } from "../core/config/policy.ts";
 import { builtinToolsets } from "../core/registry/builtin_toolsets.ts";
 import { Registry } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
-import { FIXTURES, tempLayout } from "./_helpers.ts";
+import { FIXTURES } from "../testing/mod.ts";
+import { tempLayout } from "./_helpers.ts";
 
 Deno.test("toolsets.json names every built-in tool of every toolset", async () => {
   const { ws } = await tempLayout();

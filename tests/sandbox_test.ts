@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type { Isolation } from "../core/config/policy.ts";
-import { fixtureRegistry, tempLayout } from "./_helpers.ts";
+import { fixtureRegistry } from "../testing/mod.ts";
+import { tempLayout } from "./_helpers.ts";
 
 const MODES: Isolation[] = ["worker", "process"];
 const MISBEHAVING = "sandbox/misbehaving_tools.ts";

@@ -12,7 +12,8 @@ import { registryBanner } from "../core/registry/banner.ts";
 import { Registry } from "../core/registry/registry.ts";
 import type { RegistryOptions } from "../core/registry/registry_options.ts";
 import { Reporter } from "../core/tool/reporter.ts";
-import { FIXTURES, ROOT, tempLayout } from "./_helpers.ts";
+import { FIXTURES, ROOT } from "../testing/mod.ts";
+import { tempLayout } from "./_helpers.ts";
 import {
   assertFiltered,
   assertUnfiltered,

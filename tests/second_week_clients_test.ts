@@ -6,8 +6,9 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/stdio"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { FIXTURES, ROOT, runCli, tempLayout } from "./_helpers.ts";
-import { connectWithToken, startHttpCorral, textOf } from "./_mcp_helpers.ts";
+import { connectWithToken, FIXTURES, fixtureServer, ROOT } from "../testing/mod.ts";
+import { runCli, tempLayout } from "./_helpers.ts";
+import { startHttpCorral, textOf } from "./_mcp_helpers.ts";
 
 const _dec = new TextDecoder();
 
@@ -144,7 +145,7 @@ async function _tinyServer(dir: string, deny: string[]): Promise<string[]> {
     JSON.stringify({
       servers: {
         tiny: {
-          command: [Deno.execPath(), "run", "-A", "--no-config", server],
+          command: fixtureServer(server),
           tools: { deny },
         },
       },

@@ -1,7 +1,8 @@
 // A user's second week (issue 31), driven from the outside: the CLI as a user types it.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { ROOT, runCli, tempLayout } from "./_helpers.ts";
+import { ROOT } from "../testing/mod.ts";
+import { runCli, tempLayout } from "./_helpers.ts";
 
 const SHIPPED = join(ROOT, "permissions.json");
 

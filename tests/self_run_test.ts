@@ -9,9 +9,9 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { type EgressRecord, startEgress } from "../core/egress/egress.ts";
-import { findBwrap } from "../core/jail/mod.ts";
-import { selfCommand, writeSelfFiles, WRITTEN_OUT } from "../core/jail/mod.ts";
-import { FIXTURES, ROOT } from "./_helpers.ts";
+import { findBwrap } from "../core/jail/jail.ts";
+import { selfCommand, writeSelfFiles, WRITTEN_OUT } from "../core/jail/self_run.ts";
+import { FIXTURES, ROOT } from "../testing/mod.ts";
 
 const MAIN = [Deno.execPath(), "run", "-A", `--config=${ROOT}deno.json`, `${ROOT}main.ts`];
 

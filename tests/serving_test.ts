@@ -7,14 +7,8 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import {
-  childEnv,
-  CORRAL_ARGS,
-  INIT_BODY as INIT,
-  MCP_POST_HEADERS as ACCEPT,
-  startHttpCorral,
-  tempWorkspace,
-} from "./_mcp_helpers.ts";
+import { CORRAL_ARGS, INIT_BODY as INIT, MCP_POST_HEADERS as ACCEPT } from "../testing/mod.ts";
+import { childEnv, startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
 import { runCli, tempLayout } from "./_helpers.ts";
 
 function _pidOf(url: string): number | undefined {

@@ -19,8 +19,9 @@ import { Registry } from "../core/registry/registry.ts";
 import type { SandboxPoolLimits } from "../core/registry/sandbox_pool.ts";
 import { sandboxInit } from "../core/sandbox/sealed_runtime.ts";
 import { Reporter } from "../core/tool/reporter.ts";
-import { childEnv, CORRAL_ARGS, ROOT, startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
-import { FIXTURES, tempLayout } from "./_helpers.ts";
+import { CORRAL_ARGS, FIXTURES, ROOT } from "../testing/mod.ts";
+import { childEnv, startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
+import { tempLayout } from "./_helpers.ts";
 
 // Fail closed: a machine without bwrap fails these tests (CI installs it).
 if (await findBwrap() === undefined) {

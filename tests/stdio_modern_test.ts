@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { childEnv, CORRAL_ARGS, ROOT, tempWorkspace } from "./_mcp_helpers.ts";
+import { CORRAL_ARGS, ROOT } from "../testing/mod.ts";
+import { childEnv, tempWorkspace } from "./_mcp_helpers.ts";
 
 const META = {
   "io.modelcontextprotocol/protocolVersion": "2026-07-28",

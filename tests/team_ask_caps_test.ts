@@ -16,7 +16,7 @@ import { addToken } from "../core/identity/token_store.ts";
 import { httpIdentityFromConfig, teamPolicy } from "../core/mcp/http_identity.ts";
 import { serveHttp } from "../core/mcp/serve_http.ts";
 import { Registry } from "../core/registry/registry.ts";
-import { FIXTURES } from "./_helpers.ts";
+import { FIXTURES } from "../testing/mod.ts";
 
 function askRegistry(workspace: string): Promise<Registry> {
   const policy = parsePolicy("{}", "test-permissions.json", workspace);

@@ -6,7 +6,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { readAudit } from "../core/audit/audit.ts";
-import { connectWithToken, startHttpCorral, tempWorkspace, textOf } from "./_mcp_helpers.ts";
+import { connectWithToken } from "../testing/mod.ts";
+import { startHttpCorral, tempWorkspace, textOf } from "./_mcp_helpers.ts";
 import { OPERATOR_TOKEN } from "./_team_helpers.ts";
 
 async function _setup(identities: Record<string, unknown>) {

@@ -18,8 +18,7 @@ import { addToken, revokeToken } from "../core/identity/token_store.ts";
 import { httpIdentityFromConfig, teamPolicy } from "../core/mcp/http_identity.ts";
 import { serveHttp } from "../core/mcp/serve_http.ts";
 import { Registry } from "../core/registry/registry.ts";
-import { FIXTURES } from "./_helpers.ts";
-import { INIT_REQUEST as INIT } from "./_mcp_helpers.ts";
+import { FIXTURES, INIT_REQUEST as INIT } from "../testing/mod.ts";
 
 const DEFAULT_TOKEN = "d".repeat(64);
 const METRICS_TOKEN = "m".repeat(40);

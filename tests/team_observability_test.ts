@@ -12,8 +12,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { join } from "node:path";
 import { addToken } from "../core/identity/token_store.ts";
-import { childEnv, CORRAL_ARGS, ROOT, tempWorkspace } from "./_mcp_helpers.ts";
-import { freePort } from "./_helpers.ts";
+import { CORRAL_ARGS, freePort, ROOT } from "../testing/mod.ts";
+import { childEnv, tempWorkspace } from "./_mcp_helpers.ts";
 
 const PROMETHEUS = "/usr/bin/prometheus";
 const METRICS_TOKEN = `metrics-${crypto.randomUUID()}`;

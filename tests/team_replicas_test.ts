@@ -9,8 +9,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { addToken, revokeToken } from "../core/identity/token_store.ts";
-import { INIT_BODY, startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
-import { firstFile, freePort } from "./_helpers.ts";
+import { firstFile, freePort, INIT_BODY } from "../testing/mod.ts";
+import { startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
 
 const HAPROXY = firstFile(["/usr/sbin/haproxy", "/usr/bin/haproxy"]);
 

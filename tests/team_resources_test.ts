@@ -10,12 +10,12 @@ import { parseConfig } from "../core/config/corral_config.ts";
 import { addToken } from "../core/identity/token_store.ts";
 import { httpIdentityFromConfig } from "../core/mcp/http_identity.ts";
 import { serveHttp } from "../core/mcp/serve_http.ts";
-import { approve, HOSTED_FIXTURES, hostedLayout, hostedRegistry } from "./_hosted_helpers.ts";
-import { connectWithToken } from "./_mcp_helpers.ts";
+import { connectWithToken, fixtureServer, HOSTED_FIXTURES } from "../testing/mod.ts";
+import { approve, hostedLayout, hostedRegistry } from "./_hosted_helpers.ts";
 
 const FIXTURE = join(HOSTED_FIXTURES, "resource_server.ts");
 const server = (name: string) => ({
-  command: [Deno.execPath(), "run", "-A", "--no-config", FIXTURE, name],
+  command: fixtureServer(FIXTURE, { args: [name] }),
 });
 const SERVERS = { docs: server("docs"), secret: server("secret") };
 const GRANTS = { docs: { read: ["."] }, secret: { read: ["."] } };

@@ -9,7 +9,8 @@ import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { join } from "node:path";
 import { addToken } from "../core/identity/token_store.ts";
-import { connectWithToken, startHttpCorral, tempWorkspace, textOf } from "./_mcp_helpers.ts";
+import { connectWithToken } from "../testing/mod.ts";
+import { startHttpCorral, tempWorkspace, textOf } from "./_mcp_helpers.ts";
 
 const connect = (url: string, token: string) => connectWithToken(url, token, "share-test");
 

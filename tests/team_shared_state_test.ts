@@ -6,9 +6,9 @@
 // a replica refuses to start, and a running one answers 503 until Redis is back.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { firstFile, freePort, runCli } from "./_helpers.ts";
+import { firstFile, freePort, startRedis } from "../testing/mod.ts";
+import { runCli } from "./_helpers.ts";
 import { startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
-import { startRedis } from "./_redis.ts";
 import { openSession, OPERATOR_TOKEN, postHeaders, rpcAnswers, toolCall } from "./_team_helpers.ts";
 import { addToken } from "../core/identity/token_store.ts";
 

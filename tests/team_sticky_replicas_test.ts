@@ -16,7 +16,7 @@ import {
 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { addToken } from "../core/identity/token_store.ts";
 import { startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
-import { firstFile, freePort } from "./_helpers.ts";
+import { firstFile, freePort } from "../testing/mod.ts";
 
 const HAPROXY = firstFile(["/usr/sbin/haproxy", "/usr/bin/haproxy"]);
 

@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { addToken, revokeToken } from "../core/identity/token_store.ts";
-import { INIT_BODY, startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
+import { INIT_BODY } from "../testing/mod.ts";
+import { startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
 
 const HEADERS = {
   "content-type": "application/json",

@@ -3,7 +3,7 @@
 // over OTLP/HTTP (JSON) to a receiver on loopback, with identity and
 // outcome; without OTEL_DENO it sends nothing.
 import assert from "node:assert/strict";
-import { FIXTURES, ROOT } from "./_helpers.ts";
+import { FIXTURES, ROOT } from "../testing/mod.ts";
 
 interface _Received {
   path: string;

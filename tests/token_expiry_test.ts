@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { runCli } from "./_helpers.ts";
-import { INIT_BODY as INIT, startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
+import { INIT_BODY as INIT } from "../testing/mod.ts";
+import { startHttpCorral, tempWorkspace } from "./_mcp_helpers.ts";
 
 async function _initialize(url: string, token: string): Promise<Response> {
   const r = await fetch(url, {

@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { childEnv, CORRAL_ARGS, ROOT, startHttpCorral, textOf } from "./_mcp_helpers.ts";
+import { CORRAL_ARGS, ROOT } from "../testing/mod.ts";
+import { childEnv, startHttpCorral, textOf } from "./_mcp_helpers.ts";
 
 async function _git(cwd: string, ...args: string[]): Promise<string> {
   const out = await new Deno.Command("git", {

@@ -1,16 +1,16 @@
-// Real services the tests start themselves (never a system service): Debian's
-// PostgreSQL and redis-server, each on a free port with its data in a temp
-// folder, and a canary listener that counts whatever reaches it. .ci/run
-// installs the packages (postgresql, redis-server) when they are missing.
+/**
+ * Real services the tests and the bench start themselves (never a system
+ * service): Debian's PostgreSQL on a free port with its data in a temp
+ * folder, and a canary listener that counts whatever reaches it. `.ci/run`
+ * installs the packages when they are missing. A redis-server:
+ * `./redis.ts`.
+ *
+ * @module
+ */
 import { join } from "node:path";
-
-/** A free TCP port on 127.0.0.1 (bound, then released). */
-export function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
+import { freePort } from "./free_port.ts";
+import { stopChild } from "./stop_child.ts";
+import { removeTree, tempDir } from "./temp_dir.ts";
 
 /** A started service: its port, and how to stop it (its data removed). */
 export interface Service {
@@ -33,17 +33,10 @@ async function _waitFor(port: number, child: Deno.ChildProcess, what: string): P
 }
 
 async function _stop(child: Deno.ChildProcess, dir: string): Promise<void> {
+  await stopChild(child);
   try {
-    child.kill("SIGTERM");
-  } catch { /* gone */ }
-  const late = setTimeout(() => {
-    try {
-      child.kill("SIGKILL");
-    } catch { /* gone */ }
-  }, 5_000);
-  await child.status;
-  clearTimeout(late);
-  await Deno.remove(dir, { recursive: true }).catch(() => {});
+    removeTree(dir);
+  } catch { /* tried again when the module unloads */ }
 }
 
 /** Debian's PostgreSQL binaries (`/usr/lib/postgresql/N/bin`), newest first. */
@@ -69,7 +62,7 @@ function _pgBin(): string {
  */
 export async function startPostgres(sql: string): Promise<Service> {
   const bin = _pgBin();
-  const dir = await Deno.makeTempDir({ prefix: "corral_pg_" });
+  const dir = await tempDir("corral_test_pg_");
   await Deno.chmod(dir, 0o755);
   const data = join(dir, "data");
   const asPostgres = (cmd: string, args: string[]) =>
@@ -122,22 +115,6 @@ async function _psqlOnceUp(psql: string, port: number, sql: string): Promise<Den
     if (out.success || !starting || Date.now() > until) return out;
     await new Promise((r) => setTimeout(r, 100));
   }
-}
-
-/** A redis-server of the test's own, on 127.0.0.1 at a free port, nothing saved. */
-export async function startRedis(): Promise<Service> {
-  const dir = await Deno.makeTempDir({ prefix: "corral_redis_" });
-  const port = freePort();
-  const child = new Deno.Command("redis-server", {
-    args: [
-      ...["--port", String(port), "--bind", "127.0.0.1", "--dir", dir],
-      ...["--save", "", "--appendonly", "no", "--protected-mode", "no"],
-    ],
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-  await _waitFor(port, child, "redis-server");
-  return { port, [Symbol.asyncDispose]: () => _stop(child, dir) };
 }
 
 /** A listener that must never be reached: TCP on 127.0.0.1 and ::1, and UDP, at one port. */
