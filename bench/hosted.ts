@@ -18,8 +18,8 @@
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { parseConfig } from "../core/config/corral_config.ts";
-import { installServer } from "../core/hosted/install.ts";
+import { parseConfig } from "../core/config/mod.ts";
+import { installServer } from "../core/hosted/mod.ts";
 import { CORRAL_FLAGS } from "../testing/corral_http.ts";
 import { ROOT } from "../testing/paths.ts";
 import { tempDir } from "../testing/temp_dir.ts";

@@ -12,10 +12,10 @@
  */
 // @ts-types="@modelcontextprotocol/sdk/client/index"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { parseConfig } from "../core/config/corral_config.ts";
-import { addToken } from "../core/identity/token_store.ts";
-import { httpIdentityFromConfig } from "../core/mcp/http_identity.ts";
-import { serveHttp } from "../core/mcp/serve_http.ts";
+import { parseConfig } from "../core/config/mod.ts";
+import { addToken } from "../core/identity/mod.ts";
+import { httpIdentityFromConfig } from "../core/mcp/mod.ts";
+import { serveHttp } from "../core/mcp/mod.ts";
 import { fixtureRegistry } from "../testing/fixture_registry.ts";
 import { connectWithToken } from "../testing/mcp_client.ts";
 import { tempDir } from "../testing/temp_dir.ts";

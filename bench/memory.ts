@@ -11,11 +11,11 @@
  *
  * @module
  */
-import { builtinToolsets } from "../core/registry/builtin_toolsets.ts";
-import { Registry } from "../core/registry/registry.ts";
-import { parsePolicy } from "../core/config/policy.ts";
-import { Reporter } from "../core/tool/reporter.ts";
-import { Sandbox } from "../core/sandbox/sandbox.ts";
+import { builtinToolsets } from "../core/registry/mod.ts";
+import { Registry } from "../core/registry/mod.ts";
+import { parsePolicy } from "../core/config/mod.ts";
+import { Reporter } from "../core/tool/mod.ts";
+import { Sandbox } from "../core/sandbox/mod.ts";
 import { ROOT } from "../testing/paths.ts";
 import { tempDir } from "../testing/temp_dir.ts";
 import { BENCH, collectGarbage, procStatus, sleep, treeRss } from "./lib.ts";

@@ -27,10 +27,10 @@
  *
  * @module
  */
-import { parsePolicy } from "../core/config/policy.ts";
-import { createLimits } from "../core/jail/limits.ts";
-import { Registry } from "../core/registry/registry.ts";
-import { Reporter } from "../core/tool/reporter.ts";
+import { parsePolicy } from "../core/config/mod.ts";
+import { createLimits } from "../core/jail/mod.ts";
+import { Registry } from "../core/registry/mod.ts";
+import { Reporter } from "../core/tool/mod.ts";
 import { tempDir } from "../testing/temp_dir.ts";
 import {
   byNameCommand,

@@ -17,7 +17,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { addToken } from "../core/identity/token_store.ts";
+import { addToken } from "../core/identity/mod.ts";
 import { startCorralHttp } from "../testing/corral_http.ts";
 import { tempDir } from "../testing/temp_dir.ts";
 import { processChildren, quantile, treeMemory } from "./lib.ts";

@@ -1,4 +1,4 @@
-// The generators and the harness of tests/judge_property_test.ts: trees (files, folders, links,
+// The generators and the harness of tests/e2e/layers/judge_property_test.ts: trees (files, folders, links,
 // hard links to files outside the tree, a nested repository, protected entries), a tool's
 // changes run for real in an overlay over the tree, the user's edits, and snapshots.
 import { basename, dirname, join, relative } from "node:path";

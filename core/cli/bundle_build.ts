@@ -191,7 +191,7 @@ export function placeChunk(text: string, install: string): string {
 
 /**
  * Spelled apart: this module's own text is left alone in a chunk, and holds
- * no dynamic import (tests/compile_includes_test.ts reads every one).
+ * no dynamic import (tests/e2e/cli/compile_includes_test.ts reads every one).
  */
 const _META_URL = ["import", "meta", "url"].join(".");
 const _IMPORT = "import";

@@ -13,7 +13,7 @@
  * in a binary (npm servers, `deno cache` of installs) asks
  * {@link denoProgram}, which says what to do when there is none.
  *
- * tests/self_run_test.ts walks corral's code for every file loaded or
+ * tests/e2e/cli/self_run_test.ts walks corral's code for every file loaded or
  * started by path at run time and checks each is started through the
  * binary, embedded (core/cli/compile.ts `compileIncludes`) or written out.
  *

@@ -220,7 +220,7 @@ Deno.test("the applier refuses a folder on the way swapped for a link out of the
 
 // A folder whose new mode shuts its owner out (`mkdir d; echo > d/f; chmod 600 d`): without
 // capabilities, as in its namespace, the applier could not go in to put what it holds, and its
-// private folder stayed in the tree (found by tests/judge_property_test.ts).
+// private folder stayed in the tree (found by tests/e2e/layers/judge_property_test.ts).
 Deno.test("the applier gives a folder that shuts its owner out its mode last: its contents applied, no private folder left", async () => {
   await using t = await _setUp();
   await Deno.writeTextFile(join(t.upper, "made.txt"), "made\n");

@@ -1,5 +1,5 @@
 // Unit tests of core/plugins/: source building, packages, plugin files. Nothing
-// here imports a plugin (the end-to-end loading is in tests/plugins_test.ts).
+// here imports a plugin (the end-to-end loading is in tests/e2e/plugins/plugins_test.ts).
 import assert from "node:assert/strict";
 import { parseConfig } from "../config/corral_config.ts";
 import { importHosts, installPlugin, packageName, packageSource } from "./packages.ts";

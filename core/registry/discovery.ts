@@ -10,7 +10,7 @@
  * and plugins that hold nothing are imported many to a process
  * (./discovery_batch.ts), planned from their count once all are checked.
  * {@link Discovery.imports}, {@link Discovery.sandboxes} and
- * {@link Discovery.hashed} count it (tests/discovery_scale_test.ts).
+ * {@link Discovery.hashed} count it (tests/e2e/plugins/discovery_scale_test.ts).
  *
  * @module
  */

@@ -1,0 +1,157 @@
+// The host bundle (core/cli/host_bundle.ts): `corral __bundle` makes it; a
+// `corral call` then runs from it (CORRAL_BUNDLE=require proves it did) and
+// answers exactly as from corral's modules, failures and exit codes
+// included; a bundle whose source files changed, or made by another Deno,
+// is not used.
+import assert from "node:assert/strict";
+import { bundleFresh, readBundleRecord } from "../../../core/cli/host_bundle.ts";
+import { ROOT } from "../../../testing/mod.ts";
+
+const FLAGS = [
+  "--allow-read",
+  "--allow-write",
+  "--allow-run",
+  "--allow-net",
+  "--allow-env",
+  "--allow-sys",
+];
+
+async function _corral(args: string[], cwd: string, env: Record<string, string>) {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", ...FLAGS, `${ROOT}main.ts`, ...args],
+    cwd,
+    env: { NO_COLOR: "1", ...env },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const dec = new TextDecoder();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+Deno.test("a bundled call answers as corral's modules do (results, failures, exit codes); other commands never run from it", async () => {
+  const made = await _corral(["__bundle"], ROOT, {});
+  assert.equal(made.code, 0, made.stderr);
+  const record = readBundleRecord();
+  assert.ok(record && bundleFresh(record), "a fresh bundle was recorded");
+  assert.ok(record.stamps.some(([f]) => f.endsWith("/core/registry/registry.ts")));
+  assert.ok(record.stamps.some(([f]) => f.endsWith("/deno.lock")));
+  const ws = await Deno.makeTempDir();
+  const cache = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${ws}/a.txt`, "one two\nthree\n");
+    const env = { CORRAL_CACHE_DIR: cache };
+    const cases = [
+      ["call", "WordCount", "--args", '{"filepath":"a.txt"}'],
+      ["call", "WordCount", "--args", '{"filepath":"missing.txt"}'],
+      ["call", "WordCountt", "--args", "{}"],
+      ["call", "WordCount", "--args", "not json"],
+    ];
+    for (const args of cases) {
+      const off = await _corral(args, ws, { ...env, CORRAL_BUNDLE: "off" });
+      const on = await _corral(args, ws, { ...env, CORRAL_BUNDLE: "require" });
+      assert.equal(on.code, off.code, `${args.join(" ")}: ${on.stderr}`);
+      assert.equal(on.stdout, off.stdout, args.join(" "));
+      assert.equal(on.stderr, off.stderr, args.join(" "));
+    }
+    const first = await _corral(cases[0], ws, { ...env, CORRAL_BUNDLE: "require" });
+    assert.match(first.stdout, /"words": 3/);
+    // The word "call" elsewhere does not make another command run from the bundle.
+    const list = await _corral(["list", "--json", "--toolset", "net"], ws, {
+      ...env,
+      CORRAL_BUNDLE: "require",
+    });
+    assert.equal(list.code, 0, list.stderr);
+  } finally {
+    await Deno.remove(ws, { recursive: true });
+    await Deno.remove(cache, { recursive: true });
+  }
+});
+
+Deno.test("a bundle is fresh only while every source keeps its stamp and Deno is the same", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const file = `${dir}/m.ts`;
+    await Deno.writeTextFile(file, "export const a = 1;\n");
+    await new Promise((r) => setTimeout(r, 3100)); // old enough to be stamped
+    const { fileStamp } = await import("../../../core/base/file_stamp.ts");
+    const stamp = fileStamp(file)!;
+    const record = {
+      v: 1,
+      deno: Deno.version.deno,
+      dir: "x1",
+      stamps: [[file, stamp]] as [string, string][],
+    };
+    assert.ok(bundleFresh(record));
+    assert.equal(bundleFresh({ ...record, deno: "0.0.1" }), false);
+    assert.equal(bundleFresh({ ...record, dir: "../elsewhere" }), false);
+    assert.equal(bundleFresh({ ...record, stamps: [] }), false);
+    // Rewritten at the same size, its modification time set back: its change time moved.
+    const mtime = Deno.statSync(file).mtime!;
+    await Deno.writeTextFile(file, "export const a = 2;\n");
+    await Deno.utime(file, mtime, mtime);
+    assert.equal(bundleFresh(record), false);
+    await Deno.remove(file);
+    assert.equal(bundleFresh(record), false);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** `path` exists within `ms` (checked every 200 ms), for a detached build's result. */
+async function _appears(path: string, ms: number): Promise<boolean> {
+  for (const end = Date.now() + ms; Date.now() < end;) {
+    try {
+      await Deno.stat(path);
+      return true;
+    } catch {
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  return false;
+}
+
+Deno.test("a call builds a stale bundle in the background only where a bundle folder was made", async () => {
+  const copy = await Deno.realPath(await Deno.makeTempDir({ prefix: "corral_bundle_copy_" }));
+  const ws = await Deno.makeTempDir();
+  const cache = await Deno.makeTempDir();
+  try {
+    for (
+      const name of ["core", "toolsets", "main.ts", "deno.json", "deno.lock", "permissions.json"]
+    ) {
+      const out = await new Deno.Command("cp", { args: ["-r", `${ROOT}${name}`, copy] }).output();
+      assert.ok(out.success, `copy ${name}`);
+    }
+    await Deno.writeTextFile(`${ws}/a.txt`, "one two\n");
+    const env = { CORRAL_CACHE_DIR: cache };
+    const args = ["call", "WordCount", "--args", '{"filepath":"a.txt"}'];
+    const call = () =>
+      new Deno.Command(Deno.execPath(), {
+        args: ["run", ...FLAGS, `${copy}/main.ts`, ...args],
+        cwd: ws,
+        env: { NO_COLOR: "1", ...env },
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+    // No bundle folder: the call runs from the modules and starts no build.
+    const plain = await call();
+    assert.equal(plain.code, 0, new TextDecoder().decode(plain.stderr));
+    await assert.rejects(Deno.stat(`${copy}/.corral`), Deno.errors.NotFound);
+    // Control: with the folder made, the same call starts a build that records a fresh bundle.
+    await Deno.mkdir(`${copy}/.corral/bundle`, { recursive: true });
+    const again = await call();
+    assert.equal(again.code, 0, new TextDecoder().decode(again.stderr));
+    assert.ok(await _appears(`${copy}/.corral/bundle/current.json`, 180_000), "no bundle was made");
+    const failed = await _appears(`${copy}/.corral/bundle/failed.json`, 0);
+    assert.equal(failed, false, "the background build failed");
+    // The build is over (its lock gone) before the copy is removed.
+    for (let i = 0; i < 600 && await _appears(`${copy}/.corral/bundle/build.lock`, 0); i++) {
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  } finally {
+    await Deno.remove(copy, { recursive: true });
+    await Deno.remove(ws, { recursive: true });
+    await Deno.remove(cache, { recursive: true });
+  }
+});
