@@ -327,3 +327,28 @@ Deno.test("core/jail/ is under 3,000 lines, and nothing outside it, tests includ
   }
   assert.deepEqual(wrong, []);
 });
+
+Deno.test("a program corral starts inside a namespace loads only its own few files: no face, no package", async () => {
+  const { SELF_PROGRAMS, WRITTEN_OUT } = await import("../core/jail/self_run.ts");
+  const entries = [
+    SELF_PROGRAMS["__applier"],
+    SELF_PROGRAMS["__egress-bridge"],
+    ...WRITTEN_OUT["egress-preload"],
+  ];
+  for (const entry of entries) {
+    const graph = (await localModuleGraph([`${ROOT}${entry}`])).map((f) => relative(ROOT, f));
+    assert.ok(
+      graph.includes(entry) && graph.length > 1 || entry.endsWith("egress_forward.ts"),
+      entry,
+    );
+    const faces = graph.filter((f) => f.endsWith("/mod.ts"));
+    assert.deepEqual(
+      faces,
+      [],
+      `${entry} loads ${faces.join(", ")}: its namespace binds only its own files`,
+    );
+    assert.ok(graph.length <= 4, `${entry} loads ${graph.length} files: ${graph.join(", ")}`);
+  }
+  const packages = (await Promise.all(entries.map((e) => _staticPackages(`${ROOT}${e}`)))).flat();
+  assert.deepEqual(packages, [], "npm packages loaded inside a namespace");
+});

@@ -7,15 +7,15 @@
  * `deno run bridge.ts SOCKET FORWARDS_JSON -- COMMAND ARGS…`, or in a
  * compiled corral as `corral __egress-bridge SOCKET FORWARDS_JSON -- …`
  * (core/jail/self_run.ts).
- * It imports only the bridges themselves (../guard/egress_env.ts,
+ * It loads only the bridges themselves (../guard/egress_env.ts,
  * ../egress/forward_bridge.ts and ../egress/egress_forward.ts, which import
- * nothing else): they run inside the sandbox.
+ * nothing else), by name and lazily, not through their folders' faces: they
+ * run inside the sandbox, which binds just those files
+ * (tests/architecture_test.ts checks it).
  *
  * @module
  */
-import { bridgeEgress } from "../guard/mod.ts";
 import type { Forward } from "../egress/mod.ts";
-import { bridgeForwards, serveNames } from "../egress/mod.ts";
 
 /**
  * Bridge, then run `COMMAND ARGS…` of `argv` (`SOCKET FORWARDS_JSON --
@@ -27,6 +27,8 @@ export async function runEgressBridge(argv: string[]): Promise<number> {
     console.error("usage: egress_bridge.ts SOCKET FORWARDS_JSON -- COMMAND ARGS...");
     return 2;
   }
+  const { bridgeEgress } = await import("../guard/egress_env.ts");
+  const { bridgeForwards, serveNames } = await import("../egress/forward_bridge.ts");
   bridgeEgress(socket);
   const forwards = JSON.parse(forwardsJson) as Forward[];
   if (forwards.length) {
