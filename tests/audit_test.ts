@@ -1,6 +1,7 @@
 // The audit trail and the redaction of secrets and host paths, end to end.
 import assert from "node:assert/strict";
-import { type AuditRecord, digestArgs } from "../core/audit/audit.ts";
+import { digestArgs } from "../core/audit/audit_line.ts";
+import type { AuditRecord } from "../core/audit/mod.ts";
 import { parsePolicy } from "../core/config/policy.ts";
 import { Registry, type ToolsetSource } from "../core/registry/registry.ts";
 import { Reporter } from "../core/tool/reporter.ts";
