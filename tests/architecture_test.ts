@@ -329,7 +329,7 @@ Deno.test("core/jail/ is under 3,000 lines, and nothing outside it, tests includ
 });
 
 Deno.test("a program corral starts inside a namespace loads only its own few files: no face, no package", async () => {
-  const { SELF_PROGRAMS, WRITTEN_OUT } = await import("../core/jail/self_run.ts");
+  const { SELF_PROGRAMS, WRITTEN_OUT } = await import("../core/jail/mod.ts");
   const entries = [
     SELF_PROGRAMS["__applier"],
     SELF_PROGRAMS["__egress-bridge"],

@@ -1,6 +1,7 @@
 /**
- * The audit trail: one JSON line per tool call, appended to a file and
- * flushed per call (reading and summing it up: ./audit_query.ts).
+ * The audit log: one JSON line per tool call (and per ask, connection,
+ * settlement and held set: ./audit_record.ts), appended to a file and
+ * flushed per call; reading it back and summing it up: ./audit_query.ts.
  *
  * A line is written with ONE append-mode write of the whole line (the file
  * is opened `O_APPEND` by its path for each line, so the kernel places each
@@ -10,231 +11,20 @@
  * writes: a log on a file system that hangs holds up the whole process, not
  * only the calls waiting for their lines (a local file takes ≈ 3 µs).
  *
+ * No caller can fill the disk nor bury the log: every line is bounded
+ * (./audit_line.ts); the log rotates by size ({@link rotateIfFull}), so
+ * that its total on disk stays under a bound whoever calls; and refusals
+ * are counted rather than written one by one ({@link RefusalTally}).
+ *
  * @module
  */
-import { faultOf, type ToolResult } from "../tool/mod.ts";
-import type { Grant } from "../tool/mod.ts";
-import { AUDIT_FIELD_CAP, AUDIT_LINE_CAP, capFields, capText } from "./audit_caps.ts";
-import { boundedJson, canonicalJson } from "./audit_json.ts";
-import { type AuditRefusalsRecord, RefusalTally } from "./audit_refusals.ts";
-import { DEFAULT_AUDIT_MAX_BYTES, rotateIfFull } from "./audit_rotation.ts";
-
-export { boundedJson, type BoundedJsonLimits, canonicalJson } from "./audit_json.ts";
-export {
-  type AuditFilter,
-  type AuditRead,
-  type AuditSummaryRow,
-  escapeField,
-  formatAuditSummary,
-  parseSince,
-  parseTime,
-  readAudit,
-  safeJsonLine,
-  summarizeAudit,
-} from "./audit_query.ts";
-export { argShape } from "./audit_shape.ts";
-export { type AuditRefusalsRecord, DEFAULT_REFUSAL_WINDOW_MS } from "./audit_refusals.ts";
-export { DEFAULT_AUDIT_MAX_BYTES, rotatedPaths } from "./audit_rotation.ts";
-
-/**
- * How a call ended: `success`; `failure` (the tool answered that it
- * failed); `error` (corral or the sandbox failed: a throw, a crash, a
- * timeout, a sandbox that would not start); `denied` (policy,
- * confirmation, limits, bad or oversized arguments, authentication).
- */
-export type AuditOutcome = "success" | "failure" | "error" | "denied";
-
-/** Every outcome, in summary column order. */
-export const AUDIT_OUTCOMES: readonly AuditOutcome[] = ["success", "failure", "error", "denied"];
-
-/** Who made a call: an identity (`local` on the command line and stdio) and its session. */
-export interface AuditWho {
-  /** The caller's identity (`default` for the server's own token, `local` on the command line). */
-  identity: string;
-  /** The caller's session (an MCP session's principal; `local` on the command line). */
-  session: string;
-}
-
-/** One audit line. */
-export interface AuditRecord extends AuditWho {
-  /** ISO time the call started. */
-  time: string;
-  tool: string;
-  /** The toolset id (`files`, `plugin:<dir>/<stem>`, `package:<spec>`). */
-  toolset: string;
-  /** `builtin`, `plugin` or `package`. */
-  source: string;
-  /** The tool's permission letters. */
-  letters: string;
-  /** The effective grant of the call. */
-  grant: Grant | null;
-  isolation: string;
-  /** `bwrap` or `none` for tools that start processes. */
-  jail?: string;
-  /** The jail's syscall filter: `on`, `on, except unshare, clone` (granted by name), or `off`. */
-  seccomp?: string;
-  /** SHA-256 (hex) of the arguments as canonical JSON (sorted keys). */
-  args_sha256: string;
-  /** Size of the arguments as canonical JSON, in UTF-8 bytes. */
-  args_bytes?: number;
-  /** Their types, keys and lengths, no values (the policy's `audit_args` is `shape`, the default). */
-  args_shape?: unknown;
-  /** The arguments (secret-looking keys redacted), when the policy's `audit_args` is `values`. */
-  args?: unknown;
-  /** True when `args` or `args_shape` were cut to fit the line; the digest is of all. */
-  args_truncated?: boolean;
-  duration_ms: number;
-  outcome: AuditOutcome;
-  /** What failed or refused, in a word (`timeout`, `crashed`, `threw`, `confirmation`, …). */
-  reason?: string;
-  error?: string;
-  /** What the call changed in its write grants (core/layers/change_report.ts), when anything. */
-  changes?: unknown;
-}
-
-/**
- * A tool's question to its client (sampling, elicitation): a line of its
- * own, answered, failed or refused (`denied`, with the reason).
- */
-export interface AuditAskRecord extends Partial<AuditWho> {
-  time: string;
-  kind: "ask";
-  /** The tool whose call asked (`(no running call)` for a call that had ended). */
-  tool: string;
-  toolset: string;
-  ask: "sample" | "elicit" | "roots";
-  /** `answered`, `failed: …` or `denied`. */
-  outcome: string;
-  /** Why an ask was refused or failed. */
-  reason?: string;
-  duration_ms: number;
-}
-
-/**
- * One connection through a sandbox's egress proxy (core/egress/egress.ts),
- * allowed or refused: a line of its own in the audit log, beside the calls.
- */
-export interface AuditConnectionRecord extends Partial<AuditWho> {
-  /** ISO time the connection ended (or was refused). */
-  time: string;
-  kind: "connection";
-  /** The toolset whose sandbox asked. */
-  toolset: string;
-  host: string;
-  port: number;
-  /** The address connected to (or refused). */
-  address: string;
-  verdict: "allowed" | "refused";
-  reason?: string;
-  bytes_out: number;
-  bytes_in: number;
-  /** The names of the secrets put in at egress (core/egress/egress_inject.ts), never values. */
-  injected?: string[];
-  /** A `host:port` grant's way to the proxy: its forwarder, or an npm server's own connection. */
-  via?: "forwarder" | "direct";
-}
-
-/**
- * Changes to the tree settled apart from any call (by processes a call left
- * running, found when its sandbox ended; a plugin's top-level code at
- * discovery): a line of its own.
- */
-export interface AuditChangesRecord extends Partial<AuditWho> {
-  time: string;
-  kind: "changes";
-  toolset: string;
-  /** What was created, changed, removed and refused (core/layers/change_report.ts). */
-  changes: unknown;
-}
-
-/**
- * Changes held for review (core/layers/held_store.ts) applied or dropped by
- * the operator (`corral changes apply|drop`): a line of its own. (A held
- * call's own line says what it held: `changes.held`.)
- */
-export interface AuditHeldRecord extends Partial<AuditWho> {
-  time: string;
-  kind: "held";
-  action: "applied" | "dropped";
-  /** The held set's ID. */
-  held: string;
-  workspace?: string;
-  toolset?: string;
-  tools?: string[];
-  /** What applying it created, changed, removed, refused and found in conflict. */
-  changes?: unknown;
-}
-
-/**
- * SHA-256 (hex) of {@link canonicalJson} of `value`.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { digestArgs } from "./audit.ts";
- * assert.ok(await digestArgs({ a: 1, b: 2 }) === await digestArgs({ b: 2, a: 1 }));
- * ```
- */
-export async function digestArgs(value: unknown): Promise<string> {
-  // WebCrypto here, ../base/sha256_hex.ts elsewhere: the tests compare the two.
-  const bytes = new TextEncoder().encode(canonicalJson(value));
-  const digest = await crypto.subtle.digest("SHA-256", bytes);
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-/**
- * Classify a call's result: `success`; what corral marked on it
- * (core/tool/result.ts `withFault`: a throw, a crash, a timeout, a refusal);
- * `denied` for a refusal in words (a permission error, a policy, a missing
- * grant, arguments over a limit or invalid); else the tool's own `failure`.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { classifyResult } from "./audit.ts";
- * const r = classifyResult({ success: false, error: 'Cannot run tool "X": permission denied: no' });
- * assert.deepEqual(r, { outcome: "denied", reason: "permission" });
- * ```
- */
-export function classifyResult(result: ToolResult): { outcome: AuditOutcome; reason?: string } {
-  if (result.success) return { outcome: "success" };
-  const fault = faultOf(result);
-  if (fault) return { ...fault };
-  const e = result.error ?? "";
-  const reason = e.replace(/^Cannot run tool "[^"]*": /, "");
-  if (result.timed_out === true || /^timed out after/.test(reason)) {
-    return { outcome: "error", reason: "timeout" };
-  }
-  const refused = _REFUSALS.find(([re]) => re.test(reason));
-  if (refused) return { outcome: "denied", reason: refused[1] };
-  return { outcome: "failure" };
-}
-
-const _REFUSALS: Array<[RegExp, string]> = [
-  [/^permission denied/, "permission"],
-  [/^(refused|not confirmed|needs confirmation)/, "policy"],
-  [/^not loaded/, "not_loaded"],
-  [/^(arguments too (deep|large)|invalid arguments|arguments must be)/, "arguments"],
-];
-
-/**
- * The outcome alone of {@link classifyResult}.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { outcomeOf } from "./audit.ts";
- * assert.ok(outcomeOf({ success: false, error: 'Cannot run tool "X": permission denied: no' }) === "denied");
- * ```
- */
-export function outcomeOf(result: ToolResult): AuditOutcome {
-  return classifyResult(result).outcome;
-}
+import { AUDIT_FIELD_CAP, capText, encodeLine } from "./audit_line.ts";
+import type { AnyAuditRecord, AuditRecord, AuditRefusalsRecord } from "./audit_record.ts";
 
 /** Options of {@link AuditLog}. */
 export interface AuditLogOptions {
   /**
-   * The total of the log and its rotated files (./audit_rotation.ts;
+   * The total of the log and its rotated files ({@link rotateIfFull};
    * default 1 GiB, `audit_max_bytes`); 0 never rotates.
    */
   maxBytes?: number;
@@ -242,21 +32,11 @@ export interface AuditLogOptions {
   refusalWindowMs?: number;
 }
 
-/** Any line of the log. */
-export type AnyAuditRecord =
-  | AuditRecord
-  | AuditConnectionRecord
-  | AuditAskRecord
-  | AuditChangesRecord
-  | AuditHeldRecord
-  | AuditRefusalsRecord
-  | { time: string; kind: string };
-
 /**
  * An append-only audit file. Lines of concurrent calls never interleave;
- * every string field is capped (./audit_caps.ts); the file rotates by size
- * (./audit_rotation.ts); refusals are counted rather than written one by
- * one (./audit_refusals.ts).
+ * every line is bounded (./audit_line.ts); the file rotates by size
+ * ({@link rotateIfFull}); refusals are counted rather than written one by
+ * one ({@link RefusalTally}).
  *
  * @example
  * ```ts
@@ -308,7 +88,7 @@ export class AuditLog {
    */
   append(record: AnyAuditRecord): Promise<void> {
     try {
-      Deno.writeTextFileSync(this.path, _encodeLine(record), { append: true, create: true });
+      Deno.writeTextFileSync(this.path, encodeLine(record), { append: true, create: true });
       rotateIfFull(this.path, this.maxBytes);
       return Promise.resolve();
     } catch (err) {
@@ -359,23 +139,199 @@ export class AuditLog {
   }
 }
 
-/** One line, whatever the record holds: its strings capped, its size bounded. */
-function _encodeLine(record: object): string {
-  const capped = capFields(record as Record<string, unknown>);
-  const attempts = [
-    () => JSON.stringify(capped),
-    () => JSON.stringify({ ...capped, args: "[unencodable]" }),
-    () => JSON.stringify(boundedJson(capped, { maxDepth: 8, maxBytes: 16 * 1024 }).value),
-  ];
-  for (const attempt of attempts) {
-    try {
-      const text = attempt();
-      if (typeof text === "string" && text.length <= AUDIT_LINE_CAP) {
-        return text.replace(/\n/g, "\\n") + "\n";
-      }
-    } catch { /* the next, plainer form */ }
+/** Default total of the audit log and its rotated files: 1 GiB (`audit_max_bytes`). */
+export const DEFAULT_AUDIT_MAX_BYTES = 1024 ** 3;
+/** How many rotated files are kept beside the current one. */
+export const AUDIT_ROTATED_FILES = 4;
+
+/**
+ * The rotated files of the log at `path`, newest first.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { rotatedPaths } from "./audit.ts";
+ * assert.deepEqual(rotatedPaths("/l/a.jsonl").slice(0, 2), ["/l/a.jsonl.1", "/l/a.jsonl.2"]);
+ * ```
+ */
+export function rotatedPaths(path: string): string[] {
+  return Array.from({ length: AUDIT_ROTATED_FILES }, (_, i) => `${path}.${i + 1}`);
+}
+
+/**
+ * Rotate the log at `path` when it holds its share of `maxBytes` (a fifth);
+ * 0 never rotates. Synchronous, like the writes (a stat per line, ≈ 1 µs).
+ * The log is the current file and {@link AUDIT_ROTATED_FILES} older ones
+ * (`PATH.1` newest … `PATH.4` oldest), each at most a fifth of the total,
+ * so its total on disk stays under `maxBytes` whoever calls. Several
+ * processes may append to one log: rotation happens under an exclusive
+ * lock on the current file, and only when that file is still the full one
+ * once the lock is held, so two writers never rotate twice.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { rotateIfFull } from "./audit.ts";
+ * const path = `${await Deno.makeTempDir()}/audit.jsonl`;
+ * await Deno.writeTextFile(path, "x".repeat(300));
+ * rotateIfFull(path, 1000); // a fifth is 200 bytes: full
+ * assert.equal((await Deno.stat(`${path}.1`)).size, 300);
+ * await assert.rejects(Deno.stat(path));
+ * ```
+ */
+export function rotateIfFull(path: string, maxBytes: number): void {
+  if (maxBytes <= 0) return;
+  const segment = Math.max(1, Math.floor(maxBytes / (AUDIT_ROTATED_FILES + 1)));
+  let file: Deno.FsFile;
+  try {
+    if (Deno.statSync(path).size < segment) return;
+    file = Deno.openSync(path, { read: true });
+  } catch {
+    return; // gone: rotated by another process
   }
-  return `{"time":${
-    JSON.stringify(new Date().toISOString())
-  },"error":"unencodable audit record"}\n`;
+  try {
+    file.lockSync(true);
+    const now = Deno.statSync(path);
+    // Another writer rotated it while this one waited for the lock: nothing to do.
+    if (now.ino !== file.statSync().ino || now.size < segment) return;
+    const rotated = rotatedPaths(path);
+    for (let i = rotated.length - 1; i > 0; i--) _move(rotated[i - 1], rotated[i]);
+    _move(path, rotated[0]);
+  } finally {
+    file.close(); // releases the lock
+  }
+}
+
+function _move(from: string, to: string): void {
+  try {
+    Deno.renameSync(from, to);
+  } catch (err) {
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+  }
+}
+
+/** Default length of a window: one summary line per identity and reason per minute at most. */
+export const DEFAULT_REFUSAL_WINDOW_MS = 60_000;
+
+/** Pairs of identity and reason tracked in one window, at most. */
+const _MAX_KEYS = 1000;
+/** Tools named in one summary line, at most (the rest counted under `(other tools)`). */
+const _MAX_TOOLS = 20;
+
+interface _Window {
+  identity: string;
+  reason: string;
+  since: number;
+  count: number;
+  tools: Map<string, number>;
+}
+
+/**
+ * Counts refusals per identity and reason in windows of `windowMs`, so
+ * that they are not written one by one: a caller refused a thousand times
+ * a second (its rate limit, a full queue, unknown tools, bad arguments)
+ * must not fill the disk. Per identity and reason, the first refusal of a
+ * window is written in full; the others of that window are counted and
+ * written as one line when the window ends (`kind: "refusals"`, with the
+ * count and the count per tool). The number of identity and reason pairs
+ * tracked at once is bounded too: beyond it, refusals are counted under
+ * the identity `(others)`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { RefusalTally } from "./audit.ts";
+ * const tally = new RefusalTally(1000);
+ * assert.equal(tally.admit("alice", "rate_limit", "ReadFile", 0), true); // written in full
+ * assert.equal(tally.admit("alice", "rate_limit", "ReadFile", 10), false); // counted
+ * assert.equal(tally.admit("bob", "rate_limit", "ReadFile", 20), true);
+ * const [line] = tally.due(1000);
+ * assert.equal(line.count, 1);
+ * assert.deepEqual(line.tools, { ReadFile: 1 });
+ * assert.equal(tally.admit("alice", "rate_limit", "ReadFile", 1001), true); // a new window
+ * ```
+ */
+export class RefusalTally {
+  readonly #windowMs: number;
+  readonly #windows = new Map<string, _Window>();
+  readonly #ended: _Window[] = [];
+  /** No window ends before this (a refusal does not scan every window). */
+  #earliest = Infinity;
+
+  constructor(windowMs: number = DEFAULT_REFUSAL_WINDOW_MS) {
+    this.#windowMs = windowMs;
+  }
+
+  /** The end of the earliest open window (ms, on the clock `admit` was given), or undefined. */
+  get nextDue(): number | undefined {
+    let next: number | undefined;
+    for (const w of this.#windows.values()) {
+      const end = w.since + this.#windowMs;
+      if (next === undefined || end < next) next = end;
+    }
+    return next;
+  }
+
+  /**
+   * One refusal of `identity` for `reason` (a call of `tool`) at `now`
+   * (ms): true when it opens a window (write its line in full), false when
+   * it is counted into the window's summary.
+   */
+  admit(identity: string, reason: string, tool: string, now: number): boolean {
+    let key = `${identity}\0${reason}`;
+    if (!this.#windows.has(key) && this.#windows.size >= _MAX_KEYS) {
+      identity = "(others)";
+      key = `${identity}\0${reason}`;
+    }
+    const w = this.#windows.get(key);
+    if (w && now - w.since < this.#windowMs) return this.#count(w, tool);
+    if (w) this.#ended.push(w); // ended, not yet taken by `due`
+    this.#windows.set(key, { identity, reason, since: now, count: 0, tools: new Map() });
+    this.#earliest = Math.min(this.#earliest, now + this.#windowMs);
+    return true;
+  }
+
+  /** The summary lines of every window that ended by `now` (all of them with `all`). */
+  due(now: number, all = false): AuditRefusalsRecord[] {
+    if (!all && !this.#ended.length && now < this.#earliest) return [];
+    const ended = this.#ended.splice(0);
+    this.#earliest = Infinity;
+    for (const [key, w] of this.#windows) {
+      const end = w.since + this.#windowMs;
+      if (!all && end > now) {
+        this.#earliest = Math.min(this.#earliest, end);
+        continue;
+      }
+      this.#windows.delete(key);
+      ended.push(w);
+    }
+    const out: AuditRefusalsRecord[] = [];
+    for (const w of ended) {
+      const end = w.since + this.#windowMs;
+      if (w.count === 0) continue;
+      out.push({
+        time: new Date(_wall(Math.min(end, now))).toISOString(),
+        kind: "refusals",
+        identity: w.identity,
+        reason: w.reason,
+        outcome: "denied",
+        count: w.count,
+        since: new Date(_wall(w.since)).toISOString(),
+        tools: Object.fromEntries(w.tools),
+      });
+    }
+    return out;
+  }
+
+  #count(w: _Window, tool: string): false {
+    w.count++;
+    const name = w.tools.has(tool) || w.tools.size < _MAX_TOOLS ? tool : "(other tools)";
+    w.tools.set(name, (w.tools.get(name) ?? 0) + 1);
+    return false;
+  }
+}
+
+/** Wall-clock ms for a `performance.now()` reading (the tally's clock in use). */
+function _wall(perf: number): number {
+  return performance.timeOrigin + perf;
 }

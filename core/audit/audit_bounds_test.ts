@@ -2,14 +2,9 @@
 // are capped, a flood of refusals is counted (not written line by line), the
 // file rotates at its total, and the summary prints each field escaped.
 import assert from "node:assert/strict";
-import {
-  AuditLog,
-  type AuditRecord,
-  formatAuditSummary,
-  readAudit,
-  summarizeAudit,
-} from "./audit.ts";
-import { rotatedPaths } from "./audit_rotation.ts";
+import { AuditLog, rotatedPaths } from "./audit.ts";
+import { formatAuditSummary, readAudit, summarizeAudit } from "./audit_query.ts";
+import type { AuditRecord } from "./audit_record.ts";
 
 function _rec(tool: string, extra: Partial<AuditRecord> = {}): AuditRecord {
   return {

@@ -5,9 +5,13 @@
  *
  * @module
  */
-import { AUDIT_OUTCOMES, type AuditOutcome, type AuditRecord } from "./audit.ts";
-import type { AuditRefusalsRecord } from "./audit_refusals.ts";
-import { rotatedPaths } from "./audit_rotation.ts";
+import { rotatedPaths } from "./audit.ts";
+import {
+  AUDIT_OUTCOMES,
+  type AuditOutcome,
+  type AuditRecord,
+  type AuditRefusalsRecord,
+} from "./audit_record.ts";
 
 /** Outcomes of lines written before corral knew `success` and `failure`. */
 const _LEGACY: Record<string, { outcome: AuditOutcome; reason?: string }> = {
@@ -84,7 +88,7 @@ export interface AuditRead {
 
 /**
  * Read an audit log's call lines, its rotated files first (oldest to
- * newest, ./audit_rotation.ts); lines that are not JSON records are
+ * newest, ./audit.ts `rotatedPaths`); lines that are not JSON records are
  * counted in `bad`, not thrown. Outcomes of older lines (`ok`, `timeout`,
  * `crashed`) are read as `success` and `error` with their reason. Lines
  * that count refusals are returned apart.

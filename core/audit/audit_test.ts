@@ -1,19 +1,14 @@
 import assert from "node:assert/strict";
+import { AuditLog } from "./audit.ts";
+import { argShape, boundedJson, canonicalJson, digestArgs } from "./audit_line.ts";
 import {
-  argShape,
-  AuditLog,
-  type AuditRecord,
-  boundedJson,
-  canonicalJson,
-  classifyResult,
-  digestArgs,
   formatAuditSummary,
-  outcomeOf,
   parseSince,
   parseTime,
   readAudit,
   summarizeAudit,
-} from "./audit.ts";
+} from "./audit_query.ts";
+import { type AuditRecord, classifyResult, outcomeOf } from "./audit_record.ts";
 import { sha256Hex } from "../base/sha256_hex.ts";
 import { failure, withFault } from "../tool/result.ts";
 

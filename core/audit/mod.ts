@@ -1,29 +1,28 @@
 /**
- * The audit log: one JSON line per call and refusal, written with caps and
- * rotation, and read back for `corral audit`.
+ * The audit log: one JSON line per call and refusal (what a line says:
+ * ./audit_record.ts), each bounded (./audit_line.ts), written with rotation
+ * and refusals counted (./audit.ts), and read back for `corral audit`
+ * (./audit_query.ts).
  *
  * @module
  */
+export { AuditLog, type AuditLogOptions, RefusalTally, rotatedPaths } from "./audit.ts";
+export { argShape, boundedJson, canonicalJson, digestArgs } from "./audit_line.ts";
 export {
-  argShape,
-  AUDIT_OUTCOMES,
   type AuditFilter,
-  type AuditHeldRecord,
-  AuditLog,
-  type AuditLogOptions,
-  type AuditOutcome,
-  type AuditRecord,
-  type AuditWho,
-  boundedJson,
-  canonicalJson,
-  classifyResult,
   escapeField,
   formatAuditSummary,
-  outcomeOf,
   parseTime,
   readAudit,
   safeJsonLine,
   summarizeAudit,
-} from "./audit.ts";
-export { RefusalTally } from "./audit_refusals.ts";
-export { rotatedPaths } from "./audit_rotation.ts";
+} from "./audit_query.ts";
+export {
+  AUDIT_OUTCOMES,
+  type AuditHeldRecord,
+  type AuditOutcome,
+  type AuditRecord,
+  type AuditWho,
+  classifyResult,
+  outcomeOf,
+} from "./audit_record.ts";

@@ -97,7 +97,7 @@ export function trustBase(options: TrustBaseOptions = {}): TrustedPath[] {
   if (options.cacheDir) list.push({ path: options.cacheDir, what: "corral's cache", secret: true });
   if (options.auditPath) {
     list.push({ path: options.auditPath, what: "the audit log", secret: true });
-    // Its rotated files (core/audit/audit_rotation.ts) are the same log (those that exist:
+    // Its rotated files (core/audit/audit.ts `rotatedPaths`) are the same log (those that exist:
     // a namespace cannot mask a file that is not there).
     for (const p of rotatedPaths(options.auditPath).filter(pathExists)) {
       list.push({ path: p, what: "the audit log (rotated)", secret: true });

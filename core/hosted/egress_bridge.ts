@@ -15,7 +15,8 @@
  *
  * @module
  */
-import type { Forward } from "../egress/mod.ts";
+/** A forwarder (../egress/egress_forward.ts), named by type only. */
+type Forward = import("../egress/egress_forward.ts").Forward;
 
 /**
  * Bridge, then run `COMMAND ARGS…` of `argv` (`SOCKET FORWARDS_JSON --

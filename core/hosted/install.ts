@@ -16,42 +16,13 @@
 import { denoProgram } from "../jail/mod.ts";
 import { join, resolve } from "node:path";
 import type { ServerEntry } from "../config/mod.ts";
+import type { InstallRecord } from "./install_record.ts";
 import { installStep, packageSpec } from "./install_step.ts";
 import { serversDir } from "./servers_dir.ts";
 import { installPypi } from "./pypi_install.ts";
 import { checkVenv } from "./venv_integrity.ts";
 
-/** One distribution installed in a PyPI server's venv. */
-export interface PypiDistribution {
-  name: string;
-  /** The exact version installed. */
-  version: string;
-  /** `sha256:<hex>` of its dist-info `RECORD` (which holds each of its files' hashes). */
-  record: string;
-}
-
-/** What an install left, read again before every start. */
-export interface InstallRecord {
-  kind: "npm" | "pypi";
-  package: string;
-  version: string;
-  /** npm: the package's integrity from the lock; pypi: sha256 of the dist-info RECORD. */
-  integrity: string;
-  /** npm: the private Deno cache; pypi: the venv. */
-  dir: string;
-  /** npm: the lock file. */
-  lock?: string;
-  /** pypi: the interpreter's base prefix (bound read-only in the namespace). */
-  pythonHome?: string;
-  /** pypi: SHA-256 of the named distribution's file, checked against the entry's `sha256`. */
-  sha256?: string;
-  /** pypi: every distribution of the venv, dependencies included. */
-  distributions?: PypiDistribution[];
-  /** pypi: `sha256:<hex>` of the venv's manifest (core/hosted/venv_integrity.ts), checked at each start. */
-  tree?: string;
-  time: string;
-}
-
+export type { InstallRecord, PypiDistribution } from "./install_record.ts";
 export { serversDir } from "./servers_dir.ts";
 
 /** The folder of one package at one version (absolute: a relative `root` is resolved). */

@@ -20,7 +20,7 @@
 import { basename, join } from "node:path";
 import { sha256Hex, useNativeSha256 } from "../base/mod.ts";
 import type { ServerEntry } from "../config/mod.ts";
-import type { InstallRecord, PypiDistribution } from "./install.ts";
+import type { InstallRecord, PypiDistribution } from "./install_record.ts";
 import { installError, installStep } from "./install_step.ts";
 import { manifestDigest, manifestFile, venvManifest } from "./venv_integrity.ts";
 

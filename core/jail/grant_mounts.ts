@@ -17,7 +17,7 @@
 import { dirname, isAbsolute } from "node:path";
 import { isWithin } from "../base/mod.ts";
 import { OVERLAY_ARG, VERIFY_ARG } from "./launcher.ts";
-import type { RuntimeFiles } from "./namespace_runtime.ts";
+import { runtimeAgain, type RuntimeFiles } from "./namespace_runtime.ts";
 import { OWN_ROOTS, ownAgain, reaches } from "./own_mounts.ts";
 
 /** What {@link grantMounts} binds. */
@@ -122,7 +122,7 @@ function _emit(
   const layer = _layerOf(p, writable, spec.layers);
   switch (kind) {
     case "ro":
-      if (st) args.push("--ro-bind-fd", p, p, ...ownAgain(p, spec.runtime));
+      if (st) args.push("--ro-bind-fd", p, p, ..._again(p, spec.runtime));
       return;
     case "code":
       if (st) args.push("--ro-bind-fd", src, p);
@@ -131,7 +131,7 @@ function _emit(
       const own = spec.layers?.get(p);
       if (own && st?.isDirectory) args.push(OVERLAY_ARG, p, own);
       else if (st) args.push("--bind-fd", p, p);
-      if (st) args.push(...ownAgain(p, spec.runtime));
+      if (st) args.push(..._again(p, spec.runtime));
       return;
     }
     case "protect":
@@ -147,6 +147,11 @@ function _emit(
       if (!st && layer) out.artifacts.push(..._missingUpTo(p, layer));
       return;
   }
+}
+
+/** The own mounts a mount of `p` covers, made again over it, then the runtime's files on /tmp. */
+function _again(p: string, rt: RuntimeFiles): string[] {
+  return [...ownAgain(p), ...runtimeAgain(p, rt)];
 }
 
 /** The layered write root holding `p` (not `p` itself), if any. */

@@ -9,6 +9,7 @@
  * @module
  */
 import { join } from "node:path";
+import { isWithin } from "../base/mod.ts";
 import { libraryDirs } from "./library_dirs.ts";
 import { OWN_ETC } from "./namespace_etc.ts";
 
@@ -175,6 +176,31 @@ export function runtimeMounts(
   args.push("--ro-bind", rt.exec, rt.exec);
   if (!rt.scratchDenoDir) args.push("--ro-bind-try", rt.denoDir, rt.denoDir);
   return args;
+}
+
+/**
+ * The runtime's files that sit on the namespace's own /tmp, bound again
+ * after a mount of `p` (a path just bound from the grant) that covers /tmp
+ * and the own /tmp made again over it (./own_mounts.ts `ownAgain`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { runtimeAgain } from "./namespace_runtime.ts";
+ * const rt = { exec: "/tmp/x/deno", libDirs: ["/lib64"], denoDir: "/c/deno" };
+ * assert.deepEqual(runtimeAgain("/", rt), ["--ro-bind", "/tmp/x/deno", "/tmp/x/deno"]);
+ * assert.deepEqual(runtimeAgain("/ws", rt), []);
+ * ```
+ */
+export function runtimeAgain(p: string, rt: RuntimeFiles): string[] {
+  if (!isWithin("/tmp", p)) return [];
+  const again: string[] = [];
+  for (const d of rt.libDirs) if (isWithin(d, "/tmp")) again.push("--ro-bind-try", d, d);
+  if (isWithin(rt.exec, "/tmp")) again.push("--ro-bind", rt.exec, rt.exec);
+  if (isWithin(rt.denoDir, "/tmp") && !rt.scratchDenoDir) {
+    again.push("--ro-bind-try", rt.denoDir, rt.denoDir);
+  }
+  return again;
 }
 
 function _systemDir(args: string[], dir: string): void {

@@ -6,7 +6,6 @@
  * @module
  */
 import { isWithin } from "../base/mod.ts";
-import type { RuntimeFiles } from "./namespace_runtime.ts";
 
 /** HOME inside the namespace: a directory on its private /tmp. */
 export const NAMESPACE_HOME = "/tmp/home";
@@ -23,27 +22,20 @@ export const OWN_MOUNTS: readonly (readonly string[])[] = [
 export const OWN_ROOTS: readonly string[] = ["/proc", "/dev", "/sys"];
 
 /**
- * The own mounts inside `p` (a path just bound from the grant), and the
- * runtime files bound again on its /tmp.
+ * The own mounts inside `p` (a path just bound from the grant), made again
+ * over it (the runtime's files on the new /tmp are bound again after them:
+ * ./namespace_runtime.ts `runtimeAgain`).
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { ownAgain } from "./own_mounts.ts";
- * const rt = { exec: "/usr/bin/deno", libDirs: [], denoDir: "/c/deno" };
- * assert.ok(ownAgain("/", rt).includes("/proc"));
- * assert.deepEqual(ownAgain("/ws", rt), []);
+ * assert.ok(ownAgain("/").includes("/proc"));
+ * assert.deepEqual(ownAgain("/ws"), []);
  * ```
  */
-export function ownAgain(p: string, rt: RuntimeFiles): string[] {
-  const own = OWN_MOUNTS.filter((m) => isWithin(m[1], p)).flat();
-  if (!isWithin("/tmp", p)) return own;
-  for (const d of rt.libDirs) if (isWithin(d, "/tmp")) own.push("--ro-bind-try", d, d);
-  if (isWithin(rt.exec, "/tmp")) own.push("--ro-bind", rt.exec, rt.exec);
-  if (isWithin(rt.denoDir, "/tmp") && !rt.scratchDenoDir) {
-    own.push("--ro-bind-try", rt.denoDir, rt.denoDir);
-  }
-  return own;
+export function ownAgain(p: string): string[] {
+  return OWN_MOUNTS.filter((m) => isWithin(m[1], p)).flat();
 }
 
 /**

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import type { ApplierOp, ApplierResult, ApplierSig } from "./tree_applier.ts";
+import type { ApplierOp, ApplierResult, ApplierSig } from "./applier_protocol.ts";
 
 /**
  * The permission bits applied, exactly as asked: the host's judge has

@@ -23,7 +23,7 @@ import { isTempName } from "../guard/mod.ts";
 import { applyInRoot } from "./root_applier.ts";
 import type { LayerRoot } from "./layer_dirs.ts";
 import { sameSig, type Sig, sigOf } from "./tree_sig.ts";
-import type { ApplierOp } from "./tree_applier.ts";
+import type { ApplierOp } from "./applier_protocol.ts";
 import { maskedMode, userUmask } from "./mode_rules.ts";
 
 /** Entries judged and applied per batch. */

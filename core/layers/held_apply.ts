@@ -20,7 +20,7 @@ import { HeldCorrupt, type HeldFound, type HeldManifest } from "./held_store.ts"
 import { type LayerDirs, makeLayerDirs, removeLayerDirs } from "./layer_dirs.ts";
 import type { applyInRoot } from "./root_applier.ts";
 import { type LayerRules, SandboxLayers } from "./settle_layers.ts";
-import type { ApplierOp } from "./tree_applier.ts";
+import type { ApplierOp } from "./applier_protocol.ts";
 import type { Sig } from "./tree_sig.ts";
 import { opaqueFolders, walkUpper } from "./upper_walk.ts";
 

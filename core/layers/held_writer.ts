@@ -31,7 +31,7 @@ import {
 } from "./layer_diff.ts";
 import type { LayerQuota } from "./layer_quota.ts";
 import type { LayerRoot } from "./layer_dirs.ts";
-import type { LayerRules } from "./settle_layers.ts";
+import type { LayerRules } from "./settle_options.ts";
 import { lowerSig, type Sig } from "./tree_sig.ts";
 import { fileClockNow } from "./file_clock.ts";
 import { listRaw } from "./raw_list.ts";

@@ -9,8 +9,6 @@
  * @module
  */
 
-import type { UpperEntry } from "./upper_walk.ts";
-
 /** What find says an entry is (`%y`): file, folder, link, char device, … */
 export type RawType = "f" | "d" | "l" | "c" | "b" | "p" | "s" | "?";
 
@@ -196,24 +194,4 @@ function _seqLen(b: Uint8Array, i: number): number {
   if (b[i + 1] < lo || b[i + 1] > hi) return 0;
   for (let k = 2; k < n; k++) if (b[i + k] < 0x80 || b[i + k] > 0xbf) return 0;
   return n;
-}
-
-/**
- * The entries of the layer folder `upper/rel` whose names are not UTF-8,
- * as upper-layer entries of kind `other` marked `notUtf8` (their `rel`
- * escaped): what ./upper_walk.ts cannot read by name is refused, never
- * skipped.
- */
-export async function notUtf8Entries(upper: string, rel: string): Promise<UpperEntry[]> {
-  const dir = rel ? `${upper}/${rel}` : upper;
-  return (await listRaw(dir, { maxDepth: 1 })).filter((e) => !e.utf8).map((e) => ({
-    rel: rel ? `${rel}/${e.rel}` : e.rel,
-    kind: "other" as const,
-    ino: e.ino,
-    size: e.size,
-    mtimeMs: e.mtimeMs,
-    birthMs: 0,
-    mode: e.mode & 0o7777,
-    notUtf8: e.type === "d" ? "folder" : e.type === "c" ? "removal" : "entry",
-  }));
 }

@@ -30,7 +30,7 @@ import { selfCommand } from "../jail/mod.ts";
 import { tempToken } from "../guard/mod.ts";
 import { processFilter } from "../seccomp/mod.ts";
 import { ApplyJournal, sweepJournals } from "./apply_journal.ts";
-import type { ApplierOp, ApplierRequest, ApplierResult } from "./tree_applier.ts";
+import type { ApplierOp, ApplierRequest, ApplierResult } from "./applier_protocol.ts";
 
 /**
  * The modules the applier loads beside its entry (bound read-only in its

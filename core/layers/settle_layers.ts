@@ -31,7 +31,7 @@ import { judgeGitRefs } from "./git_settle.ts";
 import { userGitEnv } from "./hooks_folders.ts";
 import { LayerJudge } from "./layer_judge.ts";
 import { applyInRoot, leaveApplier, useApplier } from "./root_applier.ts";
-import type { ApplierResult } from "./tree_applier.ts";
+import type { ApplierResult } from "./applier_protocol.ts";
 import {
   changedBatches,
   countLayer,

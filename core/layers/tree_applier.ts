@@ -40,19 +40,15 @@
  * in it: it is open to its owner until the durable request that ends the
  * settlement gives it its mode.
  *
- * Protocol: one JSON request per line on stdin
- * (`{ id, ops: [{ op, rel, from?, mode?, keep?, size?, expect? }], durable? }`),
- * one JSON answer per line on stdout (`{ id, results: [{ ok, error?,
- * conflict?, sig? }] }`); the first line it writes is `{ ready: true, ino }`.
- * Its one argument: the token of its private folders (`deno run
- * tree_applier.ts TOKEN`, or `corral __applier TOKEN` when compiled:
- * core/jail/self_run.ts). Modes are applied exactly as asked
- * (`mode & 0o7777`): the host's judge has masked them
+ * Protocol: one JSON request per line on stdin, one JSON answer per line
+ * on stdout (./applier_protocol.ts). Its one argument: the token of its
+ * private folders (`deno run tree_applier.ts TOKEN`, or `corral __applier
+ * TOKEN` when compiled: core/jail/self_run.ts). Modes are applied exactly
+ * as asked (`mode & 0o7777`): the host's judge has masked them
  * (./mode_rules.ts).
  *
  * @module
  */
-import { TEMP_PREFIX } from "../guard/mod.ts";
 import {
   absOf,
   applier,
@@ -72,47 +68,7 @@ import {
   type Staged,
   syncfs,
 } from "./applier_fs.ts";
-
-/** What a path of the tree is (kind, inode, size, modification time). */
-export interface ApplierSig {
-  kind: string;
-  ino: number;
-  size: number;
-  mtimeMs: number;
-}
-
-/** One write, relative to the root. */
-export interface ApplierOp {
-  op: "write" | "dir" | "link" | "remove" | "prune";
-  rel: string;
-  /** The upper layer's file or link (absolute, in corral's layers folder). */
-  from?: string;
-  /** The permission bits it gets, exactly (`mode & 0o7777`): the host masked them. */
-  mode?: number;
-  /** For `prune`: the names the folder keeps. */
-  keep?: string[];
-  /** For `write`: the layer's file's size when walked (an empty new file needs no temporary). */
-  size?: number;
-  /** What the host saw at the path (null: nothing); anything else there is not replaced. */
-  expect?: ApplierSig | null;
-}
-
-/** What one op did: the path's signature after it, or why it failed. */
-export interface ApplierResult {
-  ok: boolean;
-  error?: string;
-  /** The path held something else than `expect`: nothing was done. */
-  conflict?: boolean;
-  sig?: ApplierSig | null;
-}
-
-/** One request: a batch of operations, applied in order. */
-export interface ApplierRequest {
-  id: number;
-  ops: ApplierOp[];
-  /** Flush every file system written since the last durable request before answering. */
-  durable?: boolean;
-}
+import type { ApplierOp, ApplierRequest, ApplierResult } from "./applier_protocol.ts";
 
 /** An empty file where the host saw nothing: made in place, with nothing to stage. */
 function _emptyNew(o: ApplierOp): boolean {
@@ -306,6 +262,9 @@ function _durable(): void {
 }
 
 async function _main(token: string | undefined): Promise<void> {
+  // By its file, not core/guard/'s face: the applier's namespace binds only the files it
+  // runs (./root_applier.ts `_MODULES`), and the face would load all of core/guard/.
+  const { TEMP_PREFIX } = await import("../guard/temp_names.ts");
   applier.root = Deno.cwd();
   applier.ino = Deno.statSync(".").ino ?? 0;
   applier.temp = `${TEMP_PREFIX}${token ?? crypto.randomUUID().slice(0, 16)}`;

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { TEMP_PREFIX } from "../guard/temp_names.ts";
-import type { ApplierOp, ApplierResult, ApplierSig } from "./tree_applier.ts";
+import type { ApplierOp, ApplierResult, ApplierSig } from "./applier_protocol.ts";
 
 const ENTRY = new URL("./tree_applier.ts", import.meta.url).pathname;
 

@@ -12,7 +12,7 @@
  * @module
  */
 import { join } from "node:path";
-import { notUtf8Entries } from "./raw_list.ts";
+import { listRaw } from "./raw_list.ts";
 
 /** What an upper-layer entry is. */
 export type UpperKind = "file" | "dir" | "symlink" | "whiteout" | "other";
@@ -62,7 +62,7 @@ export async function walkUpper(upper: string): Promise<UpperEntry[]> {
       return; // gone meanwhile
     }
     // A name that is not UTF-8 comes lossy ("\uFFFD") and opens nothing: listed by bytes.
-    if (names.some((n) => n.includes("\uFFFD"))) out.push(...await notUtf8Entries(upper, rel));
+    if (names.some((n) => n.includes("\uFFFD"))) out.push(...await _notUtf8Entries(upper, rel));
     names.splice(0, names.length, ...new Set(names));
     names.sort();
     const entries = await Promise.all(names.map(async (name) => {
@@ -102,6 +102,26 @@ function _entry(rel: string, st: Deno.FileInfo): UpperEntry {
     birthMs: st.birthtime?.getTime() ?? 0,
     mode: (st.mode ?? 0) & 0o7777,
   };
+}
+
+/**
+ * The entries of the layer folder `upper/rel` whose names are not UTF-8,
+ * as upper-layer entries of kind `other` marked `notUtf8` (their `rel`
+ * escaped): what {@link walkUpper} cannot read by name is refused, never
+ * skipped.
+ */
+async function _notUtf8Entries(upper: string, rel: string): Promise<UpperEntry[]> {
+  const dir = rel ? `${upper}/${rel}` : upper;
+  return (await listRaw(dir, { maxDepth: 1 })).filter((e) => !e.utf8).map((e) => ({
+    rel: rel ? `${rel}/${e.rel}` : e.rel,
+    kind: "other" as const,
+    ino: e.ino,
+    size: e.size,
+    mtimeMs: e.mtimeMs,
+    birthMs: 0,
+    mode: e.mode & 0o7777,
+    notUtf8: e.type === "d" ? "folder" : e.type === "c" ? "removal" : "entry",
+  }));
 }
 
 /**

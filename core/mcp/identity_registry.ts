@@ -95,7 +95,7 @@ export function identityRegistry(
         info,
         // The audit line names who called (core/registry/call_audit.ts).
         () => registry.call(name, args, { ...options, session, identity: who, onAsk }),
-        // The audit's outcome: failure (the tool's answer), error or denied (core/audit/audit.ts).
+        // The audit's outcome: failure (the tool's answer), error or denied (core/audit/audit_record.ts).
         outcomeOf,
         metrics,
       );

@@ -202,7 +202,7 @@ export class CallAudit {
     try {
       // Refusals before a call ran (the caller's limits, unknown tools, bad arguments) are
       // counted per identity and reason rather than written one by one
-      // (core/audit/audit_refusals.ts). A call that ran (its writes refused at the apply, a
+      // (core/audit/audit.ts `RefusalTally`). A call that ran (its writes refused at the apply, a
       // permission its code lacked), a revocation that stopped one, and a call that changed
       // files are always written, each on its own line: a tally never stands for them.
       if (

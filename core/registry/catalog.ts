@@ -8,41 +8,21 @@
  * @module
  */
 import { closestNames } from "../config/mod.ts";
-import type { SandboxPolicy } from "../config/mod.ts";
 import type { JailStatus } from "../jail/mod.ts";
 import { hideHostPaths, scrubText } from "../base/mod.ts";
 import type { SecondWall } from "../seccomp/mod.ts";
 import { ceilingGrant, effectiveGrant, type HostPrivileges } from "../sandbox/mod.ts";
 import { confine, type Confinement } from "./confine.ts";
-import type { Pins } from "../sandbox/mod.ts";
 import type { ModuleMeta, ToolMeta } from "../sandbox/mod.ts";
 import type { Reporter } from "../tool/mod.ts";
 import { formatSchemas, type SchemaFormat } from "../tool/mod.ts";
 import type { Grant } from "../tool/mod.ts";
 import { DEFINED_TWICE, displayModule, fullSource, LATER_USED, oneLine } from "./catalog_text.ts";
 import { type NotLoaded, notLoadedMessage } from "./not_loaded.ts";
+import type { SourceKind, ToolsetSource } from "./toolset_source.ts";
 
 export { DEFINED_TWICE, LATER_USED } from "./catalog_text.ts";
-
-/** Where a toolset comes from. */
-/** `server`: a hosted MCP server (core/hosted/). */
-export type SourceKind = "builtin" | "plugin" | "package" | "server";
-
-/** A toolset to load: its modules, its policy and its config section. */
-export interface ToolsetSource {
-  /** `files`, `plugin:<dir>/<stem>`, `package:<specifier>`. */
-  id: string;
-  kind: SourceKind;
-  /** Module files (absolute paths) or specifiers. */
-  modules: string[];
-  policy: SandboxPolicy;
-  /** The plugin's own section of the config, passed to `TOOL_SETUP`. */
-  config?: unknown;
-  /** Hosts its remote modules are imported from (cached code only). */
-  imports?: string[];
-  /** Its module files as discovery checked them, with their hashes (set by discovery). */
-  pins?: Pins;
-}
+export type { SourceKind, ToolsetSource } from "./toolset_source.ts";
 
 /** Status of a tool in the catalog. */
 export type ToolStatus = "loaded" | "skipped" | "overridden" | "dropped";

@@ -7,7 +7,7 @@
  */
 import { basename, relative } from "node:path";
 import { INSTALL_DIR } from "../config/mod.ts";
-import type { ToolsetSource } from "./catalog.ts";
+import type { ToolsetSource } from "./toolset_source.ts";
 
 /** How a name defined twice in one file is told, in `list`, warnings and `corral check`. */
 export const DEFINED_TWICE = "defined twice in";

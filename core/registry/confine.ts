@@ -12,7 +12,7 @@ import type { JailStatus } from "../jail/mod.ts";
 import { type SecondWall, WALL_MISSING, type WallStatus } from "../seccomp/mod.ts";
 import { holdsFilesOrCommands } from "../sandbox/mod.ts";
 import type { Grant } from "../tool/mod.ts";
-import type { ToolsetSource } from "./catalog.ts";
+import type { ToolsetSource } from "./toolset_source.ts";
 
 /** Where a sandbox runs, and why it cannot run at all (`missing`). */
 export interface Confinement {

@@ -6,7 +6,7 @@
  */
 export { registryBanner } from "./banner.ts";
 export { builtinToolsets, reservedToolNames, toolModules } from "./builtin_toolsets.ts";
-export { DEFINED_TWICE, LATER_USED, type ToolsetSource } from "./catalog.ts";
+export { DEFINED_TWICE, LATER_USED } from "./catalog.ts";
 export { defaultCacheDir, DiscoveryCache } from "./discovery_cache.ts";
 export { grantPaths } from "./grant_paths.ts";
 export { type NotLoaded } from "./not_loaded.ts";
@@ -19,3 +19,4 @@ export {
 } from "./registry.ts";
 export { registryFolders, secondWall } from "./registry_folders.ts";
 export { type SandboxPoolLimits } from "./sandbox_pool.ts";
+export { type ToolsetSource } from "./toolset_source.ts";

@@ -22,7 +22,6 @@ import { CORE_DIR, INSTALL_DIR } from "../config/mod.ts";
 import { isWithin } from "../jail/mod.ts";
 import { IMPORT_SPECIFIER, type Pins, resolveLocal, sha256Hex } from "./module_graph.ts";
 import type { HostMessage, ModuleMeta } from "./protocol.ts";
-import type { LoadRequest } from "./sandbox_options.ts";
 import { pathExists } from "../base/mod.ts";
 
 const _TOOLSETS_DIR = join(INSTALL_DIR, "toolsets");
@@ -238,12 +237,18 @@ export function pinnedGone(code: PinnedCode | undefined): boolean {
   return code !== undefined && !pathExists(code.dir);
 }
 
-/** The load message of request `r` as the sandbox gets it: the copies' paths. */
+/** A load message (./protocol.ts), as sent. */
+type _Load = Extract<HostMessage, { type: "load" }>;
+
+/**
+ * The load message of request `r` (what a load asks: its modules, env and
+ * isolation) as the sandbox gets it: the copies' paths.
+ */
 export function insideLoad(
   code: PinnedCode | undefined,
   id: number,
-  r: LoadRequest,
-): Extract<HostMessage, { type: "load" }> {
+  r: Omit<_Load, "type" | "id">,
+): _Load {
   const inside = (l: string[]) => l.map((p) => insidePath(code, p));
   return {
     type: "load",

@@ -4,7 +4,7 @@
 // crash), it was cancelled, or its session ended under it; for hosted
 // servers (tests/fixtures/hosted/hostile_server.ts, a real process in
 // corral's namespace, holding a secret as real servers do) and for process
-// and worker sandboxes. The tally of refusals (core/audit/audit_refusals.ts)
+// and worker sandboxes. The tally of refusals (core/audit/audit.ts)
 // may count refusals before a call ran; it never stands for a call that ran.
 import assert from "node:assert/strict";
 import { join } from "node:path";

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { AuditRecord } from "../../../core/audit/audit.ts";
+import type { AuditRecord } from "../../../core/audit/mod.ts";
 import { parsePolicy } from "../../../core/config/policy.ts";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { ResolvedIdentity } from "../../../core/identity/identity_policy.ts";

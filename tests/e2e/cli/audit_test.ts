@@ -1,6 +1,6 @@
 // The audit trail and the redaction of secrets and host paths, end to end.
 import assert from "node:assert/strict";
-import { type AuditRecord, digestArgs } from "../../../core/audit/audit.ts";
+import { type AuditRecord, digestArgs } from "../../../core/audit/mod.ts";
 import { parsePolicy } from "../../../core/config/policy.ts";
 import { Registry, type ToolsetSource } from "../../../core/registry/registry.ts";
 import { Reporter } from "../../../core/tool/reporter.ts";

@@ -5,7 +5,7 @@
 // ignores the cancellation (stuck, or working on past the call's timeout).
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { readAudit } from "../../../core/audit/audit.ts";
+import { readAudit } from "../../../core/audit/mod.ts";
 import type { Registry } from "../../../core/registry/registry.ts";
 import { CANCEL_GRACE_MS } from "../../../core/hosted/call_lane.ts";
 import { fixtureServer, HOSTED_FIXTURES } from "../../../testing/mod.ts";

@@ -4,7 +4,7 @@
 // the test checks that it did not happen, and that the host still answers.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { readAudit } from "../../../core/audit/audit.ts";
+import { readAudit } from "../../../core/audit/mod.ts";
 import { Registry } from "../../../core/registry/registry.ts";
 import { OUTPUT_BURST_BYTES, OUTPUT_BYTES_PER_SECOND } from "../../../core/hosted/output_budget.ts";
 import { fixtureServer, HOSTED_FIXTURES } from "../../../testing/mod.ts";

@@ -5,7 +5,7 @@
 // line that parses, and the host answers the next call.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { type AuditRecord, digestArgs } from "../../../core/audit/audit.ts";
+import { type AuditRecord, digestArgs } from "../../../core/audit/mod.ts";
 import { parsePolicy } from "../../../core/config/policy.ts";
 import { Registry } from "../../../core/registry/registry.ts";
 import { Reporter } from "../../../core/tool/reporter.ts";

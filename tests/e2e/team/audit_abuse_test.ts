@@ -4,7 +4,7 @@
 // bounded amount, `corral audit` prints one row per tool whatever its name, and failed
 // authentication is counted and audited per address with no token in it.
 import assert from "node:assert/strict";
-import { readAudit } from "../../../core/audit/audit.ts";
+import { readAudit } from "../../../core/audit/mod.ts";
 import { runCli } from "../../_helpers.ts";
 import {
   openSession,

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
-import { readAudit } from "../../../core/audit/audit.ts";
+import { readAudit } from "../../../core/audit/mod.ts";
 import { connectWithToken } from "../../../testing/mod.ts";
 import { startHttpCorral, tempWorkspace, textOf } from "../../_mcp_helpers.ts";
 import { OPERATOR_TOKEN } from "../../_team_helpers.ts";

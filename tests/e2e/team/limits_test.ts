@@ -4,7 +4,7 @@
 // requests in flight per identity. Each checks that the attack no longer works and that
 // another member is still served.
 import assert from "node:assert/strict";
-import { readAudit } from "../../../core/audit/audit.ts";
+import { readAudit } from "../../../core/audit/mod.ts";
 import { openSession, postHeaders, rpcAnswers, teamCorral, toolCall } from "../../_team_helpers.ts";
 
 const SLEEP = "E2eSleep"; // tests/fixtures/mcp_plugins/mcp_steps.ts

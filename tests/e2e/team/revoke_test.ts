@@ -5,7 +5,7 @@
 // Bob's session goes on.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { readAudit } from "../../../core/audit/audit.ts";
+import { readAudit } from "../../../core/audit/mod.ts";
 import { revokeToken } from "../../../core/identity/token_store.ts";
 import { openSession, postHeaders, rpcAnswers, teamCorral, toolCall } from "../../_team_helpers.ts";
 

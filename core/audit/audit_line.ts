@@ -1,11 +1,83 @@
 /**
- * The audit log's encoders: canonical JSON (the input of the arguments'
- * digest) and a bounded copy of any value that JSON can always encode.
- * Neither recurses nor throws, whatever the value: 100,000 levels, cycles,
- * bigints, functions, a 50 MB string.
+ * One audit line, bounded whatever a caller sends: no caller can make
+ * corral write a huge line (a 500 KB tool name, a 30 KB header) or bury the
+ * log, and no value makes an encoder recurse or throw (100,000 levels,
+ * cycles, bigints, functions, a 50 MB string). Every string field is cut to
+ * a length, the error text to a longer one ({@link capFields}); the
+ * arguments are digested from canonical JSON ({@link digestArgs}) and kept
+ * as their shape ({@link argShape}) or a bounded copy ({@link boundedJson});
+ * a line that is still too large is written as a bounded copy
+ * ({@link encodeLine}).
  *
  * @module
  */
+
+/** Longest string field of a line (tool, identity, session, reason, …), in UTF-16 units. */
+export const AUDIT_FIELD_CAP = 256;
+/** Longest `error` text of a line. */
+export const AUDIT_ERROR_CAP = 2048;
+/** Longest line: beyond it the record is written as a bounded copy. */
+export const AUDIT_LINE_CAP = 64 * 1024;
+
+/**
+ * `text` cut to `max` characters, with how much was left out.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { capText } from "./audit_line.ts";
+ * assert.equal(capText("abcdef", 3), "abc…[+3 chars]");
+ * assert.equal(capText("abc", 3), "abc");
+ * ```
+ */
+export function capText(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…[+${text.length - max} chars]`;
+}
+
+/**
+ * A copy of `record` whose top-level strings are capped ({@link AUDIT_FIELD_CAP},
+ * `error` {@link AUDIT_ERROR_CAP}); the keys of its `tools` map (a
+ * refusals line) too. Nested values (arguments, their shape) are bounded
+ * where they are made ({@link boundedJson}, {@link argShape}).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { capFields } from "./audit_line.ts";
+ * const r = capFields({ tool: "x".repeat(500_000), n: 1 });
+ * assert.ok((r.tool as string).length < 300 && r.n === 1);
+ * ```
+ */
+export function capFields(record: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(record)) {
+    if (typeof value === "string") {
+      out[key] = capText(value, key === "error" ? AUDIT_ERROR_CAP : AUDIT_FIELD_CAP);
+    } else if (key === "tools" && value && typeof value === "object" && !Array.isArray(value)) {
+      out[key] = Object.fromEntries(
+        Object.entries(value).map(([k, v]) => [capText(k, AUDIT_FIELD_CAP), v]),
+      );
+    } else out[key] = value;
+  }
+  return out;
+}
+
+/**
+ * SHA-256 (hex) of {@link canonicalJson} of `value`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { digestArgs } from "./audit_line.ts";
+ * assert.ok(await digestArgs({ a: 1, b: 2 }) === await digestArgs({ b: 2, a: 1 }));
+ * ```
+ */
+export async function digestArgs(value: unknown): Promise<string> {
+  // WebCrypto here, ../base/sha256_hex.ts elsewhere: the tests compare the two.
+  const bytes = new TextEncoder().encode(canonicalJson(value));
+  const digest = await crypto.subtle.digest("SHA-256", bytes);
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
 
 /**
  * JSON with object keys sorted at every level (the input of the digest).
@@ -16,7 +88,7 @@
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { canonicalJson } from "./audit_json.ts";
+ * import { canonicalJson } from "./audit_line.ts";
  * assert.ok(canonicalJson({ b: 1, a: [{ d: 2, c: 3 }] }) === '{"a":[{"c":3,"d":2}],"b":1}');
  * let deep: unknown = 0;
  * for (let i = 0; i < 10_000; i++) deep = [deep];
@@ -127,7 +199,7 @@ export interface BoundedJsonLimits {
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { boundedJson } from "./audit_json.ts";
+ * import { boundedJson } from "./audit_line.ts";
  * let deep: unknown = 1;
  * for (let i = 0; i < 10_000; i++) deep = { a: deep };
  * const b = boundedJson(deep, { maxDepth: 3 });
@@ -231,4 +303,110 @@ function _copyChildren(
   }
   for (let i = tasks.length - 1; i >= 0; i--) stack.push(tasks[i]);
   return cut;
+}
+
+/** Limits of {@link argShape}: past them a part is cut and the shape says so. */
+const _MAX_DEPTH = 8;
+const _MAX_KEYS = 64;
+const _MAX_ITEMS = 8;
+const _MAX_NODES = 512;
+
+/**
+ * The shape of `value`: `"string(12)"`, `"number"`, `"boolean"`, `"null"`,
+ * `{ type: "array", length, items }` (the first items' shapes) or an object
+ * of its keys' shapes. `truncated` is true when a part was cut (deep,
+ * many keys or items).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { argShape } from "./audit_line.ts";
+ * const s = argShape({ path: "secret.txt", n: 3, tags: ["a", "bb"] });
+ * assert.deepEqual(s.shape, {
+ *   path: "string(10)",
+ *   n: "number",
+ *   tags: { type: "array", length: 2, items: ["string(1)", "string(2)"] },
+ * });
+ * assert.ok(!JSON.stringify(s).includes("secret"));
+ * ```
+ */
+export function argShape(value: unknown): { shape: unknown; truncated: boolean } {
+  const state = { nodes: 0, truncated: false };
+  return { shape: _shape(value, 0, state, new Set()), truncated: state.truncated };
+}
+
+function _shape(
+  v: unknown,
+  depth: number,
+  state: { nodes: number; truncated: boolean },
+  seen: Set<object>,
+): unknown {
+  state.nodes++;
+  if (v === null) return "null";
+  if (typeof v === "string") return `string(${v.length})`;
+  if (typeof v !== "object") return typeof v;
+  if (seen.has(v)) return "cycle";
+  if (depth >= _MAX_DEPTH || state.nodes > _MAX_NODES) {
+    state.truncated = true;
+    return Array.isArray(v) ? `array(${v.length})` : "object";
+  }
+  seen.add(v);
+  try {
+    if (Array.isArray(v)) {
+      if (v.length > _MAX_ITEMS) state.truncated = true;
+      const items = v.slice(0, _MAX_ITEMS).map((x) => _shape(x, depth + 1, state, seen));
+      return { type: "array", length: v.length, items };
+    }
+    const keys = Object.keys(v);
+    if (keys.length > _MAX_KEYS) state.truncated = true;
+    const out: Record<string, unknown> = {};
+    // Own properties only, whatever their names (a key "__proto__" stays a key).
+    for (const k of keys.slice(0, _MAX_KEYS)) {
+      Object.defineProperty(out, k.slice(0, 128), {
+        value: _shape((v as Record<string, unknown>)[k], depth + 1, state, seen),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+    if (keys.length > _MAX_KEYS) out["…"] = `${keys.length - _MAX_KEYS} more keys`;
+    return out;
+  } finally {
+    seen.delete(v);
+  }
+}
+
+/**
+ * One line of the log (ending in a line feed), whatever the record holds:
+ * its strings capped, its size bounded; a record JSON cannot hold is
+ * written with its `args` replaced by a marker or, failing that, as a
+ * bounded copy. It never throws.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { encodeLine } from "./audit_line.ts";
+ * const line = encodeLine({ tool: "x".repeat(500_000), args: { n: 10n } });
+ * const back = JSON.parse(line);
+ * assert.ok(line.endsWith("\n") && back.tool.length < 300 && back.args === "[unencodable]");
+ * ```
+ */
+export function encodeLine(record: object): string {
+  const capped = capFields(record as Record<string, unknown>);
+  const attempts = [
+    () => JSON.stringify(capped),
+    () => JSON.stringify({ ...capped, args: "[unencodable]" }),
+    () => JSON.stringify(boundedJson(capped, { maxDepth: 8, maxBytes: 16 * 1024 }).value),
+  ];
+  for (const attempt of attempts) {
+    try {
+      const text = attempt();
+      if (typeof text === "string" && text.length <= AUDIT_LINE_CAP) {
+        return text.replace(/\n/g, "\\n") + "\n";
+      }
+    } catch { /* the next, plainer form */ }
+  }
+  return `{"time":${
+    JSON.stringify(new Date().toISOString())
+  },"error":"unencodable audit record"}\n`;
 }
