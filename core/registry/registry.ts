@@ -44,7 +44,7 @@ import { checkSourceTrust, sandboxNamespace } from "./sandbox_namespace.ts";
 import { HostedServers } from "../hosted/hosted_servers.ts";
 import { serverMetas, serverSource } from "./server_toolsets.ts";
 import type { RegistryOptions } from "./registry_options.ts";
-import { registryFolders, secondWall } from "./registry_folders.ts";
+import { type RegistryFolders, registryFolders, secondWall } from "./registry_folders.ts";
 import type { SecondWall } from "../seccomp/mod.ts";
 import type { SandboxPool } from "./sandbox_pool.ts";
 import { prepareSealedRuntime } from "../sandbox/sealed_runtime.ts";
@@ -109,32 +109,29 @@ export class Registry {
     this.host = host;
     const reporter = this.reporter = options.reporter ?? new Reporter();
     const secrets = this.#secrets;
-    this.#catalog = new Catalog({
-      ...options,
-      workspace,
-      host,
-      bwrap,
-      wall,
-      reporter,
-      secrets,
-    });
+    this.#catalog = new Catalog({ ...options, workspace, host, bwrap, wall, reporter, secrets });
     this.problems = this.#catalog.problems;
     this.warnings = this.#catalog.warnings;
-    const { auditPath, installs, runDir, approvals, trusted } = registryFolders(
-      options,
-      policy,
-      cacheDir,
-      workspace,
-    );
-    this.trusted = trusted;
-    const namespace = sandboxNamespace(this.#catalog, trusted, bwrap, policy, workspace, {
-      runDir,
+    const folders = registryFolders(options, policy, cacheDir, workspace);
+    this.trusted = folders.trusted;
+    const namespace = sandboxNamespace(this.#catalog, folders.trusted, bwrap, policy, workspace, {
+      runDir: folders.runDir,
     });
-    this.#discovery = new Discovery({
-      workspace,
+    this.#discovery = this.#newDiscovery(cacheDir, namespace);
+    const { auditPath } = folders;
+    const audit = auditPath ? new AuditLog(auditPath, options.auditLimits) : undefined;
+    this.hosted = this.#newHosted(folders, namespace, audit);
+    this.#runner = this.#newRunner(namespace, audit);
+  }
+
+  /** Discovery: each toolset imported in a sandbox of its ceiling grant (./discovery.ts). */
+  #newDiscovery(cacheDir: string | null, namespace: _Namespace): Discovery {
+    const options = this.#options;
+    return new Discovery({
+      workspace: this.workspace,
       cacheDir,
-      reporter,
-      secrets,
+      reporter: this.reporter,
+      secrets: this.#secrets,
       namespace,
       // Top-level code of a plugin runs at discovery: its connections are audited too.
       onConnection: (id, r) => this.#runner.auditConnection(id, r),
@@ -142,25 +139,37 @@ export class Registry {
       ...(options.discoveryProgress ? { progress: () => progressLine() } : {}),
       ...(options.discoveryCache ? { cache: options.discoveryCache } : {}),
     });
-    const audit = auditPath ? new AuditLog(auditPath, options.auditLimits) : undefined;
-    this.hosted = new HostedServers(options.servers ?? [], {
-      workspace,
-      host,
-      secrets,
+  }
+
+  /** The hosted MCP servers (core/hosted/), in namespaces of their own grants. */
+  #newHosted(
+    folders: RegistryFolders,
+    namespace: _Namespace,
+    audit: AuditLog | undefined,
+  ): HostedServers {
+    return new HostedServers(this.#options.servers ?? [], {
+      workspace: this.workspace,
+      host: this.host,
+      secrets: this.#secrets,
       namespace: (e, p, g) => namespace(serverSource(e, p), g),
       audit,
-      reporter,
+      reporter: this.reporter,
       onConnection: (server, r) => this.#runner.auditConnection(server, r),
       onChanged: (server) => this.#loadServer(server),
-      approvalsDir: approvals,
-      serversDir: installs,
+      approvalsDir: folders.approvals,
+      serversDir: folders.installs,
     });
-    this.#runner = new CallRunner({
-      workspace,
-      policy,
+  }
+
+  /** The call runner: every call, a hosted server's too (./call_runner.ts). */
+  #newRunner(namespace: _Namespace, audit: AuditLog | undefined): CallRunner {
+    const options = this.#options;
+    return new CallRunner({
+      workspace: this.workspace,
+      policy: this.policy,
       catalog: this.#catalog,
-      reporter,
-      secrets,
+      reporter: this.reporter,
+      secrets: this.#secrets,
       audit,
       auditOptional: options.auditOptional,
       sandboxLimits: options.sandboxLimits,
@@ -435,3 +444,6 @@ export class Registry {
     }
   }
 }
+
+/** The namespace of a source's sandboxes, when they get one (./sandbox_namespace.ts). */
+type _Namespace = ReturnType<typeof sandboxNamespace>;
