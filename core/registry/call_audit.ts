@@ -24,7 +24,7 @@ import type { AskKind } from "../sandbox/protocol.ts";
 import type { Reporter } from "../tool/reporter.ts";
 import { CredentialRevokedError } from "../tool/errors.ts";
 import { failure, type ToolResult, withFault } from "../tool/result.ts";
-import type { Catalog, ToolInfo } from "./catalog.ts";
+import type { Catalog, CatalogEntry, ToolInfo } from "./catalog.ts";
 import {
   type ChangeReport,
   changesOf,
@@ -173,37 +173,12 @@ export class CallAudit {
    * that cannot be written is a warning (the call ran).
    */
   async call(c: CallLine): Promise<void> {
-    const { who, name, args, time, started, result } = c;
-    const outcome = c.outcome ?? classifyResult(result);
-    const changes = _changes(c.changes ?? changesOf(result));
-    const { audit, catalog, reporter, secrets } = this.#o;
+    const { who, name } = c;
+    const outcome = c.outcome ?? classifyResult(c.result);
+    const changes = _changes(c.changes ?? changesOf(c.result));
+    const { audit, catalog, reporter } = this.#o;
     const entry = catalog.anyEntry(name);
-    const info = entry?.info;
-    const line = async (): Promise<AuditRecord> => {
-      const canonical = _ENCODER.encode(canonicalJson(args ?? null));
-      // Large arguments are hashed natively (short ones at once, in TypeScript).
-      if (canonical.length > _NATIVE_FROM) await useNativeSha256();
-      return {
-        time,
-        ...who,
-        tool: name,
-        toolset: info?.toolset ?? "",
-        source: info?.kind ?? "",
-        letters: info?.permissions ?? "",
-        grant: info ? { ...info.grant } : null,
-        isolation: info?.isolation ?? "",
-        ...(info?.jail ? { jail: info.jail } : {}),
-        ...(info?.seccomp ? { seccomp: _wall(info.seccomp) } : {}),
-        args_sha256: sha256Hex(canonical),
-        args_bytes: canonical.length,
-        ..._shownArgs(args, entry?.source.policy, secrets),
-        duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
-        outcome: outcome.outcome,
-        ...(outcome.reason ? { reason: outcome.reason } : {}),
-        ...(result.error ? { error: scrubText(result.error, secrets) } : {}),
-        ...changes,
-      };
-    };
+    const line = () => this.#callRecord(c, entry, outcome, changes);
     try {
       // Refusals before a call ran (the caller's limits, unknown tools, bad arguments) are
       // counted per identity and reason rather than written one by one
@@ -223,6 +198,44 @@ export class CallAudit {
         "yellow",
       );
     }
+  }
+
+  /**
+   * A call's record: who, the tool and its grant, its arguments (hashed;
+   * shown as its policy says, secrets scrubbed), duration, outcome, changes.
+   */
+  async #callRecord(
+    c: CallLine,
+    entry: CatalogEntry | undefined,
+    outcome: { outcome: AuditOutcome; reason?: string },
+    changes: { changes?: ChangeReport },
+  ): Promise<AuditRecord> {
+    const { who, name, args, time, started, result } = c;
+    const secrets = this.#o.secrets;
+    const info = entry?.info;
+    const canonical = _ENCODER.encode(canonicalJson(args ?? null));
+    // Large arguments are hashed natively (short ones at once, in TypeScript).
+    if (canonical.length > _NATIVE_FROM) await useNativeSha256();
+    return {
+      time,
+      ...who,
+      tool: name,
+      toolset: info?.toolset ?? "",
+      source: info?.kind ?? "",
+      letters: info?.permissions ?? "",
+      grant: info ? { ...info.grant } : null,
+      isolation: info?.isolation ?? "",
+      ...(info?.jail ? { jail: info.jail } : {}),
+      ...(info?.seccomp ? { seccomp: _wall(info.seccomp) } : {}),
+      args_sha256: sha256Hex(canonical),
+      args_bytes: canonical.length,
+      ..._shownArgs(args, entry?.source.policy, secrets),
+      duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
+      outcome: outcome.outcome,
+      ...(outcome.reason ? { reason: outcome.reason } : {}),
+      ...(result.error ? { error: scrubText(result.error, secrets) } : {}),
+      ...changes,
+    };
   }
 
   /**
