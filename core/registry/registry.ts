@@ -219,30 +219,19 @@ export class Registry {
       : options.bwrap ?? undefined;
     // The second wall's filters, made or checked now (core/seccomp/); none without bwrap.
     const wall = await secondWall(bwrap, policy, options.seccomp);
-    // What the first process sandbox will need, found while the catalog is built.
-    void probeLimits();
-    const libs = cacheDir ? join(cacheDir, "runtime_libs.json") : undefined;
-    if (bwrap) runtimeFiles(libs).then((rt) => prepareSealedRuntime(rt.exec)).catch(() => {});
-    sandboxEntryFiles().catch(() => {});
+    _warmUp(bwrap, cacheDir);
     options = this.#options = {
       ...options,
       reserved: options.reserved ?? await reservedToolNames(),
     };
     this.#build(workspace, policy, host, bwrap, cacheDir, wall);
-    const catalog = this.#catalog;
-    if (options.auditPath) {
-      // The log exists from the start, so that the namespace can keep it out of reach.
-      await Deno.mkdir(dirname(resolve(options.auditPath)), { recursive: true }).catch(() => {});
-      await Deno.writeFile(resolve(options.auditPath), new Uint8Array(), { append: true })
-        .catch(() => {});
-    }
-    if (cacheDir) await Deno.mkdir(cacheDir, { recursive: true }).catch(() => {});
+    await _makeFolders(options.auditPath, cacheDir);
     // A host whose flags forbid process sandboxes runs its toolsets in workers (host_fallback.ts).
     const fallback = processSandboxMissing();
     const plugins = (options.sources ?? []).map((s) => hostFallback(s, fallback));
     const builtins = options.noBuiltins
       ? []
-      : (await startingBuiltins(policy, options.toolsets ?? [], (w) => catalog.warn(w)))
+      : (await startingBuiltins(policy, options.toolsets ?? [], (w) => this.#catalog.warn(w)))
         .map((b) => hostFallback(b, fallback));
     this.#checkTrust([...builtins, ...plugins], plugins);
     // At once, built-ins and plugins: registration keeps their order.
@@ -250,6 +239,12 @@ export class Registry {
     this.#reserved = options.reserved!;
     for (const e of options.servers ?? []) this.#loadServer(e.name);
     await this.#discovery.save();
+    this.#warnUnmatched(policy);
+  }
+
+  /** A `tools.NAME` rule of the policy that names no loaded tool: a warning (a typo, often). */
+  #warnUnmatched(policy: Policy): void {
+    const catalog = this.#catalog;
     for (const name of policy.toolNames()) {
       if (!catalog.entries().some((e) => e.info.name === name)) {
         catalog.warn(
@@ -447,3 +442,23 @@ export class Registry {
 
 /** The namespace of a source's sandboxes, when they get one (./sandbox_namespace.ts). */
 type _Namespace = ReturnType<typeof sandboxNamespace>;
+
+/** What the first process sandbox will need, found while the catalog is built. */
+function _warmUp(bwrap: string | undefined, cacheDir: string | null): void {
+  void probeLimits();
+  const libs = cacheDir ? join(cacheDir, "runtime_libs.json") : undefined;
+  if (bwrap) runtimeFiles(libs).then((rt) => prepareSealedRuntime(rt.exec)).catch(() => {});
+  sandboxEntryFiles().catch(() => {});
+}
+
+/**
+ * The audit log exists from the start, so that the namespace can keep it
+ * out of reach; the cache folder too.
+ */
+async function _makeFolders(auditPath: string | undefined, cacheDir: string | null): Promise<void> {
+  if (auditPath) {
+    await Deno.mkdir(dirname(resolve(auditPath)), { recursive: true }).catch(() => {});
+    await Deno.writeFile(resolve(auditPath), new Uint8Array(), { append: true }).catch(() => {});
+  }
+  if (cacheDir) await Deno.mkdir(cacheDir, { recursive: true }).catch(() => {});
+}
