@@ -90,3 +90,9 @@ Deno.test("no function in core/ (tests aside) is over 80 lines", async () => {
   }
   assert.deepEqual(found, []);
 });
+
+Deno.test("main.ts, corral's entry, stays at most 150 lines", async () => {
+  const main = await Deno.readTextFile(join(CORE_DIR, "..", "main.ts"));
+  const lines = main.split("\n").length - (main.endsWith("\n") ? 1 : 0);
+  assert.ok(lines > 0 && lines <= 150, `main.ts has ${lines} lines`);
+});
