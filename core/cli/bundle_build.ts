@@ -32,36 +32,9 @@ const _KEEP_MS = 24 * 3600_000;
 /** Make the host bundle now; 0 when it was made, 1 when not (and why, on stderr). */
 export async function buildHostBundle(): Promise<number> {
   const tmp = `${_DIR}/.tmp-${crypto.randomUUID()}`;
-  let stamps: Array<[string, string]> = [];
+  const stamps: Array<[string, string]> = [];
   try {
-    await Deno.mkdir(tmp, { recursive: true });
-    const entry = `${tmp}/entry.ts`;
-    await Deno.writeTextFile(entry, await _entryText());
-    const files = [
-      ...await _sources(entry),
-      `${INSTALL_DIR}/deno.json`,
-      `${INSTALL_DIR}/deno.lock`,
-    ];
-    stamps = await _stamped(files);
-    await _deno([
-      "bundle",
-      "--platform",
-      "deno",
-      "--code-splitting",
-      "--outdir",
-      `${tmp}/out`,
-      `--config=${INSTALL_DIR}/deno.json`,
-      entry,
-    ]);
-    for await (const e of Deno.readDir(`${tmp}/out`)) {
-      if (!e.name.endsWith(".js")) continue;
-      if (e.name !== "entry.js" && /^entry/.test(e.name)) throw new Error(`unexpected ${e.name}`);
-      const file = `${tmp}/out/${e.name}`;
-      await Deno.writeTextFile(file, placeChunk(await Deno.readTextFile(file), INSTALL_DIR));
-    }
-    if (!stamps.every(([f, s]) => fileStamp(f) === s)) {
-      throw new Error("a source file changed while the bundle was made");
-    }
+    await _bundle(tmp, stamps);
     const name = crypto.randomUUID().slice(0, 12);
     await Deno.rename(`${tmp}/out`, `${_DIR}/${name}`);
     const record: BundleRecord = { v: BUNDLE_VERSION, deno: Deno.version.deno, dir: name, stamps };
@@ -85,6 +58,42 @@ export async function buildHostBundle(): Promise<number> {
   } finally {
     await Deno.remove(tmp, { recursive: true }).catch(() => {});
     await Deno.remove(`${_DIR}/build.lock`).catch(() => {});
+  }
+}
+
+/**
+ * `deno bundle` of the entry into `tmp`/out, its chunks placed; `stamps`
+ * gets the stamp of every source file, read before the bundle, and the
+ * bundle is refused when one changed meanwhile.
+ */
+async function _bundle(tmp: string, stamps: Array<[string, string]>): Promise<void> {
+  await Deno.mkdir(tmp, { recursive: true });
+  const entry = `${tmp}/entry.ts`;
+  await Deno.writeTextFile(entry, await _entryText());
+  const files = [
+    ...await _sources(entry),
+    `${INSTALL_DIR}/deno.json`,
+    `${INSTALL_DIR}/deno.lock`,
+  ];
+  stamps.push(...await _stamped(files));
+  await _deno([
+    "bundle",
+    "--platform",
+    "deno",
+    "--code-splitting",
+    "--outdir",
+    `${tmp}/out`,
+    `--config=${INSTALL_DIR}/deno.json`,
+    entry,
+  ]);
+  for await (const e of Deno.readDir(`${tmp}/out`)) {
+    if (!e.name.endsWith(".js")) continue;
+    if (e.name !== "entry.js" && /^entry/.test(e.name)) throw new Error(`unexpected ${e.name}`);
+    const file = `${tmp}/out/${e.name}`;
+    await Deno.writeTextFile(file, placeChunk(await Deno.readTextFile(file), INSTALL_DIR));
+  }
+  if (!stamps.every(([f, s]) => fileStamp(f) === s)) {
+    throw new Error("a source file changed while the bundle was made");
   }
 }
 

@@ -96,15 +96,7 @@ export async function callCommand(
     ? await _readStdin()
     : values.args;
   const args = _parseArgsJson(text);
-  let timeoutMs: number | undefined;
-  if (values.timeout !== undefined) {
-    timeoutMs = Number(values.timeout);
-    if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) {
-      throw new UsageError(
-        `--timeout must be a positive number of milliseconds, got "${values.timeout}"`,
-      );
-    }
-  }
+  const timeoutMs = _timeoutMs(values.timeout);
   // This start's warnings, once, but not those about other tools (their collisions: corral list).
   for (const w of new Set(registry.warnings)) {
     const about = /^Warning: tool "([^"]*)" /.exec(w)?.[1];
@@ -123,15 +115,31 @@ export async function callCommand(
       ...(interactive ? { onAsk: _answerOnTerminal } : {}),
     });
   } catch (err) {
-    if (!(err instanceof TypeError)) throw err;
-    // Unknown here: the operator's terminal gets the full paths of a file that did not load.
-    const message = registry.list().some((t) => t.name === name)
-      ? err.message
-      : registry.unknownToolMessage(name, true);
-    // A typo is a usage error; a tool whose file did not load, a configuration one.
-    throw message.startsWith("Unknown") ? new UsageError(message) : new ConfigError(message);
+    throw err instanceof TypeError ? _notCallable(err, name, registry) : err;
   }
   // Base64 of images and audio is summarized: a terminal gets nothing to decode.
   out(JSON.stringify(summarizeContent(result), null, 2));
   return result.success ? 0 : 1;
+}
+
+/** `--timeout MS`, checked; undefined when not given. */
+function _timeoutMs(given: string | undefined): number | undefined {
+  if (given === undefined) return undefined;
+  const timeoutMs = Number(given);
+  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) {
+    throw new UsageError(`--timeout must be a positive number of milliseconds, got "${given}"`);
+  }
+  return timeoutMs;
+}
+
+/**
+ * A tool the registry cannot call: a typo is a usage error, a tool whose
+ * file did not load a configuration one, named with the full paths (the
+ * operator's own terminal).
+ */
+function _notCallable(err: TypeError, name: string, registry: Registry): Error {
+  const message = registry.list().some((t) => t.name === name)
+    ? err.message
+    : registry.unknownToolMessage(name, true);
+  return message.startsWith("Unknown") ? new UsageError(message) : new ConfigError(message);
 }

@@ -67,6 +67,10 @@ export function useBundled(table: Record<string, () => Promise<unknown>>): void 
 
 type _Standalone = (v: CliValues, rest: string[]) => Promise<number>;
 type _OnCatalog = (v: CliValues, rest: string[], s: CliSession) => number | Promise<number>;
+type _CatalogCommand = {
+  onCatalog: () => Promise<_OnCatalog>;
+  prepare?: (v: CliValues) => Promise<void>;
+};
 
 /**
  * Every command, in the order the help names them. A command either runs
@@ -77,7 +81,7 @@ type _OnCatalog = (v: CliValues, rest: string[], s: CliSession) => number | Prom
 const _COMMANDS: Record<
   string,
   | { alone: () => Promise<_Standalone> }
-  | { onCatalog: () => Promise<_OnCatalog>; prepare?: (v: CliValues) => Promise<void> }
+  | _CatalogCommand
 > = {
   list: {
     onCatalog: async () => {
@@ -174,8 +178,52 @@ const _COMMANDS: Record<
 
 /** Run the CLI with `argv`; returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
-  // Hidden: a compiled corral re-runs itself for each program it starts (core/jail/self_run.ts):
-  // a process sandbox, the tree applier, a hosted server's egress bridge.
+  const hidden = await _hidden(argv);
+  if (hidden !== undefined) return hidden;
+  const reporter = new Reporter();
+  const started: _Ahead = {};
+  try {
+    // A tool file's own command line: every word after FILE is the tool's, not corral's.
+    if (argv[0] === "harness") {
+      return await (await _load<typeof import("./harness_command.ts")>(
+        "./harness_command.ts",
+      )).harnessCommand(argv.slice(1));
+    }
+    const { values, positionals } = parseCli(argv);
+    const said = await _helpOrVersion(values, positionals, reporter);
+    if (said !== undefined) return said;
+    const [command, ...rest] = positionals;
+    _checkUsage(command, rest);
+    // Every path the user typed means the folder they typed it in (not corral's, under deno task).
+    resolveUserPaths(command, values as Record<string, unknown>, rest);
+    // A client's entry for corral mcp: printed, nothing served, no catalog needed.
+    if (command === "mcp" && values["client-config"]) {
+      return await (await _load<typeof import("./client_config.ts")>(
+        "./client_config.ts",
+      )).clientConfigCommand(values);
+    }
+    const spec = _COMMANDS[command];
+    if ("alone" in spec) return await (await spec.alone())(values, rest);
+    return await _onCatalog(command, spec, values, rest, started);
+  } catch (err) {
+    return _failed(err, reporter);
+  } finally {
+    // A sandbox started ahead that the call did not take is stopped.
+    if (started.ahead) {
+      await (await _load<typeof import("../sandbox/prestart.ts")>("../sandbox/prestart.ts"))
+        .dropPrestarted();
+    }
+    removeScratch();
+  }
+}
+
+/**
+ * The hidden commands, a compiled corral's programs it re-runs itself for
+ * (core/jail/self_run.ts) and the host bundle's build: their exit code, or
+ * undefined for any other command line.
+ */
+async function _hidden(argv: string[]): Promise<number | undefined> {
+  // A process sandbox, the tree applier, a hosted server's egress bridge.
   if (argv[0] === "__sandbox-child") {
     const { runSandboxChild } = await _load<typeof import("../sandbox/sandbox_child.ts")>(
       "../sandbox/sandbox_child.ts",
@@ -191,7 +239,7 @@ export async function main(argv: string[]): Promise<number> {
     await runTreeApplier(argv[1]);
     return 0;
   }
-  // Hidden: make the host bundle now (./bundle_build.ts; a call starts it when its bundle is stale).
+  // Make the host bundle now (./bundle_build.ts; a call starts it when its bundle is stale).
   if (argv[0] === "__bundle") {
     return await (await _load<typeof import("./bundle_build.ts")>("./bundle_build.ts"))
       .buildHostBundle();
@@ -203,109 +251,128 @@ export async function main(argv: string[]): Promise<number> {
     );
     return await runEgressBridge(argv.slice(1));
   }
-  const reporter0 = new Reporter();
-  let ahead: Promise<void> | undefined;
-  try {
-    // A tool file's own command line: every word after FILE is the tool's, not corral's.
-    if (argv[0] === "harness") {
-      return await (await _load<typeof import("./harness_command.ts")>(
-        "./harness_command.ts",
-      )).harnessCommand(argv.slice(1));
-    }
-    const { values, positionals } = parseCli(argv);
-    if (values.version) {
-      out(await _versionLine());
-      return 0;
-    }
-    const [command, ...rest] = positionals;
-    if (command === "help" || (values.help && command)) {
-      const topic = command === "help" ? rest[0] : command;
-      if (!topic) {
-        out(USAGE);
-        return 0;
-      }
-      const help = commandHelp(topic);
-      if (!help) throw new UsageError(`no help for "${topic}": it is not a command`);
-      out(help);
-      return 0;
-    }
-    if (values.help || positionals.length === 0) {
-      (values.help ? out : (t: string) => reporter0.line(t))(USAGE);
-      return values.help ? 0 : 2;
-    }
-    if (command === "harness") {
-      throw new UsageError(
-        "harness comes first, and the tool's flags after its FILE: corral harness FILE [ARGS]",
-      );
-    }
-    if (!Object.hasOwn(_COMMANDS, command)) {
-      const known = [...Object.keys(_COMMANDS), "harness"].join(", ");
-      throw new UsageError(`unknown command "${command}" (commands: ${known}, help)`);
-    }
-    // Usage errors come before anything is loaded (and before any plugin warning).
-    const [min, max] = COMMAND_ARITY[command] ?? [0, Infinity];
-    if (rest.length > max) {
-      throw new UsageError(
-        `${command} takes ${max === 0 ? "no" : `at most ${max}`} argument${
-          max === 1 ? "" : "s"
-        }; unexpected "${rest[max]}" (corral help ${command})`,
-      );
-    }
-    if (rest.length < min) {
-      throw new UsageError(`${command} needs an argument (corral help ${command})`);
-    }
-    // Every path the user typed means the folder they typed it in (not corral's, under deno task).
-    resolveUserPaths(command, values as Record<string, unknown>, rest);
-    // A client's entry for corral mcp: printed, nothing served, no catalog needed.
-    if (command === "mcp" && values["client-config"]) {
-      return await (await _load<typeof import("./client_config.ts")>(
-        "./client_config.ts",
-      )).clientConfigCommand(values);
-    }
-    const spec = _COMMANDS[command];
-    if ("alone" in spec) return await (await spec.alone())(values, rest);
-    await spec.prepare?.(values);
-    // The sandbox this call needed last time starts now, while the host loads (adopted only
-    // when the call needs exactly that one: core/sandbox/prestart.ts).
-    // `corral mcp` on stdio: the sandbox its last session in this folder started first.
-    if (command === "call" || (command === "mcp" && values.http === undefined)) {
-      const recipes = await _load<typeof import("./prestart_recipe.ts")>("./prestart_recipe.ts");
-      ahead =
-        (command === "call" ? recipes.prestartCall(values, rest[0]) : recipes.prestartMcp(values))
-          .catch(() => {});
-      await ahead;
-    }
-    const { openRegistry } = await _load<typeof import("./open_registry.ts")>(
-      "./open_registry.ts",
-    );
-    // The command's modules (the MCP SDK, say) load while the catalog is built.
-    const loading = spec.onCatalog();
-    loading.catch(() => {}); // awaited below; a failure to open the registry comes first
-    const session = await openRegistry(values, new Reporter({ quiet: values.quiet }), command);
-    try {
-      return await (await loading)(values, rest, session);
-    } finally {
-      await session.registry.close();
-    }
-  } catch (err) {
-    if (err instanceof UsageError) {
-      reporter0.line(`corral: ${err.message}\nRun "corral --help" for usage.`);
-      return 2;
-    }
-    if (err instanceof ConfigError) {
-      reporter0.line(`corral: ${err.message}`);
-      return 2;
-    }
-    reporter0.line(`corral: internal error: ${(err as Error)?.stack ?? err}`);
-    return 3;
-  } finally {
-    // A sandbox started ahead that the call did not take is stopped.
-    if (ahead) {
-      await (await _load<typeof import("../sandbox/prestart.ts")>("../sandbox/prestart.ts"))
-        .dropPrestarted();
-    }
-    removeScratch();
+  return undefined;
+}
+
+/**
+ * `--version`, `help [COMMAND]`, `COMMAND --help`, `--help`, or no command
+ * at all (the usage, exit 2): the exit code once said; else undefined.
+ */
+async function _helpOrVersion(
+  values: CliValues,
+  positionals: string[],
+  reporter: Reporter,
+): Promise<number | undefined> {
+  if (values.version) {
+    out(await _versionLine());
+    return 0;
   }
+  const [command, topic0] = positionals;
+  if (command === "help" || (values.help && command)) {
+    const topic = command === "help" ? topic0 : command;
+    if (!topic) {
+      out(USAGE);
+      return 0;
+    }
+    const help = commandHelp(topic);
+    if (!help) throw new UsageError(`no help for "${topic}": it is not a command`);
+    out(help);
+    return 0;
+  }
+  if (values.help || positionals.length === 0) {
+    (values.help ? out : (t: string) => reporter.line(t))(USAGE);
+    return values.help ? 0 : 2;
+  }
+  return undefined;
+}
+
+/** Usage errors come before anything is loaded (and before any plugin warning). */
+function _checkUsage(command: string, rest: string[]): void {
+  if (command === "harness") {
+    throw new UsageError(
+      "harness comes first, and the tool's flags after its FILE: corral harness FILE [ARGS]",
+    );
+  }
+  if (!Object.hasOwn(_COMMANDS, command)) {
+    const known = [...Object.keys(_COMMANDS), "harness"].join(", ");
+    throw new UsageError(`unknown command "${command}" (commands: ${known}, help)`);
+  }
+  const [min, max] = COMMAND_ARITY[command] ?? [0, Infinity];
+  if (rest.length > max) {
+    throw new UsageError(
+      `${command} takes ${max === 0 ? "no" : `at most ${max}`} argument${
+        max === 1 ? "" : "s"
+      }; unexpected "${rest[max]}" (corral help ${command})`,
+    );
+  }
+  if (rest.length < min) {
+    throw new UsageError(`${command} needs an argument (corral help ${command})`);
+  }
+}
+
+/** The sandbox a command started ahead of its catalog, if any (stopped at the end unless taken). */
+interface _Ahead {
+  ahead?: Promise<void>;
+}
+
+/**
+ * A command on the catalog: the registry opened (while the command's modules
+ * load), the command run, the registry closed.
+ */
+async function _onCatalog(
+  command: string,
+  spec: _CatalogCommand,
+  values: CliValues,
+  rest: string[],
+  started: _Ahead,
+): Promise<number> {
+  await spec.prepare?.(values);
+  await _startAhead(command, values, rest, started);
+  const { openRegistry } = await _load<typeof import("./open_registry.ts")>(
+    "./open_registry.ts",
+  );
+  // The command's modules (the MCP SDK, say) load while the catalog is built.
+  const loading = spec.onCatalog();
+  loading.catch(() => {}); // awaited below; a failure to open the registry comes first
+  const session = await openRegistry(values, new Reporter({ quiet: values.quiet }), command);
+  try {
+    return await (await loading)(values, rest, session);
+  } finally {
+    await session.registry.close();
+  }
+}
+
+/**
+ * The sandbox this call needed last time starts now, while the host loads
+ * (adopted only when the call needs exactly that one: core/sandbox/prestart.ts).
+ * `corral mcp` on stdio: the sandbox its last session in this folder started first.
+ */
+async function _startAhead(
+  command: string,
+  values: CliValues,
+  rest: string[],
+  started: _Ahead,
+): Promise<void> {
+  if (command !== "call" && (command !== "mcp" || values.http !== undefined)) return;
+  const recipes = await _load<typeof import("./prestart_recipe.ts")>("./prestart_recipe.ts");
+  started.ahead =
+    (command === "call" ? recipes.prestartCall(values, rest[0]) : recipes.prestartMcp(values))
+      .catch(() => {});
+  await started.ahead;
+}
+
+/** What went wrong, said; the exit code: 2 for usage and configuration, 3 for corral's own. */
+function _failed(err: unknown, reporter: Reporter): number {
+  if (err instanceof UsageError) {
+    reporter.line(`corral: ${err.message}\nRun "corral --help" for usage.`);
+    return 2;
+  }
+  if (err instanceof ConfigError) {
+    reporter.line(`corral: ${err.message}`);
+    return 2;
+  }
+  reporter.line(`corral: internal error: ${(err as Error)?.stack ?? err}`);
+  return 3;
 }
 
 async function _versionLine(): Promise<string> {

@@ -27,14 +27,44 @@ const _VALUED = new Set(["--config", "--workspace", "--permissions"]);
 
 /** Run `corral harness` with the words after `harness`; returns the tool's exit code. */
 export async function harnessCommand(argv: string[]): Promise<number> {
+  const words = _words(argv);
+  if (words === "help") {
+    out(commandHelp("harness")!);
+    return 0;
+  }
+  const { own, given, rest } = words;
+  if (selfHosted()) {
+    throw new UsageError(
+      "harness runs a tool file with Deno, which a compiled corral does not carry: run it from " +
+        "corral's folder (deno task corral harness FILE) or an installed corral",
+    );
+  }
+  const file = await _toolFile(given);
+  const workspace = await Deno.realPath(own.workspace ?? userCwd()).catch(() => {
+    throw new UsageError(`--workspace "${own.workspace}": no such directory`);
+  });
+  const settings = await resolveSettings({
+    workspace,
+    workspaceFrom: own.workspace ? "--workspace" : "the folder corral was run from",
+    config: own.config,
+    permissions: own.permissions,
+    envBase: userCwd(),
+  });
+  return await _runTool(file, rest, workspace, await harnessSetup(file, settings));
+}
+
+/**
+ * The words after `harness`: corral's options before FILE (paths as the user
+ * meant them), FILE as given, and the tool's words after it; or "help".
+ */
+function _words(
+  argv: string[],
+): "help" | { own: Record<string, string>; given: string; rest: string[] } {
   const own: Record<string, string> = {};
   let i = 0;
   for (; i < argv.length && argv[i].startsWith("-"); i++) {
     const [flag, inline] = argv[i].split(/=(.*)/s, 2);
-    if (flag === "--help" || flag === "-h") {
-      out(commandHelp("harness")!);
-      return 0;
-    }
+    if (flag === "--help" || flag === "-h") return "help";
     if (!_VALUED.has(flag)) {
       throw new UsageError(
         `harness takes --config, --workspace and --permissions before FILE; the tool's own ` +
@@ -47,12 +77,11 @@ export async function harnessCommand(argv: string[]): Promise<number> {
   }
   const given = argv[i];
   if (!given) throw new UsageError("harness needs a tool file: corral harness FILE [ARGS]");
-  if (selfHosted()) {
-    throw new UsageError(
-      "harness runs a tool file with Deno, which a compiled corral does not carry: run it from " +
-        "corral's folder (deno task corral harness FILE) or an installed corral",
-    );
-  }
+  return { own, given, rest: argv.slice(i + 1) };
+}
+
+/** The tool file the user named, as a path from where they stood; a usage error when it is none. */
+async function _toolFile(given: string): Promise<string> {
   const file = expandHome(fromUser(given));
   try {
     if (!(await Deno.stat(file)).isFile) throw new Error("not a file");
@@ -60,17 +89,16 @@ export async function harnessCommand(argv: string[]): Promise<number> {
     const why = err instanceof Deno.errors.NotFound ? "no such file" : (err as Error).message;
     throw new UsageError(`harness: "${given}": ${why}`);
   }
-  const workspace = await Deno.realPath(own.workspace ?? userCwd()).catch(() => {
-    throw new UsageError(`--workspace "${own.workspace}": no such directory`);
-  });
-  const settings = await resolveSettings({
-    workspace,
-    workspaceFrom: own.workspace ? "--workspace" : "the folder corral was run from",
-    config: own.config,
-    permissions: own.permissions,
-    envBase: userCwd(),
-  });
-  const setup = await harnessSetup(file, settings);
+  return file;
+}
+
+/** The tool's own command line in a `deno run` of its own with corral's flags; its exit code. */
+async function _runTool(
+  file: string,
+  rest: string[],
+  workspace: string,
+  setup: HarnessSetup,
+): Promise<number> {
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",
@@ -81,7 +109,7 @@ export async function harnessCommand(argv: string[]): Promise<number> {
       "--frozen",
       join(INSTALL_DIR, "core", "tool", "harness_main.ts"),
       file,
-      ...argv.slice(i + 1),
+      ...rest,
     ],
     cwd: workspace,
     env: { [HARNESS_ENV]: JSON.stringify(setup) },

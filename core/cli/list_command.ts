@@ -14,54 +14,58 @@ import { toolTable } from "./tool_table.ts";
 
 /** Run `corral list`; returns the exit code. */
 export function listCommand(values: CliValues, session: CliSession, color: boolean): number {
-  const { registry, pluginWarnings } = session;
-  if (values.json) {
-    out(JSON.stringify(
-      registry.list().map((t) => ({
-        name: t.name,
-        toolset: t.toolset,
-        permissions: t.permissions,
-        status: t.status,
-        reason: t.reason ?? null,
-        source: t.source,
-        isolation: t.isolation,
-        jail: t.jail ?? null,
-        // The jail's second wall: { filter: "on" | "off", except: [...] } (core/seccomp/).
-        seccomp: t.seccomp ?? null,
-        // Why it runs in a worker rather than the policy's process sandbox (the host's flags).
-        fallback: t.fallback ?? null,
-        grant: t.grant,
-      })).concat(
-        // Modules that failed to load and plugin files that were rejected: no tool
-        // name, status "failed" or "rejected", and the reason.
-        registry.problems.map((p) => ({
-          name: null,
-          toolset: p.toolset,
-          permissions: "",
-          status: "failed",
-          reason: p.message,
-          source: p.source,
-          isolation: null,
-          jail: null,
-          grant: null,
-        })) as never[],
-        pluginWarnings.map((w) => ({
-          name: null,
-          toolset: null,
-          permissions: "",
-          status: "rejected",
-          reason: w,
-          source: null,
-          isolation: null,
-          jail: null,
-          grant: null,
-        })) as never[],
-      ),
-      null,
-      2,
-    ));
-    return 0;
-  }
+  if (values.json) out(JSON.stringify(_jsonRows(session), null, 2));
+  else _humanList(session, color);
+  return 0;
+}
+
+/** `list --json`: every tool, then what did not load. */
+function _jsonRows({ registry, pluginWarnings }: CliSession): Record<string, unknown>[] {
+  return [
+    ...registry.list().map((t) => ({
+      name: t.name,
+      toolset: t.toolset,
+      permissions: t.permissions,
+      status: t.status,
+      reason: t.reason ?? null,
+      source: t.source,
+      isolation: t.isolation,
+      jail: t.jail ?? null,
+      // The jail's second wall: { filter: "on" | "off", except: [...] } (core/seccomp/).
+      seccomp: t.seccomp ?? null,
+      // Why it runs in a worker rather than the policy's process sandbox (the host's flags).
+      fallback: t.fallback ?? null,
+      grant: t.grant,
+    })),
+    // Modules that failed to load and plugin files that were rejected: no tool name, status
+    // "failed" or "rejected", and the reason.
+    ...registry.problems.map((p) => _notLoaded("failed", p.message, p.toolset, p.source)),
+    ...pluginWarnings.map((w) => _notLoaded("rejected", w, null, null)),
+  ];
+}
+
+/** A `list --json` row of a module or plugin file that did not load. */
+function _notLoaded(
+  status: "failed" | "rejected",
+  reason: string,
+  toolset: string | null,
+  source: string | null,
+): Record<string, unknown> {
+  return {
+    name: null,
+    toolset,
+    permissions: "",
+    status,
+    reason,
+    source,
+    isolation: null,
+    jail: null,
+    grant: null,
+  };
+}
+
+/** `list`: the tool table, what did not load, where the settings come from, the sandboxes. */
+function _humanList({ registry, pluginWarnings, plugins }: CliSession, color: boolean): void {
   for (const row of toolTable(registry.list(), color)) out(row);
   for (const p of registry.problems) {
     out(colour(`did not load: ${terminalSafe(p.message)}`, "yellow", color));
@@ -69,7 +73,7 @@ export function listCommand(values: CliValues, session: CliSession, color: boole
   for (const w of pluginWarnings) {
     out(colour(`did not load: ${terminalSafe(w)}`, "yellow", color));
   }
-  const { policy } = session.plugins.settings;
+  const { policy } = plugins.settings;
   out(colour(
     terminalSafe(
       `settings: permissions.json from ${policy.files.join(" + ")}; grants are changed in ` +
@@ -87,9 +91,9 @@ export function listCommand(values: CliValues, session: CliSession, color: boole
     "dim",
     color,
   ));
-  return 0;
 }
 
+/** The process limits, as `list` names them. */
 const _LIMITS = {
   cgroup2: "cgroup v2 (pids.max, memory.max)",
   cgroup1: "cgroup v1 (pids.max, memory.limit_in_bytes)",

@@ -6,8 +6,6 @@
  * @module
  */
 import type { McpHandle, McpRegistry } from "../mcp/mod.ts";
-import { serverToken } from "../mcp/mod.ts";
-import { recordServer, TOKEN_VAR, type TokenSource } from "../mcp/mod.ts";
 import { watchPlugins } from "../plugins/mod.ts";
 import { pluginSources } from "../plugins/mod.ts";
 import { envVar } from "../config/mod.ts";
@@ -17,6 +15,7 @@ import type { CliValues } from "./options.ts";
 import { keepNextLaunch } from "./prestart_recipe.ts";
 import { sandboxLimitsOf } from "./sandbox_limits.ts";
 import type { TeamServer } from "./team_server.ts";
+import { type McpHttpLimits, type McpServed, serveMcpHttp } from "./_serve_mcp_http.ts";
 
 /** Run `corral mcp` with the command line's flags; returns the exit code. */
 export async function mcpCommand(values: CliValues, session: CliSession): Promise<number> {
@@ -138,113 +137,11 @@ export async function runMcpCommand(
   flags: McpCommandOptions,
   log: (text: string) => void = (t) => console.error(t),
 ): Promise<number> {
-  const number = (text: string | undefined, flag: string): number | undefined => {
-    if (text === undefined) return undefined;
-    const n = Number(text);
-    if (!Number.isInteger(n) || n <= 0) {
-      throw new ConfigError(`${flag} must be a positive integer, got "${text}"`);
-    }
-    return n;
-  };
-  const maxConcurrent = number(flags.maxConcurrent, "--max-concurrent");
-  const maxQueue = number(flags.maxQueue, "--max-queue");
-  const maxBodyBytes = number(flags.maxBody, "--max-body");
-  const maxSessions = number(flags.maxSessions, "--max-sessions");
-  const sessionIdle = number(flags.sessionIdle, "--session-idle");
-  const headTimeout = number(flags.headTimeout, "--head-timeout");
-  const maxConnsPerClient = number(flags.maxClientConns, "--max-client-conns");
-  const httpLimits = _httpLimits(flags, number);
-  let handle: McpHandle;
-  let team: TeamServer | undefined;
-  let unrecord: (() => Promise<void>) | undefined;
-  if (flags.http === undefined) {
-    for (
-      const [set, flag] of [
-        [flags.token, "--token"],
-        [flags.noToken, "--no-token"],
-        [flags.stateless, "--stateless"],
-        [flags.maxSessions, "--max-sessions"],
-        [flags.sessionIdle, "--session-idle"],
-        [flags.allowOrigin?.length, "--allow-origin"],
-        [flags.headTimeout, "--head-timeout"],
-        [flags.maxClientConns, "--max-client-conns"],
-        ..._HTTP_ONLY.map(([key, flag]) => [flags[key], flag] as const),
-      ] as const
-    ) {
-      if (set) throw new ConfigError(`${flag} only applies with --http`);
-    }
-    // Each transport loads its part of the MCP SDK only when used.
-    const { serveStdio } = await import("../mcp/serve_stdio.ts");
-    handle = await serveStdio(registry, {
-      maxConcurrent,
-      maxQueue,
-      ...(maxBodyBytes ? { maxMessageBytes: maxBodyBytes } : {}),
-    });
-  } else {
-    const { isLoopback, parseListenAddress, serveHttp } = await import("../mcp/serve_http.ts");
-    const { hostname, port } = parseListenAddress(flags.http);
-    let token = flags.token;
-    let source: TokenSource = token === undefined ? { kind: "none" } : { kind: "flag" };
-    if (token === undefined) {
-      try {
-        token = Deno.env.get(TOKEN_VAR) || undefined;
-      } catch { /* no env permission: no token */ }
-      if (token !== undefined) source = { kind: "env", variable: TOKEN_VAR };
-    }
-    if (flags.noToken) {
-      if (token !== undefined) throw new ConfigError("--no-token and a token cannot go together");
-      if (!isLoopback(hostname)) {
-        throw new ConfigError(`--no-token is for loopback only; ${hostname} needs a token`);
-      }
-      log(
-        "Warning: serving MCP without a token (--no-token): any local user or program " +
-          "that reaches this port can run the tools",
-      );
-    } else if (token === undefined && isLoopback(hostname)) {
-      // Beyond loopback the operator chooses the token (serveHttp refuses without one).
-      const made = await serverToken();
-      token = made.token;
-      source = { kind: "file", file: made.file };
-      log(
-        `corral: bearer token ${made.created ? "written to" : "read from"} ${made.file} ` +
-          `(send "Authorization: Bearer <token>"; --token or CORRAL_MCP_TOKEN to choose one)`,
-      );
-    }
-    team = await flags.team?.(token);
-    if (team?.metricsTokenFile) {
-      log(`corral: /metrics needs "Authorization: Bearer <the token in ${team.metricsTokenFile}>"`);
-    }
-    const http = await serveHttp(registry, {
-      team: team?.identity,
-      hostname,
-      port,
-      token,
-      stateless: flags.stateless,
-      maxBodyBytes,
-      maxConcurrent,
-      maxQueue,
-      maxSessions,
-      ...(sessionIdle ? { sessionIdleMs: sessionIdle * 1000 } : {}),
-      ...(headTimeout ? { headTimeoutMs: headTimeout * 1000 } : {}),
-      maxConnsPerClient,
-      ...httpLimits,
-      allowedOrigins: flags.allowOrigin,
-    });
-    // Where its token comes from, for --client-config in another shell (never the token itself).
-    unrecord = await recordServer(
-      { url: http.url, hostname, port: Number(new URL(http.url).port), source },
-      token,
-    ).catch(() => undefined);
-    log(
-      `corral: MCP over Streamable HTTP at ${http.url}${flags.stateless ? " (stateless)" : ""}${
-        token ? ` (bearer token required: ${_said(source)})` : ""
-      }`,
-    );
-    if (token) {
-      log(`corral: a client's entry for it: corral mcp --client-config --http ${http.url}`);
-    }
-    handle = http;
-  }
+  const limits = _limits(flags);
+  const served: McpServed = flags.http === undefined
+    ? { handle: await _serveStdio(registry, flags, limits.stdio) }
+    : await serveMcpHttp(registry, flags.http, flags, limits.http, log);
+  const { handle } = served;
   await flags.onServe?.(handle);
   const stop = () => void handle.close();
   const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
@@ -253,10 +150,36 @@ export async function runMcpCommand(
     await handle.finished;
   } finally {
     for (const s of signals) Deno.removeSignalListener(s, stop);
-    await unrecord?.();
-    await team?.close();
+    await served.unrecord?.();
+    await served.team?.close();
   }
   return 0;
+}
+
+/** `corral mcp` on stdio; a flag that only applies with `--http` is refused. */
+async function _serveStdio(
+  registry: McpRegistry,
+  flags: McpCommandOptions,
+  limits: { maxConcurrent?: number; maxQueue?: number; maxMessageBytes?: number },
+): Promise<McpHandle> {
+  for (
+    const [set, flag] of [
+      [flags.token, "--token"],
+      [flags.noToken, "--no-token"],
+      [flags.stateless, "--stateless"],
+      [flags.maxSessions, "--max-sessions"],
+      [flags.sessionIdle, "--session-idle"],
+      [flags.allowOrigin?.length, "--allow-origin"],
+      [flags.headTimeout, "--head-timeout"],
+      [flags.maxClientConns, "--max-client-conns"],
+      ..._HTTP_ONLY.map(([key, flag]) => [flags[key], flag] as const),
+    ] as const
+  ) {
+    if (set) throw new ConfigError(`${flag} only applies with --http`);
+  }
+  // Each transport loads its part of the MCP SDK only when used.
+  const { serveStdio } = await import("../mcp/serve_stdio.ts");
+  return await serveStdio(registry, limits);
 }
 
 /** Flags that only apply with `--http`, besides the older ones named above. */
@@ -271,44 +194,64 @@ const _HTTP_ONLY = [
   ["sharedState", "--shared-state"],
 ] as const;
 
+/** The limits of either transport from their flags, all checked before either serves. */
+function _limits(flags: McpCommandOptions) {
+  const maxConcurrent = _positive(flags.maxConcurrent, "--max-concurrent");
+  const maxQueue = _positive(flags.maxQueue, "--max-queue");
+  const maxBodyBytes = _positive(flags.maxBody, "--max-body");
+  const maxSessions = _positive(flags.maxSessions, "--max-sessions");
+  const sessionIdle = _positive(flags.sessionIdle, "--session-idle");
+  const headTimeout = _positive(flags.headTimeout, "--head-timeout");
+  const maxConnsPerClient = _positive(flags.maxClientConns, "--max-client-conns");
+  const http: McpHttpLimits = {
+    maxBodyBytes,
+    maxConcurrent,
+    maxQueue,
+    maxSessions,
+    ...(sessionIdle ? { sessionIdleMs: sessionIdle * 1000 } : {}),
+    ...(headTimeout ? { headTimeoutMs: headTimeout * 1000 } : {}),
+    maxConnsPerClient,
+    ..._httpLimits(flags),
+  };
+  const stdio = {
+    maxConcurrent,
+    maxQueue,
+    ...(maxBodyBytes ? { maxMessageBytes: maxBodyBytes } : {}),
+  };
+  return { stdio, http };
+}
+
+/** A flag's positive integer; undefined when the flag is not given. */
+function _positive(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!Number.isInteger(n) || n <= 0) {
+    throw new ConfigError(`${flag} must be a positive integer, got "${text}"`);
+  }
+  return n;
+}
+
 /** The HTTP front's and the identities' limits from their flags (checked). */
-function _httpLimits(
-  flags: McpCommandOptions,
-  number: (text: string | undefined, flag: string) => number | undefined,
-) {
+function _httpLimits(flags: McpCommandOptions) {
   const rate = flags.minBodyRate;
   if (rate !== undefined && !/^\d+$/.test(rate.trim())) {
     throw new ConfigError(
       `--min-body-rate must be a number of bytes a second (0: none), got "${rate}"`,
     );
   }
-  const bodyTimeout = number(flags.bodyTimeout, "--body-timeout");
+  const bodyTimeout = _positive(flags.bodyTimeout, "--body-timeout");
   const identityDefaults = {
-    sessions: number(flags.identitySessions, "--max-identity-sessions"),
-    concurrent: number(flags.identityConcurrent, "--max-identity-concurrent"),
-    queued: number(flags.identityQueue, "--max-identity-queue"),
-    connections: number(flags.identityConns, "--max-identity-conns"),
+    sessions: _positive(flags.identitySessions, "--max-identity-sessions"),
+    concurrent: _positive(flags.identityConcurrent, "--max-identity-concurrent"),
+    queued: _positive(flags.identityQueue, "--max-identity-queue"),
+    connections: _positive(flags.identityConns, "--max-identity-conns"),
   };
   return {
-    maxConns: number(flags.maxConns, "--max-conns"),
+    maxConns: _positive(flags.maxConns, "--max-conns"),
     ...(bodyTimeout ? { bodyTimeoutMs: bodyTimeout * 1000 } : {}),
     ...(rate !== undefined ? { minBodyRate: Number(rate) } : {}),
     identityDefaults: Object.fromEntries(
       Object.entries(identityDefaults).filter(([, v]) => v !== undefined),
     ),
   };
-}
-
-/** A token's source as the server's start line says it. */
-function _said(source: TokenSource): string {
-  switch (source.kind) {
-    case "env":
-      return `the one in ${source.variable}`;
-    case "file":
-      return `the one in ${source.file}`;
-    case "flag":
-      return "the one given with --token";
-    case "none":
-      return "none";
-  }
 }

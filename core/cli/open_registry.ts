@@ -11,9 +11,10 @@ import type { Policy } from "../config/mod.ts";
 import type { Settings } from "../config/mod.ts";
 import { probeLimits } from "../jail/mod.ts";
 import { useCaFiles } from "../egress/mod.ts";
-import { confinePlugins } from "../plugins/mod.ts";
+import { confinePlugins, type PluginSources } from "../plugins/mod.ts";
 import { registryBanner } from "../registry/mod.ts";
 import { Registry } from "../registry/mod.ts";
+import type { RegistryOptions } from "../registry/mod.ts";
 import { defaultCacheDir, DiscoveryCache } from "../registry/mod.ts";
 import type { Reporter } from "../tool/mod.ts";
 import { cliSettings } from "./cli_settings.ts";
@@ -64,18 +65,58 @@ export async function openRegistry(
   // One discovery cache for the plugins' check and the registry: unchanged files are not read.
   const cache = settings.cache ? new DiscoveryCache(defaultCacheDir(), reporter) : undefined;
   const plugins = await confinePlugins(settings.plugins, cache && ((f) => cache.knownImports(f)));
-  // The operator's extra trust store, for every sandbox (core/egress/trust_store.ts).
-  if (values["ca-file"]?.length) {
-    try {
-      useCaFiles(values["ca-file"].map((f) => resolve(userCwd(), f)));
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
-  }
+  _useCaFiles(values);
   const registry = await Registry.create({
+    ..._registryOptions(settings, plugins, reporter, cache),
+    // `call` keeps stderr for its call: only the warnings about its tool (core/cli/call_command.ts).
+    quietWarnings: command === "call",
+    ...(values.hold ? { hold: true } : {}),
+  });
+  const skipped = registry.problems.length + plugins.warnings.length;
+  if (skipped && human) {
+    notes.push(
+      `Warning: ${skipped} plugin file${skipped === 1 ? "" : "s"} did not load ` +
+        `(corral list says why)`,
+    );
+  }
+  if (!reporter.quiet) await _sayNotes(notes, registry, reporter);
+  return {
+    registry,
+    reporter,
+    pluginWarnings: plugins.warnings,
+    plugins: {
+      policy,
+      config,
+      workspace: settings.workspace,
+      envBase: userCwd(),
+      dirs: plugins.dirs.map((d) => d.real),
+      settings,
+    },
+  };
+}
+
+/** The operator's extra trust store (`--ca-file`), for every sandbox (core/egress/trust_store.ts). */
+function _useCaFiles(values: CliValues): void {
+  if (!values["ca-file"]?.length) return;
+  try {
+    useCaFiles(values["ca-file"].map((f) => resolve(userCwd(), f)));
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+/** The registry's options from the settings: any command's, the command's own added after. */
+function _registryOptions(
+  settings: Settings,
+  plugins: PluginSources,
+  reporter: Reporter,
+  cache: DiscoveryCache | undefined,
+): RegistryOptions {
+  const { config } = settings;
+  return {
     privileges: settings.letters,
     toolsets: settings.toolsets,
-    policy,
+    policy: settings.policy,
     workspace: settings.workspace,
     sources: plugins.sources,
     reporter,
@@ -83,8 +124,6 @@ export async function openRegistry(
     // Load problems and rejected files: one line that points to `corral list`, not a
     // screenful on every command (list itself shows them in full).
     quietProblems: true,
-    // `call` keeps stderr for its call: only the warnings about its tool (core/cli/call_command.ts).
-    quietWarnings: command === "call",
     // An identity's workspace opens a registry of its own (core/cli/team_server.ts): once each.
     said: _said,
     rejected: plugins.rejected,
@@ -100,37 +139,18 @@ export async function openRegistry(
     ...(settings.audit ? { auditPath: settings.audit } : {}),
     ...(config.auditMaxBytes !== null ? { auditLimits: { maxBytes: config.auditMaxBytes } } : {}),
     ...(config.auditRequired ? {} : { auditOptional: true }),
-    ...(values.hold ? { hold: true } : {}),
-  });
-  const skipped = registry.problems.length + plugins.warnings.length;
-  if (skipped && human) {
-    notes.push(
-      `Warning: ${skipped} plugin file${skipped === 1 ? "" : "s"} did not load ` +
-        `(corral list says why)`,
-    );
-  }
-  if (!reporter.quiet) {
-    // The banner says which limits bind: their probe, not a second one. Quiet, no banner,
-    // and the probe goes on while the command starts (a sandbox awaits it).
-    await probeLimits();
-    for (const line of [...notes, ...registryBanner(registry)]) {
-      if (!_said.has(line)) reporter.line(line, "yellow");
-      _said.add(line);
-    }
-  }
-  return {
-    registry,
-    reporter,
-    pluginWarnings: plugins.warnings,
-    plugins: {
-      policy,
-      config,
-      workspace: settings.workspace,
-      envBase: userCwd(),
-      dirs: plugins.dirs.map((d) => d.real),
-      settings,
-    },
   };
+}
+
+/** The notes, then the registry's banner: each line said once per start. */
+async function _sayNotes(notes: string[], registry: Registry, reporter: Reporter): Promise<void> {
+  // The banner says which limits bind: their probe, not a second one. Quiet, no banner,
+  // and the probe goes on while the command starts (a sandbox awaits it).
+  await probeLimits();
+  for (const line of [...notes, ...registryBanner(registry)]) {
+    if (!_said.has(line)) reporter.line(line, "yellow");
+    _said.add(line);
+  }
 }
 
 /** The warnings and notes this process printed: each is said once per start. */

@@ -14,7 +14,9 @@ import { changedFields, readApproved, readSeen } from "../hosted/mod.ts";
 import { serverLetters } from "../hosted/mod.ts";
 import { installed, installServer } from "../hosted/mod.ts";
 import { layerBases } from "../config/mod.ts";
-import { publishedViews } from "../layers/mod.ts";
+import type { ServerEntry } from "../config/mod.ts";
+import { type PublishedView, publishedViews } from "../layers/mod.ts";
+import type { Registry } from "../registry/mod.ts";
 import { effectiveGrant } from "../sandbox/mod.ts";
 import { Reporter, terminalSafe } from "../tool/mod.ts";
 import { openRegistry } from "./open_registry.ts";
@@ -31,47 +33,12 @@ export async function serversCommand(values: CliValues, rest: string[]): Promise
   const session = await openRegistry(values, new Reporter({ quiet: values.quiet }));
   const { registry } = session;
   try {
-    const entries = registry.hosted.entries;
-    const names = rest[1] ? [rest[1]] : entries.map((e) => e.name);
-    for (const n of names) {
-      if (!registry.hosted.entry(n)) {
-        throw new UsageError(
-          `no server "${n}" in corral.json (servers: ${
-            entries.map((e) => e.name).join(", ") || "none"
-          })`,
-        );
-      }
-    }
+    const names = _names(registry, rest[1]);
     if (sub === "list") return _list(names, registry.hosted.entry.bind(registry.hosted), values);
     let failed = 0;
     for (const name of names) {
-      const entry = registry.hosted.entry(name)!;
       try {
-        if (sub === "install") {
-          const r = await installServer(entry);
-          if (r) out(`${name}: installed ${r.package}@${r.version} (${r.integrity})`);
-          if (readApproved(name)) continue;
-        }
-        const before = readApproved(name) ?? [];
-        const policy = registry.policy.server(name);
-        const grant = effectiveGrant(serverLetters(policy), policy, registry.host).grant;
-        const tools = await registry.hosted.approve(name, policy, grant);
-        // A tool that allow/deny keep back is recorded, never offered: not "approved" for use.
-        const offered = tools.filter((t) =>
-          (!entry.allow || entry.allow.includes(t)) && !entry.deny.includes(t)
-        );
-        out(`${name}: approved ${offered.length} tools: ${offered.join(", ") || "none"}`);
-        const held = tools.filter((t) => !offered.includes(t));
-        if (held.length) {
-          out(
-            `  not offered (servers.${name}.tools allow/deny in corral.json): ${held.join(", ")}`,
-          );
-        }
-        const seen = readApproved(name) ?? [];
-        for (const t of seen) {
-          const f = changedFields(t, before.find((b) => b.name === t.name));
-          if (before.length && f.length) out(`  ${t.name}: ${f.join(", ")}`);
-        }
+        await _installOrApprove(registry, name, sub === "install");
       } catch (err) {
         failed++;
         out(`${name}: ${terminalSafe((err as Error).message)}`);
@@ -83,62 +50,116 @@ export async function serversCommand(values: CliValues, rest: string[]): Promise
   }
 }
 
+/** The server named, or every server of corral.json; a usage error for a name it lacks. */
+function _names(registry: Registry, named: string | undefined): string[] {
+  const entries = registry.hosted.entries;
+  const names = named ? [named] : entries.map((e) => e.name);
+  for (const n of names) {
+    if (!registry.hosted.entry(n)) {
+      throw new UsageError(
+        `no server "${n}" in corral.json (servers: ${
+          entries.map((e) => e.name).join(", ") || "none"
+        })`,
+      );
+    }
+  }
+  return names;
+}
+
+/**
+ * `install` one server (then approve it, unless it has approved tools
+ * already) or `approve` it: started, its tools recorded, what changed said.
+ */
+async function _installOrApprove(
+  registry: Registry,
+  name: string,
+  install: boolean,
+): Promise<void> {
+  const entry = registry.hosted.entry(name)!;
+  if (install) {
+    const r = await installServer(entry);
+    if (r) out(`${name}: installed ${r.package}@${r.version} (${r.integrity})`);
+    if (readApproved(name)) return;
+  }
+  const before = readApproved(name) ?? [];
+  const policy = registry.policy.server(name);
+  const grant = effectiveGrant(serverLetters(policy), policy, registry.host).grant;
+  const tools = await registry.hosted.approve(name, policy, grant);
+  // A tool that allow/deny keep back is recorded, never offered: not "approved" for use.
+  const offered = tools.filter((t) =>
+    (!entry.allow || entry.allow.includes(t)) && !entry.deny.includes(t)
+  );
+  out(`${name}: approved ${offered.length} tools: ${offered.join(", ") || "none"}`);
+  const held = tools.filter((t) => !offered.includes(t));
+  if (held.length) {
+    out(`  not offered (servers.${name}.tools allow/deny in corral.json): ${held.join(", ")}`);
+  }
+  const seen = readApproved(name) ?? [];
+  for (const t of seen) {
+    const f = changedFields(t, before.find((b) => b.name === t.name));
+    if (before.length && f.length) out(`  ${t.name}: ${f.join(", ")}`);
+  }
+}
+
+/** `servers list [--json]`: each server's package, install, approval and running views. */
 function _list(
   names: string[],
-  entryOf: (n: string) => import("../config/server_config.ts").ServerEntry | undefined,
+  entryOf: (n: string) => ServerEntry | undefined,
   values: CliValues,
 ): number {
   // Servers running now in any corral of this user: what their view of the workspace is.
   const views = publishedViews(layerBases());
   const alive = _running([...new Set([...views.values()].flat().map((v) => v.corral))]);
-  const rows = names.map((name) => {
-    const e = entryOf(name)!;
-    const inst = installed(e);
-    const approved = readApproved(name);
-    const seen = readSeen(name);
-    const changed = (seen ?? []).map((t) => ({
-      tool: t.name,
-      fields: changedFields(t, approved?.find((a) => a.name === t.name)),
-    })).filter((c) => c.fields.length);
-    return {
-      name,
-      kind: e.kind,
-      package: e.kind === "command" ? e.command.join(" ") : `${e.package}@${e.version}`,
-      installed: typeof inst === "string" ? inst : `yes (${inst.integrity})`,
-      // Recorded but kept back by allow/deny: never offered, so not counted as approved.
-      approved: approved
-        ? approved.filter((t) => (!e.allow || e.allow.includes(t.name)) && !e.deny.includes(t.name))
-          .length
-        : null,
-      changed,
-      running: (views.get(name) ?? []).filter((v) => alive.has(v.corral)).map((v) => ({
-        corral: v.corral,
-        refreshes: v.refreshes,
-        refreshed: v.refreshed,
-        view: v.stale ?? "current",
-      })),
-    };
-  });
-  if (values.json) {
-    out(JSON.stringify(rows, null, 2));
-    return 0;
-  }
-  for (const r of rows) {
-    out(`${r.name}  ${r.kind} ${terminalSafe(r.package)}`);
-    out(`  installed: ${terminalSafe(r.installed)}`);
-    out(`  approved tools: ${r.approved ?? "none yet (corral servers install " + r.name + ")"}`);
-    for (const c of r.changed) out(`  changed since approval: ${c.tool} (${c.fields.join(", ")})`);
-    for (const v of r.running) {
-      out(
-        `  running in corral ${v.corral}: view of the workspace ${
-          v.view === "current"
-            ? `current (made ${v.refreshed}; refreshed ${v.refreshes} times since it started)`
-            : `stale: ${terminalSafe(v.view)}`
-        }`,
-      );
-    }
-  }
+  const rows = names.map((name) => _row(name, entryOf(name)!, views.get(name) ?? [], alive));
+  if (values.json) out(JSON.stringify(rows, null, 2));
+  else for (const r of rows) _print(r);
   return 0;
+}
+
+/** One server's row of `servers list`. */
+function _row(name: string, e: ServerEntry, views: PublishedView[], alive: Set<number>) {
+  const inst = installed(e);
+  const approved = readApproved(name);
+  const seen = readSeen(name);
+  const changed = (seen ?? []).map((t) => ({
+    tool: t.name,
+    fields: changedFields(t, approved?.find((a) => a.name === t.name)),
+  })).filter((c) => c.fields.length);
+  return {
+    name,
+    kind: e.kind,
+    package: e.kind === "command" ? e.command.join(" ") : `${e.package}@${e.version}`,
+    installed: typeof inst === "string" ? inst : `yes (${inst.integrity})`,
+    // Recorded but kept back by allow/deny: never offered, so not counted as approved.
+    approved: approved
+      ? approved.filter((t) => (!e.allow || e.allow.includes(t.name)) && !e.deny.includes(t.name))
+        .length
+      : null,
+    changed,
+    running: views.filter((v) => alive.has(v.corral)).map((v) => ({
+      corral: v.corral,
+      refreshes: v.refreshes,
+      refreshed: v.refreshed,
+      view: v.stale ?? "current",
+    })),
+  };
+}
+
+/** A row of `servers list` for a person. */
+function _print(r: ReturnType<typeof _row>): void {
+  out(`${r.name}  ${r.kind} ${terminalSafe(r.package)}`);
+  out(`  installed: ${terminalSafe(r.installed)}`);
+  out(`  approved tools: ${r.approved ?? "none yet (corral servers install " + r.name + ")"}`);
+  for (const c of r.changed) out(`  changed since approval: ${c.tool} (${c.fields.join(", ")})`);
+  for (const v of r.running) {
+    out(
+      `  running in corral ${v.corral}: view of the workspace ${
+        v.view === "current"
+          ? `current (made ${v.refreshed}; refreshed ${v.refreshes} times since it started)`
+          : `stale: ${terminalSafe(v.view)}`
+      }`,
+    );
+  }
 }
 
 /**

@@ -62,36 +62,48 @@ export async function teamServer(
   try {
     // First: a shared state that cannot be reached refuses the start before anything opens.
     state = await sharedStateOf(values, config);
-    for (const ws of policy.workspaces()) {
-      await Deno.mkdir(ws, { recursive: true, mode: 0o700 });
-      const opened = await openRegistry({ ...values, workspace: ws }, session.reporter);
-      opened.registry.sandboxes.setLimits(sandboxLimitsOf(values));
-      registries.set(ws, opened.registry);
-    }
-    let metricsToken = envVar("CORRAL_METRICS_TOKEN");
-    let metricsTokenFile: string | undefined;
-    if (!metricsToken) {
-      const made = await serverToken(undefined, "metrics-token");
-      metricsToken = made.token;
-      metricsTokenFile = made.file;
-    }
+    await _openWorkspaces(values, session, policy.workspaces(), registries);
+    const metrics = await _metricsToken();
     const identity = await httpIdentityFromConfig(config, {
       defaultToken: token,
       serverWorkspace: workspace,
       policy,
       registries: registries as Map<string, McpRegistry>,
-      metricsToken,
+      metricsToken: metrics.token,
       state,
       failures: _authFailures(config),
     });
     if (state.where !== "this replica") {
       session.reporter.line(`corral: limits and revocations shared through ${state.where}`);
     }
-    return { identity, metricsTokenFile, close };
+    return { identity, metricsTokenFile: metrics.file, close };
   } catch (err) {
     await close();
     throw err;
   }
+}
+
+/** A registry for each identity workspace (made, 0700, when missing), with the server's limits. */
+async function _openWorkspaces(
+  values: CliValues,
+  session: CliSession,
+  workspaces: Iterable<string>,
+  registries: Map<string, Registry>,
+): Promise<void> {
+  for (const ws of workspaces) {
+    await Deno.mkdir(ws, { recursive: true, mode: 0o700 });
+    const opened = await openRegistry({ ...values, workspace: ws }, session.reporter);
+    opened.registry.sandboxes.setLimits(sandboxLimitsOf(values));
+    registries.set(ws, opened.registry);
+  }
+}
+
+/** The token `/metrics` asks for: `CORRAL_METRICS_TOKEN`, else one corral made, and its file. */
+async function _metricsToken(): Promise<{ token: string; file?: string }> {
+  const given = envVar("CORRAL_METRICS_TOKEN");
+  if (given) return { token: given };
+  const made = await serverToken(undefined, "metrics-token");
+  return { token: made.token, file: made.file };
 }
 
 /**

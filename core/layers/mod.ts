@@ -32,3 +32,4 @@ export { layerQuota } from "./layer_quota.ts";
 export { type LayerRules, type SandboxLayers } from "./settle_layers.ts";
 export { pathFolders, type StartedLayers, startLayers } from "./start_layers.ts";
 export { publishedViews } from "./view_refresh.ts";
+export { type PublishedView } from "./view_refresh.ts";

@@ -17,3 +17,4 @@ export {
   tokenMatches,
   type TokenSource,
 } from "./token_source.ts";
+export { type McpHttpOptions } from "./serve_http.ts";

@@ -10,3 +10,4 @@ export { initPluginDir } from "./plugin_init.ts";
 export { watchPlugins } from "./plugin_watcher.ts";
 export { confinePlugins, pluginSources } from "./plugins.ts";
 export { scaffoldTool } from "./scaffold.ts";
+export { type PluginSources } from "./plugins.ts";

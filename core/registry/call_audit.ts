@@ -24,7 +24,7 @@ import type { AskKind } from "../sandbox/mod.ts";
 import type { Reporter } from "../tool/mod.ts";
 import { CredentialRevokedError } from "../tool/mod.ts";
 import { failure, type ToolResult, withFault } from "../tool/mod.ts";
-import type { Catalog, ToolInfo } from "./catalog.ts";
+import type { Catalog, CatalogEntry, ToolInfo } from "./catalog.ts";
 import { type ChangeReport, changesOf, isEmptyReport, withChanges } from "../layers/mod.ts";
 
 const _ENCODER = new TextEncoder();
@@ -168,41 +168,16 @@ export class CallAudit {
    * that cannot be written is a warning (the call ran).
    */
   async call(c: CallLine): Promise<void> {
-    const { who, name, args, time, started, result } = c;
-    const outcome = c.outcome ?? classifyResult(result);
-    const changes = _changes(c.changes ?? changesOf(result));
-    const { audit, catalog, reporter, secrets } = this.#o;
+    const { who, name } = c;
+    const outcome = c.outcome ?? classifyResult(c.result);
+    const changes = _changes(c.changes ?? changesOf(c.result));
+    const { audit, catalog, reporter } = this.#o;
     const entry = catalog.anyEntry(name);
-    const info = entry?.info;
-    const line = async (): Promise<AuditRecord> => {
-      const canonical = _ENCODER.encode(canonicalJson(args ?? null));
-      // Large arguments are hashed natively (short ones at once, in TypeScript).
-      if (canonical.length > _NATIVE_FROM) await useNativeSha256();
-      return {
-        time,
-        ...who,
-        tool: name,
-        toolset: info?.toolset ?? "",
-        source: info?.kind ?? "",
-        letters: info?.permissions ?? "",
-        grant: info ? { ...info.grant } : null,
-        isolation: info?.isolation ?? "",
-        ...(info?.jail ? { jail: info.jail } : {}),
-        ...(info?.seccomp ? { seccomp: _wall(info.seccomp) } : {}),
-        args_sha256: sha256Hex(canonical),
-        args_bytes: canonical.length,
-        ..._shownArgs(args, entry?.source.policy, secrets),
-        duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
-        outcome: outcome.outcome,
-        ...(outcome.reason ? { reason: outcome.reason } : {}),
-        ...(result.error ? { error: scrubText(result.error, secrets) } : {}),
-        ...changes,
-      };
-    };
+    const line = () => this.#callRecord(c, entry, outcome, changes);
     try {
       // Refusals before a call ran (the caller's limits, unknown tools, bad arguments) are
       // counted per identity and reason rather than written one by one
-      // (core/audit/audit.ts `RefusalTally`). A call that ran (its writes refused at the apply, a
+      // (core/audit/audit_refusals.ts). A call that ran (its writes refused at the apply, a
       // permission its code lacked), a revocation that stopped one, and a call that changed
       // files are always written, each on its own line: a tally never stands for them.
       if (
@@ -218,6 +193,44 @@ export class CallAudit {
         "yellow",
       );
     }
+  }
+
+  /**
+   * A call's record: who, the tool and its grant, its arguments (hashed;
+   * shown as its policy says, secrets scrubbed), duration, outcome, changes.
+   */
+  async #callRecord(
+    c: CallLine,
+    entry: CatalogEntry | undefined,
+    outcome: { outcome: AuditOutcome; reason?: string },
+    changes: { changes?: ChangeReport },
+  ): Promise<AuditRecord> {
+    const { who, name, args, time, started, result } = c;
+    const secrets = this.#o.secrets;
+    const info = entry?.info;
+    const canonical = _ENCODER.encode(canonicalJson(args ?? null));
+    // Large arguments are hashed natively (short ones at once, in TypeScript).
+    if (canonical.length > _NATIVE_FROM) await useNativeSha256();
+    return {
+      time,
+      ...who,
+      tool: name,
+      toolset: info?.toolset ?? "",
+      source: info?.kind ?? "",
+      letters: info?.permissions ?? "",
+      grant: info ? { ...info.grant } : null,
+      isolation: info?.isolation ?? "",
+      ...(info?.jail ? { jail: info.jail } : {}),
+      ...(info?.seccomp ? { seccomp: _wall(info.seccomp) } : {}),
+      args_sha256: sha256Hex(canonical),
+      args_bytes: canonical.length,
+      ..._shownArgs(args, entry?.source.policy, secrets),
+      duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
+      outcome: outcome.outcome,
+      ...(outcome.reason ? { reason: outcome.reason } : {}),
+      ...(result.error ? { error: scrubText(result.error, secrets) } : {}),
+      ...changes,
+    };
   }
 
   /**

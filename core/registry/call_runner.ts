@@ -33,6 +33,7 @@ import { holdRequest } from "./call_hold.ts";
 import { auditWho, CallAudit, revokedResult } from "./call_audit.ts";
 import { cleanResult } from "./clean_result.ts";
 import { type ChangeReport, changesOf, withChanges } from "../layers/mod.ts";
+import type { HoldRequest } from "../layers/mod.ts";
 import { sink as telemetry } from "../base/mod.ts";
 
 /** Per-call options of {@link CallRunner.call} (and `Registry.call`). */
@@ -254,20 +255,16 @@ export class CallRunner {
     this.#audit?.changes(who ?? {}, toolset, report);
   }
 
+  /** One call: its tool found, its arguments and confirmation checked, then run where it lives. */
   async #call(
     name: string,
     args: unknown,
     options: RegistryCallOptions,
     ran: { ran: boolean },
   ): Promise<ToolResult> {
-    const { catalog, reporter } = this.#options;
-    const entry = catalog.entry(name);
-    if (!entry) {
-      const other = catalog.anyEntry(name);
-      if (other) return failure(name, `not loaded: ${other.info.reason ?? other.info.status}`);
-      throw new TypeError(catalog.unknownToolMessage(name));
-    }
-    const { info, source, module } = entry;
+    const entry = this.#options.catalog.entry(name);
+    if (!entry) return this.#notLoaded(name);
+    const { info, source } = entry;
     // Before anything of the call happens (confirmation, a sandbox start): bounded arguments.
     const tooBig = argLimitRefusal(args, source.policy);
     if (tooBig) return withFault(failure(name, tooBig), "denied", "arguments");
@@ -275,66 +272,100 @@ export class CallRunner {
     if (refused) return refused;
     const limit = source.policy.timeout_ms;
     const timeoutMs = options.timeoutMs ? Math.min(options.timeoutMs, limit) : limit;
-    const secrets = this.#options.secrets;
-    const onAsk = options.onAsk;
     // The call's questions to its client: capped, audited, valid only while the call runs.
     const who = auditWho(options);
     using asks = new AskBudget(
       source.policy,
-      onAsk,
+      options.onAsk,
       (kind, outcome, started, reason) =>
         this.#audit?.ask(who, name, info.toolset, kind, outcome, started, reason),
     );
-    const ask = { onAsk: (kind: AskKind, params: unknown) => asks.ask(kind, params) };
     const asked = options.hold || this.#options.hold;
-    const hold = holdRequest(name, info.toolset, source.policy, this.#options.policy, asked, who);
-    if (source.kind === "server" && this.#options.hosted) {
-      return await this.#options.hosted(name, args, {
-        policy: source.policy,
-        grant: info.grant,
-        timeoutMs,
-        // Principals never share a hosted server either (core/hosted/hosted_servers.ts).
-        session: options.principal,
-        onRun: () => ran.ran = true,
-        ...(hold ? { hold } : {}),
-        identity: auditWho(options).identity,
-        signal: options.signal,
-        onProgress: (progress, total, message) =>
-          options.onReport?.("progress", scrubText(message ?? "", secrets), {
-            progress,
-            ...(total !== undefined ? { total } : {}),
-          }),
-        onLog: (text) => {
-          text = scrubText(text, secrets);
-          if (options.onLog) options.onLog(text);
-          else reporter.line(`[${name}] ${text}`, "dim");
-        },
-        ...ask,
-      });
-    }
-    const held = await this.#sandbox(source, info, options.principal ?? LOCAL_PRINCIPAL, who);
+    const run: _Run = {
+      name,
+      args,
+      entry,
+      options,
+      ran,
+      who,
+      timeoutMs,
+      onAsk: (kind, params) => asks.ask(kind, params),
+      hold: holdRequest(name, info.toolset, source.policy, this.#options.policy, asked, who),
+    };
+    const hosted = this.#options.hosted;
+    if (source.kind === "server" && hosted) return await this.#hostedCall(hosted, run);
+    return await this.#sandboxCall(run);
+  }
+
+  /** A name the catalog lists but did not load: why; a name it does not know: a `TypeError`. */
+  #notLoaded(name: string): ToolResult {
+    const { catalog } = this.#options;
+    const other = catalog.anyEntry(name);
+    if (other) return failure(name, `not loaded: ${other.info.reason ?? other.info.status}`);
+    throw new TypeError(catalog.unknownToolMessage(name));
+  }
+
+  /** A hosted server's tool (core/hosted/): the call goes to its server. */
+  async #hostedCall(
+    hosted: NonNullable<CallRunnerOptions["hosted"]>,
+    run: _Run,
+  ): Promise<ToolResult> {
+    const { name, entry: { info, source }, options, ran } = run;
+    const secrets = this.#options.secrets;
+    return await hosted(name, run.args, {
+      policy: source.policy,
+      grant: info.grant,
+      timeoutMs: run.timeoutMs,
+      // Principals never share a hosted server either (core/hosted/hosted_servers.ts).
+      session: options.principal,
+      onRun: () => ran.ran = true,
+      ...(run.hold ? { hold: run.hold } : {}),
+      identity: run.who.identity,
+      signal: options.signal,
+      onProgress: (progress, total, message) =>
+        options.onReport?.("progress", scrubText(message ?? "", secrets), {
+          progress,
+          ...(total !== undefined ? { total } : {}),
+        }),
+      onLog: this.#onLog(name, options),
+      onAsk: run.onAsk,
+    });
+  }
+
+  /** A tool of a toolset: the call runs in the principal's sandbox of its toolset and grant. */
+  async #sandboxCall(run: _Run): Promise<ToolResult> {
+    const { name, entry: { info, source, module }, options } = run;
+    const { reporter, secrets } = this.#options;
+    const principal = options.principal ?? LOCAL_PRINCIPAL;
+    const held = await this.#sandbox(source, info, principal, run.who);
     if (typeof held === "string") return withFault(failure(name, held), "denied", "limits");
     const { sandbox } = held;
     const env = this.#env(sandbox, source, info);
-    ran.ran = true;
-    const result = await sandbox.call(module, name, args, env, {
-      timeoutMs,
+    run.ran.ran = true;
+    const result = await sandbox.call(module, name, run.args, env, {
+      timeoutMs: run.timeoutMs,
       signal: options.signal,
-      ...ask,
-      ...(hold ? { hold } : {}),
+      onAsk: run.onAsk,
+      ...(run.hold ? { hold: run.hold } : {}),
       onReport: (kind, message, opts) => {
         message = scrubText(message, secrets);
         if (options.onReport) options.onReport(kind, message, opts);
         else reporter.report(name, info.permissions, { kind, message, options: opts });
       },
-      onLog: (text) => {
-        text = scrubText(text, secrets);
-        if (options.onLog) options.onLog(text);
-        else reporter.line(`[${name}] ${text}`, "dim");
-      },
+      onLog: this.#onLog(name, options),
     }).finally(held.release);
     reporter.finish();
     return result;
+  }
+
+  /** Where a call's log lines go, scrubbed of secrets: the caller's hook, else the reporter. */
+  #onLog(name: string, options: RegistryCallOptions): (text: string) => void {
+    const { reporter, secrets } = this.#options;
+    return (text) => {
+      text = scrubText(text, secrets);
+      if (options.onLog) options.onLog(text);
+      else reporter.line(`[${name}] ${text}`, "dim");
+    };
   }
 
   /** One environment per sandbox: its tools share the grant, the config and the variables. */
@@ -437,3 +468,20 @@ export class CallRunner {
 
 /** How long {@link CallRunner.close} waits for the calls its sandboxes' end cut. */
 const _CLOSE_WAIT_MS = 10_000;
+
+/** A call under way, past its checks: what {@link CallRunner}'s two ways of running it need. */
+interface _Run {
+  name: string;
+  args: unknown;
+  entry: CatalogEntry;
+  options: RegistryCallOptions;
+  /** Set once the tool starts (for the audit line). */
+  ran: { ran: boolean };
+  who: AuditWho;
+  /** The policy's limit, or the caller's when shorter. */
+  timeoutMs: number;
+  /** The tool's questions to its client, through the call's budget. */
+  onAsk: (kind: AskKind, params: unknown) => Promise<unknown>;
+  /** Its changes held for review, when asked or set (./call_hold.ts). */
+  hold: HoldRequest | undefined;
+}

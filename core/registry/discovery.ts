@@ -64,6 +64,12 @@ export interface DiscoveryOptions {
 }
 
 /** A source whose modules are not all in the cache: what it is to import, and where. */
+/** What each job's modules declare, by the job's index, as its sandbox answers. */
+type _Answers = Map<number, Promise<Map<string, ModuleMeta>>>;
+
+/** A job's answer taken in: counted, cached where clean, by module. */
+type _Settle = (job: _Job, metas: ModuleMeta[]) => Map<string, ModuleMeta>;
+
 interface _Job {
   index: number;
   item: BatchItem;
@@ -229,10 +235,43 @@ export class Discovery {
    * Import what `jobs` miss: alike plugins in batches, the others alone, a
    * few sandboxes at once. Resolves each job's index to what its modules declare.
    */
-  #run(jobs: _Job[], needs: DenoNeeds): Map<number, Promise<Map<string, ModuleMeta>>> {
-    const out = new Map<number, Promise<Map<string, ModuleMeta>>>();
+  #run(jobs: _Job[], needs: DenoNeeds): _Answers {
+    const out: _Answers = new Map();
     if (!jobs.length) return out;
     const share = { needs, bytes: (file: string) => this.#cache.bytes(file) };
+    const { settle, progress } = this.#settler(jobs);
+    const alone = (job: _Job) => this.#alone([job.item], share).then(([m]) => settle(job, m ?? []));
+    const groups = new Map<string, _Job[]>();
+    const own = new Map<string, _Job[]>();
+    for (const job of jobs) {
+      this.imports += job.item.modules.length;
+      const builtin = _builtinKey(job.item);
+      if (job.batch !== undefined) groups.set(job.batch, [...groups.get(job.batch) ?? [], job]);
+      else if (builtin !== undefined) own.set(builtin, [...own.get(builtin) ?? [], job]);
+      else out.set(job.index, alone(job));
+    }
+    for (const group of own.values()) this.#together(group, share, settle, out);
+    for (const group of groups.values()) {
+      const alike = group.map((j) => ({ ...j, source: j.item.source }));
+      for (const batch of planBatches(alike, _SANDBOX_SLOTS)) {
+        const answers = this.#batch(batch.map((j) => j.item), share);
+        // A module the batch could not answer is imported again, alone.
+        batch.forEach((job, k) => {
+          out.set(job.index, answers.then((a) => a[k] ? settle(job, a[k]!) : alone(job)));
+        });
+      }
+    }
+    const all = [...out.values()];
+    if (progress) void Promise.allSettled(all).then(() => progress.end());
+    return out;
+  }
+
+  /**
+   * What becomes of a job's answer: counted on the progress line (started
+   * here for all of `jobs`), what its modules declare by module, and the
+   * answers worth keeping put in the cache.
+   */
+  #settler(jobs: _Job[]): { settle: _Settle; progress: Progress | undefined } {
     const progress = this.#options.progress?.();
     const total = jobs.reduce((n, j) => n + j.item.modules.length, 0);
     let done = 0;
@@ -248,41 +287,26 @@ export class Discovery {
       }
       return map;
     };
-    const alone = (job: _Job) => this.#alone([job.item], share).then(([m]) => settle(job, m ?? []));
-    const groups = new Map<string, _Job[]>();
-    const own = new Map<string, _Job[]>();
-    for (const job of jobs) {
-      this.imports += job.item.modules.length;
-      const builtin = _builtinKey(job.item);
-      if (job.batch !== undefined) groups.set(job.batch, [...groups.get(job.batch) ?? [], job]);
-      else if (builtin !== undefined) own.set(builtin, [...own.get(builtin) ?? [], job]);
-      else out.set(job.index, alone(job));
-    }
-    for (const group of own.values()) {
-      // corral's own toolsets: one process, holding only the commands their load checks use.
-      const narrow = (g: Grant): Grant => ({ ...g, read: [], write: [], net: [] });
-      const items = group.map((j) => ({
-        ...j.item,
-        env: { ...j.item.env, grant: narrow(j.item.ceiling) },
-      }));
-      const run = [...new Set(group.flatMap((j) => j.item.ceiling.run))];
-      // One process starts for them all: each import may take the longest of their limits.
-      const limit = Math.max(...group.map((j) => j.item.source.policy.discovery_timeout_ms));
-      const answers = this.#alone(items, share, { ...narrow(items[0].ceiling), run }, limit);
-      group.forEach((job, k) => out.set(job.index, answers.then((a) => settle(job, a[k] ?? []))));
-    }
-    for (const group of groups.values()) {
-      const alike = group.map((j) => ({ ...j, source: j.item.source }));
-      for (const batch of planBatches(alike, _SANDBOX_SLOTS)) {
-        const answers = this.#batch(batch.map((j) => j.item), share);
-        batch.forEach((job, k) => {
-          out.set(job.index, answers.then((a) => a[k] ? settle(job, a[k]!) : alone(job)));
-        });
-      }
-    }
-    const all = [...out.values()];
-    if (progress) void Promise.allSettled(all).then(() => progress.end());
-    return out;
+    return { settle, progress };
+  }
+
+  /** corral's own toolsets: one process, holding only the commands their load checks use. */
+  #together(
+    group: _Job[],
+    share: SandboxOptions["discovery"],
+    settle: _Settle,
+    out: _Answers,
+  ): void {
+    const narrow = (g: Grant): Grant => ({ ...g, read: [], write: [], net: [] });
+    const items = group.map((j) => ({
+      ...j.item,
+      env: { ...j.item.env, grant: narrow(j.item.ceiling) },
+    }));
+    const run = [...new Set(group.flatMap((j) => j.item.ceiling.run))];
+    // One process starts for them all: each import may take the longest of their limits.
+    const limit = Math.max(...group.map((j) => j.item.source.policy.discovery_timeout_ms));
+    const answers = this.#alone(items, share, { ...narrow(items[0].ceiling), run }, limit);
+    group.forEach((job, k) => out.set(job.index, answers.then((a) => settle(job, a[k] ?? []))));
   }
 
   /** Import `items` in one process sandbox, each in a worker of its own. */

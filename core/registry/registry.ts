@@ -44,7 +44,7 @@ import { checkSourceTrust, sandboxNamespace } from "./sandbox_namespace.ts";
 import { HostedServers } from "../hosted/mod.ts";
 import { serverMetas, serverSource } from "./server_toolsets.ts";
 import type { RegistryOptions } from "./registry_options.ts";
-import { registryFolders, secondWall } from "./registry_folders.ts";
+import { type RegistryFolders, registryFolders, secondWall } from "./registry_folders.ts";
 import type { SecondWall } from "../seccomp/mod.ts";
 import type { SandboxPool } from "./sandbox_pool.ts";
 import { prepareSealedRuntime } from "../sandbox/mod.ts";
@@ -109,32 +109,29 @@ export class Registry {
     this.host = host;
     const reporter = this.reporter = options.reporter ?? new Reporter();
     const secrets = this.#secrets;
-    this.#catalog = new Catalog({
-      ...options,
-      workspace,
-      host,
-      bwrap,
-      wall,
-      reporter,
-      secrets,
-    });
+    this.#catalog = new Catalog({ ...options, workspace, host, bwrap, wall, reporter, secrets });
     this.problems = this.#catalog.problems;
     this.warnings = this.#catalog.warnings;
-    const { auditPath, installs, runDir, approvals, trusted } = registryFolders(
-      options,
-      policy,
-      cacheDir,
-      workspace,
-    );
-    this.trusted = trusted;
-    const namespace = sandboxNamespace(this.#catalog, trusted, bwrap, policy, workspace, {
-      runDir,
+    const folders = registryFolders(options, policy, cacheDir, workspace);
+    this.trusted = folders.trusted;
+    const namespace = sandboxNamespace(this.#catalog, folders.trusted, bwrap, policy, workspace, {
+      runDir: folders.runDir,
     });
-    this.#discovery = new Discovery({
-      workspace,
+    this.#discovery = this.#newDiscovery(cacheDir, namespace);
+    const { auditPath } = folders;
+    const audit = auditPath ? new AuditLog(auditPath, options.auditLimits) : undefined;
+    this.hosted = this.#newHosted(folders, namespace, audit);
+    this.#runner = this.#newRunner(namespace, audit);
+  }
+
+  /** Discovery: each toolset imported in a sandbox of its ceiling grant (./discovery.ts). */
+  #newDiscovery(cacheDir: string | null, namespace: _Namespace): Discovery {
+    const options = this.#options;
+    return new Discovery({
+      workspace: this.workspace,
       cacheDir,
-      reporter,
-      secrets,
+      reporter: this.reporter,
+      secrets: this.#secrets,
       namespace,
       // Top-level code of a plugin runs at discovery: its connections are audited too.
       onConnection: (id, r) => this.#runner.auditConnection(id, r),
@@ -142,25 +139,37 @@ export class Registry {
       ...(options.discoveryProgress ? { progress: () => progressLine() } : {}),
       ...(options.discoveryCache ? { cache: options.discoveryCache } : {}),
     });
-    const audit = auditPath ? new AuditLog(auditPath, options.auditLimits) : undefined;
-    this.hosted = new HostedServers(options.servers ?? [], {
-      workspace,
-      host,
-      secrets,
+  }
+
+  /** The hosted MCP servers (core/hosted/), in namespaces of their own grants. */
+  #newHosted(
+    folders: RegistryFolders,
+    namespace: _Namespace,
+    audit: AuditLog | undefined,
+  ): HostedServers {
+    return new HostedServers(this.#options.servers ?? [], {
+      workspace: this.workspace,
+      host: this.host,
+      secrets: this.#secrets,
       namespace: (e, p, g) => namespace(serverSource(e, p), g),
       audit,
-      reporter,
+      reporter: this.reporter,
       onConnection: (server, r) => this.#runner.auditConnection(server, r),
       onChanged: (server) => this.#loadServer(server),
-      approvalsDir: approvals,
-      serversDir: installs,
+      approvalsDir: folders.approvals,
+      serversDir: folders.installs,
     });
-    this.#runner = new CallRunner({
-      workspace,
-      policy,
+  }
+
+  /** The call runner: every call, a hosted server's too (./call_runner.ts). */
+  #newRunner(namespace: _Namespace, audit: AuditLog | undefined): CallRunner {
+    const options = this.#options;
+    return new CallRunner({
+      workspace: this.workspace,
+      policy: this.policy,
       catalog: this.#catalog,
-      reporter,
-      secrets,
+      reporter: this.reporter,
+      secrets: this.#secrets,
       audit,
       auditOptional: options.auditOptional,
       sandboxLimits: options.sandboxLimits,
@@ -210,30 +219,19 @@ export class Registry {
       : options.bwrap ?? undefined;
     // The second wall's filters, made or checked now (core/seccomp/); none without bwrap.
     const wall = await secondWall(bwrap, policy, options.seccomp);
-    // What the first process sandbox will need, found while the catalog is built.
-    void probeLimits();
-    const libs = cacheDir ? join(cacheDir, "runtime_libs.json") : undefined;
-    if (bwrap) runtimeFiles(libs).then((rt) => prepareSealedRuntime(rt.exec)).catch(() => {});
-    sandboxEntryFiles().catch(() => {});
+    _warmUp(bwrap, cacheDir);
     options = this.#options = {
       ...options,
       reserved: options.reserved ?? await reservedToolNames(),
     };
     this.#build(workspace, policy, host, bwrap, cacheDir, wall);
-    const catalog = this.#catalog;
-    if (options.auditPath) {
-      // The log exists from the start, so that the namespace can keep it out of reach.
-      await Deno.mkdir(dirname(resolve(options.auditPath)), { recursive: true }).catch(() => {});
-      await Deno.writeFile(resolve(options.auditPath), new Uint8Array(), { append: true })
-        .catch(() => {});
-    }
-    if (cacheDir) await Deno.mkdir(cacheDir, { recursive: true }).catch(() => {});
+    await _makeFolders(options.auditPath, cacheDir);
     // A host whose flags forbid process sandboxes runs its toolsets in workers (host_fallback.ts).
     const fallback = processSandboxMissing();
     const plugins = (options.sources ?? []).map((s) => hostFallback(s, fallback));
     const builtins = options.noBuiltins
       ? []
-      : (await startingBuiltins(policy, options.toolsets ?? [], (w) => catalog.warn(w)))
+      : (await startingBuiltins(policy, options.toolsets ?? [], (w) => this.#catalog.warn(w)))
         .map((b) => hostFallback(b, fallback));
     this.#checkTrust([...builtins, ...plugins], plugins);
     // At once, built-ins and plugins: registration keeps their order.
@@ -241,6 +239,12 @@ export class Registry {
     this.#reserved = options.reserved!;
     for (const e of options.servers ?? []) this.#loadServer(e.name);
     await this.#discovery.save();
+    this.#warnUnmatched(policy);
+  }
+
+  /** A `tools.NAME` rule of the policy that names no loaded tool: a warning (a typo, often). */
+  #warnUnmatched(policy: Policy): void {
+    const catalog = this.#catalog;
     for (const name of policy.toolNames()) {
       if (!catalog.entries().some((e) => e.info.name === name)) {
         catalog.warn(
@@ -434,4 +438,27 @@ export class Registry {
       });
     }
   }
+}
+
+/** The namespace of a source's sandboxes, when they get one (./sandbox_namespace.ts). */
+type _Namespace = ReturnType<typeof sandboxNamespace>;
+
+/** What the first process sandbox will need, found while the catalog is built. */
+function _warmUp(bwrap: string | undefined, cacheDir: string | null): void {
+  void probeLimits();
+  const libs = cacheDir ? join(cacheDir, "runtime_libs.json") : undefined;
+  if (bwrap) runtimeFiles(libs).then((rt) => prepareSealedRuntime(rt.exec)).catch(() => {});
+  sandboxEntryFiles().catch(() => {});
+}
+
+/**
+ * The audit log exists from the start, so that the namespace can keep it
+ * out of reach; the cache folder too.
+ */
+async function _makeFolders(auditPath: string | undefined, cacheDir: string | null): Promise<void> {
+  if (auditPath) {
+    await Deno.mkdir(dirname(resolve(auditPath)), { recursive: true }).catch(() => {});
+    await Deno.writeFile(resolve(auditPath), new Uint8Array(), { append: true }).catch(() => {});
+  }
+  if (cacheDir) await Deno.mkdir(cacheDir, { recursive: true }).catch(() => {});
 }
