@@ -52,7 +52,6 @@
  *
  * @module
  */
-import { TEMP_PREFIX } from "../guard/mod.ts";
 import {
   absOf,
   applier,
@@ -72,6 +71,10 @@ import {
   type Staged,
   syncfs,
 } from "./applier_fs.ts";
+
+// guard's own file, not its face: the applier's namespace binds only the modules it loads
+// (./root_applier.ts `_MODULES`), and guard's face imports many more.
+const { TEMP_PREFIX } = await import("../guard/temp_names.ts");
 
 /** What a path of the tree is (kind, inode, size, modification time). */
 export interface ApplierSig {
