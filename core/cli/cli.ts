@@ -37,7 +37,9 @@ import {
 import { out, useColor } from "./output.ts";
 import { removeScratch } from "./scratch.ts";
 import { resolveUserPaths } from "./user_cwd.ts";
-import { dropPermissions } from "../jail/mod.ts";
+import { join } from "node:path";
+import { codeStoreDir } from "../config/mod.ts";
+import { dropPermissions, useSelfStore } from "../jail/mod.ts";
 import { ConfigError } from "../tool/mod.ts";
 import { Reporter } from "../tool/mod.ts";
 
@@ -203,6 +205,8 @@ export async function main(argv: string[]): Promise<number> {
     );
     return await runEgressBridge(argv.slice(1));
   }
+  // Where a compiled corral writes out its shell programs, which bash cannot read inside it.
+  useSelfStore(join(codeStoreDir(), "self"));
   const reporter0 = new Reporter();
   let ahead: Promise<void> | undefined;
   try {
