@@ -152,6 +152,14 @@ Deno.test("a compiled corral's launcher runs from its copy, with its second stag
     await Deno.rename(swapped, copy);
     assert.equal(shellProgram("core/jail/launch.sh", true, store), copy);
     assert.equal(await Deno.readTextFile(copy), own);
+    // The stage the launcher runs from beside itself is checked with it.
+    const stage = join(copy, "..", "launch_stage.sh");
+    await Deno.writeTextFile(stage, '#!/bin/bash\ntouch "$CANARY"\n');
+    assert.equal(shellProgram("core/jail/launch.sh", true, store), copy);
+    assert.equal(
+      await Deno.readTextFile(stage),
+      await Deno.readTextFile(selfFile("core/jail/launch_stage.sh")),
+    );
     // Without a store, a compiled corral refuses to run its programs rather than run none.
     assert.throws(() => shellProgram("core/jail/launch.sh", true, undefined), /no folder to write/);
   } finally {

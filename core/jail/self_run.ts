@@ -191,15 +191,17 @@ export function useSelfStore(dir: string): void {
   _store = dir;
 }
 
-const _shellCopies = new Map<string, { path: string; stamp: string | undefined }>();
+/** The copies last checked, per store, with the stamp each had then. */
+const _shellCopies = new Map<string, { paths: string[]; stamps: Array<string | undefined> }>();
 
 /**
  * The path a shell runs corral's program `rel` from (`/bin/bash PATH …`):
  * its own file under `deno run`; in a compiled corral, whose files bash
  * cannot read, its copy written out to `store` ({@link writeSelfFilesSync}).
- * A copy is handed out only while it still has the stamp it had when its
- * bytes were checked (core/base/file_stamp.ts); one changed or swapped since
- * is checked again, and written anew when it is not corral's. Throws when a
+ * A copy is handed out only while every copy of the set still has the
+ * stamp it had when its bytes were checked (core/base/file_stamp.ts); a set
+ * with one changed or swapped since is checked again, and written anew when
+ * it is not corral's. Throws when a
  * compiled corral was given no store ({@link useSelfStore}).
  *
  * @example
@@ -225,13 +227,15 @@ export function shellProgram(
         "(useSelfStore was not called)",
     );
   }
-  const key = `${store}\0${rel}`;
-  const known = _shellCopies.get(key);
-  if (known?.stamp !== undefined && fileStamp(known.path) === known.stamp) return known.path;
-  const all = writeSelfFilesSync(WRITTEN_OUT.shell, store);
-  const path = all[WRITTEN_OUT.shell.indexOf(rel)];
-  _shellCopies.set(key, { path, stamp: fileStamp(path) });
-  return path;
+  const at = WRITTEN_OUT.shell.indexOf(rel);
+  // Every copy of the set, not only this one: a program runs others beside it (launch.sh its stage).
+  const known = _shellCopies.get(store);
+  if (known?.stamps.every((s, i) => s !== undefined && fileStamp(known.paths[i]) === s)) {
+    return known.paths[at];
+  }
+  const paths = writeSelfFilesSync(WRITTEN_OUT.shell, store);
+  _shellCopies.set(store, { paths, stamps: paths.map(fileStamp) });
+  return paths[at];
 }
 
 /**
