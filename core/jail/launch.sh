@@ -24,7 +24,8 @@ unshare=$1 b=$2
 shift 2
 a=() fds=() want=() shut=() links=() procs=() ovl=() ns=()
 addrs=- hostns=-
-# 2. Every path bwrap binds is opened here and handed to bwrap as the open descriptor.
+# 2. and 5. Every path bwrap binds, and every syscall filter, is opened here and handed to bwrap
+# as the open descriptor.
 while [ $# -gt 0 ]; do
   x=$1
   shift
