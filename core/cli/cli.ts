@@ -37,7 +37,9 @@ import {
 import { out, useColor } from "./output.ts";
 import { removeScratch } from "./scratch.ts";
 import { resolveUserPaths } from "./user_cwd.ts";
-import { dropPermissions } from "../jail/mod.ts";
+import { dropPermissions, useSelfStore } from "../jail/mod.ts";
+import { codeStoreDir } from "../config/mod.ts";
+import { join } from "node:path";
 import { ConfigError } from "../tool/mod.ts";
 import { Reporter } from "../tool/mod.ts";
 
@@ -180,6 +182,8 @@ const _COMMANDS: Record<
 export async function main(argv: string[]): Promise<number> {
   const hidden = await _hidden(argv);
   if (hidden !== undefined) return hidden;
+  // Where a compiled corral writes out its shell programs, which bash cannot read inside it.
+  useSelfStore(join(codeStoreDir(), "self"));
   const reporter = new Reporter();
   const started: _Ahead = {};
   try {

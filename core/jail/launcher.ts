@@ -1,6 +1,9 @@
 /**
- * The launcher of a sandbox namespace: a `/bin/bash` that runs first (after
- * it joined the sandbox's limits, ./limits.ts) and execs bwrap. It
+ * The launcher of a sandbox namespace: `/bin/bash ./launch.sh`, which runs
+ * on the host first (after the sandbox's first process joined its limits,
+ * ./limits.ts) and execs bwrap; its second stage, in the namespaces it makes
+ * for write layers and forwarders, is ./launch_stage.sh beside it. Both are
+ * run by path ({@link launcherCommand}), never built as a string. It
  *
  * 1. closes every descriptor but stdin, stdout and stderr, so that none the
  *    host inherited reaches a namespace;
@@ -16,8 +19,11 @@
  *    path and the very folder opened first (device and inode), binds that
  *    descriptor at `LAYER/l` (`mount --no-canonicalize`: mount(8) would
  *    otherwise turn `/proc/self/fd/N` back into a name and follow whatever
- *    that name is by then) and mounts an overlay there whose upper layer `LAYER/u` is the
- *    sandbox's own (core/layers/): bwrap binds the overlay (`LAYER/m`) at
+ *    that name is by then) and mounts an overlay there whose upper layer
+ *    `LAYER/u` is the sandbox's own (core/layers/), with no redirects, no
+ *    metadata-only copies and no index (the upper layer holds whole files
+ *    and plain whiteouts, which core/layers/ reads), `volatile` (an upper
+ *    layer is never reused after a crash): bwrap binds the overlay (`LAYER/m`) at
  *    ROOT, so every write lands in the upper layer and nothing the sandbox
  *    makes, mount points included, appears on the host;
  * 4. for {@link NETNS_ARG}` ADDRESSES` (a sandbox with forwarders,
@@ -36,10 +42,13 @@
  *
  * A path that is no longer exactly itself, or a layer that cannot be
  * mounted, stops the start: exit {@link REFUSED_EXIT}, with
- * {@link REFUSED_MARK}`expected<TAB>found` on stderr.
+ * {@link REFUSED_MARK}`expected<TAB>found` on stderr. The pseudo-options and
+ * the refusal are spelled out in ./launch.sh as below (./launcher_test.ts
+ * checks that they agree, and runs the launcher).
  *
  * @module
  */
+import { shellProgram } from "./self_run.ts";
 
 /**
  * A pseudo-option of the bwrap arguments: `--corral-verify PATH` opens PATH
@@ -77,120 +86,21 @@ export const REFUSED_EXIT = 96;
 export const REFUSED_MARK = "corral-refused ";
 
 /**
- * The overlay options: no redirects, no metadata-only copies, no index (the
- * upper layer holds whole files and plain whiteouts, which core/layers/
- * reads); `volatile`: the upper layer is never reused after a crash.
- */
-const _OVERLAY_ROOT = "redirect_dir=off,metacopy=off,index=off,xino=off,volatile";
-/** The same in a user namespace (as another user than root): its xattrs in `user.`. */
-const _OVERLAY_USER = "userxattr,metacopy=off,index=off,xino=off,volatile";
-
-// (No redirection around the loop: bash would park stderr on a descriptor it closes.)
-const _CLOSE_INHERITED =
-  'for f in /proc/self/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] && eval "exec $n>&-"; done; ';
-
-const _REFUSE =
-  `refuse() { printf '${REFUSED_MARK}%s\\t%s\\n' "$1" "$2" >&2; exit ${REFUSED_EXIT}; }`;
-
-// Runs in the new namespaces: the network's set up (when asked), then each layer's lower is the
-// folder the launcher opened.
-const _STAGE = `${_REFUSE}
-b=$1; afd=$2; o=$3; hostns=$4; addrs=$5; shift 5
-if [ "$hostns" != - ]; then
-  [ "$(readlink /proc/self/ns/net)" != "$hostns" ] || refuse network "(no network namespace of its own)"
-  ip() { PATH=/usr/sbin:/sbin:/usr/bin:/bin command ip "$@" 2>/dev/null; }
-  ip link set lo up || refuse network "(its loopback cannot be brought up: iproute2's ip is needed)"
-  for x in \${addrs//,/ }; do
-    [ "$x" = - ] && continue
-    case $x in *:*) ip -6 addr add "$x" dev lo nodad ;; *) ip addr add "$x" dev lo ;; esac ||
-      refuse "$x" "(cannot be put on the namespace's loopback)"
-  done
-  echo 0 2>/dev/null >/proc/sys/net/ipv4/ip_unprivileged_port_start ||
-    refuse network "(ports below 1024 cannot be opened to its forwarders)"
-fi
-while [ "$1" != -- ]; do
-  fd=$1; l=$2; p=$3; shift 3
-  # A bind's source must be in this mount namespace: opened again here, it must be exactly the
-  # path and the very folder the launcher opened; then bound by that descriptor, never by name.
-  { exec {nfd}<"$p"; } 2>/dev/null || refuse "$p" "(cannot be opened)"
-  [ "$(PATH=/usr/bin:/bin readlink "/proc/self/fd/$nfd")" = "$p" ] &&
-    [ "$(PATH=/usr/bin:/bin stat -L -c %d:%i "/proc/self/fd/$nfd")" = "$(PATH=/usr/bin:/bin stat -L -c %d:%i "/proc/self/fd/$fd")" ] ||
-    refuse "$p" "(changed while its layer was made)"
-  PATH=/usr/bin:/bin mount --no-canonicalize --bind "/proc/self/fd/$nfd" "$l/l" 2>/dev/null &&
-    PATH=/usr/bin:/bin mount --no-canonicalize -t overlay overlay -o "lowerdir=$l/l,upperdir=$l/u,workdir=$l/w,$o" "$l/m" 2>/dev/null ||
-    refuse "$p" "(not writable through a layer: overlayfs in a user and mount namespace is needed)"
-  exec {fd}<&- {nfd}<&-
-done
-shift
-exec "$b" --args "$afd" -- "$@"`;
-
-const _LAUNCH = `${_REFUSE}
-launch() {
-  local b=$1 x p l fd i; shift
-  local -a a=() fds=() want=() shut=() links=() procs=() ovl=() ns=()
-  local addrs=- hostns=-
-  while [ $# -gt 0 ]; do
-    x=$1; shift
-    case $x in
-      --) break ;;
-      ${NETNS_ARG})
-        addrs=$1; shift
-        hostns=$(readlink /proc/self/ns/net) || refuse network "(its namespace cannot be read)"
-        a+=(--share-net) ;;
-      --bind-fd|--ro-bind-fd|${VERIFY_ARG}|${OVERLAY_ARG}|${SECCOMP_ARG})
-        p=$1; shift
-        if [ "$x" = ${OVERLAY_ARG} ]; then
-          l=$1; shift
-          [ -d "$p" ] || refuse "$p" "(not a folder)"
-        fi
-        [ -d "$p" ] || [ -f "$p" ] || refuse "$p" "(not a file or folder: a FIFO, a device or nothing)"
-        { exec {fd}<"$p"; } 2>/dev/null || refuse "$p" "(cannot be opened)"
-        fds+=("$fd"); want+=("$p"); procs+=("/proc/self/fd/$fd")
-        case $x in
-          ${VERIFY_ARG}) shut+=("$fd") ;;
-          ${OVERLAY_ARG}) ovl+=("$fd" "$l" "$p"); a+=(--bind "$l/m" "$p") ;;
-          ${SECCOMP_ARG}) a+=(--add-seccomp-fd "$fd") ;;
-          *) a+=("$x" "$fd") ;;
-        esac ;;
-      *) a+=("$x") ;;
-    esac
-  done
-  if [ \${#fds[@]} -gt 0 ]; then
-    mapfile -d '' links < <(PATH=/usr/bin:/bin readlink -z -- "\${procs[@]}")
-    for i in "\${!fds[@]}"; do
-      [ "\${links[i]-}" = "\${want[i]}" ] || refuse "\${want[i]}" "\${links[i]-(unknown)}"
-    done
-    for fd in "\${shut[@]}"; do exec {fd}<&-; done
-  fi
-  exec {fd}< <(printf '%s\\0' "\${a[@]}")
-  [ \${#ovl[@]} -gt 0 ] && ns+=(-m --propagation private)
-  [ "$hostns" != - ] && ns+=(-n)
-  if [ \${#ns[@]} -gt 0 ]; then
-    if [ "$EUID" = 0 ]; then
-      exec "$UNSHARE" "\${ns[@]}" -- /bin/bash -c "$STAGE" corral-stage "$b" "$fd" ${_OVERLAY_ROOT} "$hostns" "$addrs" "\${ovl[@]}" -- "$@"
-    fi
-    exec "$UNSHARE" -U --map-root-user "\${ns[@]}" -- /bin/bash -c "$STAGE" corral-stage "$b" "$fd" ${_OVERLAY_USER} "$hostns" "$addrs" "\${ovl[@]}" -- "$@"
-  fi
-  exec "$b" --args "$fd" -- "$@"
-}
-`;
-
-/**
- * The launcher's bash script: defines `launch BWRAP ARGS… -- COMMAND…`
- * after closing every inherited descriptor; the caller's script ends by
- * calling it.
+ * The launcher's command: `/bin/bash`, ./launch.sh (its copy written out of
+ * a compiled corral, ./self_run.ts) and util-linux's `unshare`
+ * ({@link unshareBinary}); append `BWRAP ARGS… -- COMMAND…`.
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { launcherScript, OVERLAY_ARG } from "./launcher.ts";
- * const s = launcherScript();
- * assert.ok(s.includes("launch()") && s.includes(OVERLAY_ARG) && s.includes("--args"));
+ * import { launcherCommand } from "./launcher.ts";
+ * const [bash, file, unshare] = launcherCommand();
+ * assert.ok(bash === "/bin/bash" && file.endsWith("/launch.sh") && unshare.endsWith("/unshare"));
+ * assert.match(Deno.readTextFileSync(file), /exec "\$b" --args "\$fd" -- "\$@"/);
  * ```
  */
-export function launcherScript(): string {
-  return _CLOSE_INHERITED + `STAGE=${_quote(_STAGE)}\n` +
-    `UNSHARE=${_quote(unshareBinary())}\n` + _LAUNCH;
+export function launcherCommand(): string[] {
+  return ["/bin/bash", shellProgram("core/jail/launch.sh"), unshareBinary()];
 }
 
 let _unshare: string | undefined;
@@ -215,8 +125,4 @@ export function unshareBinary(): string {
     } catch { /* not there */ }
   }
   return _unshare = "/usr/bin/unshare";
-}
-
-function _quote(s: string): string {
-  return `'${s.replaceAll("'", `'\\''`)}'`;
 }

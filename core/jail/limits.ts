@@ -19,11 +19,14 @@
  *
  * Deno lets only `--allow-all` touch `/proc` and `/sys`, and the host does
  * not run with it: every cgroup file is read and written by `/bin/sh`
- * (the host holds `--allow-run`, which process sandboxes need anyway).
+ * (the host holds `--allow-run`, which process sandboxes need anyway),
+ * running the programs beside this file by path: ./limits_probe.sh,
+ * ./limits_join.sh and ./limits_release.sh.
  *
  * @module
  */
-import { launcherScript } from "./launcher.ts";
+import { launcherCommand } from "./launcher.ts";
+import { type ShellProgram, shellProgram } from "./self_run.ts";
 
 export { REFUSED_EXIT, REFUSED_MARK, VERIFY_ARG } from "./launcher.ts";
 
@@ -69,10 +72,10 @@ export function limitsProbe(): LimitsProbe {
   return _probe();
 }
 
-/** `/bin/sh -c script` with `args`, a clean environment, stdout captured. */
-function _shCommand(script: string, args: string[]): Deno.Command {
+/** `/bin/sh PROGRAM` with `args`, a clean environment, stdout captured. */
+function _shCommand(program: ShellProgram, args: string[]): Deno.Command {
   return new Deno.Command("/bin/sh", {
-    args: ["-c", script, "corral-limits", ...args],
+    args: [shellProgram(program), ...args],
     stdin: "null",
     stdout: "piped",
     stderr: "null",
@@ -81,40 +84,21 @@ function _shCommand(script: string, args: string[]): Deno.Command {
   });
 }
 
-function _sh(script: string, args: string[]): { ok: boolean; out: string } {
+function _sh(program: ShellProgram, args: string[]): { ok: boolean; out: string } {
+  // Outside the try: a compiled corral with no copy of its program says so, rather than
+  // probing nothing.
+  const command = _shCommand(program, args);
   try {
-    const r = _shCommand(script, args).outputSync();
+    const r = command.outputSync();
     return { ok: r.success, out: new TextDecoder().decode(r.stdout) };
   } catch {
     return { ok: false, out: "" };
   }
 }
 
-// Finds the mechanism, and removes the empty groups left by corral hosts
-// that are gone (a host may exit before its last group is reaped). Files are
-// read by the shell's own read: each other program is a process more at
-// every start.
-const _PROBE = `
-id -u
-sweep() { for sd in "$1"/corral-*; do
-  [ -d "$sd" ] || continue; sp=\${sd##*/corral-}; sp=\${sp%%-*}
-  case "$sp" in *[!0-9]*|"") continue;; esac
-  [ -d /proc/$sp ] || rmdir "$sd" 2>/dev/null; done; }
-try() { mkdir "$1/corral-probe-$$" 2>/dev/null && rmdir "$1/corral-probe-$$"; }
-r=/sys/fs/cgroup
-if [ -f $r/cgroup.controllers ] && grep -qw pids $r/cgroup.controllers &&
-   grep -qw memory $r/cgroup.controllers && try $r &&
-   echo "+pids +memory" > $r/cgroup.subtree_control 2>/dev/null; then
-  sweep $r; echo "cgroup2 $r"; exit 0; fi
-own() { while IFS=: read -r _n c path; do
-  case ",$c," in *",$1,"*) echo "$path"; return;; esac; done < /proc/self/cgroup; }
-p=$r/pids$(own pids); m=$r/memory$(own memory)
-if try "$p" && try "$m"; then sweep "$p"; sweep "$m"; echo "cgroup1 $p $m"; exit 0; fi
-echo rlimit`;
-
 function _probe(): _Found {
   // Once per process: a second probe (a sandbox start, then the banner) would block again.
-  return _found ??= _parseProbe(_sh(_PROBE, []).out);
+  return _found ??= _parseProbe(_sh("core/jail/limits_probe.sh", []).out);
 }
 
 let _probing: Promise<void> | undefined;
@@ -135,7 +119,7 @@ export function probeLimits(): Promise<void> {
   return _probing ??= (async () => {
     if (_found) return;
     try {
-      const r = await _shCommand(_PROBE, []).output();
+      const r = await _shCommand("core/jail/limits_probe.sh", []).output();
       _found ??= _parseProbe(new TextDecoder().decode(r.stdout));
     } catch { /* no --allow-run: the synchronous probe says so when it matters */ }
   })();
@@ -164,28 +148,6 @@ function _parseProbe(out: string): _Found {
 export function limitKind(): LimitKind {
   return _probe().kind;
 }
-
-// Each round kills what is left in the groups and removes them. A group that still holds a
-// process cannot be removed (EBUSY): the rmdir alone says whether anything is left, so a
-// release whose processes are gone by then ends in one round, without a `sleep` (a program).
-const _RELEASE = `hit=0
-for g in "$@"; do
-  if [ -f "$g/pids.events" ]; then
-    while read -r k n; do [ "$k" = max ] && [ "\${n:-0}" -gt 0 ] && hit=1; done < "$g/pids.events"
-  fi
-done
-echo "hit=$hit"
-round=0
-while [ $round -lt 100 ]; do round=$((round + 1))
-  left=0
-  for g in "$@"; do
-    [ -d "$g" ] || continue
-    while read -r p; do kill -9 "$p" 2>/dev/null; done 2>/dev/null < "$g/cgroup.procs"
-    rmdir "$g" 2>/dev/null || left=1
-  done
-  [ "$left" = 0 ] && exit 0
-  sleep 0.005
-done`;
 
 /**
  * Why this machine cannot limit a sandbox, or undefined: without a writable
@@ -241,7 +203,7 @@ export function createLimits(
     release: () =>
       released ??= groups.length === 0
         ? Promise.resolve({ hitProcessLimit: false })
-        : _shCommand(_RELEASE, groups).output().then(
+        : _shCommand("core/jail/limits_release.sh", groups).output().then(
           (r) => ({ hitProcessLimit: new TextDecoder().decode(r.stdout).includes("hit=1") }),
           () => ({ hitProcessLimit: false }),
         ),
@@ -249,15 +211,16 @@ export function createLimits(
 }
 
 /**
- * The command that starts `command args` inside `limits`: a shell that
- * moves itself into the groups (or sets `ulimit -u`), then execs it.
+ * The command that starts `command args` inside `limits`: `/bin/sh
+ * ./limits_join.sh`, which makes the groups, moves itself into them (or sets
+ * `ulimit -u`), then execs it.
  *
  * With `openBinds` (a namespace: `command` is bwrap, `args` its arguments,
- * then `--`, then what runs inside), the shell is `/bin/bash`, the
- * launcher of ./launcher.ts: it binds what it opened (each
- * `--bind-fd`/`--ro-bind-fd` takes a PATH where bwrap takes a descriptor)
- * and mounts the write layers; a path that is no longer exactly itself
- * stops the start (exit `REFUSED_EXIT`).
+ * then `--`, then what runs inside), what it execs is the launcher
+ * (./launcher.ts): it binds what it opened (each `--bind-fd`/`--ro-bind-fd`
+ * takes a PATH where bwrap takes a descriptor) and mounts the write layers;
+ * a path that is no longer exactly itself stops the start (exit
+ * `REFUSED_EXIT`).
  *
  * @example
  * ```ts
@@ -268,9 +231,10 @@ export function createLimits(
  *   release: () => Promise.resolve({ hitProcessLimit: false }),
  * };
  * const c = limitedCommand(l, "/usr/bin/bwrap", ["--", "true"]);
- * assert.ok(c.command === "/bin/sh" && c.args.includes("/usr/bin/bwrap"));
+ * assert.ok(c.command === "/bin/sh" && c.args[0].endsWith("/limits_join.sh"));
+ * assert.deepEqual(c.args.slice(1), ["rlimit", "64", "268435456", "--", "/usr/bin/bwrap", "--", "true"]);
  * const o = limitedCommand(l, "/usr/bin/bwrap", ["--bind-fd", "/w", "/w", "--", "true"], true);
- * assert.ok(o.command === "/bin/bash" && o.args[1].includes("--args"));
+ * assert.ok(o.args[5] === "/bin/bash" && o.args[6].endsWith("/launch.sh"));
  * ```
  */
 export function limitedCommand(
@@ -281,29 +245,16 @@ export function limitedCommand(
 ): { command: string; args: string[] } {
   const bytes = String(limits.spec.memoryMb * 1024 * 1024);
   const pids = String(limits.spec.pids);
-  const run = openBinds ? 'launch "$@"' : 'exec "$@"';
-  // Make the groups with their limits (exit 97 when that fails), move this
-  // shell into them, then exec the sandbox: all of it counted from the start.
-  const join =
-    `for g in "$@"; do [ "$g" = -- ] && break; echo $$ > "$g/cgroup.procs" || exit 97; ` +
-    `done; while [ "$1" != -- ]; do shift; done; shift; ${run}`;
-  const script = limits.kind === "rlimit"
-    ? `ulimit -u "$1" 2>/dev/null || ulimit -p "$1" 2>/dev/null; shift; ${run}`
-    : limits.kind === "cgroup2"
-    ? `p=$1; m=$2; shift 2; { PATH=/usr/bin:/bin mkdir "$1" && echo "$p" > "$1/pids.max" && ` +
-      `echo "$m" > "$1/memory.max" && { echo 0 > "$1/memory.swap.max" 2>/dev/null; true; }; } ` +
-      `|| exit 97; ${join}`
-    : `p=$1; m=$2; shift 2; { PATH=/usr/bin:/bin mkdir "$1" && echo "$p" > "$1/pids.max" && PATH=/usr/bin:/bin mkdir "$2" && ` +
-      `echo "$m" > "$2/memory.limit_in_bytes" && ` +
-      `{ echo "$m" > "$2/memory.memsw.limit_in_bytes" 2>/dev/null; true; }; } || exit 97; ${join}`;
-  const head = limits.kind === "rlimit" ? [pids] : [pids, bytes, ...limits.groups, "--"];
   return {
-    command: openBinds ? "/bin/bash" : "/bin/sh",
+    command: "/bin/sh",
     args: [
-      "-c",
-      openBinds ? launcherScript() + script : script,
-      "corral-sandbox",
-      ...head,
+      shellProgram("core/jail/limits_join.sh"),
+      limits.kind,
+      pids,
+      bytes,
+      ...limits.groups,
+      "--",
+      ...(openBinds ? launcherCommand() : []),
       command,
       ...args,
     ],

@@ -2,14 +2,16 @@
  * The first wall: the namespace every sandbox runs in. bwrap is found and checked
  * (./jail.ts), the namespace is built step by step (./namespace.ts: its own mounts,
  * the runtime and its libraries, the grant's mounts), the launcher opens, checks and
- * mounts what it binds (./launcher.ts with ./launch.sh), cgroup limits cap it
- * (./limits.ts), and the programs corral runs inside are named in ./self_run.ts.
+ * mounts what it binds (./launcher.ts with ./launch.sh and ./launch_stage.sh), cgroup
+ * limits cap it (./limits.ts with ./limits_probe.sh, ./limits_join.sh and
+ * ./limits_release.sh), and the programs corral runs, its shell programs among them, are
+ * named in ./self_run.ts.
  * Read this folder and core/seccomp/ and you have read the jail.
  *
  * @module
  */
 export { findBwrap, type JailMode, type JailStatus } from "./jail.ts";
-export { launcherScript, SECCOMP_ARG } from "./launcher.ts";
+export { launcherCommand, SECCOMP_ARG } from "./launcher.ts";
 export {
   createLimits,
   type LimitedChild,
@@ -47,6 +49,9 @@ export {
   SELF_PROGRAMS,
   selfCommand,
   selfFile,
+  type ShellProgram,
+  shellProgram,
+  useSelfStore,
   writeSelfFiles,
   WRITTEN_OUT,
 } from "./self_run.ts";

@@ -20,7 +20,7 @@
  * @module
  */
 import { basename, dirname, join } from "node:path";
-import { sha256Hex } from "../base/mod.ts";
+import { fileStamp, sha256Hex } from "../base/mod.ts";
 
 /** The hidden subcommands, each with the module main.ts runs for it. */
 export const SELF_PROGRAMS = {
@@ -40,7 +40,26 @@ export const SELF_PROGRAMS = {
 export const WRITTEN_OUT = {
   /** An npm server's `deno run --preload` (core/hosted/server_egress.ts). */
   "egress-preload": ["core/egress/forward_direct.ts", "core/egress/egress_forward.ts"],
+  /**
+   * The shell programs corral runs by path ({@link shellProgram}), each beside the code that
+   * runs it: the namespace's launcher and its second stage (./launcher.ts), the limits' probe,
+   * join and release (./limits.ts), the sweep of gone sandboxes' layers
+   * (core/layers/layer_dirs.ts) and the look at a running sandbox's processes
+   * (core/layers/view_procs.ts). `shellcheck` reads each (tests/shellcheck_test.ts).
+   */
+  "shell": [
+    "core/jail/launch.sh",
+    "core/jail/launch_stage.sh",
+    "core/jail/limits_join.sh",
+    "core/jail/limits_probe.sh",
+    "core/jail/limits_release.sh",
+    "core/layers/layer_sweep.sh",
+    "core/layers/view_procs.sh",
+  ],
 } as const;
+
+/** One of corral's shell programs ({@link WRITTEN_OUT}'s `shell`). */
+export type ShellProgram = typeof WRITTEN_OUT["shell"][number];
 
 /** One of {@link SELF_PROGRAMS}. */
 export type SelfProgram = keyof typeof SELF_PROGRAMS;
@@ -104,10 +123,11 @@ export function selfFile(rel: string): string {
 /**
  * Copies of corral's own files `rels` (relative to the install folder) in a
  * folder of `store` named by their content, made once (written aside, then
- * renamed into place): for a program that is not corral (a real `deno run`)
- * to load from inside a namespace, also in a compiled corral, whose files
- * are not on disk. Their relative imports hold among them. Returns the
- * copy of each, by `rels`' order.
+ * renamed into place): for a program that is not corral (a real `deno run`,
+ * bash) to load, also in a compiled corral, whose files are not on disk.
+ * Their relative imports hold among them. A copy that no longer holds
+ * corral's bytes (changed or swapped in the store) is never handed out: the
+ * set is written anew. Returns the copy of each, by `rels`' order.
  *
  * @example
  * ```ts
@@ -119,36 +139,103 @@ export function selfFile(rel: string): string {
  * assert.deepEqual(await writeSelfFiles(["core/egress/egress_forward.ts"], store), [a]);
  * ```
  */
-export async function writeSelfFiles(rels: string[], store: string): Promise<string[]> {
-  const texts = await Promise.all(rels.map((r) => Deno.readTextFile(selfFile(r))));
+export function writeSelfFiles(rels: readonly string[], store: string): Promise<string[]> {
+  return Promise.resolve().then(() => writeSelfFilesSync(rels, store));
+}
+
+/** {@link writeSelfFiles}, blocking (a few small files): for a caller that cannot wait. */
+export function writeSelfFilesSync(rels: readonly string[], store: string): string[] {
+  const texts = rels.map((r) => Deno.readTextFileSync(selfFile(r)));
   const digest = sha256Hex(new TextEncoder().encode(JSON.stringify([rels, texts])));
   const dir = join(store, digest.slice(0, 32));
   const out = rels.map((r) => join(dir, r));
-  const same = async () => {
+  const same = () => {
     try {
-      return (await Promise.all(out.map((f) => Deno.readTextFile(f)))).every((t, i) =>
-        t === texts[i]
-      );
+      return out.every((f, i) => Deno.readTextFileSync(f) === texts[i]);
     } catch {
       return false;
     }
   };
-  if (await same()) return out;
-  await Deno.mkdir(store, { recursive: true, mode: 0o700 });
-  const aside = await Deno.makeTempDir({ dir: store, prefix: ".writing-" });
+  if (same()) return out;
+  Deno.mkdirSync(store, { recursive: true, mode: 0o700 });
+  const aside = Deno.makeTempDirSync({ dir: store, prefix: ".writing-" });
   try {
     for (const [i, r] of rels.entries()) {
-      await Deno.mkdir(dirname(join(aside, r)), { recursive: true });
-      await Deno.writeTextFile(join(aside, r), texts[i], { mode: 0o644 });
+      Deno.mkdirSync(dirname(join(aside, r)), { recursive: true });
+      Deno.writeTextFileSync(join(aside, r), texts[i], { mode: 0o644 });
     }
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
-    await Deno.rename(aside, dir).catch(async (err) => {
-      if (!(await same())) throw err; // another corral made it meanwhile: the same bytes
-    });
+    try {
+      Deno.removeSync(dir, { recursive: true });
+    } catch { /* not there */ }
+    try {
+      Deno.renameSync(aside, dir);
+    } catch (err) {
+      if (!same()) throw err; // another corral made it meanwhile: the same bytes
+    }
   } finally {
-    await Deno.remove(aside, { recursive: true }).catch(() => {});
+    try {
+      Deno.removeSync(aside, { recursive: true });
+    } catch { /* renamed into place */ }
   }
   return out;
+}
+
+let _store: string | undefined;
+
+/**
+ * Name the folder a compiled corral writes its shell programs out to (its
+ * code store's `self` folder: core/cli/cli.ts names it before any command
+ * runs; the jail cannot ask core/config/ itself).
+ */
+export function useSelfStore(dir: string): void {
+  _store = dir;
+}
+
+/** The copies last checked, per store, with the stamp each had then. */
+const _shellCopies = new Map<string, { paths: string[]; stamps: Array<string | undefined> }>();
+
+/**
+ * The path a shell runs corral's program `rel` from (`/bin/bash PATH …`):
+ * its own file under `deno run`; in a compiled corral, whose files bash
+ * cannot read, its copy written out to `store` ({@link writeSelfFilesSync}).
+ * A copy is handed out only while every copy of the set still has the
+ * stamp it had when its bytes were checked (core/base/file_stamp.ts); a set
+ * with one changed or swapped since is checked again, and written anew when
+ * it is not corral's. Throws when a
+ * compiled corral was given no store ({@link useSelfStore}).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { shellProgram } from "./self_run.ts";
+ * assert.ok(shellProgram("core/jail/launch.sh", false).endsWith("/core/jail/launch.sh"));
+ * const store = await Deno.makeTempDir();
+ * const copy = shellProgram("core/jail/launch.sh", true, store);
+ * assert.ok(copy.startsWith(store));
+ * assert.equal(Deno.readTextFileSync(copy), Deno.readTextFileSync(shellProgram("core/jail/launch.sh", false)));
+ * ```
+ */
+export function shellProgram(
+  rel: ShellProgram,
+  compiled: boolean = compiledCorral(),
+  store: string | undefined = _store,
+): string {
+  if (!compiled) return selfFile(rel);
+  if (!store) {
+    throw new Error(
+      `Cannot run ${rel}: this compiled corral has no folder to write its shell programs to ` +
+        "(useSelfStore was not called)",
+    );
+  }
+  const at = WRITTEN_OUT.shell.indexOf(rel);
+  // Every copy of the set, not only this one: a program runs others beside it (launch.sh its stage).
+  const known = _shellCopies.get(store);
+  if (known?.stamps.every((s, i) => s !== undefined && fileStamp(known.paths[i]) === s)) {
+    return known.paths[at];
+  }
+  const paths = writeSelfFilesSync(WRITTEN_OUT.shell, store);
+  _shellCopies.set(store, { paths, stamps: paths.map(fileStamp) });
+  return paths[at];
 }
 
 /**

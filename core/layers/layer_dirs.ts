@@ -12,13 +12,14 @@
  * holds other sandboxes' unapplied writes.
  *
  * Folders of sandboxes whose corral process is gone are removed by the next
- * corral that makes one.
+ * corral that makes one (./layer_sweep.sh).
  *
  * @module
  */
 import { basename, join } from "node:path";
 import { layerBases, ownStateDir } from "../config/mod.ts";
 import { isWithin } from "../base/mod.ts";
+import { shellProgram } from "../jail/mod.ts";
 
 export { layerBases };
 
@@ -107,19 +108,13 @@ async function _removeTree(paths: string[]): Promise<void> {
 
 const _swept = new Set<string>();
 
-// The folders of corral processes that are gone (pid first in the name).
-const _SWEEP = `for d in "$1"/*; do p=\${d##*/}; p=\${p%%-*}
-  case $p in *[!0-9]*|"") continue;; esac
-  [ "$p" = "$2" ] || [ -d /proc/$p ] && continue
-  chmod -R u+rwx -- "$d" 2>/dev/null; rm -rf -- "$d"; done`;
-
 /** Remove, once per process and base, the folders of corral processes that are gone. */
 function _sweepOnce(base: string): void {
   if (_swept.has(base)) return;
   _swept.add(base);
   try {
     new Deno.Command("/bin/sh", {
-      args: ["-c", _SWEEP, "corral-layers", base, String(Deno.pid)],
+      args: [shellProgram("core/layers/layer_sweep.sh"), base, String(Deno.pid)],
       stdin: "null",
       stdout: "null",
       stderr: "null",

@@ -23,7 +23,7 @@
  */
 import { dirname } from "node:path";
 import { findBwrap } from "../jail/mod.ts";
-import { launcherScript } from "../jail/mod.ts";
+import { launcherCommand } from "../jail/mod.ts";
 import { NAMESPACE_HOME, namespaceBase, seccompArgs } from "../jail/mod.ts";
 import { runtimeFiles } from "../jail/mod.ts";
 import { selfCommand } from "../jail/mod.ts";
@@ -158,16 +158,9 @@ async function _command(root: string, layers: string, token: string): Promise<De
     ...[...self.code, ...(self.code.length ? _MODULES : [])].flatMap((f) => ["--ro-bind", f, f]),
     ...["--chdir", root],
   ];
-  return new Deno.Command("/bin/bash", {
-    args: [
-      "-c",
-      launcherScript() + 'launch "$@"',
-      "corral-applier",
-      bwrap,
-      ...ns,
-      "--",
-      ...self.command,
-    ],
+  const [bash, ...launcher] = launcherCommand();
+  return new Deno.Command(bash, {
+    args: [...launcher, bwrap, ...ns, "--", ...self.command],
     stdin: "piped",
     stdout: "piped",
     stderr: "piped",

@@ -9,11 +9,13 @@
  * process, which stays in the launcher's own mount namespace where the
  * overlays are mounted at `LAYER/m`), since bwrap gives the sandbox a PID
  * namespace of its own. Deno may not read `/proc` without `--allow-all`, so
- * `/bin/bash` and findutils read it for the host.
+ * `/bin/bash` and findutils read it for the host: ./view_procs.sh, which
+ * stops the processes too.
  *
  * @module
  */
 import { userId } from "../config/mod.ts";
+import { shellProgram } from "../jail/mod.ts";
 
 /**
  * What one sandbox process holds: an open file, its working folder, a
@@ -36,59 +38,6 @@ export interface Paused {
 
 /** How long a pause may last at most (ms): past it the helper lets the sandbox go on by itself. */
 export const MAX_PAUSE_MS = 120_000;
-
-// The sandbox's processes: the launcher's descendants, level by level (bash builtins only:
-// a pause must not wait on a fork per process).
-const _ALL = `kids() { local p f k; for p in "$@"; do for f in /proc/$p/task/*/children; do
-  k=(); read -r -a k < "$f" 2>/dev/null; echo "\${k[@]}"; done; done; }
-all() { local q out=; q=$(kids "$1"); while [ -n "$q" ]; do out="$out $q"; q=$(kids $q); done; echo $out; }`;
-
-// Stop every process (those forked meanwhile too) until all are stopped; exit 3 if that fails.
-const _STOP = `stopped=" "
-resume() { [ "$stopped" = " " ] || kill -CONT $stopped 2>/dev/null; }
-ok=
-for ((i = 0; i < 400; i++)); do
-  new=
-  for p in $(all "$root"); do case $stopped in *" $p "*) ;; *) new="$new $p" ;; esac; done
-  [ -n "$new" ] && { kill -STOP $new 2>/dev/null; for p in $new; do stopped="$stopped$p "; done; }
-  still=
-  for p in $stopped; do
-    for t in /proc/$p/task/*/stat; do
-      l=; read -r l < "$t" 2>/dev/null; [ -n "$l" ] || continue
-      l=\${l##*) }
-      case \${l%% *} in T|t|Z|X) ;; *) still=1 ;; esac
-    done
-  done
-  [ -z "$new" ] && [ -z "$still" ] && { ok=1; break; }
-  sleep 0.005
-done
-[ -n "$ok" ] || { resume; exit 3; }
-printf 'p\\0'`;
-
-// What they hold: NUL-separated records "l PROC TARGET", "i PROC INODE", "m INODE", "t MOUNTPOINT".
-const _REPORT = `pids=$(all "$root")
-ps= maps=
-for p in $pids; do ps="$ps /proc/$p/fd /proc/$p/cwd"; maps="$maps /proc/$p/maps"; done
-if [ -n "$pids" ]; then
-  find $ps -maxdepth 1 \\( -name cwd -o -path '*/fd/*' \\) -printf 'l\\0%p\\0%l\\0' 2>/dev/null
-  find -L $ps -maxdepth 1 \\( -name cwd -prune -printf 'i\\0%p\\0%i\\0' \\) -o \\
-    \\( -path '*/fd/*' -printf 'i\\0%p\\0%i\\0' \\) 2>/dev/null
-  set -- $pids
-  awk 'FILENAME ~ /mountinfo$/ { printf "t%c%s%c", 0, $5, 0; next }
-    $5 != 0 && !seen[$5]++ { printf "m%c%s%c", 0, $5, 0 }' $maps /proc/$1/mountinfo 2>/dev/null
-fi`;
-
-const _SCRIPT = `root=$1 mode=$2
-export PATH=/usr/bin:/bin
-${_ALL}
-if [ "$mode" = pause ]; then
-${_STOP}
-fi
-${_REPORT}
-[ "$mode" = pause ] || exit 0
-exec 1>&-
-read -r -t ${MAX_PAUSE_MS / 1000} _ && { resume; exit 0; }
-resume; exit 4`;
 
 /**
  * What the processes of the sandbox whose launcher is `pid` hold, without
@@ -224,7 +173,12 @@ export function parseHeld(raw: Uint8Array): HeldEntry[] {
 
 function _helper(pid: number, mode: string, stdin: "null" | "piped"): Deno.Command {
   return new Deno.Command("/bin/bash", {
-    args: ["-c", _SCRIPT, "corral-procs", String(pid), mode],
+    args: [
+      shellProgram("core/layers/view_procs.sh"),
+      String(pid),
+      mode,
+      String(MAX_PAUSE_MS / 1000),
+    ],
     stdin,
     stdout: "piped",
     stderr: "null",
