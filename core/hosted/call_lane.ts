@@ -24,15 +24,18 @@
  *   with a string `type`; `isError` a boolean; `structuredContent` and
  *   `_meta` objects), then `structuredContent` against the tool's
  *   `outputSchema` as the SDK does; an error response becomes the SDK's
- *   `McpError`, a timeout `McpError(RequestTimeout)` after
- *   `notifications/cancelled`, a closed channel `McpError(ConnectionClosed)`.
+ *   `ProtocolError`, a timeout `SdkError(RequestTimeout)` ({@link CallTimedOut})
+ *   after `notifications/cancelled`, a closed channel `SdkError(ConnectionClosed)`.
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/types"
-import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
-// @ts-types="@modelcontextprotocol/sdk/validation/ajv-provider"
-import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js";
+import {
+  ProtocolError,
+  ProtocolErrorCode,
+  SdkError,
+  SdkErrorCode,
+} from "@modelcontextprotocol/client";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/client/validators/ajv";
 
 /** What one call through the lane brings along. */
 export interface LaneCall {
@@ -61,13 +64,14 @@ export class CallCancelled extends Error {
 }
 
 /**
- * A call the lane gave up on when its own timeout passed (`notifications/cancelled`
- * was sent): the SDK's `McpError(RequestTimeout)`, of a class of its own so that
- * an error response a server sends with that code is never taken for it.
+ * A call given up on when its own timeout passed (`notifications/cancelled`
+ * was sent): the SDK's `SdkError(RequestTimeout)`, of a class of its own so
+ * that no other error (a server's error response, a listing's timeout) is
+ * ever taken for it.
  */
-export class CallTimedOut extends McpError {
+export class CallTimedOut extends SdkError {
   constructor(timeoutMs: number) {
-    super(ErrorCode.RequestTimeout, "Request timed out", { timeout: timeoutMs });
+    super(SdkErrorCode.RequestTimeout, "Request timed out", { timeout: timeoutMs });
     this.name = "CallTimedOut";
   }
 }
@@ -152,16 +156,9 @@ export class CallLane {
   /** Call `tool` (the server's name for it); resolves to its checked result. */
   call(tool: string, args: unknown, call: LaneCall): Promise<Record<string, unknown>> {
     if (this.#taskRequired.has(tool)) {
-      return Promise.reject(
-        new McpError(
-          ErrorCode.InvalidRequest,
-          `Tool "${tool}" requires task-based execution, which corral does not offer`,
-        ),
-      );
+      return Promise.reject(taskRequired(tool));
     }
-    if (this.#closed) {
-      return Promise.reject(new McpError(ErrorCode.ConnectionClosed, "Connection closed"));
-    }
+    if (this.#closed) return Promise.reject(connectionClosed());
     const signal = call.signal;
     if (signal?.aborted) return Promise.reject(new CallCancelled(tool));
     const id = `${LANE_ID_PREFIX}${++this.#next}`;
@@ -209,7 +206,7 @@ export class CallLane {
       p.reject(new Error(this.#malformed(p.tool, envelope)));
     } else if (message.error !== undefined) {
       const e = message.error as { code: number; message: string; data?: unknown };
-      p.reject(McpError.fromError(e.code, e.message, e.data));
+      p.reject(ProtocolError.fromError(e.code, e.message, e.data));
     } else {
       const result = message.result as Record<string, unknown>;
       const problem = _resultProblem(result);
@@ -260,7 +257,7 @@ export class CallLane {
     this.#pings.clear();
     for (const id of [...this.#cancelled.keys()]) this.#forget(id);
     for (const id of [...this.#pending.keys()]) {
-      this.#settle(id)?.reject(new McpError(ErrorCode.ConnectionClosed, "Connection closed"));
+      this.#settle(id)?.reject(connectionClosed());
     }
   }
 
@@ -369,8 +366,8 @@ export class CallLane {
     const schema = this.#schemas.get(tool);
     if (schema === undefined) return;
     if (!result.structuredContent && !result.isError) {
-      throw new McpError(
-        ErrorCode.InvalidRequest,
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidRequest,
         `Tool ${tool} has an output schema but did not return structured content`,
       );
     }
@@ -385,14 +382,14 @@ export class CallLane {
       }
       check = validate(result.structuredContent);
     } catch (err) {
-      throw new McpError(
-        ErrorCode.InvalidParams,
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
         `Failed to validate structured content: ${err instanceof Error ? err.message : err}`,
       );
     }
     if (!check.valid) {
-      throw new McpError(
-        ErrorCode.InvalidParams,
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
         `Structured content does not match the tool's output schema: ${check.errorMessage}`,
       );
     }
@@ -401,6 +398,19 @@ export class CallLane {
   #malformed(tool: string, problem: string): string {
     return `server "${this.#server}" answered tools/call "${tool}" with a malformed result: ${problem}`;
   }
+}
+
+/** The refusal of a tool that requires tasks (corral calls hosted tools without them). */
+export function taskRequired(tool: string): ProtocolError {
+  return new ProtocolError(
+    ProtocolErrorCode.InvalidRequest,
+    `Tool "${tool}" requires task-based execution, which corral does not offer`,
+  );
+}
+
+/** What a call on a closed connection fails with (the SDK's own). */
+function connectionClosed(): SdkError {
+  return new SdkError(SdkErrorCode.ConnectionClosed, "Connection closed");
 }
 
 function _isObject(v: unknown): v is Record<string, unknown> {
