@@ -15,9 +15,11 @@
  *   or it still reports progress on the cancelled call after that grace and
  *   has not answered it when the call's own timeout passes (followed by the
  *   channel's ./cancel_watch.ts);
- * - a result the SDK finds malformed is an error naming the server and the
- *   tool; the SDK checks `structuredContent` against the tool's output
- *   schema from the list it keeps (`listTools`).
+ * - a result the SDK finds malformed, or whose `structuredContent` is not
+ *   an object (MCP 2025-11-25 wants one; the SDK 2.x takes any JSON value),
+ *   is an error naming the server and the tool; the SDK checks
+ *   `structuredContent` against the tool's output schema from the list it
+ *   keeps (`listTools`).
  *
  * Progress reaches a call only with its own token (the SDK's), and a late
  * answer to a cancelled call is dropped by the channel (./stdio_channel.ts).
@@ -79,8 +81,9 @@ export class ClientCalls {
     };
     signal?.addEventListener("abort", onAbort, { once: true });
     const onProgress = call.onProgress;
+    let result: Record<string, unknown>;
     try {
-      return await this.#client.callTool(
+      result = await this.#client.callTool(
         { name: tool, arguments: (args ?? {}) as Record<string, unknown> },
         {
           timeout: call.timeoutMs,
@@ -98,6 +101,14 @@ export class ClientCalls {
     } finally {
       signal?.removeEventListener("abort", onAbort);
     }
+    const structured = result.structuredContent;
+    if (
+      structured !== undefined &&
+      (typeof structured !== "object" || structured === null || Array.isArray(structured))
+    ) {
+      throw new Error(this.#malformed(tool, "structuredContent is not an object"));
+    }
+    return result;
   }
 
   /** After a cancellation: a server that does not answer a ping within the grace is stuck. */
@@ -116,12 +127,23 @@ export class ClientCalls {
     if (!(err instanceof SdkError)) return err;
     if (err.code === SdkErrorCode.RequestTimeout) return new CallTimedOut(timeoutMs);
     if (err.code === SdkErrorCode.InvalidResult) {
-      return new Error(
-        `server "${this.#server}" answered tools/call "${tool}" with a malformed result: ` +
-          err.message.replace(/^Invalid result for tools\/call: /, ""),
-        { cause: err },
-      );
+      const why = _issues(err.message.replace(/^Invalid result for tools\/call: /, ""));
+      return new Error(this.#malformed(tool, why), { cause: err });
     }
     return err;
+  }
+
+  #malformed(tool: string, problem: string): string {
+    return `server "${this.#server}" answered tools/call "${tool}" with a malformed result: ${problem}`;
+  }
+}
+
+/** The SDK's schema issues (a JSON list) as one line, `path: message` each (else as they are). */
+function _issues(raw: string): string {
+  try {
+    const issues = JSON.parse(raw) as Array<{ path?: unknown[]; message?: string }>;
+    return issues.map((i) => `${(i.path ?? []).join(".") || "result"}: ${i.message}`).join("; ");
+  } catch {
+    return raw;
   }
 }

@@ -174,7 +174,19 @@ export class StdioChannel implements Transport {
       return;
     }
     this.accepted++;
-    this.onmessage?.(msg);
+    this.#deliver(msg);
+  }
+
+  /**
+   * Hand `msg` to the SDK. A response goes one microtask later: the SDK runs
+   * a notification's handler a microtask after it gets it, and drops a
+   * request's progress handler as its response arrives, so the progress a
+   * server sends just before its answer (in the same read) still reaches
+   * the call.
+   */
+  #deliver(msg: JSONRPCMessage): void {
+    if ((msg as { method?: unknown }).method !== undefined) this.onmessage?.(msg);
+    else queueMicrotask(() => this.onmessage?.(msg));
   }
 
   /** A `notifications/cancelled` for `id` went out: its answer is the watch's now. */
@@ -198,7 +210,7 @@ export class StdioChannel implements Transport {
     const message = `the server answered with a malformed JSON-RPC response: ${
       _envelopeProblem(value as Record<string, unknown>)
     }`;
-    this.onmessage?.({ jsonrpc: "2.0", id, error: { code: -32603, message } });
+    this.#deliver({ jsonrpc: "2.0", id, error: { code: -32603, message } });
     return true;
   }
 
@@ -259,7 +271,9 @@ function _envelopeProblem(m: Record<string, unknown>): string {
     return "it needs either result or error";
   }
   if (m.error !== undefined) return "error needs an integer code and a string message";
-  return "result is not an object";
+  const r = m.result;
+  if (typeof r !== "object" || r === null || Array.isArray(r)) return "result is not an object";
+  return "result._meta is not an object";
 }
 
 /** Why output was dropped: which bound, and how much so far. */
