@@ -18,7 +18,8 @@
  *   the cancel within {@link CANCEL_GRACE_MS} (stuck), or it still reports
  *   progress on the cancelled call after that grace and has not answered it
  *   when the call's own timeout passes (the cancelled work is held to the
- *   timeout the call had); a server that works on silently is not seen;
+ *   timeout the call had: ./cancel_watch.ts); a server that works on
+ *   silently is not seen;
  * - `notifications/progress` reaches a call only with that call's own token;
  * - the result's shape is checked (an object; `content` an array of objects
  *   with a string `type`; `isError` a boolean; `structuredContent` and
@@ -36,6 +37,9 @@ import {
   SdkErrorCode,
 } from "@modelcontextprotocol/client";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/client/validators/ajv";
+import { CANCEL_GRACE_MS, CancelWatch } from "./cancel_watch.ts";
+
+export { CANCEL_GRACE_MS } from "./cancel_watch.ts";
 
 /** What one call through the lane brings along. */
 export interface LaneCall {
@@ -46,14 +50,6 @@ export interface LaneCall {
 
 /** The prefix of the lane's ids and progress tokens. */
 export const LANE_ID_PREFIX = "corral:";
-/** How many cancelled ids are remembered, so a late answer is dropped quietly. */
-const _CANCELLED_KEPT = 256;
-/**
- * How long a server has, after a call is cancelled, to answer a `ping` and
- * to stop reporting progress on that call before it counts as ignoring the
- * cancellation.
- */
-export const CANCEL_GRACE_MS = 2000;
 
 /** A call its caller cancelled; the server was sent `notifications/cancelled`. */
 export class CallCancelled extends Error {
@@ -78,15 +74,6 @@ export class CallTimedOut extends SdkError {
 
 type _Validate = (value: unknown) => { valid: boolean; errorMessage?: string };
 
-/** A call its caller cancelled, watched until its own timeout would have passed. */
-interface _Cancelled {
-  tool: string;
-  at: number;
-  /** Progress on it came after the grace: the server works on. */
-  working: boolean;
-  timer: ReturnType<typeof setTimeout>;
-}
-
 interface _Pending {
   tool: string;
   /** When the call's own timeout passes (performance.now()). */
@@ -103,8 +90,8 @@ export class CallLane {
   readonly #server: string;
   readonly #write: (line: string) => Promise<void>;
   readonly #pending = new Map<string, _Pending>();
-  /** Cancelled ids: a caller's cancellation watched until the call's deadline, or null (a timeout). */
-  readonly #cancelled = new Map<string, _Cancelled | null>();
+  /** Its cancelled ids (./cancel_watch.ts): a caller's cancellation followed to the call's deadline. */
+  readonly #cancelled: CancelWatch;
   /** Pings sent with a cancellation: the timers that report the server ignoring it. */
   readonly #pings = new Map<string, ReturnType<typeof setTimeout>>();
   readonly #onIgnored: (why: string) => void;
@@ -135,6 +122,7 @@ export class CallLane {
     this.#server = server;
     this.#write = write;
     this.#onIgnored = onIgnored;
+    this.#cancelled = new CancelWatch(onIgnored);
   }
 
   /**
@@ -200,7 +188,7 @@ export class CallLane {
       return this.#pings.delete(id);
     }
     const p = this.#settle(id);
-    if (!p) return this.#forget(id);
+    if (!p) return this.#cancelled.answered(id);
     const envelope = _envelopeProblem(message);
     if (envelope) {
       p.reject(new Error(this.#malformed(p.tool, envelope)));
@@ -235,8 +223,7 @@ export class CallLane {
    */
   progress(params: Record<string, unknown>): void {
     const p = this.#pending.get(params.progressToken as string);
-    const c = p ? undefined : this.#cancelled.get(params.progressToken as string);
-    if (c && performance.now() - c.at > CANCEL_GRACE_MS) c.working = true;
+    if (!p) this.#cancelled.progress(params.progressToken);
     const { progress, total, message } = params;
     if (
       !p?.onProgress || typeof progress !== "number" ||
@@ -255,7 +242,7 @@ export class CallLane {
     this.#timer = undefined;
     for (const timer of this.#pings.values()) clearTimeout(timer);
     this.#pings.clear();
-    for (const id of [...this.#cancelled.keys()]) this.#forget(id);
+    this.#cancelled.close();
     for (const id of [...this.#pending.keys()]) {
       this.#settle(id)?.reject(connectionClosed());
     }
@@ -309,8 +296,8 @@ export class CallLane {
     const p = this.#settle(id);
     if (!p) return;
     const byCaller = reason instanceof CallCancelled;
-    this.#cancelled.set(id, byCaller ? this.#watch(id, p) : null);
-    if (this.#cancelled.size > _CANCELLED_KEPT) this.#forget(this.#cancelled.keys().next().value!);
+    this.#cancelled.sent(id);
+    if (byCaller) this.#cancelled.follow(id, p.tool, p.deadline);
     const note = { requestId: id, reason: reason.message };
     this.#send({ jsonrpc: "2.0", method: "notifications/cancelled", params: note });
     p.reject(reason);
@@ -329,32 +316,6 @@ export class CallLane {
       }, CANCEL_GRACE_MS),
     );
     this.#send({ jsonrpc: "2.0", id: ping, method: "ping" });
-  }
-
-  /** At the cancelled call's own deadline, a server still working on it counts as ignoring it. */
-  #watch(id: string, p: _Pending): _Cancelled {
-    const c: _Cancelled = {
-      tool: p.tool,
-      at: performance.now(),
-      working: false,
-      timer: setTimeout(() => {
-        if (this.#cancelled.get(id) !== c) return;
-        this.#cancelled.set(id, null); // still known: a late answer is dropped quietly
-        if (c.working && !this.#closed) {
-          this.#onIgnored(
-            `it still worked on a cancelled call to ${c.tool} when the call's timeout passed`,
-          );
-        }
-      }, Math.max(0, p.deadline - performance.now())),
-    };
-    return c;
-  }
-
-  /** Forget cancelled call `id`; true when it was one. */
-  #forget(id: string): boolean {
-    const c = this.#cancelled.get(id);
-    if (c) clearTimeout(c.timer);
-    return this.#cancelled.delete(id);
   }
 
   #send(message: Record<string, unknown>): void {

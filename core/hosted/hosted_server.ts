@@ -1,12 +1,15 @@
 /**
  * One hosted server's life: started in its sandbox on the first call
- * (./launch.ts), spoken to through the MCP SDK's Client over a checked
- * stdio channel (./stdio_channel.ts) except for `tools/call`, which takes
- * corral's own lane on that channel (./call_lane.ts); restarted with
- * back-off after a crash, killed on a timeout (the next call starts it
- * again) or when it ignores a call's cancellation (./call_lane.ts; a
- * cancelled call alone fails, its other calls go on), and marked failed
- * with the reason when it will not start or does not speak MCP.
+ * (./launch.ts), spoken to through the MCP SDK's Client
+ * (`@modelcontextprotocol/client` 2.x) over a checked stdio channel
+ * (./stdio_channel.ts) except for `tools/call`, which takes corral's own
+ * lane on that channel (./call_lane.ts; `CORRAL_BENCH_HOSTED_LANE=sdk` sends
+ * it through the SDK's Client too, ./client_calls.ts, for the benchmark's
+ * row that weighs the lane: {@link hostedLane}); restarted with back-off
+ * after a crash, killed on a timeout (the next call starts it again) or
+ * when it ignores a call's cancellation (./cancel_watch.ts; a cancelled
+ * call alone fails, its other calls go on), and marked failed with the
+ * reason when it will not start or does not speak MCP.
  * Questions (sampling, elicitation), progress and logs go to the call that
  * is running.
  *

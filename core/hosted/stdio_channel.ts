@@ -4,8 +4,12 @@
  *
  * - a message longer than {@link MAX_MESSAGE_BYTES} is refused without being
  *   buffered whole (the rest of its line is skipped as it arrives);
- * - a line that is not a JSON-RPC message is dropped;
+ * - a line that is not a JSON-RPC message is dropped, unless it answers a
+ *   request corral sent and that is still open: that request then fails at
+ *   once, naming what is malformed, instead of waiting for its timeout;
  * - a response whose id corral never sent (or already answered) is dropped;
+ * - a late answer to a request corral cancelled, and progress on it, are
+ *   the {@link ChannelOptions.watch}'s (./cancel_watch.ts): never delivered;
  * - notifications and requests from the server beyond a rate
  *   ({@link FLOOD_BURST}, then {@link FLOOD_PER_SECOND} a second) are dropped;
  * - its stderr and its log notifications are bounded in bytes, per second
@@ -16,6 +20,7 @@
  * gets the responses and progress of its own `tools/call` requests before
  * the SDK (and without its second parse); what it does not own goes on as
  * above, so a response to an id neither it nor the SDK sent stays forged.
+ * The channel speaks the SDK 2.x `Transport` (`@modelcontextprotocol/client`).
  *
  * @module
  */
