@@ -6,10 +6,14 @@
  * `@anthropic-ai/sandbox-runtime@0.0.83`), and hosted by corral (`corral mcp`
  * with the server in corral.json: `deno run` in the namespace, cgroup limits).
  * Blocks of calls alternate between the three; then each is started STARTS
- * more times, alternately, timed from spawn to the first answer. The npm
- * packages are installed with npm into a cache of the benchmark's own when
- * missing; srt needs ripgrep and socat (apt-get install ripgrep socat).
- * Prints one JSON object.
+ * more times, alternately, timed from spawn to the first answer. A fourth
+ * way takes part in the call blocks (not the start-ups): corral with its
+ * hand-written `tools/call` lane for hosted servers turned off
+ * (`CORRAL_BENCH_HOSTED_LANE=sdk`, core/hosted/hosted_server.ts), so the
+ * hosted calls go through the plain SDK 2.4 `Client`, to weigh the lane
+ * against it side by side (issue 42). The npm packages are installed with
+ * npm into a cache of the benchmark's own when missing; srt needs ripgrep
+ * and socat (apt-get install ripgrep socat). Prints one JSON object.
  *
  *     deno run -A bench/hosted.ts CALLS STARTS
  *
@@ -24,11 +28,14 @@ import { CORRAL_FLAGS } from "../testing/corral_http.ts";
 import { ROOT } from "../testing/paths.ts";
 import { tempDir } from "../testing/temp_dir.ts";
 import { quantile, warmUp, WARMUP_CALLS } from "./lib.ts";
+import { cpuBetween, treeTicks } from "./proc_cpu.ts";
 import type { ServerResult } from "./mcp.ts";
 
-/** The three ways, in table order. */
+/** The three ways, in table order (each is also started STARTS times). */
 export const WAYS = ["node", "srt", "corral"] as const;
-type _Way = typeof WAYS[number];
+/** The ways of the call blocks: the three and corral without its hosted call lane. */
+export const CALL_WAYS = [...WAYS, "corral-sdk"] as const;
+type _Way = typeof CALL_WAYS[number];
 
 /** What this script prints. */
 export interface HostedResult {
@@ -50,6 +57,8 @@ interface _Live {
   client: Client;
   call: () => Promise<number>;
   startMs: number;
+  /** The server's process (corral's, for corral), whose CPU is read around each block. */
+  pid?: number;
 }
 
 async function _connect(spec: _Spec, file: string, cwd: string): Promise<_Live> {
@@ -79,7 +88,7 @@ async function _connect(spec: _Spec, file: string, cwd: string): Promise<_Live> 
       return text.length;
     };
     await call();
-    return { client, call, startMs: performance.now() - t0 };
+    return { client, call, startMs: performance.now() - t0, pid: transport.pid ?? undefined };
   } catch (err) {
     await client.close().catch(() => {});
     const tail = stderr.trim().split("\n").slice(-3).join(" | ");
@@ -151,6 +160,11 @@ async function _specs(tmp: string, workspace: string): Promise<Record<_Way, _Spe
     node: { command: "node", args: [fsEntry, workspace], env: {} },
     srt: { command: srt, args: ["node", fsEntry, workspace], env: {} },
     corral: { command: Deno.execPath(), args: [...corralArgs, "mcp", "-r"], env },
+    "corral-sdk": {
+      command: Deno.execPath(),
+      args: [...corralArgs, "mcp", "-r"],
+      env: { ...env, CORRAL_BENCH_HOSTED_LANE: "sdk" },
+    },
   };
 }
 
@@ -164,7 +178,7 @@ async function main(): Promise<void> {
   const line = "corral benchmark line: the quick brown fox jumps over the lazy dog 0123456789\n";
   const text = line.repeat(Math.ceil(10_240 / line.length)).slice(0, 10_240);
   await Deno.writeTextFile(file, text);
-  const results = Object.fromEntries(WAYS.map((w) => [w, {} as ServerResult])) as Record<
+  const results = Object.fromEntries(CALL_WAYS.map((w) => [w, {} as ServerResult])) as Record<
     _Way,
     ServerResult
   >;
@@ -172,13 +186,16 @@ async function main(): Promise<void> {
   try {
     specs = await _specs(tmp, workspace);
   } catch (err) {
-    for (const w of WAYS) results[w].error = (err as Error).message;
+    for (const w of CALL_WAYS) results[w].error = (err as Error).message;
   }
-  const live = new Map<_Way, _Live & { samples: number[]; blocks: number[] }>();
-  for (const w of specs ? WAYS : []) {
+  const live = new Map<
+    _Way,
+    _Live & { samples: number[]; blocks: number[]; cpu: { own: number; children: number } }
+  >();
+  for (const w of specs ? CALL_WAYS : []) {
     try {
       const l = await _connect(specs![w], file, workspace);
-      live.set(w, { ...l, samples: [], blocks: [] });
+      live.set(w, { ...l, samples: [], blocks: [], cpu: { own: 0, children: 0 } });
       results[w].tool = "read_text_file";
     } catch (err) {
       results[w].error = (err as Error).message;
@@ -194,10 +211,16 @@ async function main(): Promise<void> {
     for (let r = 0; r < k % order.length; r++) order.push(order.shift()!);
     for (const s of order) {
       const part: number[] = [];
+      const before = s.pid ? treeTicks(s.pid) : undefined;
       for (let i = 0; i < n; i++) {
         const t0 = performance.now();
         await s.call();
         part.push(performance.now() - t0);
+      }
+      if (before) {
+        const used = cpuBetween(before, treeTicks(s.pid!));
+        s.cpu.own += used.own;
+        s.cpu.children += used.children;
       }
       s.samples.push(...part);
       s.blocks.push(quantile(part, 0.5));
@@ -211,12 +234,13 @@ async function main(): Promise<void> {
     r.blockMedians = s.blocks;
     r.n = s.samples.length;
     r.warmupP50 = warm.get(w);
-    r.startMs = [];
+    if (s.pid) r.cpuMs = { own: s.cpu.own / r.n, children: s.cpu.children / r.n };
+    if (w !== "corral-sdk") r.startMs = [];
     await s.client.close().catch(() => {});
   }
   // Start-up: the first connection filled the caches; time STARTS more, alternately.
   for (let i = 0; i < starts; i++) {
-    const ways = [...live.keys()];
+    const ways = [...live.keys()].filter((w) => w !== "corral-sdk");
     for (const w of i % 2 ? ways.reverse() : ways) {
       try {
         const l = await _connect(specs![w], file, workspace);

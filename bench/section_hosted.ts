@@ -2,7 +2,8 @@
  * Section 9 of the benchmarks: the official MCP filesystem server run
  * directly by node, wrapped by `srt`, and hosted by corral; the same SDK
  * client reading the same 10 KB file (bench/hosted.ts): start-up to the
- * first answer, p50 and p99.
+ * first answer, p50 and p99; and corral's hosted `tools/call` lane against the
+ * plain SDK 2.4 `Client` in the same call blocks.
  *
  * @module
  */
@@ -23,6 +24,7 @@ export async function sectionHosted(sizes: Sizes): Promise<string> {
     String(sizes.mcpStarts),
   ]);
   const { node, srt, corral } = r.servers;
+  const sdk = r.servers["corral-sdk"];
   const start = (s: ServerResult) => median(s.startMs ?? []);
   const row = (label: string, s: ServerResult) =>
     s.error
@@ -79,7 +81,58 @@ export async function sectionHosted(sizes: Sizes): Promise<string> {
       [row("node, direct (baseline)", node), row("srt", srt), row("**corral, hosted**", corral)],
     ),
     "",
+    laneRow(corral, sdk),
+    "",
     db,
+  ].join("\n");
+}
+
+/**
+ * corral's hand-written `tools/call` lane for hosted servers
+ * (core/hosted/call_lane.ts) against the plain SDK 2.4 `Client`
+ * (`CORRAL_BENCH_HOSTED_LANE=sdk`), measured in the same call blocks: the
+ * gain on goal 9's p50 (issue 42: a lane gaining < 10% goes). On a busy
+ * machine (load over 1 after the run) no verdict is given: it would be chance.
+ */
+export function laneRow(on: ServerResult, off: ServerResult | undefined): string {
+  const load = Deno.loadavg()[0];
+  const cpu = (s: ServerResult) =>
+    s.cpuMs ? `${fmtMs(s.cpuMs.own)} + ${fmtMs(s.cpuMs.children)}` : "–";
+  const cells = (): string[] => {
+    if (!off || on.error || off.error) return ["error", "", "", "", "", ""];
+    const gain = (off.p50! - on.p50!) / off.p50!;
+    return [
+      fmtMs(on.p50!),
+      fmtMs(off.p50!),
+      `${(100 * gain).toFixed(1)} %`,
+      `${fmtMs(on.mean!)} / ${fmtMs(off.mean!)}`,
+      `${cpu(on)} / ${cpu(off)}`,
+      load > 1
+        ? `unreliable: load ${load.toFixed(1)}`
+        : gain < 0.1
+        ? "**< 10 %: a candidate for removal**"
+        : "keeps its place",
+    ];
+  };
+  return [
+    "corral's hand-written `tools/call` lane for hosted servers (core/hosted/call_lane.ts) " +
+    "against the plain SDK 2.4 `Client` (`@modelcontextprotocol/client`), corral run a second " +
+    "time with `CORRAL_BENCH_HOSTED_LANE=sdk` in the same call blocks. Gain: the p50 the lane " +
+    "saves, as a share of the p50 without it. CPU a call: corral's own CPU time (user + " +
+    "system, from /proc) plus its children's (the hosted server), over its measured calls.",
+    "",
+    table(
+      [
+        "lane",
+        "p50 with",
+        "p50 without",
+        "gain",
+        "mean with / without",
+        "CPU a call with / without",
+        "verdict",
+      ],
+      [["call_lane vs plain SDK client", ...cells()]],
+    ),
   ].join("\n");
 }
 

@@ -352,3 +352,20 @@ Deno.test("a program corral starts inside a namespace loads only its own few fil
   const packages = (await Promise.all(entries.map((e) => _staticPackages(`${ROOT}${e}`)))).flat();
   assert.deepEqual(packages, [], "npm packages loaded inside a namespace");
 });
+
+Deno.test("code outside tests imports one MCP SDK, v2: @modelcontextprotocol/server and client only", async () => {
+  const code = (await repoFiles()).filter((f) =>
+    /\.ts$/.test(f) && !/_test\.ts$/.test(f) && /^(core|toolsets|plugins)\/|^main\.ts$/.test(f)
+  );
+  const wrong: string[] = [];
+  let v2 = 0;
+  for (const file of code) {
+    const text = await Deno.readTextFile(`${ROOT}${file}`);
+    for (const m of text.matchAll(/(?:from\s*|import\(\s*|@ts-types=)["'](?:npm:\/?)?(@modelcontextprotocol\/[\w-]+)/g)) {
+      if (/^@modelcontextprotocol\/(server|client)$/.test(m[1])) v2++;
+      else wrong.push(`${file}: ${m[1]}`);
+    }
+  }
+  assert.ok(v2 > 5, `found ${v2} imports of the v2 SDK`);
+  assert.deepEqual(wrong, []);
+});

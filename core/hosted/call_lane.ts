@@ -18,21 +18,28 @@
  *   the cancel within {@link CANCEL_GRACE_MS} (stuck), or it still reports
  *   progress on the cancelled call after that grace and has not answered it
  *   when the call's own timeout passes (the cancelled work is held to the
- *   timeout the call had); a server that works on silently is not seen;
+ *   timeout the call had: ./cancel_watch.ts); a server that works on
+ *   silently is not seen;
  * - `notifications/progress` reaches a call only with that call's own token;
  * - the result's shape is checked (an object; `content` an array of objects
  *   with a string `type`; `isError` a boolean; `structuredContent` and
  *   `_meta` objects), then `structuredContent` against the tool's
  *   `outputSchema` as the SDK does; an error response becomes the SDK's
- *   `McpError`, a timeout `McpError(RequestTimeout)` after
- *   `notifications/cancelled`, a closed channel `McpError(ConnectionClosed)`.
+ *   `ProtocolError`, a timeout `SdkError(RequestTimeout)` ({@link CallTimedOut})
+ *   after `notifications/cancelled`, a closed channel `SdkError(ConnectionClosed)`.
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/types"
-import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
-// @ts-types="@modelcontextprotocol/sdk/validation/ajv-provider"
-import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js";
+import {
+  ProtocolError,
+  ProtocolErrorCode,
+  SdkError,
+  SdkErrorCode,
+} from "@modelcontextprotocol/client";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/client/validators/ajv";
+import { CANCEL_GRACE_MS, CancelWatch } from "./cancel_watch.ts";
+
+export { CANCEL_GRACE_MS } from "./cancel_watch.ts";
 
 /** What one call through the lane brings along. */
 export interface LaneCall {
@@ -43,14 +50,6 @@ export interface LaneCall {
 
 /** The prefix of the lane's ids and progress tokens. */
 export const LANE_ID_PREFIX = "corral:";
-/** How many cancelled ids are remembered, so a late answer is dropped quietly. */
-const _CANCELLED_KEPT = 256;
-/**
- * How long a server has, after a call is cancelled, to answer a `ping` and
- * to stop reporting progress on that call before it counts as ignoring the
- * cancellation.
- */
-export const CANCEL_GRACE_MS = 2000;
 
 /** A call its caller cancelled; the server was sent `notifications/cancelled`. */
 export class CallCancelled extends Error {
@@ -61,27 +60,19 @@ export class CallCancelled extends Error {
 }
 
 /**
- * A call the lane gave up on when its own timeout passed (`notifications/cancelled`
- * was sent): the SDK's `McpError(RequestTimeout)`, of a class of its own so that
- * an error response a server sends with that code is never taken for it.
+ * A call given up on when its own timeout passed (`notifications/cancelled`
+ * was sent): the SDK's `SdkError(RequestTimeout)`, of a class of its own so
+ * that no other error (a server's error response, a listing's timeout) is
+ * ever taken for it.
  */
-export class CallTimedOut extends McpError {
+export class CallTimedOut extends SdkError {
   constructor(timeoutMs: number) {
-    super(ErrorCode.RequestTimeout, "Request timed out", { timeout: timeoutMs });
+    super(SdkErrorCode.RequestTimeout, "Request timed out", { timeout: timeoutMs });
     this.name = "CallTimedOut";
   }
 }
 
 type _Validate = (value: unknown) => { valid: boolean; errorMessage?: string };
-
-/** A call its caller cancelled, watched until its own timeout would have passed. */
-interface _Cancelled {
-  tool: string;
-  at: number;
-  /** Progress on it came after the grace: the server works on. */
-  working: boolean;
-  timer: ReturnType<typeof setTimeout>;
-}
 
 interface _Pending {
   tool: string;
@@ -99,8 +90,8 @@ export class CallLane {
   readonly #server: string;
   readonly #write: (line: string) => Promise<void>;
   readonly #pending = new Map<string, _Pending>();
-  /** Cancelled ids: a caller's cancellation watched until the call's deadline, or null (a timeout). */
-  readonly #cancelled = new Map<string, _Cancelled | null>();
+  /** Its cancelled ids (./cancel_watch.ts): a caller's cancellation followed to the call's deadline. */
+  readonly #cancelled: CancelWatch;
   /** Pings sent with a cancellation: the timers that report the server ignoring it. */
   readonly #pings = new Map<string, ReturnType<typeof setTimeout>>();
   readonly #onIgnored: (why: string) => void;
@@ -131,6 +122,7 @@ export class CallLane {
     this.#server = server;
     this.#write = write;
     this.#onIgnored = onIgnored;
+    this.#cancelled = new CancelWatch(onIgnored);
   }
 
   /**
@@ -152,16 +144,9 @@ export class CallLane {
   /** Call `tool` (the server's name for it); resolves to its checked result. */
   call(tool: string, args: unknown, call: LaneCall): Promise<Record<string, unknown>> {
     if (this.#taskRequired.has(tool)) {
-      return Promise.reject(
-        new McpError(
-          ErrorCode.InvalidRequest,
-          `Tool "${tool}" requires task-based execution, which corral does not offer`,
-        ),
-      );
+      return Promise.reject(taskRequired(tool));
     }
-    if (this.#closed) {
-      return Promise.reject(new McpError(ErrorCode.ConnectionClosed, "Connection closed"));
-    }
+    if (this.#closed) return Promise.reject(connectionClosed());
     const signal = call.signal;
     if (signal?.aborted) return Promise.reject(new CallCancelled(tool));
     const id = `${LANE_ID_PREFIX}${++this.#next}`;
@@ -203,13 +188,13 @@ export class CallLane {
       return this.#pings.delete(id);
     }
     const p = this.#settle(id);
-    if (!p) return this.#forget(id);
+    if (!p) return this.#cancelled.answered(id);
     const envelope = _envelopeProblem(message);
     if (envelope) {
       p.reject(new Error(this.#malformed(p.tool, envelope)));
     } else if (message.error !== undefined) {
       const e = message.error as { code: number; message: string; data?: unknown };
-      p.reject(McpError.fromError(e.code, e.message, e.data));
+      p.reject(ProtocolError.fromError(e.code, e.message, e.data));
     } else {
       const result = message.result as Record<string, unknown>;
       const problem = _resultProblem(result);
@@ -238,8 +223,7 @@ export class CallLane {
    */
   progress(params: Record<string, unknown>): void {
     const p = this.#pending.get(params.progressToken as string);
-    const c = p ? undefined : this.#cancelled.get(params.progressToken as string);
-    if (c && performance.now() - c.at > CANCEL_GRACE_MS) c.working = true;
+    if (!p) this.#cancelled.progress(params.progressToken);
     const { progress, total, message } = params;
     if (
       !p?.onProgress || typeof progress !== "number" ||
@@ -258,9 +242,9 @@ export class CallLane {
     this.#timer = undefined;
     for (const timer of this.#pings.values()) clearTimeout(timer);
     this.#pings.clear();
-    for (const id of [...this.#cancelled.keys()]) this.#forget(id);
+    this.#cancelled.close();
     for (const id of [...this.#pending.keys()]) {
-      this.#settle(id)?.reject(new McpError(ErrorCode.ConnectionClosed, "Connection closed"));
+      this.#settle(id)?.reject(connectionClosed());
     }
   }
 
@@ -312,8 +296,8 @@ export class CallLane {
     const p = this.#settle(id);
     if (!p) return;
     const byCaller = reason instanceof CallCancelled;
-    this.#cancelled.set(id, byCaller ? this.#watch(id, p) : null);
-    if (this.#cancelled.size > _CANCELLED_KEPT) this.#forget(this.#cancelled.keys().next().value!);
+    this.#cancelled.sent(id);
+    if (byCaller) this.#cancelled.follow(id, p.tool, p.deadline);
     const note = { requestId: id, reason: reason.message };
     this.#send({ jsonrpc: "2.0", method: "notifications/cancelled", params: note });
     p.reject(reason);
@@ -334,32 +318,6 @@ export class CallLane {
     this.#send({ jsonrpc: "2.0", id: ping, method: "ping" });
   }
 
-  /** At the cancelled call's own deadline, a server still working on it counts as ignoring it. */
-  #watch(id: string, p: _Pending): _Cancelled {
-    const c: _Cancelled = {
-      tool: p.tool,
-      at: performance.now(),
-      working: false,
-      timer: setTimeout(() => {
-        if (this.#cancelled.get(id) !== c) return;
-        this.#cancelled.set(id, null); // still known: a late answer is dropped quietly
-        if (c.working && !this.#closed) {
-          this.#onIgnored(
-            `it still worked on a cancelled call to ${c.tool} when the call's timeout passed`,
-          );
-        }
-      }, Math.max(0, p.deadline - performance.now())),
-    };
-    return c;
-  }
-
-  /** Forget cancelled call `id`; true when it was one. */
-  #forget(id: string): boolean {
-    const c = this.#cancelled.get(id);
-    if (c) clearTimeout(c.timer);
-    return this.#cancelled.delete(id);
-  }
-
   #send(message: Record<string, unknown>): void {
     this.#write(JSON.stringify(message) + "\n").catch(() => {});
   }
@@ -369,8 +327,8 @@ export class CallLane {
     const schema = this.#schemas.get(tool);
     if (schema === undefined) return;
     if (!result.structuredContent && !result.isError) {
-      throw new McpError(
-        ErrorCode.InvalidRequest,
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidRequest,
         `Tool ${tool} has an output schema but did not return structured content`,
       );
     }
@@ -385,14 +343,14 @@ export class CallLane {
       }
       check = validate(result.structuredContent);
     } catch (err) {
-      throw new McpError(
-        ErrorCode.InvalidParams,
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
         `Failed to validate structured content: ${err instanceof Error ? err.message : err}`,
       );
     }
     if (!check.valid) {
-      throw new McpError(
-        ErrorCode.InvalidParams,
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
         `Structured content does not match the tool's output schema: ${check.errorMessage}`,
       );
     }
@@ -401,6 +359,19 @@ export class CallLane {
   #malformed(tool: string, problem: string): string {
     return `server "${this.#server}" answered tools/call "${tool}" with a malformed result: ${problem}`;
   }
+}
+
+/** The refusal of a tool that requires tasks (corral calls hosted tools without them). */
+export function taskRequired(tool: string): ProtocolError {
+  return new ProtocolError(
+    ProtocolErrorCode.InvalidRequest,
+    `Tool "${tool}" requires task-based execution, which corral does not offer`,
+  );
+}
+
+/** What a call on a closed connection fails with (the SDK's own). */
+function connectionClosed(): SdkError {
+  return new SdkError(SdkErrorCode.ConnectionClosed, "Connection closed");
 }
 
 function _isObject(v: unknown): v is Record<string, unknown> {

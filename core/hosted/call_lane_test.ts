@@ -2,8 +2,12 @@
 // (tests/fixtures/hosted/lane_server.ts) over the real checked channel: each
 // test is an attack of the server on corral's own tools/call layer.
 import assert from "node:assert/strict";
-// @ts-types="@modelcontextprotocol/sdk/types"
-import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import {
+  ProtocolError,
+  ProtocolErrorCode,
+  SdkError,
+  SdkErrorCode,
+} from "@modelcontextprotocol/client";
 import { CallCancelled, CallLane, CallTimedOut } from "./call_lane.ts";
 import { type ChannelEventKind, StdioChannel } from "./stdio_channel.ts";
 
@@ -89,12 +93,12 @@ Deno.test("call lane: responses to lane ids never sent are refused as forged; th
 Deno.test("call lane: a response after a timeout or an abort is dropped, and the server is told", async () => {
   await using rig = _rig();
   const timedOut = await rig.lane.call("slow", { ms: 600 }, { timeoutMs: 100 }).catch((e) => e);
-  assert.ok(timedOut instanceof McpError, String(timedOut));
-  assert.equal(timedOut.code, ErrorCode.RequestTimeout);
+  assert.ok(timedOut instanceof SdkError, String(timedOut));
+  assert.equal(timedOut.code, SdkErrorCode.RequestTimeout);
   assert.ok(timedOut instanceof CallTimedOut, String(timedOut));
   // A server's own error with the timeout code is its answer, not the lane's timeout.
   const told = await rig.lane.call("timeout_error", {}, _OPTS).catch((e) => e);
-  assert.ok(told instanceof McpError && told.code === -32001, String(told));
+  assert.ok(told instanceof ProtocolError && told.code === -32001, String(told));
   assert.ok(!(told instanceof CallTimedOut), "a server's error is not the lane's timeout");
   const ac = new AbortController();
   const aborted = rig.lane.call("slow", { ms: 600 }, { timeoutMs: 20_000, signal: ac.signal });
@@ -129,14 +133,14 @@ Deno.test("call lane: each call times out at its own deadline, whatever the call
   const long = rig.lane.call("slow", { ms: 900 }, { timeoutMs: 20_000 });
   const short = rig.lane.call("slow", { ms: 600 }, { timeoutMs: 100 }).catch((e) => e);
   const err = await short;
-  assert.ok(err instanceof McpError && err.code === ErrorCode.RequestTimeout, String(err));
+  assert.ok(err instanceof SdkError && err.code === SdkErrorCode.RequestTimeout, String(err));
   assert.deepEqual(err.data, { timeout: 100 });
   assert.equal(_text(await long), "late");
   // After timers fired and calls ended, again: answered calls are not timed out, late ones are.
   for (let i = 0; i < 3; i++) {
     assert.equal(_text(await rig.lane.call("echo", { i }, { timeoutMs: 150 })), `echo {"i":${i}}`);
     const late = await rig.lane.call("slow", { ms: 500 }, { timeoutMs: 50 }).catch((e) => e);
-    assert.ok(late instanceof McpError && late.code === ErrorCode.RequestTimeout, String(late));
+    assert.ok(late instanceof SdkError && late.code === SdkErrorCode.RequestTimeout, String(late));
   }
   assert.equal(rig.lane.open, 0);
 });
@@ -184,7 +188,9 @@ Deno.test("call lane: a malformed result is an error naming the server and the t
     /"envelope" with a malformed .*either/,
   );
   const err = await rig.lane.call("error", {}, _OPTS).catch((e) => e);
-  assert.ok(err instanceof McpError && err.code === -32602 && /bad arguments/.test(err.message));
+  assert.ok(
+    err instanceof ProtocolError && err.code === -32602 && /bad arguments/.test(err.message),
+  );
   assert.equal(_text(await rig.lane.call("echo", {}, _OPTS)), "echo {}");
 });
 
@@ -211,7 +217,10 @@ Deno.test("call lane: structured content is checked against the tool's output sc
     count: 3,
   });
   const bad = await rig.lane.call("structured", { count: "three" }, _OPTS).catch((e) => e);
-  assert.ok(bad instanceof McpError && bad.code === ErrorCode.InvalidParams, String(bad));
+  assert.ok(
+    bad instanceof ProtocolError && bad.code === ProtocolErrorCode.InvalidParams,
+    String(bad),
+  );
   assert.match(bad.message, /does not match the tool's output schema/);
   await assert.rejects(rig.lane.call("echo", {}, _OPTS), /did not return structured content/);
   await assert.rejects(rig.lane.call("tasky", {}, _OPTS), /requires task-based execution/);
@@ -223,7 +232,7 @@ Deno.test("call lane: a server that dies fails its open calls; later calls are r
   const crash = rig.lane.call("crash", {}, _OPTS);
   for (const p of [slow, crash]) {
     const err = await p.catch((e) => e);
-    assert.ok(err instanceof McpError && err.code === ErrorCode.ConnectionClosed, String(err));
+    assert.ok(err instanceof SdkError && err.code === SdkErrorCode.ConnectionClosed, String(err));
   }
   assert.equal(rig.lane.open, 0);
   await assert.rejects(rig.lane.call("echo", {}, _OPTS), /Connection closed/);

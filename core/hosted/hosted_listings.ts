@@ -7,12 +7,14 @@
  * core/mcp/hosted_resources.ts. Each server is asked on its own, within
  * {@link LIST_TIMEOUT_MS} ({@link gatherListings}): one that fails, hangs
  * or will not start is left out (and named to `onLeftOut`) instead of
- * failing or holding up the whole listing.
+ * failing or holding up the whole listing. The SDK client walks a listing's
+ * pages (at most `MAX_LIST_PAGES` of ./hosted_server.ts: a server with more
+ * is left out) and is never let answer from its cache: every listing and
+ * read asks the server.
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/client/index"
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Client } from "@modelcontextprotocol/client";
 import { scrubDeep, scrubText } from "../base/mod.ts";
 import { askingThrough } from "./asking_through.ts";
 import type { HostedCall } from "./hosted_server.ts";
@@ -31,8 +33,8 @@ export interface HostedCaller {
 /** How long one server may take to answer one listing (all its pages, its start included). */
 export const LIST_TIMEOUT_MS = 5_000;
 
-/** Pages of one listing read at most. */
-export const MAX_LIST_PAGES = 100;
+/** The SDK client's cache is never used: each listing and read is the server's answer now. */
+const _ASK = { cacheMode: "bypass" } as const;
 
 /** A server left out of a listing, and why. */
 export interface LeftOut {
@@ -93,16 +95,13 @@ export class HostedListings {
       "resources",
       session,
       caller,
-      (client, signal) =>
-        allPages(async (cursor) => {
-          const o = { signal, timeout: LIST_TIMEOUT_MS };
-          const p = cursor ? { cursor } : {};
-          const r = templates
-            ? await client.listResourceTemplates(p, o)
-            : await client.listResources(p, o);
-          const items = "resourceTemplates" in r ? r.resourceTemplates : r.resources;
-          return { items: items as Array<Record<string, unknown>>, next: r.nextCursor };
-        }),
+      async (client, signal) => {
+        const o = { signal, timeout: LIST_TIMEOUT_MS, ..._ASK };
+        const items = templates
+          ? (await client.listResourceTemplates(undefined, o)).resourceTemplates
+          : (await client.listResources(undefined, o)).resources;
+        return items as Array<Record<string, unknown>>;
+      },
     );
     const out: Array<Record<string, unknown>> = [];
     for (const [name, r] of parts) {
@@ -125,7 +124,7 @@ export class HostedListings {
     const client = clients.find(([n]) => n === name)?.[1];
     if (!client) throw new TypeError(`no hosted server lists the resource "${uri}"`);
     this.#o.event(name!, "resource", uri, { session, identity: caller.identity });
-    return scrubDeep(await client.readResource({ uri }), this.#o.secrets());
+    return scrubDeep(await client.readResource({ uri }, _ASK), this.#o.secrets());
   }
 
   /** The prompts of every server that may start, named `<server>_<name>` when names collide. */
@@ -175,7 +174,7 @@ export class HostedListings {
     }
     const clients = await this.#o.clients("resources", session, caller.only);
     for (const [, client] of clients) {
-      const templates = (await client.listResourceTemplates()).resourceTemplates;
+      const templates = (await client.listResourceTemplates(undefined, _ASK)).resourceTemplates;
       if (!templates.some((t) => t.uriTemplate === ref.uri)) continue;
       return scrubDeep(await client.complete(params as never), this.#o.secrets());
     }
@@ -203,15 +202,10 @@ export class HostedListings {
     caller: HostedCaller,
   ): Promise<Array<[Record<string, unknown>, string, string, Client]>> {
     const clients = new Map<string, Client>();
-    const parts = await this.#gather("prompts", session, caller, (client, signal, name) => {
+    const parts = await this.#gather("prompts", session, caller, async (client, signal, name) => {
       clients.set(name, client);
-      return allPages(async (cursor) => {
-        const r = await client.listPrompts(cursor ? { cursor } : {}, {
-          signal,
-          timeout: LIST_TIMEOUT_MS,
-        });
-        return { items: r.prompts, next: r.nextCursor };
-      });
+      return (await client.listPrompts(undefined, { signal, timeout: LIST_TIMEOUT_MS, ..._ASK }))
+        .prompts;
     });
     const out: Array<[Record<string, unknown>, string, string, Client]> = [];
     const taken = new Set<string>();
@@ -314,32 +308,4 @@ async function _within<T>(
   } finally {
     clearTimeout(timer);
   }
-}
-
-/**
- * Every page of a listing: `page(cursor)` until it gives no next cursor
- * (at most {@link MAX_LIST_PAGES}).
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { allPages } from "./hosted_listings.ts";
- * const pages: Record<string, { items: number[]; next?: string }> = {
- *   "": { items: [1], next: "b" }, b: { items: [2] },
- * };
- * assert.deepEqual(await allPages((c) => Promise.resolve(pages[c ?? ""])), [1, 2]);
- * ```
- */
-export async function allPages<T>(
-  page: (cursor?: string) => Promise<{ items: T[]; next?: string }>,
-): Promise<T[]> {
-  const out: T[] = [];
-  let cursor: string | undefined;
-  for (let n = 0; n < MAX_LIST_PAGES; n++) {
-    const r = await page(cursor);
-    out.push(...r.items);
-    cursor = r.next;
-    if (!cursor) break;
-  }
-  return out;
 }

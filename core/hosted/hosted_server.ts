@@ -1,31 +1,27 @@
 /**
  * One hosted server's life: started in its sandbox on the first call
- * (./launch.ts), spoken to through the MCP SDK's Client over a checked
- * stdio channel (./stdio_channel.ts) except for `tools/call`, which takes
- * corral's own lane on that channel (./call_lane.ts); restarted with
- * back-off after a crash, killed on a timeout (the next call starts it
- * again) or when it ignores a call's cancellation (./call_lane.ts; a
- * cancelled call alone fails, its other calls go on), and marked failed
- * with the reason when it will not start or does not speak MCP.
+ * (./launch.ts), spoken to through the MCP SDK's Client
+ * (`@modelcontextprotocol/client` 2.x) over a checked stdio channel
+ * (./stdio_channel.ts) except for `tools/call`, which takes corral's own
+ * lane on that channel (./call_lane.ts; `CORRAL_BENCH_HOSTED_LANE=sdk` sends
+ * it through the SDK's Client too, ./client_calls.ts, for the benchmark's
+ * row that weighs the lane: {@link hostedLane}); restarted with back-off
+ * after a crash, killed on a timeout (the next call starts it again) or
+ * when it ignores a call's cancellation (./cancel_watch.ts; a cancelled
+ * call alone fails, its other calls go on), and marked failed with the
+ * reason when it will not start or does not speak MCP.
  * Questions (sampling, elicitation), progress and logs go to the call that
  * is running.
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/client/index"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-// @ts-types="@modelcontextprotocol/sdk/types"
-import {
-  CreateMessageRequestSchema,
-  ElicitRequestSchema,
-  ErrorCode,
-  LoggingMessageNotificationSchema,
-  McpError,
-  ToolListChangedNotificationSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+import { Client, ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/client";
 import { servedBy } from "./asking_through.ts";
 import { pinned, type ToolDefinition } from "./approvals.ts";
-import { CallLane, CallTimedOut } from "./call_lane.ts";
+import { CallLane, CallTimedOut, type LaneCall } from "./call_lane.ts";
+import { CancelWatch } from "./cancel_watch.ts";
+import { ClientCalls } from "./client_calls.ts";
+import { envVar } from "../config/mod.ts";
 import type { SandboxLayers } from "../layers/mod.ts";
 import { LastChanges, type Settles } from "../sandbox/mod.ts";
 import type { HoldRequest } from "../layers/mod.ts";
@@ -77,7 +73,8 @@ export class HostedServer {
   readonly #hooks: HostedServerHooks;
   #starting?: Promise<Client>;
   #client?: Client;
-  #lane?: CallLane;
+  /** Where its `tools/call` requests go: corral's lane, or the SDK client ({@link hostedLane}). */
+  #lane?: _Calls;
   #launched?: Launched;
   /** The running process's calls and last settlement (../sandbox/last_changes.ts). */
   #run?: LastChanges;
@@ -250,17 +247,23 @@ export class HostedServer {
     }
   }
 
-  async #connect(launched: Launched): Promise<[Client, CallLane]> {
+  async #connect(launched: Launched): Promise<[Client, _Calls]> {
     let garbage = 0;
     let tail = "";
-    const lane = new CallLane(this.#spec.entry.name, (line) => channel.write(line), (why) => {
+    const onIgnored = (why: string) => {
       if (this.#lane !== lane) return;
       // It ignores a cancellation: killed with its other calls; the next call starts it again.
       this.#hooks.onEvent("cancel_ignored", why);
       void this.stop();
-    });
+    };
+    const server = this.#spec.entry.name;
+    const watch = new CancelWatch(onIgnored);
+    const callLane = hostedLane() === "lane"
+      ? new CallLane(server, (line) => channel.write(line), onIgnored)
+      : undefined;
     const channel: StdioChannel = new StdioChannel(launched.child, {
-      lane,
+      lane: callLane,
+      watch,
       output: this.#output,
       onEvent: (kind, detail, count) => {
         if (kind === "garbage") garbage = count;
@@ -273,13 +276,18 @@ export class HostedServer {
     });
     const client = new Client(
       { name: "corral", version: "0.1.0" },
-      // Sampling with tools passes through; a client of corral's that cannot is refused then.
-      { capabilities: { sampling: { tools: {} }, elicitation: {} } },
+      {
+        // Sampling with tools passes through; a client of corral's that cannot is refused then.
+        capabilities: { sampling: { tools: {} }, elicitation: {} },
+        // A listing walks at most this many pages; a server with more fails it, never cut short.
+        listMaxPages: MAX_LIST_PAGES,
+      },
     );
+    const lane: _Calls = callLane ?? new ClientCalls(server, client, watch, onIgnored);
     servedBy(client, this);
-    client.setRequestHandler(CreateMessageRequestSchema, (r) => this.#ask("sample", r.params));
-    client.setRequestHandler(ElicitRequestSchema, (r) => this.#ask("elicit", r.params));
-    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+    client.setRequestHandler("sampling/createMessage", (r) => this.#ask("sample", r.params));
+    client.setRequestHandler("elicitation/create", (r) => this.#ask("elicit", r.params));
+    client.setNotificationHandler("notifications/message", (n) => {
       const text = typeof n.params.data === "string"
         ? n.params.data
         : JSON.stringify(n.params.data);
@@ -288,7 +296,7 @@ export class HostedServer {
       if (calls.length === 1 && calls[0].onLog) calls[0].onLog(line);
       else this.#hooks.onLog(line);
     });
-    client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+    client.setNotificationHandler("notifications/tools/list_changed", async () => {
       this.tools = await _listTools(client, lane, this.#spec.entry.startTimeoutMs).catch(() =>
         this.tools
       );
@@ -316,8 +324,8 @@ export class HostedServer {
     const calls = [...this.#calls];
     if (calls.length !== 1 || !calls[0].onAsk) {
       return Promise.reject(
-        new McpError(
-          ErrorCode.InvalidRequest,
+        new ProtocolError(
+          ProtocolErrorCode.InvalidRequest,
           calls.length > 1
             ? `corral cannot tell which of ${calls.length} running calls this ${kind} belongs to`
             : `no client can answer a ${kind} request here`,
@@ -347,22 +355,41 @@ export class HostedServer {
   }
 }
 
-/** Every page of the server's tools, pinned; the lane learns their output schemas. */
+/**
+ * Every page of the server's tools (walked by the SDK, which keeps them for
+ * its output-schema checks), pinned; the lane learns them too. A server that
+ * does not offer tools lists none.
+ */
 async function _listTools(
   client: Client,
-  lane: CallLane,
+  lane: _Calls,
   timeout: number,
 ): Promise<ToolDefinition[]> {
-  const raw: Record<string, unknown>[] = [];
-  let cursor: string | undefined;
-  for (let page = 0; page < 100; page++) {
-    const r = await client.listTools(cursor ? { cursor } : {}, { timeout });
-    raw.push(...r.tools as Record<string, unknown>[]);
-    cursor = r.nextCursor;
-    if (!cursor) break;
-  }
-  lane.setTools(raw);
+  const raw = client.getServerCapabilities()?.tools
+    ? (await client.listTools(undefined, { timeout, cacheMode: "refresh" })).tools
+    : [];
+  lane.setTools(raw as Record<string, unknown>[]);
   return raw.map((t) => pinned(t as unknown as ToolDefinition));
+}
+
+/** Pages of one listing (tools, resources, prompts) the client walks at most. */
+export const MAX_LIST_PAGES = 100;
+
+/**
+ * Where hosted `tools/call` requests go: corral's own lane on the checked
+ * channel (`lane`, the default), or the plain SDK `Client` (`sdk`).
+ * `CORRAL_BENCH_HOSTED_LANE=sdk` chooses the latter, for the benchmark's
+ * row that weighs the lane against the plain SDK path (bench/hosted.ts,
+ * section 9) and nothing else: both make the same checks.
+ */
+export function hostedLane(): "lane" | "sdk" {
+  return envVar("CORRAL_BENCH_HOSTED_LANE") === "sdk" ? "sdk" : "lane";
+}
+
+/** What carries a server's `tools/call` requests (./call_lane.ts or ./client_calls.ts). */
+interface _Calls {
+  setTools(tools: ReadonlyArray<Record<string, unknown>>): void;
+  call(tool: string, args: unknown, call: LaneCall): Promise<Record<string, unknown>>;
 }
 
 /** A start that was stopped under it (its session ended meanwhile). */

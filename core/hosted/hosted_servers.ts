@@ -36,8 +36,7 @@ import type { HostedCall, HostedServer } from "./hosted_server.ts";
 import { hostedRuntime } from "./hosted_runtime.ts";
 import { hostedTools } from "./hosted_tools.ts";
 import { type HostedCaller, HostedListings } from "./hosted_listings.ts";
-// @ts-types="@modelcontextprotocol/sdk/client/index"
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Client } from "@modelcontextprotocol/client";
 
 /** What {@link HostedServers} needs from the registry. */
 export interface HostedServersOptions {

@@ -4,8 +4,12 @@
  *
  * - a message longer than {@link MAX_MESSAGE_BYTES} is refused without being
  *   buffered whole (the rest of its line is skipped as it arrives);
- * - a line that is not a JSON-RPC message is dropped;
+ * - a line that is not a JSON-RPC message is dropped, unless it answers a
+ *   request corral sent and that is still open: that request then fails at
+ *   once, naming what is malformed, instead of waiting for its timeout;
  * - a response whose id corral never sent (or already answered) is dropped;
+ * - a late answer to a request corral cancelled, and progress on it, are
+ *   the {@link ChannelOptions.watch}'s (./cancel_watch.ts): never delivered;
  * - notifications and requests from the server beyond a rate
  *   ({@link FLOOD_BURST}, then {@link FLOOD_PER_SECOND} a second) are dropped;
  * - its stderr and its log notifications are bounded in bytes, per second
@@ -16,18 +20,18 @@
  * gets the responses and progress of its own `tools/call` requests before
  * the SDK (and without its second parse); what it does not own goes on as
  * above, so a response to an id neither it nor the SDK sent stays forged.
+ * The channel speaks the SDK 2.x `Transport` (`@modelcontextprotocol/client`).
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/shared/transport"
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-// @ts-types="@modelcontextprotocol/sdk/types"
 import {
   type JSONRPCMessage,
-  JSONRPCMessageSchema,
-  JSONRPCResponseSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+  parseJSONRPCMessage,
+  specTypeSchemas,
+  type Transport,
+} from "@modelcontextprotocol/client";
 import type { CallLane } from "./call_lane.ts";
+import type { CancelWatch } from "./cancel_watch.ts";
 import { OutputBudget } from "./output_budget.ts";
 
 /** The largest message accepted from a server (16 MiB). */
@@ -59,6 +63,8 @@ export interface ChannelOptions {
   lane?: CallLane;
   /** Bytes of stderr and log notifications it may still send (default: fresh budgets). */
   output?: OutputBudgets;
+  /** Told of each `notifications/cancelled` sent; owns the late answers and progress of those. */
+  watch?: CancelWatch;
 }
 
 /** The SDK transport over a child's stdin/stdout. */
@@ -112,8 +118,13 @@ export class StdioChannel implements Transport {
 
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.#closed) throw new Error("the server's connection is closed");
-    const m = message as { id?: string | number; method?: string };
+    const m = message as {
+      id?: string | number;
+      method?: string;
+      params?: { requestId?: unknown };
+    };
     if (m.method !== undefined && m.id !== undefined) this.#pending.add(m.id);
+    else if (m.method === "notifications/cancelled") this.#cancelled(m.params?.requestId);
     await this.#writer.write(_ENCODER.encode(JSON.stringify(message) + "\n"));
   }
 
@@ -128,6 +139,7 @@ export class StdioChannel implements Transport {
     this.#closed = true;
     this.#writer.close().catch(() => {});
     this.#options.lane?.close();
+    this.#options.watch?.close();
     this.onclose?.();
     return Promise.resolve();
   }
@@ -135,16 +147,21 @@ export class StdioChannel implements Transport {
   #line(line: string): void {
     if (!line.trim()) return;
     let msg: JSONRPCMessage;
+    let value: unknown;
     try {
-      const value = JSON.parse(line);
+      value = JSON.parse(line);
       if (this.#options.lane && this.#laneTook(this.#options.lane, value)) return;
       msg = _jsonRpc(value);
     } catch {
+      if (this.#malformedAnswer(value)) return;
       this.#event("garbage", `not a JSON-RPC message: ${JSON.stringify(line.slice(0, 80))}`);
       return;
     }
-    const m = msg as { id?: string | number; method?: string };
+    const m = msg as { id?: string | number; method?: string; params?: Record<string, unknown> };
+    const watch = this.#options.watch;
     if (m.method === undefined) {
+      // A late answer to a request corral cancelled: dropped quietly.
+      if (watch?.answered(m.id)) return;
       // A response: only to a request corral sent and that is still open.
       if (m.id === undefined || !this.#pending.delete(m.id)) {
         this.#event("forged", `a response to id ${JSON.stringify(m.id)}, which corral never sent`);
@@ -156,9 +173,50 @@ export class StdioChannel implements Transport {
     } else if (m.method === "notifications/message" && !this.#output.log.take(line.length)) {
       this.#event("output", _overBudget("log notifications", this.#output.log));
       return;
+    } else if (m.method === "notifications/progress" && watch?.progress(m.params?.progressToken)) {
+      // Progress on a request corral cancelled: seen by the watch, never delivered.
+      this.accepted++;
+      return;
     }
     this.accepted++;
-    this.onmessage?.(msg);
+    this.#deliver(msg);
+  }
+
+  /**
+   * Hand `msg` to the SDK. A response goes one microtask later: the SDK runs
+   * a notification's handler a microtask after it gets it, and drops a
+   * request's progress handler as its response arrives, so the progress a
+   * server sends just before its answer (in the same read) still reaches
+   * the call.
+   */
+  #deliver(msg: JSONRPCMessage): void {
+    if ((msg as { method?: unknown }).method !== undefined) this.onmessage?.(msg);
+    else queueMicrotask(() => this.onmessage?.(msg));
+  }
+
+  /** A `notifications/cancelled` for `id` went out: its answer is the watch's now. */
+  #cancelled(id: unknown): void {
+    if (typeof id !== "string" && typeof id !== "number") return;
+    this.#pending.delete(id);
+    this.#options.watch?.sent(id);
+  }
+
+  /**
+   * A JSON object without a method that is no valid JSON-RPC response, with
+   * the id of an open request: that request fails at once (the SDK gets an
+   * error response for it) instead of waiting for its timeout. True when so.
+   */
+  #malformedAnswer(value: unknown): boolean {
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+    const { id, method } = value as { id?: unknown; method?: unknown };
+    if (method !== undefined || (typeof id !== "string" && typeof id !== "number")) return false;
+    if (!this.#pending.delete(id)) return false;
+    this.accepted++;
+    const message = `the server answered with a malformed JSON-RPC response: ${
+      _envelopeProblem(value as Record<string, unknown>)
+    }`;
+    this.#deliver({ jsonrpc: "2.0", id, error: { code: -32603, message } });
+    return true;
   }
 
   /**
@@ -209,6 +267,20 @@ export class StdioChannel implements Transport {
   }
 }
 
+/** What is wrong with a response's JSON-RPC envelope (strict, as the SDK's schemas are). */
+function _envelopeProblem(m: Record<string, unknown>): string {
+  if (m.jsonrpc !== "2.0") return `jsonrpc is not "2.0"`;
+  const extra = Object.keys(m).find((k) => !["jsonrpc", "id", "result", "error"].includes(k));
+  if (extra !== undefined) return `unknown member "${extra}"`;
+  if ((m.result === undefined) === (m.error === undefined)) {
+    return "it needs either result or error";
+  }
+  if (m.error !== undefined) return "error needs an integer code and a string message";
+  const r = m.result;
+  if (typeof r !== "object" || r === null || Array.isArray(r)) return "result is not an object";
+  return "result._meta is not an object";
+}
+
 /** Why output was dropped: which bound, and how much so far. */
 function _overBudget(what: string, b: OutputBudget): string {
   const l = b.limits;
@@ -219,16 +291,22 @@ function _overBudget(what: string, b: OutputBudget): string {
 }
 
 /**
- * `JSONRPCMessageSchema.parse`, the same answer for every value, cheaper
- * for a response: that union tries a request, a notification, a result and
+ * The SDK's `parseJSONRPCMessage`, the same answer for every value, cheaper
+ * for a response: its union tries a request, a notification, a result and
  * an error in turn; the first two require a string `method`, so without one
- * only the last two (`JSONRPCResponseSchema`, in the same order) can match.
+ * only the last two (the SDK's `JSONRPCResponse` schema, in the same order)
+ * can match.
  */
 function _jsonRpc(value: unknown): JSONRPCMessage {
   const noMethod = typeof value === "object" && value !== null && !Array.isArray(value) &&
     (value as { method?: unknown }).method === undefined;
-  return (noMethod ? JSONRPCResponseSchema : JSONRPCMessageSchema).parse(value) as JSONRPCMessage;
+  if (!noMethod) return parseJSONRPCMessage(value);
+  const checked = _RESPONSE.validate(value);
+  if (checked instanceof Promise || checked.issues) throw new TypeError("not a JSON-RPC response");
+  return checked.value as JSONRPCMessage;
 }
+
+const _RESPONSE = specTypeSchemas.JSONRPCResponse["~standard"];
 
 /**
  * Read `stream` line by line; a line longer than `max` is never held:
