@@ -90,9 +90,9 @@ Deno.test("three stateless replicas behind HAProxy: one killed mid-run, every ca
     }
     const outcomes: Array<{ ok: boolean; error?: string; at: number }> = [];
     let killedAt = Infinity;
-    const end = Date.now() + 5000;
+    let stop = false;
     const worker = async () => {
-      while (Date.now() < end) {
+      while (!stop) {
         const at = Date.now();
         const signal = AbortSignal.timeout(20_000);
         try {
@@ -116,10 +116,31 @@ Deno.test("three stateless replicas behind HAProxy: one killed mid-run, every ca
       }
     };
     const run = Promise.all([worker(), worker(), worker(), worker()]);
-    // Kill one replica while calls are flowing.
-    while (outcomes.length < 12) await new Promise((r) => setTimeout(r, 20));
-    killedAt = Date.now();
-    await r1.kill();
+    let failed: unknown;
+    run.catch((err) => failed = err);
+    // Waits on the calls, bounded: a hung call fails the test, never the suite's clock.
+    const until = async (done: () => boolean, what: string) => {
+      const deadline = Date.now() + 120_000;
+      while (!done() && failed === undefined) {
+        assert.ok(Date.now() < deadline, `${what}: only ${outcomes.length} calls answered`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    try {
+      // Kill one replica while calls are flowing...
+      await until(() => outcomes.length >= 12, "before the kill");
+      killedAt = Date.now();
+      await r1.kill();
+      // ...and go on until enough calls began well after it.
+      await until(
+        () =>
+          Date.now() > killedAt + 3000 &&
+          outcomes.filter((o) => o.at > killedAt + 500).length >= 10,
+        "after the kill",
+      );
+    } finally {
+      stop = true;
+    }
     await run; // every call was answered: none threw "hung"
     assert.ok(outcomes.length >= 30, `calls answered: ${outcomes.length}`);
     for (const o of outcomes.filter((o) => !o.ok)) {
