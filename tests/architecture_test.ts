@@ -182,7 +182,9 @@ Deno.test("the sandbox realm loads no host decision code; the host loads no tool
   assert.ok(loaded.length >= 15, "core/cli/cli.ts loads its commands by _load");
   const host = (await localModuleGraph([`${ROOT}main.ts`, `${ROOT}core/cli/cli.ts`, ...loaded]))
     .map((f) => relative(ROOT, f));
-  assert.ok(host.includes("core/registry/registry.ts") && host.includes("core/cli/mcp_command.ts"));
+  assert.ok(
+    host.includes("core/registry/registry.ts") && host.includes("core/cli/_mcp_command.ts"),
+  );
   for (const f of host) {
     assert.ok(!/^(toolsets|plugins|tests)\//.test(f), `the host's import graph holds ${f}`);
   }
@@ -255,7 +257,7 @@ async function _staticPackages(entry: string): Promise<string[]> {
 }
 
 Deno.test("a cold call loads no MCP SDK, Ajv, X.509, JWT, Redis or telemetry package before it needs one", async () => {
-  for (const entry of ["core/cli/open_registry.ts", "core/cli/call_command.ts"]) {
+  for (const entry of ["core/cli/_open_registry.ts", "core/cli/_call_command.ts"]) {
     const packages = await _staticPackages(entry);
     const heavy = packages.filter((p) =>
       /^(@modelcontextprotocol|ajv|@peculiar|jose|@redis|prom-client|@opentelemetry)/.test(p)
@@ -361,7 +363,11 @@ Deno.test("code outside tests imports one MCP SDK, v2: @modelcontextprotocol/ser
   let v2 = 0;
   for (const file of code) {
     const text = await Deno.readTextFile(`${ROOT}${file}`);
-    for (const m of text.matchAll(/(?:from\s*|import\(\s*|@ts-types=)["'](?:npm:\/?)?(@modelcontextprotocol\/[\w-]+)/g)) {
+    for (
+      const m of text.matchAll(
+        /(?:from\s*|import\(\s*|@ts-types=)["'](?:npm:\/?)?(@modelcontextprotocol\/[\w-]+)/g,
+      )
+    ) {
       if (/^@modelcontextprotocol\/(server|client)$/.test(m[1])) v2++;
       else wrong.push(`${file}: ${m[1]}`);
     }

@@ -10,7 +10,7 @@ import type { McpHttpOptions } from "../mcp/mod.ts";
 import { serverToken } from "../mcp/mod.ts";
 import { recordServer, TOKEN_VAR, type TokenSource } from "../mcp/mod.ts";
 import { ConfigError } from "../tool/mod.ts";
-import type { TeamServer } from "./team_server.ts";
+import type { TeamServer } from "./_team_server.ts";
 
 /** The `corral mcp` flags the HTTP side reads besides its limits. */
 export interface McpHttpFlags {
@@ -22,7 +22,7 @@ export interface McpHttpFlags {
   stateless?: boolean;
   /** `--allow-origin ORIGIN`, repeatable. */
   allowOrigin?: string[];
-  /** Identities, per-identity registries and /metrics (./team_server.ts). */
+  /** Identities, per-identity registries and /metrics (./_team_server.ts). */
   team?: (defaultToken: string | undefined) => Promise<TeamServer>;
 }
 

@@ -103,8 +103,8 @@ async function _bundle(tmp: string, stamps: Array<[string, string]>): Promise<vo
  */
 export const CALL_MODULES = [
   "./prestart_recipe.ts",
-  "./open_registry.ts",
-  "./call_command.ts",
+  "./_open_registry.ts",
+  "./_call_command.ts",
   "../sandbox/prestart.ts",
 ] as const;
 
@@ -124,7 +124,7 @@ async function _entryText(): Promise<string> {
     `import * as cli from ${url("core/cli/cli.ts")};`,
     ...CALL_MODULES.map((p, i) => `import * as m${i} from ${url(rel(p))};`),
     `import { useBundledServer } from ${url("core/hosted/hosted_runtime.ts")};`,
-    `import { parseCli } from ${url("core/cli/options.ts")};`,
+    `import { parseCli } from ${url("core/cli/_options.ts")};`,
     `cli.useBundled({`,
     ...CALL_MODULES.map((p, i) => `  ${JSON.stringify(p)}: () => Promise.resolve(m${i}),`),
     `});`,

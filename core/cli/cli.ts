@@ -25,7 +25,7 @@
  *
  * @module
  */
-import type { CliSession } from "./open_registry.ts";
+import type { CliSession } from "./_open_registry.ts";
 import {
   type CliValues,
   COMMAND_ARITY,
@@ -33,10 +33,10 @@ import {
   parseCli,
   USAGE,
   UsageError,
-} from "./options.ts";
-import { out, useColor } from "./output.ts";
-import { removeScratch } from "./scratch.ts";
-import { resolveUserPaths } from "./user_cwd.ts";
+} from "./_options.ts";
+import { out, useColor } from "./_output.ts";
+import { removeScratch } from "./_scratch.ts";
+import { resolveUserPaths } from "./_user_cwd.ts";
 import { dropPermissions, useSelfStore } from "../jail/mod.ts";
 import { codeStoreDir } from "../config/mod.ts";
 import { join } from "node:path";
@@ -87,93 +87,93 @@ const _COMMANDS: Record<
 > = {
   list: {
     onCatalog: async () => {
-      const { listCommand } = await _load<typeof import("./list_command.ts")>(
-        "./list_command.ts",
+      const { listCommand } = await _load<typeof import("./_list_command.ts")>(
+        "./_list_command.ts",
       );
       return (values, _rest, s) => listCommand(values, s, useColor());
     },
   },
   schema: {
     onCatalog: async () => {
-      const { schemaCommand } = await _load<typeof import("./schema_command.ts")>(
-        "./schema_command.ts",
+      const { schemaCommand } = await _load<typeof import("./_schema_command.ts")>(
+        "./_schema_command.ts",
       );
       return (values, rest, s) => schemaCommand(values, s.registry, rest[0]);
     },
   },
   call: {
     onCatalog: async () => {
-      const { callCommand } = await _load<typeof import("./call_command.ts")>(
-        "./call_command.ts",
+      const { callCommand } = await _load<typeof import("./_call_command.ts")>(
+        "./_call_command.ts",
       );
       return (values, rest, s) => callCommand(values, rest[0], s.registry);
     },
   },
   changes: {
     alone: async () =>
-      (await _load<typeof import("./changes_command.ts")>("./changes_command.ts")).changesCommand,
+      (await _load<typeof import("./_changes_command.ts")>("./_changes_command.ts")).changesCommand,
   },
   demo: {
     // The demo works in a scratch workspace of its own unless one is given.
     prepare: async (values) => {
       if (values.workspace) return;
-      values.workspace = await (await _load<typeof import("./demo_command.ts")>(
-        "./demo_command.ts",
+      values.workspace = await (await _load<typeof import("./_demo_command.ts")>(
+        "./_demo_command.ts",
       )).demoWorkspace();
     },
     onCatalog: async () => {
-      const { demoCommand } = await _load<typeof import("./demo_command.ts")>(
-        "./demo_command.ts",
+      const { demoCommand } = await _load<typeof import("./_demo_command.ts")>(
+        "./_demo_command.ts",
       );
       return (_values, _rest, s) => demoCommand(s.registry, useColor());
     },
   },
   check: {
     alone: async () =>
-      (await _load<typeof import("./check_command.ts")>("./check_command.ts"))
+      (await _load<typeof import("./_check_command.ts")>("./_check_command.ts"))
         .checkCommand,
   },
   new: {
     alone: async () =>
-      (await _load<typeof import("./new_command.ts")>("./new_command.ts"))
+      (await _load<typeof import("./_new_command.ts")>("./_new_command.ts"))
         .newCommand,
   },
   plugins: {
     alone: async () =>
-      (await _load<typeof import("./plugins_command.ts")>("./plugins_command.ts"))
+      (await _load<typeof import("./_plugins_command.ts")>("./_plugins_command.ts"))
         .pluginsCommand,
   },
   mcp: {
     onCatalog: async () => {
-      const { mcpCommand } = await _load<typeof import("./mcp_command.ts")>(
-        "./mcp_command.ts",
+      const { mcpCommand } = await _load<typeof import("./_mcp_command.ts")>(
+        "./_mcp_command.ts",
       );
       return (values, _rest, s) => mcpCommand(values, s);
     },
   },
   config: {
     alone: async () =>
-      (await _load<typeof import("./config_command.ts")>("./config_command.ts"))
+      (await _load<typeof import("./_config_command.ts")>("./_config_command.ts"))
         .configCommand,
   },
   audit: {
     alone: async () =>
-      (await _load<typeof import("./audit_command.ts")>("./audit_command.ts"))
+      (await _load<typeof import("./_audit_command.ts")>("./_audit_command.ts"))
         .auditCommand,
   },
   trust: {
     alone: async () =>
-      (await _load<typeof import("./trust_command.ts")>("./trust_command.ts"))
+      (await _load<typeof import("./_trust_command.ts")>("./_trust_command.ts"))
         .trustCommand,
   },
   servers: {
     alone: async () =>
-      (await _load<typeof import("./servers_command.ts")>("./servers_command.ts"))
+      (await _load<typeof import("./_servers_command.ts")>("./_servers_command.ts"))
         .serversCommand,
   },
   tokens: {
     alone: async () =>
-      (await _load<typeof import("./tokens_command.ts")>("./tokens_command.ts"))
+      (await _load<typeof import("./_tokens_command.ts")>("./_tokens_command.ts"))
         .tokensCommand,
   },
 };
@@ -202,8 +202,8 @@ export async function main(argv: string[]): Promise<number> {
     resolveUserPaths(command, values as Record<string, unknown>, rest);
     // A client's entry for corral mcp: printed, nothing served, no catalog needed.
     if (command === "mcp" && values["client-config"]) {
-      return await (await _load<typeof import("./client_config.ts")>(
-        "./client_config.ts",
+      return await (await _load<typeof import("./_client_config.ts")>(
+        "./_client_config.ts",
       )).clientConfigCommand(values);
     }
     const spec = _COMMANDS[command];
@@ -332,8 +332,8 @@ async function _onCatalog(
 ): Promise<number> {
   await spec.prepare?.(values);
   await _startAhead(command, values, rest, started);
-  const { openRegistry } = await _load<typeof import("./open_registry.ts")>(
-    "./open_registry.ts",
+  const { openRegistry } = await _load<typeof import("./_open_registry.ts")>(
+    "./_open_registry.ts",
   );
   // The command's modules (the MCP SDK, say) load while the catalog is built.
   const loading = spec.onCatalog();

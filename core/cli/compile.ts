@@ -33,7 +33,7 @@ import { SELF_PROGRAMS, WRITTEN_OUT } from "../jail/mod.ts";
  * import { compileIncludes } from "./compile.ts";
  * const files = await compileIncludes();
  * assert.ok(files.some((f) => f.endsWith("core/sandbox/sandbox_worker.ts")));
- * assert.ok(files.some((f) => f.endsWith("core/cli/call_command.ts")));
+ * assert.ok(files.some((f) => f.endsWith("core/cli/_call_command.ts")));
  * ```
  */
 export async function compileIncludes(): Promise<string[]> {

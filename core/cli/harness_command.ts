@@ -18,9 +18,9 @@ import { resolveSettings, type Settings } from "../config/mod.ts";
 import { selfHosted } from "../sandbox/mod.ts";
 import { HOST_PERMISSION_FLAGS } from "../sandbox/mod.ts";
 import { HARNESS_ENV, type HarnessSetup } from "../tool/mod.ts";
-import { commandHelp, UsageError } from "./options.ts";
-import { out } from "./output.ts";
-import { fromUser, userCwd } from "./user_cwd.ts";
+import { commandHelp, UsageError } from "./_options.ts";
+import { out } from "./_output.ts";
+import { fromUser, userCwd } from "./_user_cwd.ts";
 
 /** corral's options `harness` takes before FILE (the rest goes to the tool). */
 const _VALUED = new Set(["--config", "--workspace", "--permissions"]);

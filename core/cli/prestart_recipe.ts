@@ -17,8 +17,8 @@ import { envVar } from "../config/mod.ts";
 import { type LimitsProbe, limitsProbe } from "../jail/mod.ts";
 import { defaultCacheDir } from "../registry/mod.ts";
 import { type LaunchPlan, prestart, recordNextLaunch } from "../sandbox/mod.ts";
-import type { CliValues } from "./options.ts";
-import { userCwd } from "./user_cwd.ts";
+import type { CliValues } from "./_options.ts";
+import { userCwd } from "./_user_cwd.ts";
 
 /** Recipes kept at most; the oldest go first. */
 const _KEEP = 64;

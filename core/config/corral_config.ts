@@ -11,7 +11,7 @@ import { z } from "zod";
 import { ConfigError } from "../tool/mod.ts";
 import { expandHome } from "./env_var.ts";
 import { configDir } from "./install_dir.ts";
-import { parseJsonConfig, readyJsonc } from "./json_config.ts";
+import { parseJsonConfig, readyJsonc } from "./_json_config.ts";
 import { type LayerRole, mergeLayers, type SettingsLayer } from "./layers.ts";
 import {
   type AuthConfig,

@@ -9,19 +9,19 @@ import { isAbsolute, join, resolve } from "node:path";
 import type { JailMode } from "../jail/mod.ts";
 import { ConfigError } from "../tool/mod.ts";
 import type { Grant } from "../tool/mod.ts";
-import { type CallLimits, callLimits } from "./call_limits.ts";
+import { type CallLimits, callLimits } from "./_call_limits.ts";
 import { type LayerLimits, layerLimits } from "./layer_limits.ts";
 import { expandHome } from "./env_var.ts";
-import { parseJsonConfig, readyJsonc } from "./json_config.ts";
+import { parseJsonConfig, readyJsonc } from "./_json_config.ts";
 import { type LayerRole, mergeLayers, type SettingsLayer } from "./layers.ts";
 import { protectedPaths } from "./protected_paths.ts";
 import { type PolicyFile, policyFileSchema, type RawSandbox } from "./policy_schema.ts";
-import { linkAbove } from "./grant_links.ts";
+import { linkAbove } from "./_grant_links.ts";
 
 export type { PolicyFile } from "./policy_schema.ts";
 import { configDir, INSTALL_DIR } from "./install_dir.ts";
 
-export { formatPath, parseJsonConfig, readyJsonc } from "./json_config.ts";
+export { formatPath, parseJsonConfig, readyJsonc } from "./_json_config.ts";
 
 /** The lists of permissions.json that a higher layer adds to instead of replacing. */
 export const POLICY_ADD_UP = ["protect", "unprotect"] as const;

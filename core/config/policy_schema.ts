@@ -7,10 +7,10 @@
  */
 import { z } from "zod";
 import { refusedSyscalls } from "../seccomp/mod.ts";
-import { CALL_LIMIT_KEYS } from "./call_limits.ts";
+import { CALL_LIMIT_KEYS } from "./_call_limits.ts";
 import { LAYER_LIMIT_KEYS } from "./layer_limits.ts";
 import { closestNames } from "./closest.ts";
-import { serverSysSchema } from "./server_sys.ts";
+import { serverSysSchema } from "./_server_sys.ts";
 
 /** A sandbox's entry: toolsets and plugins. */
 export const sandboxSchema = z.object({

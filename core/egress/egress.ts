@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { closeConn, copyConn, writeAll } from "../wire/mod.ts";
 import { MAX_HEAD_BYTES, readHttpHead } from "../wire/mod.ts";
 import { BodyReader, type Framing, parseRequestHead, type RequestHead } from "../wire/mod.ts";
-import { decideEgress, type EgressOptions, type EgressRecord } from "./egress_decision.ts";
+import { decideEgress, type EgressOptions, type EgressRecord } from "./_egress_decision.ts";
 import type { SecretInjector } from "./egress_inject.ts";
 
 export { EGRESS_LISTEN, EGRESS_SOCKET_IN_NAMESPACE, EGRESS_URL, proxyVars } from "../guard/mod.ts";
@@ -30,7 +30,7 @@ export {
   type EgressRecord,
   ownAddresses,
   pinnedResolver,
-} from "./egress_decision.ts";
+} from "./_egress_decision.ts";
 
 /** How long a client may take to send its request head. */
 const _HEAD_TIMEOUT_MS = 10_000;

@@ -1,6 +1,6 @@
 /**
  * The only way out of a namespace: the egress proxy that decides each request by
- * the grant's hosts (./egress.ts, ./egress_decision.ts), forwards or bridges it,
+ * the grant's hosts (./egress.ts, ./_egress_decision.ts), forwards or bridges it,
  * injects the operator's secrets where the policy says, and the certificates a
  * sandbox trusts.
  *

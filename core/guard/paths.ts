@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { basename, dirname, isAbsolute, join, resolve, sep } from "./posix_path.ts";
+import { basename, dirname, isAbsolute, join, resolve, sep } from "./_posix_path.ts";
 import { PermissionDeniedError } from "../tool/mod.ts";
 
 /**

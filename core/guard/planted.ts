@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "./posix_path.ts";
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "./_posix_path.ts";
 import { PermissionDeniedError } from "../tool/mod.ts";
 
 /**

@@ -3,7 +3,7 @@
  * instead of the MCP SDK's `Client` (which keeps everything else: initialize,
  * lists, resources, prompts, the server's own requests and logs).
  *
- * The checked channel (./stdio_channel.ts) has already parsed each line and
+ * The checked channel (./_stdio_channel.ts) has already parsed each line and
  * capped its size; it hands the lane every response and progress
  * notification before the SDK sees them:
  *
@@ -18,7 +18,7 @@
  *   the cancel within {@link CANCEL_GRACE_MS} (stuck), or it still reports
  *   progress on the cancelled call after that grace and has not answered it
  *   when the call's own timeout passes (the cancelled work is held to the
- *   timeout the call had: ./cancel_watch.ts); a server that works on
+ *   timeout the call had: ./_cancel_watch.ts); a server that works on
  *   silently is not seen;
  * - `notifications/progress` reaches a call only with that call's own token;
  * - the result's shape is checked (an object; `content` an array of objects
@@ -37,9 +37,9 @@ import {
   SdkErrorCode,
 } from "@modelcontextprotocol/client";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/client/validators/ajv";
-import { CANCEL_GRACE_MS, CancelWatch } from "./cancel_watch.ts";
+import { CANCEL_GRACE_MS, CancelWatch } from "./_cancel_watch.ts";
 
-export { CANCEL_GRACE_MS } from "./cancel_watch.ts";
+export { CANCEL_GRACE_MS } from "./_cancel_watch.ts";
 
 /** What one call through the lane brings along. */
 export interface LaneCall {
@@ -90,7 +90,7 @@ export class CallLane {
   readonly #server: string;
   readonly #write: (line: string) => Promise<void>;
   readonly #pending = new Map<string, _Pending>();
-  /** Its cancelled ids (./cancel_watch.ts): a caller's cancellation followed to the call's deadline. */
+  /** Its cancelled ids (./_cancel_watch.ts): a caller's cancellation followed to the call's deadline. */
   readonly #cancelled: CancelWatch;
   /** Pings sent with a cancellation: the timers that report the server ignoring it. */
   readonly #pings = new Map<string, ReturnType<typeof setTimeout>>();

@@ -9,7 +9,7 @@ import {
   SdkErrorCode,
 } from "@modelcontextprotocol/client";
 import { CallCancelled, CallLane, CallTimedOut } from "./call_lane.ts";
-import { type ChannelEventKind, StdioChannel } from "./stdio_channel.ts";
+import { type ChannelEventKind, StdioChannel } from "./_stdio_channel.ts";
 
 const FIXTURE = new URL("../../tests/fixtures/hosted/lane_server.ts", import.meta.url).pathname;
 

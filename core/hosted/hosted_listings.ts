@@ -16,9 +16,9 @@
  */
 import type { Client } from "@modelcontextprotocol/client";
 import { scrubDeep, scrubText } from "../base/mod.ts";
-import { askingThrough } from "./asking_through.ts";
+import { askingThrough } from "./_asking_through.ts";
 import type { HostedCall } from "./hosted_server.ts";
-import { offeredName } from "./hosted_tools.ts";
+import { offeredName } from "./_hosted_tools.ts";
 
 /** Who asks: the servers it may reach (absent: all) and its identity, for the audit. */
 export interface HostedCaller {

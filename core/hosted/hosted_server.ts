@@ -2,12 +2,12 @@
  * One hosted server's life: started in its sandbox on the first call
  * (./launch.ts), spoken to through the MCP SDK's Client
  * (`@modelcontextprotocol/client` 2.x) over a checked stdio channel
- * (./stdio_channel.ts) except for `tools/call`, which takes corral's own
+ * (./_stdio_channel.ts) except for `tools/call`, which takes corral's own
  * lane on that channel (./call_lane.ts; `CORRAL_BENCH_HOSTED_LANE=sdk` sends
- * it through the SDK's Client too, ./client_calls.ts, for the benchmark's
+ * it through the SDK's Client too, ./_client_calls.ts, for the benchmark's
  * row that weighs the lane: {@link hostedLane}); restarted with back-off
  * after a crash, killed on a timeout (the next call starts it again) or
- * when it ignores a call's cancellation (./cancel_watch.ts; a cancelled
+ * when it ignores a call's cancellation (./_cancel_watch.ts; a cancelled
  * call alone fails, its other calls go on), and marked failed with the
  * reason when it will not start or does not speak MCP.
  * Questions (sampling, elicitation), progress and logs go to the call that
@@ -16,11 +16,11 @@
  * @module
  */
 import { Client, ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/client";
-import { servedBy } from "./asking_through.ts";
+import { servedBy } from "./_asking_through.ts";
 import { pinned, type ToolDefinition } from "./approvals.ts";
 import { CallLane, CallTimedOut, type LaneCall } from "./call_lane.ts";
-import { CancelWatch } from "./cancel_watch.ts";
-import { ClientCalls } from "./client_calls.ts";
+import { CancelWatch } from "./_cancel_watch.ts";
+import { ClientCalls } from "./_client_calls.ts";
 import { envVar } from "../config/mod.ts";
 import type { SandboxLayers } from "../layers/mod.ts";
 import { LastChanges, type Settles } from "../sandbox/mod.ts";
@@ -28,8 +28,8 @@ import type { HoldRequest } from "../layers/mod.ts";
 
 export { CallCancelled, CallTimedOut } from "./call_lane.ts";
 import { type Launched, launchServer, type LaunchSpec } from "./launch.ts";
-import { OutputBudget } from "./output_budget.ts";
-import { type ChannelEventKind, type OutputBudgets, StdioChannel } from "./stdio_channel.ts";
+import { OutputBudget } from "./_output_budget.ts";
+import { type ChannelEventKind, type OutputBudgets, StdioChannel } from "./_stdio_channel.ts";
 
 /** What one call of a hosted tool brings along. */
 export interface HostedCall {
@@ -386,7 +386,7 @@ export function hostedLane(): "lane" | "sdk" {
   return envVar("CORRAL_BENCH_HOSTED_LANE") === "sdk" ? "sdk" : "lane";
 }
 
-/** What carries a server's `tools/call` requests (./call_lane.ts or ./client_calls.ts). */
+/** What carries a server's `tools/call` requests (./call_lane.ts or ./_client_calls.ts). */
 interface _Calls {
   setTools(tools: ReadonlyArray<Record<string, unknown>>): void;
   call(tool: string, args: unknown, call: LaneCall): Promise<Record<string, unknown>>;

@@ -31,10 +31,10 @@ import {
 } from "./approvals.ts";
 import { type ChangeReport, isEmptyReport } from "../layers/mod.ts";
 import { settleAfter } from "../sandbox/mod.ts";
-import { runHostedCall } from "./hosted_call.ts";
+import { runHostedCall } from "./_hosted_call.ts";
 import type { HostedCall, HostedServer } from "./hosted_server.ts";
 import { hostedRuntime } from "./hosted_runtime.ts";
-import { hostedTools } from "./hosted_tools.ts";
+import { hostedTools } from "./_hosted_tools.ts";
 import { type HostedCaller, HostedListings } from "./hosted_listings.ts";
 import type { Client } from "@modelcontextprotocol/client";
 

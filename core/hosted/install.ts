@@ -8,7 +8,7 @@
  * - PyPI: a private venv in corral's cache; the named distribution's file
  *   is checked against `sha256` before it and its dependencies are
  *   installed; every distribution and a manifest of the venv are recorded
- *   and checked before each start (core/hosted/pypi_install.ts).
+ *   and checked before each start (core/hosted/_pypi_install.ts).
  * - command: nothing to install.
  *
  * @module
@@ -16,13 +16,13 @@
 import { denoProgram } from "../jail/mod.ts";
 import { join, resolve } from "node:path";
 import type { ServerEntry } from "../config/mod.ts";
-import type { InstallRecord } from "./install_record.ts";
-import { installStep, packageSpec } from "./install_step.ts";
+import type { InstallRecord } from "./_install_record.ts";
+import { installStep, packageSpec } from "./_install_step.ts";
 import { serversDir } from "./servers_dir.ts";
-import { installPypi } from "./pypi_install.ts";
-import { checkVenv } from "./venv_integrity.ts";
+import { installPypi } from "./_pypi_install.ts";
+import { checkVenv } from "./_venv_integrity.ts";
 
-export type { InstallRecord, PypiDistribution } from "./install_record.ts";
+export type { InstallRecord, PypiDistribution } from "./_install_record.ts";
 export { serversDir } from "./servers_dir.ts";
 
 /** The folder of one package at one version (absolute: a relative `root` is resolved). */

@@ -27,9 +27,9 @@ import type { Grant } from "../tool/mod.ts";
 import { installed, type InstallRecord } from "./install.ts";
 import { serverCommand } from "./server_command.ts";
 import { serverEgress } from "./server_egress.ts";
-import { serverEnv } from "./server_env.ts";
+import { serverEnv } from "./_server_env.ts";
 import type { InjectedSecret } from "../egress/mod.ts";
-import { checkVenv } from "./venv_integrity.ts";
+import { checkVenv } from "./_venv_integrity.ts";
 
 /** What starting one server needs. */
 export interface LaunchSpec {

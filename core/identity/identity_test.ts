@@ -8,8 +8,8 @@ import { ConfigError } from "../tool/errors.ts";
 import { Authenticator } from "./authenticator.ts";
 import { IdentityPolicy, IdentityRefusedError } from "./identity_policy.ts";
 import { JwtVerifier } from "./jwt_verifier.ts";
-import { ConcurrencyLimiter } from "./concurrency_limiter.ts";
-import { RateLimiter } from "./rate_limiter.ts";
+import { ConcurrencyLimiter } from "./_concurrency_limiter.ts";
+import { RateLimiter } from "./_rate_limiter.ts";
 import { addToken, readTokens, revokeToken, TokenStore } from "./token_store.ts";
 import { metadataUrl } from "./protected_resource.ts";
 

@@ -16,7 +16,7 @@
  */
 import { createClient } from "@redis/client";
 import { ConfigError } from "../tool/mod.ts";
-import type { RateGrant } from "./rate_limiter.ts";
+import type { RateGrant } from "./_rate_limiter.ts";
 import type { SharedState } from "./shared_state.ts";
 
 /** How long a session counts without its replica renewing it (a dead replica's sessions go). */

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { type RateGrant, RateLimiter } from "./rate_limiter.ts";
+import { type RateGrant, RateLimiter } from "./_rate_limiter.ts";
 
 /** Limits and revocations shared by the replicas of a server (or held by one). */
 export interface SharedState {

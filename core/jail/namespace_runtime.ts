@@ -10,7 +10,7 @@
  */
 import { join } from "node:path";
 import { isWithin } from "../base/mod.ts";
-import { libraryDirs } from "./library_dirs.ts";
+import { libraryDirs } from "./_library_dirs.ts";
 import { OWN_ETC } from "./namespace_etc.ts";
 
 /** What the deno runtime needs inside a namespace. */
@@ -87,7 +87,7 @@ let _runtime: Promise<RuntimeFiles> | undefined;
 /**
  * The runtime files of this process (memoized): its binary, the folders of
  * its shared libraries, and Deno's cache (run in the host). The first
- * caller may name a cache file for the libraries (./library_dirs.ts).
+ * caller may name a cache file for the libraries (./_library_dirs.ts).
  *
  * @example
  * ```ts

@@ -36,7 +36,7 @@ export interface ChangeReport {
   over?: string;
   /**
    * Changes applied with a narrower mode than the tool gave them
-   * (core/layers/mode_rules.ts); present only when there are some.
+   * (core/layers/_mode_rules.ts); present only when there are some.
    */
   masked?: NotApplied[];
   /**

@@ -14,18 +14,18 @@
  * - the protected entries (core/guard/planted.ts: editor, agent, shell and
  *   tool settings, `.envrc`, …) at any depth;
  * - inside any git repository (a `.git` folder, or a folder that is a git
- *   directory under any name, `ctx.gitDirs`: ./git_dirs.ts; also one the
+ *   directory under any name, `ctx.gitDirs`: ./_git_dirs.ts; also one the
  *   tool made): hooks other than `*.sample`, `commondir`, `gitdir`,
  *   `modules/`, `worktrees/`, a rebase's or cherry-pick's todo lists, object
  *   alternates, any link, and a `.git` that is a file or a link. Its
- *   `config` is judged by content (./git_rules.ts), and refs, `HEAD` and
+ *   `config` is judged by content (./_git_rules.ts), and refs, `HEAD` and
  *   the index by what they would make the user's own git write out;
  * - inside a hooks folder (`ctx.hooksFolders`: ./hooks_folders.ts);
  *   a config file that git includes (`ctx.configFiles`) is judged by
  *   content as a repository's `config` is.
  *
  * A removal is judged here for its own path; what it takes below it is
- * judged path by path (./removal_rules.ts).
+ * judged path by path (./_removal_rules.ts).
  *
  * @module
  */
@@ -58,7 +58,7 @@ export interface RuleContext {
   configFiles?: ReadonlySet<string>;
 }
 
-/** A verdict: applied as is, refused (why), or judged by ./git_rules.ts. */
+/** A verdict: applied as is, refused (why), or judged by ./_git_rules.ts. */
 export type Verdict =
   | { kind: "apply" }
   | { kind: "refuse"; why: string }
@@ -130,7 +130,7 @@ export function judgeChange(abs: string, kind: ChangeKind, ctx: RuleContext): Ve
   const git = _gitVerdicts(abs, rel, kind, ctx);
   if (git) return git;
   for (const h of ctx.hooksFolders) {
-    // A removal above a hooks folder is judged over what it takes (./removal_rules.ts).
+    // A removal above a hooks folder is judged over what it takes (./_removal_rules.ts).
     if (isWithin(abs, h) || (kind !== "dir" && kind !== "remove" && isWithin(h, abs))) {
       return _refuse(`git runs the hooks in ${h} (core.hooksPath)`);
     }

@@ -2,7 +2,7 @@
  * Applying held changes (./held_store.ts), or showing what applying them
  * would do, through the very settlement a sandbox's layers go through
  * (./settle_layers.ts): the held upper layers are settled as a sandbox's
- * would be, judged by ./layer_judge.ts against the tree as it is now, with
+ * would be, judged by ./_layer_judge.ts against the tree as it is now, with
  * the view of the tree they were made on, so that a path the user changed
  * since is a conflict (their version stays). The one difference of a dry
  * run is its applier: it writes nothing and tells what it was asked.
@@ -18,11 +18,11 @@ import { type ChangeReport, REPORT_PATHS } from "./change_report.ts";
 import { fileSha256 } from "./held_writer.ts";
 import { HeldCorrupt, type HeldFound, type HeldManifest } from "./held_store.ts";
 import { type LayerDirs, makeLayerDirs, removeLayerDirs } from "./layer_dirs.ts";
-import type { applyInRoot } from "./root_applier.ts";
+import type { applyInRoot } from "./_root_applier.ts";
 import { type LayerRules, SandboxLayers } from "./settle_layers.ts";
-import type { ApplierOp } from "./applier_protocol.ts";
-import type { Sig } from "./tree_sig.ts";
-import { opaqueFolders, walkUpper } from "./upper_walk.ts";
+import type { ApplierOp } from "./_applier_protocol.ts";
+import type { Sig } from "./_tree_sig.ts";
+import { opaqueFolders, walkUpper } from "./_upper_walk.ts";
 
 /** What settling a held set did (or, in a dry run, would do). */
 export interface HeldSettlement {

@@ -28,14 +28,14 @@ import {
   diffLayer,
   type LayerMemory,
   type LayerOp,
-} from "./layer_diff.ts";
+} from "./_layer_diff.ts";
 import type { LayerQuota } from "./layer_quota.ts";
 import type { LayerRoot } from "./layer_dirs.ts";
-import type { LayerRules } from "./settle_options.ts";
-import { lowerSig, type Sig } from "./tree_sig.ts";
-import { fileClockNow } from "./file_clock.ts";
-import { listRaw } from "./raw_list.ts";
-import { opaqueFolders } from "./upper_walk.ts";
+import type { LayerRules } from "./_settle_options.ts";
+import { lowerSig, type Sig } from "./_tree_sig.ts";
+import { fileClockNow } from "./_file_clock.ts";
+import { listRaw } from "./_raw_list.ts";
+import { opaqueFolders } from "./_upper_walk.ts";
 import { findBwrap } from "../jail/mod.ts";
 import { namespaceBase } from "../jail/mod.ts";
 
@@ -286,7 +286,7 @@ const _ROOT_NS = [
   ...["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"],
 ];
 
-/** The overlay's marks a hold keeps: opaque folders, and what was copied up (./copy_ups.ts). */
+/** The overlay's marks a hold keeps: opaque folders, and what was copied up (./_copy_ups.ts). */
 const _TAR_XATTRS = [
   "--xattrs",
   "--xattrs-include=trusted.overlay.opaque",
@@ -301,7 +301,7 @@ const _TAR_XATTRS = [
  * may still run: tar reads it in a namespace of its own where nothing but
  * the layer and the system's programs exist, so a folder swapped for a link
  * meanwhile leads nowhere (as the applier's namespace does,
- * ./root_applier.ts).
+ * ./_root_applier.ts).
  */
 async function _copy(from: string, to: string, rels: string[]): Promise<void> {
   if (rels.length === 0) return;

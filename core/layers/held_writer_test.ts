@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { PLANTED_DEFAULT_ENTRIES } from "../guard/planted.ts";
 import { holdLayers } from "./held_writer.ts";
 import { listHeld, readHeld, removeHeld } from "./held_store.ts";
-import type { LayerOp } from "./layer_diff.ts";
+import type { LayerOp } from "./_layer_diff.ts";
 
 /** A write root, its layer folder with an upper layer, and a canary folder outside both. */
 async function _layout() {

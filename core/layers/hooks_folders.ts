@@ -21,8 +21,8 @@
  */
 import { basename, dirname, join, resolve } from "node:path";
 import { isWithin } from "../base/mod.ts";
-import { configEntries } from "./git_rules.ts";
-import type { TreeRepo } from "./git_dirs.ts";
+import { configEntries } from "./_git_rules.ts";
+import type { TreeRepo } from "./_git_dirs.ts";
 
 /** Where the user's git finds its own config. */
 export interface GitEnv {

@@ -1,8 +1,8 @@
 /**
  * Settling a sandbox's write layers: after each call (and when the sandbox
  * ends), what the sandbox wrote in its upper layers is judged
- * (./change_rules.ts, ./git_rules.ts) and applied to the user's tree, one
- * write root at a time under its lock (./tree_lock.ts). A path that someone
+ * (./change_rules.ts, ./_git_rules.ts) and applied to the user's tree, one
+ * write root at a time under its lock (./_tree_lock.ts). A path that someone
  * else changed since the sandbox's view of it was taken is a conflict: the
  * other version stays in the tree, the sandbox's is kept in corral's
  * conflicts folder, and the sandbox is marked stale, to start afresh.
@@ -15,9 +15,9 @@
  * @module
  */
 import { dirname, join, relative } from "node:path";
-import { fileClockNow } from "./file_clock.ts";
+import { fileClockNow } from "./_file_clock.ts";
 import { isWithin } from "../base/mod.ts";
-import { keepConflict, lowerSig, type Sig } from "./tree_sig.ts";
+import { keepConflict, lowerSig, type Sig } from "./_tree_sig.ts";
 import {
   type ChangeReport,
   emptyReport,
@@ -26,12 +26,12 @@ import {
   type NotApplied,
   REPORT_PATHS,
 } from "./change_report.ts";
-import { followLayers } from "./layer_follow.ts";
-import { judgeGitRefs } from "./git_settle.ts";
+import { followLayers } from "./_layer_follow.ts";
+import { judgeGitRefs } from "./_git_settle.ts";
 import { userGitEnv } from "./hooks_folders.ts";
-import { LayerJudge } from "./layer_judge.ts";
-import { applyInRoot, leaveApplier, useApplier } from "./root_applier.ts";
-import type { ApplierResult } from "./applier_protocol.ts";
+import { LayerJudge } from "./_layer_judge.ts";
+import { applyInRoot, leaveApplier, useApplier } from "./_root_applier.ts";
+import type { ApplierResult } from "./_applier_protocol.ts";
 import {
   changedBatches,
   countLayer,
@@ -40,7 +40,7 @@ import {
   type LayerOp,
   layerRest,
   removalsOf,
-} from "./layer_diff.ts";
+} from "./_layer_diff.ts";
 import {
   BATCH,
   countApplied,
@@ -53,18 +53,18 @@ import {
   requestOf,
   settleBatches,
   TreeLook,
-} from "./apply_batch.ts";
+} from "./_apply_batch.ts";
 import { layerQuota } from "./layer_quota.ts";
-import { bumpGeneration } from "./layer_freshness.ts";
+import { bumpGeneration } from "./_layer_freshness.ts";
 import { LayerView, type ViewHooks, viewHooks } from "./view_refresh.ts";
 import type { LayerDirs, LayerRoot } from "./layer_dirs.ts";
-import type { Applied, SandboxLayersOptions } from "./settle_options.ts";
+import type { Applied, SandboxLayersOptions } from "./_settle_options.ts";
 import { type HoldRequest, HoldSet } from "./hold_state.ts";
 import { holdChanges } from "./held_writer.ts";
-import { withTreeLock } from "./tree_lock.ts";
-import { ViewMap } from "./path_memory.ts";
+import { withTreeLock } from "./_tree_lock.ts";
+import { ViewMap } from "./_path_memory.ts";
 
-export type { Applied, LayerRules, SandboxLayersOptions } from "./settle_options.ts";
+export type { Applied, LayerRules, SandboxLayersOptions } from "./_settle_options.ts";
 
 /** The live layers of this process, by write root: each hears the others' applies. */
 const _live = new Map<string, Set<SandboxLayers>>();
@@ -100,7 +100,7 @@ export class SandboxLayers {
     this.#artifacts = new Set(o.artifacts);
     this.#base = dirname(o.dirs.dir);
     this.view = new LayerView(o.dirs.roots, o.dirs.locks, this.#artifacts);
-    // The kernel's file time, as the tree's files are stamped (./file_clock.ts).
+    // The kernel's file time, as the tree's files are stamped (./_file_clock.ts).
     const now = fileClockNow(o.dirs.dir);
     for (const l of o.dirs.roots) this.#memory.set(l.root, layerMemory());
     this.#view = new ViewMap(new Map([...this.#memory].map(([r, m]) => [r, m.seen])));
@@ -160,7 +160,7 @@ export class SandboxLayers {
 
   /**
    * Settle what processes a call left running write, a short while after
-   * they write it, while no call runs (./layer_follow.ts); `onReport` gets
+   * they write it, while no call runs (./_layer_follow.ts); `onReport` gets
    * each settlement that changed anything.
    */
   follow(busy: () => boolean, onReport: (r: ChangeReport) => void): void {
@@ -225,7 +225,7 @@ export class SandboxLayers {
    * Settle one layer: read it once to count it against its quota and see
    * whether anything changed (keeping nothing of it), then again as a
    * stream, judging and applying its changes a batch at a time
-   * (./apply_batch.ts), each batch's apply under way while the next is
+   * (./_apply_batch.ts), each batch's apply under way while the next is
    * read and judged; removals after the writes, refs last; the last
    * request makes it all durable.
    */
@@ -286,7 +286,7 @@ export class SandboxLayers {
       notApplied(report, layer, rest, shown);
       this.#epoch.set(layer.root, started);
       if (this.#appliedNow) {
-        // Every corral's sandboxes over this root learn of it (./layer_freshness.ts).
+        // Every corral's sandboxes over this root learn of it (./_layer_freshness.ts).
         const g = await bumpGeneration(this.dirs.locks, layer.root);
         this.view.applied(layer.root, g.before, g.after);
       }
@@ -323,7 +323,7 @@ export class SandboxLayers {
   }
 
   /**
-   * Judge `op` (./layer_judge.ts): what to apply in its place (refs and
+   * Judge `op` (./_layer_judge.ts): what to apply in its place (refs and
    * what they hold wait in `refs` for the refs' phase); what was refused,
    * kept, in conflict or masked goes into `report`.
    */
@@ -365,12 +365,12 @@ export class SandboxLayers {
 
   /**
    * Apply `ops` that do not conflict, through the root's applier
-   * (./root_applier.ts: the root as it was opened, never a name swapped
+   * (./_root_applier.ts: the root as it was opened, never a name swapped
    * meanwhile, each file replaced, never written in place); the report and
    * the other sandboxes hear what happened.
    */
   async #applyAll(layer: LayerRoot, ops: LayerOp[], report: ChangeReport): Promise<void> {
-    // The tree as the batch was read (./apply_batch.ts's TreeLook), else now.
+    // The tree as the batch was read (./_apply_batch.ts's TreeLook), else now.
     for (const op of ops) if (op.now === undefined) op.now = await lowerSig(op.abs);
     const nows = ops.map((op) => op.now as Sig | null);
     // When an entry entered the layer decides a conflict: read only where one may be.
@@ -447,7 +447,7 @@ export class SandboxLayers {
   /**
    * Another sandbox of this process applied changes to `root`: what this
    * view rests on for the paths it does not hold (those it holds are cleared
-   * at its next refresh, ./view_clear.ts).
+   * at its next refresh, ./_view_clear.ts).
    */
   #heard(root: string, applied: Applied[]): void {
     const layer = this.dirs.roots.find((l) => l.root === root);

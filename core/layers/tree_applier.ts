@@ -1,6 +1,6 @@
 /**
  * The process that writes settled changes into one write root of the
- * user's tree (./root_applier.ts starts it in that root, as it was opened
+ * user's tree (./_root_applier.ts starts it in that root, as it was opened
  * and checked).
  *
  * Where it writes: for each operation it stands in the folder that holds
@@ -10,13 +10,13 @@
  * which is seen and refused before anything is written, and the write names
  * only the last component, in the folder it stands in. Operations of one
  * folder in a row share that walk (each re-checks where it stands). Its
- * file system calls are synchronous, one after another (./applier_fs.ts):
+ * file system calls are synchronous, one after another (./_applier_fs.ts):
  * the kernel serializes the names made in one folder under the folder's
  * lock, so calls at once gained nothing and each cost a hop to another
  * thread and back (measured: bench/analysis.md, issue 37's 12a). Deno
  * still opens a name by its full path, so a swap between the check and the
  * open is not seen here: what bounds it is the namespace the applier runs
- * in (./root_applier.ts), where the root is the only writable folder.
+ * in (./_root_applier.ts), where the root is the only writable folder.
  *
  * How it writes (replacement, never in place): a file's new content (or a
  * link) is first written in a private folder beside it (mode 0700, named
@@ -34,18 +34,18 @@
  * request marked `durable` ends with a `syncfs` of every file system it
  * wrote: its answer means the changes are on disk. Private folders are
  * removed at the end of each batch; one left by a kill is found again by
- * the host's journal (./apply_journal.ts). When the host is gone (stdin
+ * the host's journal (./_apply_journal.ts). When the host is gone (stdin
  * closes), the batch under way is finished and the process exits. A folder
  * whose new mode shuts its owner out (`chmod 600 dir`) would stop what goes
  * in it: it is open to its owner until the durable request that ends the
  * settlement gives it its mode.
  *
  * Protocol: one JSON request per line on stdin, one JSON answer per line
- * on stdout (./applier_protocol.ts). Its one argument: the token of its
+ * on stdout (./_applier_protocol.ts). Its one argument: the token of its
  * private folders (`deno run tree_applier.ts TOKEN`, or `corral __applier
  * TOKEN` when compiled: core/jail/self_run.ts). Modes are applied exactly
  * as asked (`mode & 0o7777`): the host's judge has masked them
- * (./mode_rules.ts).
+ * (./_mode_rules.ts).
  *
  * @module
  */
@@ -67,8 +67,8 @@ import {
   stage,
   type Staged,
   syncfs,
-} from "./applier_fs.ts";
-import type { ApplierOp, ApplierRequest, ApplierResult } from "./applier_protocol.ts";
+} from "./_applier_fs.ts";
+import type { ApplierOp, ApplierRequest, ApplierResult } from "./_applier_protocol.ts";
 
 /** An empty file where the host saw nothing: made in place, with nothing to stage. */
 function _emptyNew(o: ApplierOp): boolean {
@@ -263,7 +263,7 @@ function _durable(): void {
 
 async function _main(token: string | undefined): Promise<void> {
   // By its file, not core/guard/'s face: the applier's namespace binds only the files it
-  // runs (./root_applier.ts `_MODULES`), and the face would load all of core/guard/.
+  // runs (./_root_applier.ts `_MODULES`), and the face would load all of core/guard/.
   const { TEMP_PREFIX } = await import("../guard/temp_names.ts");
   applier.root = Deno.cwd();
   applier.ino = Deno.statSync(".").ino ?? 0;

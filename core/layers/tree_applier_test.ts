@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { TEMP_PREFIX } from "../guard/temp_names.ts";
-import type { ApplierOp, ApplierResult, ApplierSig } from "./applier_protocol.ts";
+import type { ApplierOp, ApplierResult, ApplierSig } from "./_applier_protocol.ts";
 
 const ENTRY = new URL("./tree_applier.ts", import.meta.url).pathname;
 
@@ -134,7 +134,7 @@ Deno.test("the applier replaces a hard-linked file: the store's file outside the
   assert.equal((await a.close()).code, 0);
 });
 
-// The host's judge masks a mode (core/layers/mode_rules.ts); the applier applies it exactly,
+// The host's judge masks a mode (core/layers/_mode_rules.ts); the applier applies it exactly,
 // the umask of its own process narrowing nothing (an empty new file is made with its mode).
 Deno.test("the applier applies exactly the mode asked, makes empty new files, refuses what changed meanwhile", async () => {
   await using t = await _setUp();

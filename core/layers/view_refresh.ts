@@ -4,13 +4,13 @@
  * again because someone else wrote, and it sees what others wrote by its
  * next call.
  *
- * Before a call whose view is due (./layer_freshness.ts: the tree's
+ * Before a call whose view is due (./_layer_freshness.ts: the tree's
  * generation moved, the view is old, or a change of its own was refused
  * or conflicted), corral
  *
  * 1. settles the layer (what the sandbox wrote reaches the tree first);
  * 2. when entries of the upper layer no longer belong in the view
- *    (./view_clear.ts: its own copies of paths someone else changed since,
+ *    (./_view_clear.ts: its own copies of paths someone else changed since,
  *    or, after a refusal or a conflict, everything), pauses the sandbox
  *    (./view_procs.ts), settles again, takes those entries out, except
  *    what its processes hold;
@@ -29,11 +29,11 @@
 import { dirname, join, relative } from "node:path";
 import { isWithin } from "../base/mod.ts";
 import { type ChangeReport, isEmptyReport } from "./change_report.ts";
-import type { LayerMemory } from "./layer_diff.ts";
+import type { LayerMemory } from "./_layer_diff.ts";
 import type { LayerRoot } from "./layer_dirs.ts";
-import { readGeneration, VIEW_MAX_AGE_MS } from "./layer_freshness.ts";
-import { lowerSig, type Sig } from "./tree_sig.ts";
-import { clearEntries, type Holds, staleEntries } from "./view_clear.ts";
+import { readGeneration, VIEW_MAX_AGE_MS } from "./_layer_freshness.ts";
+import { lowerSig, type Sig } from "./_tree_sig.ts";
+import { clearEntries, type Holds, staleEntries } from "./_view_clear.ts";
 import { type HeldEntry, lookAtSandbox, pauseSandbox, remountLayers } from "./view_procs.ts";
 
 /** The file, in a sandbox's layer folder, that {@link LayerView.publish} keeps. */

@@ -33,8 +33,8 @@ import {
   specTypeSchemas,
   type Transport,
 } from "@modelcontextprotocol/server";
-import type { CallExtra } from "./call_extra.ts";
-import type { ToolCallHandler } from "./tool_calls.ts";
+import type { CallExtra } from "./_call_extra.ts";
+import type { ToolCallHandler } from "./_tool_calls.ts";
 
 const _RELATED_TASK = "io.modelcontextprotocol/related-task";
 

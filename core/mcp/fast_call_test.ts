@@ -14,7 +14,7 @@ import { Registry } from "../registry/registry.ts";
 import type { RegistryCallOptions } from "../registry/registry.ts";
 import type { FastCalls } from "./fast_call.ts";
 import { createMcpServer, type McpRegistry, type McpServerOptions } from "./mcp_server.ts";
-import { limitLines } from "./stdio_limit.ts";
+import { limitLines } from "./_stdio_limit.ts";
 import { connectStdio } from "./stdio_lane.ts";
 
 const FIXTURE = new URL("../../tests/fixtures/progress_tools.ts", import.meta.url).pathname;

@@ -3,7 +3,7 @@
  * (core/hosted/), listed and readable through corral's own MCP server, on
  * stdio and over HTTP alike: each comes from the server that listed it,
  * started in its sandbox for the session's principal, scrubbed of its
- * secrets. Over HTTP an identity's view (./identity_registry.ts) offers
+ * secrets. Over HTTP an identity's view (./_identity_registry.ts) offers
  * only the servers it may reach. Each listing is one handler here; a new
  * kind of listing is one more {@link HostedResources} method and handler.
  * A server that fails or times out is left out of a listing, and named in
@@ -18,9 +18,9 @@ import {
   type Server,
   type ServerContext,
 } from "@modelcontextprotocol/server";
-import { callExtra, isModern } from "./call_extra.ts";
-import { type ClientAsks, clientAsks, roundAsks } from "./client_asks.ts";
-import type { InputRounds } from "./input_rounds.ts";
+import { callExtra, isModern } from "./_call_extra.ts";
+import { type ClientAsks, clientAsks, roundAsks } from "./_client_asks.ts";
+import type { InputRounds } from "./_input_rounds.ts";
 
 /** Who asks (core/hosted/hosted_listings.ts): the servers it may reach, and its identity. */
 export interface HostedCaller {
@@ -159,7 +159,7 @@ export function serveHostedResources(
 /**
  * prompts/get whose hosted server may ask (sampling, elicitation): the
  * questions go to the client of this request, as rounds of it for a
- * 2026-07-28 client (./input_rounds.ts, bound to the principal, the prompt
+ * 2026-07-28 client (./_input_rounds.ts, bound to the principal, the prompt
  * and its arguments), as requests within it for a 2025-11-25 one.
  */
 function _promptWithAsks(

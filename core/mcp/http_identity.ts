@@ -5,10 +5,10 @@
  * (401 with `WWW-Authenticate`, 403 for an identity the policy does not
  * admit; each counted and logged per client address, ./auth_failures.ts),
  * calls per minute per identity counted per call (429 with `Retry-After`;
- * ./call_ticket.ts), the shared state that replicas count limits in
+ * ./_call_ticket.ts), the shared state that replicas count limits in
  * (core/identity/shared_state.ts; unreachable: 503), the revocation watch
- * (./revocation_watch.ts), and the registry each identity's sessions see
- * (./identity_registry.ts).
+ * (./_revocation_watch.ts), and the registry each identity's sessions see
+ * (./_identity_registry.ts).
  *
  * @module
  */
@@ -30,15 +30,15 @@ import { type CorralMetrics, telemetry } from "../telemetry/mod.ts";
 import { metricsResponse } from "../telemetry/mod.ts";
 import { ConfigError } from "../tool/mod.ts";
 import { AuthFailures } from "./auth_failures.ts";
-import { CallTicket } from "./call_ticket.ts";
-import { CLIENT_ADDRESS_HEADER } from "./http_front.ts";
-import { refuse } from "./http_refusal.ts";
-import { identityRegistry } from "./identity_registry.ts";
+import { CallTicket } from "./_call_ticket.ts";
+import { CLIENT_ADDRESS_HEADER } from "./_http_front.ts";
+import { refuse } from "./_http_refusal.ts";
+import { identityRegistry } from "./_identity_registry.ts";
 import type { McpRegistry } from "./mcp_server.ts";
-import { RevocationWatch } from "./revocation_watch.ts";
-import { revocableStream } from "./revocable_stream.ts";
+import { RevocationWatch } from "./_revocation_watch.ts";
+import { revocableStream } from "./_revocable_stream.ts";
 
-export { identityRegistry, sharedPrincipal } from "./identity_registry.ts";
+export { identityRegistry, sharedPrincipal } from "./_identity_registry.ts";
 
 /** What {@link HttpIdentity} needs. */
 export interface HttpIdentityOptions {

@@ -3,15 +3,15 @@
  * the transport (./serve_stdio.ts, ./serve_http.ts).
  *
  * A thin layer over the {@link Registry}, put together here from one file
- * per concern: `tools/list` (./tool_list.ts) shows the loaded tools with
+ * per concern: `tools/list` (./_tool_list.ts) shows the loaded tools with
  * their JSON Schemas and annotations derived from the permission letters;
- * `tools/call` (./tool_calls.ts) runs a tool in its sandbox. Reports become
- * progress and log notifications (./call_notifications.ts, ./log_level.ts),
+ * `tools/call` (./_tool_calls.ts) runs a tool in its sandbox. Reports become
+ * progress and log notifications (./_call_notifications.ts, ./_log_level.ts),
  * cancellation stops the sandbox call, tools that need confirmation ask the
- * client through elicitation (./client_asks.ts), results are mapped by
- * ./call_result.ts, hosted servers' resources and prompts served by
+ * client through elicitation (./_client_asks.ts), results are mapped by
+ * ./_call_result.ts, hosted servers' resources and prompts served by
  * ./hosted_resources.ts; the session's principal ends with it
- * (./session_principal.ts).
+ * (./_session_principal.ts).
  *
  * @module
  */
@@ -22,19 +22,19 @@ import {
   DEFAULT_MAX_CONCURRENT,
   DEFAULT_MAX_QUEUE,
   type GateCaller,
-} from "./call_gate.ts";
+} from "./_call_gate.ts";
 import { serveHostedResources } from "./hosted_resources.ts";
-import { InputRounds } from "./input_rounds.ts";
-import { LogLevel } from "./log_level.ts";
-import type { McpRegistry } from "./mcp_registry.ts";
-import { SessionPrincipal } from "./session_principal.ts";
-import { serveTaskMethods, TASKS_EXTENSION } from "./tasks/task_methods.ts";
-import { TaskServer } from "./tasks/task_server.ts";
-import { TaskStore } from "./tasks/task_store.ts";
-import { serveToolCalls, type ToolCallHandler } from "./tool_calls.ts";
-import { serveToolList } from "./tool_list.ts";
+import { InputRounds } from "./_input_rounds.ts";
+import { LogLevel } from "./_log_level.ts";
+import type { McpRegistry } from "./_mcp_registry.ts";
+import { SessionPrincipal } from "./_session_principal.ts";
+import { serveTaskMethods, TASKS_EXTENSION } from "./tasks/_task_methods.ts";
+import { TaskServer } from "./tasks/_task_server.ts";
+import { TaskStore } from "./tasks/_task_store.ts";
+import { serveToolCalls, type ToolCallHandler } from "./_tool_calls.ts";
+import { serveToolList } from "./_tool_list.ts";
 
-export type { McpRegistry } from "./mcp_registry.ts";
+export type { McpRegistry } from "./_mcp_registry.ts";
 
 /** Options shared by every MCP transport. */
 export interface McpServerOptions {
@@ -69,13 +69,13 @@ export interface McpServerOptions {
   /** The instance's tasks (tasks extension, ./tasks/); default: a store of its own. */
   tasks?: TaskStore;
   /**
-   * Hold a task of this caller as live work of its credential (./revocation_watch.ts):
+   * Hold a task of this caller as live work of its credential (./_revocation_watch.ts):
    * `end` cancels it when the credential is revoked; the returned function lets go.
    */
   holdTask?: (end: (reason: Error) => void) => () => void;
 }
 
-export { DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUE } from "./call_gate.ts";
+export { DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUE } from "./_call_gate.ts";
 
 /** One MCP session: an SDK `Server` wired to the registry. */
 export interface CorralMcpServer {

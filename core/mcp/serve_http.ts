@@ -6,29 +6,29 @@
  * connections, its calls per minute (each call counts) and its sessions.
  *
  * Put together here from one file per concern: listening
- * (./http_listener.ts, ./http_front.ts, ./listen_address.ts), the checks
- * (./request_checks.ts, identities in ./http_identity.ts, their caps in
- * ./identity_caps.ts), the body (./rpc_body.ts), sessions
- * (./http_sessions.ts, ./session_request.ts) or none
- * (./stateless_request.ts), the instance's call gate (./call_gate.ts).
+ * (./_http_listener.ts, ./_http_front.ts, ./_listen_address.ts), the checks
+ * (./_request_checks.ts, identities in ./http_identity.ts, their caps in
+ * ./_identity_caps.ts), the body (./_rpc_body.ts), sessions
+ * (./_http_sessions.ts, ./_session_request.ts) or none
+ * (./_stateless_request.ts), the instance's call gate (./_call_gate.ts).
  *
  * @module
  */
 import { ConfigError } from "../tool/mod.ts";
-import { CallGate, DEFAULT_MAX_QUEUE } from "./call_gate.ts";
-import { ticketAuth } from "./call_ticket.ts";
+import { CallGate, DEFAULT_MAX_QUEUE } from "./_call_gate.ts";
+import { ticketAuth } from "./_call_ticket.ts";
 import type { Admitted, HttpIdentity } from "./http_identity.ts";
-import type { HttpFront } from "./http_front.ts";
-import { listenHttp } from "./http_listener.ts";
-import { refuse } from "./http_refusal.ts";
-import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_MS, HttpSessions } from "./http_sessions.ts";
+import type { HttpFront } from "./_http_front.ts";
+import { listenHttp } from "./_http_listener.ts";
+import { refuse } from "./_http_refusal.ts";
+import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_MS, HttpSessions } from "./_http_sessions.ts";
 import {
   type IdentityCaps,
   identityCaps,
   type IdentityDefaults,
   identityDefaults,
-} from "./identity_caps.ts";
-import { isLoopback } from "./listen_address.ts";
+} from "./_identity_caps.ts";
+import { isLoopback } from "./_listen_address.ts";
 import {
   type CorralMcpServer,
   createMcpServer,
@@ -37,17 +37,17 @@ import {
   type McpRegistry,
   type McpServerOptions,
 } from "./mcp_server.ts";
-import { requestChecks } from "./request_checks.ts";
-import { InputRounds } from "./input_rounds.ts";
-import { TaskStore } from "./tasks/task_store.ts";
-import { ModernRequests } from "./modern_request.ts";
-import { paramHeaderRefusal } from "./param_headers.ts";
-import { readRpcBody, type RpcBody } from "./rpc_body.ts";
-import { serveInSession, sessionPrincipal } from "./session_request.ts";
-import { serveStateless, statelessBusy } from "./stateless_request.ts";
+import { requestChecks } from "./_request_checks.ts";
+import { InputRounds } from "./_input_rounds.ts";
+import { TaskStore } from "./tasks/_task_store.ts";
+import { ModernRequests } from "./_modern_request.ts";
+import { paramHeaderRefusal } from "./_param_headers.ts";
+import { readRpcBody, type RpcBody } from "./_rpc_body.ts";
+import { serveInSession, sessionPrincipal } from "./_session_request.ts";
+import { serveStateless, statelessBusy } from "./_stateless_request.ts";
 
-export { isLoopback, parseListenAddress } from "./listen_address.ts";
-export { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_MS } from "./http_sessions.ts";
+export { isLoopback, parseListenAddress } from "./_listen_address.ts";
+export { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_MS } from "./_http_sessions.ts";
 
 /** Default of {@link McpHttpOptions.maxBodyBytes}: 1 MiB. */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -103,7 +103,7 @@ export interface McpHttpHandle extends McpHandle {
 }
 
 /**
- * Serve over Streamable HTTP at `/mcp` (./http_front.ts). Binding a
+ * Serve over Streamable HTTP at `/mcp` (./_http_front.ts). Binding a
  * non-loopback address without a token throws a {@link ConfigError}.
  * Requests are checked in this order: Host and Origin (403), bearer token
  * (401), path (404), body size (413), the identity's connections (429),

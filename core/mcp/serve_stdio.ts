@@ -5,10 +5,10 @@
  *
  * @module
  */
-import { limitedStdin } from "./stdio_limit.ts";
+import { limitedStdin } from "./_stdio_limit.ts";
 import process from "node:process";
 import { connectStdio, stdioLanes } from "./stdio_lane.ts";
-import { TaskStore } from "./tasks/task_store.ts";
+import { TaskStore } from "./tasks/_task_store.ts";
 import {
   createMcpServer,
   type McpHandle,
@@ -48,7 +48,7 @@ export async function serveStdio(
   const onEnd = () => void close();
   mcp.server.onclose = () => void close();
   input.on("end", onEnd);
-  // A connection that opens with 2026-07-28 gets a server of its own (./stdio_modern.ts).
+  // A connection that opens with 2026-07-28 gets a server of its own (./_stdio_modern.ts).
   const tasks = new TaskStore();
   await connectStdio(
     mcp,

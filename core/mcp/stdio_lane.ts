@@ -1,6 +1,6 @@
 /**
  * The stdio connection of one MCP session: each complete line (from
- * ./stdio_limit.ts) that may be a `tools/call` or its cancellation is
+ * ./_stdio_limit.ts) that may be a `tools/call` or its cancellation is
  * parsed once and offered to the session's fast lane (./fast_call.ts);
  * every other line, and every one the lane does not take, goes to the SDK's
  * stdio transport exactly as it arrived, in the same order.
@@ -18,9 +18,9 @@ import { StdioServerTransport } from "@modelcontextprotocol/server/stdio";
 import { envVar } from "../config/mod.ts";
 import { FastCalls } from "./fast_call.ts";
 import type { CorralMcpServer } from "./mcp_server.ts";
-import { LineStream } from "./stdio_limit.ts";
-import { type ModernStdio, modernStdio, opensModern } from "./stdio_modern.ts";
-import type { TaskStore } from "./tasks/task_store.ts";
+import { LineStream } from "./_stdio_limit.ts";
+import { type ModernStdio, modernStdio, opensModern } from "./_stdio_modern.ts";
+import type { TaskStore } from "./tasks/_task_store.ts";
 
 /** Which of corral's stdio lanes run: all, `sdk` (no fast lane) or `plain` (SDK stdout too). */
 export function stdioLanes(): "all" | "sdk" | "plain" {
@@ -32,7 +32,7 @@ export function stdioLanes(): "all" | "sdk" | "plain" {
  * Connect `mcp` to `lines` (complete lines) and `stdout`, with the fast
  * lane in front of the SDK transport. Returns the lane (closed with the
  * transport). With `modern`, a connection that opens with 2026-07-28 is
- * served by a server it makes (./stdio_modern.ts), whose tasks are in `tasks`.
+ * served by a server it makes (./_stdio_modern.ts), whose tasks are in `tasks`.
  */
 export async function connectStdio(
   mcp: CorralMcpServer,

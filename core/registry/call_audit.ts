@@ -1,5 +1,5 @@
 /**
- * What the call runner (./call_runner.ts) writes to the audit log: one
+ * What the call runner (./_call_runner.ts) writes to the audit log: one
  * line per call (who, the tool, its grant, the arguments' digest and, as
  * the policy says, their shape or values, the outcome, the duration), per
  * question a tool asks its client, and per egress connection.

@@ -12,16 +12,16 @@ import type { JailStatus } from "../jail/mod.ts";
 import { hideHostPaths, scrubText } from "../base/mod.ts";
 import type { SecondWall } from "../seccomp/mod.ts";
 import { ceilingGrant, effectiveGrant, type HostPrivileges } from "../sandbox/mod.ts";
-import { confine, type Confinement } from "./confine.ts";
+import { confine, type Confinement } from "./_confine.ts";
 import type { ModuleMeta, ToolMeta } from "../sandbox/mod.ts";
 import type { Reporter } from "../tool/mod.ts";
 import { formatSchemas, type SchemaFormat } from "../tool/mod.ts";
 import type { Grant } from "../tool/mod.ts";
-import { DEFINED_TWICE, displayModule, fullSource, LATER_USED, oneLine } from "./catalog_text.ts";
+import { DEFINED_TWICE, displayModule, fullSource, LATER_USED, oneLine } from "./_catalog_text.ts";
 import { type NotLoaded, notLoadedMessage } from "./not_loaded.ts";
 import type { SourceKind, ToolsetSource } from "./toolset_source.ts";
 
-export { DEFINED_TWICE, LATER_USED } from "./catalog_text.ts";
+export { DEFINED_TWICE, LATER_USED } from "./_catalog_text.ts";
 export type { SourceKind, ToolsetSource } from "./toolset_source.ts";
 
 /** Status of a tool in the catalog. */
@@ -154,7 +154,7 @@ export class Catalog {
   /**
    * Whether a sandbox of `source` holding `grant` runs in the jail (`bwrap`,
    * with its second wall) or not (`none`), and why it cannot run at all
-   * (`missing`): ./confine.ts.
+   * (`missing`): ./_confine.ts.
    */
   confine(source: ToolsetSource, grant: Grant): Confinement {
     return confine(source, grant, this.#options);

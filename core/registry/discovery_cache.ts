@@ -81,7 +81,7 @@ export class DiscoveryCache {
     return key ? this.#load().modules[key] : undefined;
   }
 
-  /** Remember a report: clean, or a failure of the module itself (see core/registry/discovery.ts). */
+  /** Remember a report: clean, or a failure of the module itself (see core/registry/_discovery.ts). */
   put(key: string, meta: ModuleMeta): void {
     if (!key) return;
     this.#load().modules[key] = meta;

@@ -2,11 +2,11 @@
  * The registry: corral's library API, and what the CLI and the MCP server
  * stand on. It puts three parts together:
  *
- * - discovery (./discovery.ts) imports each toolset in a sandbox holding
+ * - discovery (./_discovery.ts) imports each toolset in a sandbox holding
  *   the toolset's ceiling grant, with a cache of unchanged modules;
  * - the catalog (./catalog.ts) decides which tools exist, with which grant
  *   and status (gating, jail, collisions, overrides);
- * - the call runner (./call_runner.ts) runs one call: confirmation, the
+ * - the call runner (./_call_runner.ts) runs one call: confirmation, the
  *   sandbox of its grant, limits, audit and cleaning of the result.
  *
  * @module
@@ -34,24 +34,24 @@ import {
   reservedToolNames,
   startingBuiltins,
 } from "./builtin_toolsets.ts";
-import { CallRunner, type RegistryCallOptions } from "./call_runner.ts";
+import { CallRunner, type RegistryCallOptions } from "./_call_runner.ts";
 import { Catalog, type LoadProblem, type ToolInfo, type ToolsetSource } from "./catalog.ts";
-import { Discovery } from "./discovery.ts";
-import { progressLine } from "./discovery_progress.ts";
+import { Discovery } from "./_discovery.ts";
+import { progressLine } from "./_discovery_progress.ts";
 import { defaultCacheDir } from "./discovery_cache.ts";
 import { pluginRoots } from "./grant_paths.ts";
-import { checkSourceTrust, sandboxNamespace } from "./sandbox_namespace.ts";
+import { checkSourceTrust, sandboxNamespace } from "./_sandbox_namespace.ts";
 import { HostedServers } from "../hosted/mod.ts";
-import { serverMetas, serverSource } from "./server_toolsets.ts";
-import type { RegistryOptions } from "./registry_options.ts";
+import { serverMetas, serverSource } from "./_server_toolsets.ts";
+import type { RegistryOptions } from "./_registry_options.ts";
 import { type RegistryFolders, registryFolders, secondWall } from "./registry_folders.ts";
 import type { SecondWall } from "../seccomp/mod.ts";
 import type { SandboxPool } from "./sandbox_pool.ts";
 import { prepareSealedRuntime } from "../sandbox/mod.ts";
 
 export type { LoadProblem, SourceKind, ToolInfo, ToolsetSource, ToolStatus } from "./catalog.ts";
-export type { RegistryCallOptions } from "./call_runner.ts";
-export type { RegistryOptions } from "./registry_options.ts";
+export type { RegistryCallOptions } from "./_call_runner.ts";
+export type { RegistryOptions } from "./_registry_options.ts";
 
 /**
  * The catalog of tools and the way to call them.
@@ -124,7 +124,7 @@ export class Registry {
     this.#runner = this.#newRunner(namespace, audit);
   }
 
-  /** Discovery: each toolset imported in a sandbox of its ceiling grant (./discovery.ts). */
+  /** Discovery: each toolset imported in a sandbox of its ceiling grant (./_discovery.ts). */
   #newDiscovery(cacheDir: string | null, namespace: _Namespace): Discovery {
     const options = this.#options;
     return new Discovery({
@@ -161,7 +161,7 @@ export class Registry {
     });
   }
 
-  /** The call runner: every call, a hosted server's too (./call_runner.ts). */
+  /** The call runner: every call, a hosted server's too (./_call_runner.ts). */
   #newRunner(namespace: _Namespace, audit: AuditLog | undefined): CallRunner {
     const options = this.#options;
     return new CallRunner({
@@ -191,7 +191,7 @@ export class Registry {
 
   #reserved = new Map<string, string>();
 
-  /** Refuse a source whose write grant overlaps the trust base (./sandbox_namespace.ts). */
+  /** Refuse a source whose write grant overlaps the trust base (./_sandbox_namespace.ts). */
   #checkTrust(sources: ToolsetSource[], all: ToolsetSource[]): void {
     // The trust base once for all of them: a start with many plugins stays linear.
     const trusted = [...this.trusted, ...pluginRoots(all)];
@@ -259,7 +259,7 @@ export class Registry {
     return this.#discovery.imports;
   }
 
-  /** Discovery's work so far, counted (./discovery.ts): for tests, never timed. */
+  /** Discovery's work so far, counted (./_discovery.ts): for tests, never timed. */
   get discoveryStats(): { imports: number; sandboxes: number; hashed: number; infoRuns: number } {
     const d = this.#discovery;
     return { imports: d.imports, sandboxes: d.sandboxes, hashed: d.hashed, infoRuns: d.infoRuns };
@@ -375,7 +375,7 @@ export class Registry {
     return this.#runner.call(name, args, options);
   }
 
-  /** Audit a call refused before it reached the registry: one `denied` line (./call_runner.ts). */
+  /** Audit a call refused before it reached the registry: one `denied` line (./_call_runner.ts). */
   auditRefusal(
     name: string,
     args: unknown,
@@ -409,7 +409,7 @@ export class Registry {
     await Promise.all([this.hosted.close(), this.#runner.close()]);
   }
 
-  /** Load sources in order (./discovery.ts `discoverInOrder`: at once, registered in order). */
+  /** Load sources in order (./_discovery.ts `discoverInOrder`: at once, registered in order). */
   async #loadSources(sources: ToolsetSource[]): Promise<void> {
     for (const source of sources) {
       for (const s of secretValues(source.config)) this.#secrets.add(s);
@@ -440,7 +440,7 @@ export class Registry {
   }
 }
 
-/** The namespace of a source's sandboxes, when they get one (./sandbox_namespace.ts). */
+/** The namespace of a source's sandboxes, when they get one (./_sandbox_namespace.ts). */
 type _Namespace = ReturnType<typeof sandboxNamespace>;
 
 /** What the first process sandbox will need, found while the catalog is built. */

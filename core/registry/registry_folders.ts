@@ -12,7 +12,7 @@ import type { Policy } from "../config/mod.ts";
 import { filtersDir, SecondWall, type SecondWallOptions } from "../seccomp/mod.ts";
 import { trustBase, type TrustedPath } from "../config/mod.ts";
 import { serversDir } from "../hosted/mod.ts";
-import type { RegistryOptions } from "./registry_options.ts";
+import type { RegistryOptions } from "./_registry_options.ts";
 
 /** What {@link registryFolders} fixed. */
 export interface RegistryFolders {

@@ -2,8 +2,8 @@
  * A toolset as the registry knows it before discovery: where it comes from
  * (built in, a plugin, a package, a hosted server), its modules, the policy
  * it runs under and its config section. The catalog (./catalog.ts) decides
- * its tools from it; its wording (./catalog_text.ts) and its confinement
- * (./confine.ts) read it.
+ * its tools from it; its wording (./_catalog_text.ts) and its confinement
+ * (./_confine.ts) read it.
  *
  * @module
  */

@@ -9,7 +9,7 @@
 import { join } from "node:path";
 import { compiledCorral } from "../jail/mod.ts";
 import { INSTALL_DIR } from "../config/mod.ts";
-import { CHILD_ENTRY, type TransportSpec } from "./transport.ts";
+import { CHILD_ENTRY, type TransportSpec } from "./_transport.ts";
 
 const _CONFIG = join(INSTALL_DIR, "deno.json");
 

@@ -5,7 +5,7 @@
  * (core/jail/namespace.ts, core/layers/), in limits of its own
  * (core/jail/limits.ts), reaching the network only through its egress
  * proxy (core/egress/egress.ts), with a clean environment. It speaks framed
- * lines on stdin/stdout (./sandbox_wire.ts). Each step is a function here:
+ * lines on stdin/stdout (./_sandbox_wire.ts). Each step is a function here:
  * seal, egress, layers, mounts, spawn, and the clean-up when it ends.
  *
  * @module
@@ -28,12 +28,12 @@ import { type StartedLayers, startLayers } from "../layers/mod.ts";
 import { layerQuota } from "../layers/mod.ts";
 import type { SandboxLayers } from "../layers/mod.ts";
 import { childArgs, childEnv, selfHosted } from "./child_command.ts";
-import { exitReason } from "./exit_reason.ts";
+import { exitReason } from "./_exit_reason.ts";
 import { adoptPrestarted, type LaunchPlan, noteLaunch } from "./prestart.ts";
 import type { HostMessage, SandboxEnv } from "./protocol.ts";
 import { sealedNamespace } from "./sealed_runtime.ts";
-import { wireChild } from "./sandbox_wire.ts";
-import type { Transport, TransportHooks, TransportSpec } from "./transport.ts";
+import { wireChild } from "./_sandbox_wire.ts";
+import type { Transport, TransportHooks, TransportSpec } from "./_transport.ts";
 
 export { selfHosted } from "./child_command.ts";
 

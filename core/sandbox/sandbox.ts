@@ -12,16 +12,16 @@ import type { PinnedCode } from "./pinned_code.ts";
 import { ToolTimeoutError } from "../tool/mod.ts";
 import { capResult, failure, type ToolResult, withFault } from "../tool/mod.ts";
 import { startProcess } from "./process_transport.ts";
-import { answerAsk, refuseAsk } from "./ask.ts";
-import { acceptMetas } from "./module_meta.ts";
+import { answerAsk, refuseAsk } from "./_ask.ts";
+import { acceptMetas } from "./_module_meta.ts";
 import type { HostMessage, ModuleMeta, SandboxEnv, SandboxMessage } from "./protocol.ts";
 import type { CallOptions, LoadRequest, SandboxOptions } from "./sandbox_options.ts";
-import type { SandboxNamespace, Transport, TransportHooks, TransportSpec } from "./transport.ts";
-import { startWorker } from "./worker_transport.ts";
+import type { SandboxNamespace, Transport, TransportHooks, TransportSpec } from "./_transport.ts";
+import { startWorker } from "./_worker_transport.ts";
 import { resultOf, settleAfter } from "./settled_result.ts";
 import { LastChanges } from "./last_changes.ts";
-import { insideEnv } from "./sandbox_env.ts";
-import { type Deadline, DeadlineTimer } from "./deadline_timer.ts";
+import { insideEnv } from "./_sandbox_env.ts";
+import { type Deadline, DeadlineTimer } from "./_deadline_timer.ts";
 
 type _Load = Extract<HostMessage, { type: "load" }>;
 
@@ -271,7 +271,7 @@ export class Sandbox {
     });
   }
 
-  // One timer per sandbox, set for the earliest deadline (./deadline_timer.ts).
+  // One timer per sandbox, set for the earliest deadline (./_deadline_timer.ts).
   readonly #timer = new DeadlineTimer(() => this.#pending.values());
 
   /**

@@ -13,17 +13,17 @@ import { isWithin, runtimeFiles } from "../jail/mod.ts";
 import type { Grant } from "../tool/mod.ts";
 import { CACHE_FORMAT, privateDenoCache } from "./emit_cache.ts";
 import { changedPins, pinGraph, type Pins } from "./module_graph.ts";
-import { fileStamp, FileStamps, stampedGraph, stampedHash } from "./file_stamps.ts";
+import { fileStamp, FileStamps, stampedGraph, stampedHash } from "./_file_stamps.ts";
 import { type KnownBytes, type PinnedCode, pinnedCode } from "./pinned_code.ts";
 import { type DenoNeeds, leanDenoDir } from "./discovery_deno_dir.ts";
 import { selfHosted } from "./child_command.ts";
 import { sealedRuntimeReady } from "./sealed_runtime.ts";
-import { CHILD_ENTRY, type SandboxNamespace, WORKER_ENTRY } from "./transport.ts";
+import { CHILD_ENTRY, type SandboxNamespace, WORKER_ENTRY } from "./_transport.ts";
 
 let _entry: Promise<{ files: string[]; pins: Pins }> | undefined;
 let _stamps: FileStamps | undefined;
 
-/** What corral hashed, by file stamp, kept in its code store (./file_stamps.ts). */
+/** What corral hashed, by file stamp, kept in its code store (./_file_stamps.ts). */
 function _stamped(): FileStamps {
   return _stamps ??= new FileStamps(join(codeStoreDir(), "stamps.json"));
 }

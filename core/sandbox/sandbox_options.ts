@@ -12,7 +12,7 @@ import type { HoldRequest } from "../layers/mod.ts";
 import type { Pins } from "./module_graph.ts";
 import type { KnownBytes } from "./pinned_code.ts";
 import type { DenoNeeds } from "./discovery_deno_dir.ts";
-import type { SandboxNamespace } from "./transport.ts";
+import type { SandboxNamespace } from "./_transport.ts";
 import type { AskKind, SandboxEnv } from "./protocol.ts";
 
 /** What a sandbox is made of. */

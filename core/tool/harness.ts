@@ -2,7 +2,7 @@
  * The per-tool command line: `corral harness FILE [ARGS]`, or `deno run -A
  * FILE [ARGS]` of a tool file that ends with `runHarness` (it hands itself
  * over to `corral harness`). Flags come from the tool's zod schema
- * (./harness_params.ts). `--json` prints the result as JSON on stdout;
+ * (./_harness_params.ts). `--json` prints the result as JSON on stdout;
  * `--help` prints the usage. A module's `TOOL_SETUP` gets the plugin's
  * config section and `is_configured()` and `shouldLoad()` are asked, as
  * corral does (./harness_setup.ts). Exit codes: 0 success, 1 the tool failed
@@ -15,13 +15,13 @@ import {
   parseHarnessArgs,
   positionalParam,
   RESERVED_FLAGS,
-} from "./harness_params.ts";
+} from "./_harness_params.ts";
 import { delegateToCorral, type HarnessSetup, moduleSetup, setupFromEnv } from "./harness_setup.ts";
 import { invokeTool } from "./invoke.ts";
 import { Reporter, type Sink } from "./reporter.ts";
 import { type Letter, LETTER_NAMES } from "./permissions.ts";
 import { collectTools, type Grant, type ToolDefinition } from "./tool.ts";
-import { validateArgs } from "./validate.ts";
+import { validateArgs } from "./_validate.ts";
 
 /** Options of {@link runHarness}, mostly for tests. */
 export interface HarnessOptions {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { z } from "zod";
 import { renderResult, runHarness } from "./harness.ts";
-import { describeParams } from "./harness_params.ts";
+import { describeParams } from "./_harness_params.ts";
 import { BaseTool, collectTools, tool } from "./tool.ts";
 
 const _wordCount = new URL("../../toolsets/files/word_count.ts", import.meta.url).pathname;

@@ -6,7 +6,7 @@
  */
 import type { z } from "zod";
 import { zodToJsonSchema } from "zod-to-json-schema";
-import { rawJsonSchema } from "./json_schema_input.ts";
+import { rawJsonSchema } from "./_json_schema_input.ts";
 import type { JsonSchema } from "./schema.ts";
 
 /**

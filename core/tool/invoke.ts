@@ -7,7 +7,7 @@
  */
 import { failure, normalizeResult, type ToolResult, withFault } from "./result.ts";
 import type { ToolCallContext, ToolDefinition } from "./tool.ts";
-import { validateArgs } from "./validate.ts";
+import { validateArgs } from "./_validate.ts";
 
 /**
  * Validate `args` and run `def`. Never throws: every outcome is a

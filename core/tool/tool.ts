@@ -4,11 +4,11 @@
  *
  * @module
  */
-import { isJsonSchema, jsonSchemaInput, rawJsonSchema } from "./json_schema_input.ts";
-import { jsonSchemasReady } from "./json_schema_input.ts";
+import { isJsonSchema, jsonSchemaInput, rawJsonSchema } from "./_json_schema_input.ts";
+import { jsonSchemasReady } from "./_json_schema_input.ts";
 import { z } from "zod";
 import { parsePermissions } from "./permissions.ts";
-import { type TaskConfigFields, type TaskFields, taskOptions } from "./task_support.ts";
+import { type TaskConfigFields, type TaskFields, taskOptions } from "./_task_support.ts";
 
 /** Tool names allowed by corral (and by every function-calling API). */
 export const TOOL_NAME_PATTERN: RegExp = /^[A-Za-z0-9_.-]{1,64}$/;

@@ -14,7 +14,7 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { ResolvedIdentity } from "../../../core/identity/identity_policy.ts";
 import { ToolAccess } from "../../../core/identity/tool_access.ts";
 import { identityRegistry } from "../../../core/mcp/http_identity.ts";
-import type { GateCaller } from "../../../core/mcp/call_gate.ts";
+import type { GateCaller } from "../../../core/mcp/_call_gate.ts";
 import { createMcpServer, type McpRegistry } from "../../../core/mcp/mcp_server.ts";
 import { fixtureRegistry, FIXTURES } from "../../../testing/mod.ts";
 import { runCli, tempLayout } from "../../_helpers.ts";

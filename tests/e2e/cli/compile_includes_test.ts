@@ -25,7 +25,7 @@ const TOOL_CODE_IMPORTS: Array<[string, string]> = [
   ],
   ["core/sandbox/sandbox_child.ts", "import(`file://${m}`)"],
   // `corral harness FILE`: the user's tool file, run by Deno (a compiled corral refuses the command).
-  ["core/tool/harness_main.ts", "import(`file://${resolve(file)}`)"],
+  ["core/tool/_harness_main.ts", "import(`file://${resolve(file)}`)"],
   ["core/cli/cli.ts", "import(new URL(path, import.meta.url).href)"], // _load: its call sites are walked
   // corral's own host bundle (core/cli/bundle_build.ts), never used by a compiled binary.
   ["core/cli/host_bundle.ts", "import(new URL(`${record.dir}/entry.js`, _DIR).href)"],

@@ -4,7 +4,7 @@
 // calls; a timeout still kills and restarts it, and so does a server that
 // ignores the cancellation (stuck, or working on past the call's timeout). Each test runs on
 // corral's own call lane (core/hosted/call_lane.ts) and on the plain SDK client
-// (core/hosted/client_calls.ts, CORRAL_BENCH_HOSTED_LANE=sdk).
+// (core/hosted/_client_calls.ts, CORRAL_BENCH_HOSTED_LANE=sdk).
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { readAudit } from "../../../core/audit/mod.ts";

@@ -6,7 +6,10 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { readAudit } from "../../../core/audit/mod.ts";
 import { Registry } from "../../../core/registry/registry.ts";
-import { OUTPUT_BURST_BYTES, OUTPUT_BYTES_PER_SECOND } from "../../../core/hosted/output_budget.ts";
+import {
+  OUTPUT_BURST_BYTES,
+  OUTPUT_BYTES_PER_SECOND,
+} from "../../../core/hosted/_output_budget.ts";
 import { fixtureServer, HOSTED_FIXTURES } from "../../../testing/mod.ts";
 import {
   approve,

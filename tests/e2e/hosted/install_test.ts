@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parseConfig } from "../../../core/config/corral_config.ts";
-import { offeredName } from "../../../core/hosted/hosted_tools.ts";
+import { offeredName } from "../../../core/hosted/_hosted_tools.ts";
 import { installed, installServer } from "../../../core/hosted/install.ts";
 
 const parse = (servers: unknown) =>

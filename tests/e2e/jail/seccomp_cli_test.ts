@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parsePolicy } from "../../../core/config/policy.ts";
 import { ARCH_TABLES } from "../../../core/seccomp/mod.ts";
-import { toolTable } from "../../../core/cli/tool_table.ts";
+import { toolTable } from "../../../core/cli/_tool_table.ts";
 import { Registry } from "../../../core/registry/registry.ts";
 import { Reporter } from "../../../core/tool/reporter.ts";
 import { runCli, tempLayout } from "../../_helpers.ts";

@@ -10,7 +10,7 @@ import { findBwrap } from "../../../core/jail/mod.ts";
 import { parsePolicy } from "../../../core/config/policy.ts";
 import { registryBanner } from "../../../core/registry/banner.ts";
 import { Registry } from "../../../core/registry/registry.ts";
-import type { RegistryOptions } from "../../../core/registry/registry_options.ts";
+import type { RegistryOptions } from "../../../core/registry/_registry_options.ts";
 import { Reporter } from "../../../core/tool/reporter.ts";
 import { FIXTURES, ROOT } from "../../../testing/mod.ts";
 import { tempLayout } from "../../_helpers.ts";

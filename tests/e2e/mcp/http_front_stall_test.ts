@@ -2,12 +2,12 @@
 // when this process stalls (its event loop starved, as when 200 sandboxes
 // start at once on two cores) after a client sent its whole body, the
 // clock's tick and the bytes that arrived are ready in the same turn; the
-// request is served, never answered 408 (core/mcp/body_clock.ts on
+// request is served, never answered 408 (core/mcp/_body_clock.ts on
 // core/wire/peer_clock.ts). A body that never comes still gets 408 (the
 // control). The head's deadline is node:http's own (headersTimeout): not
 // stall-aware yet.
 import assert from "node:assert/strict";
-import { listenFront } from "../../../core/mcp/http_front.ts";
+import { listenFront } from "../../../core/mcp/_http_front.ts";
 
 const REQUEST = "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
 

@@ -157,7 +157,7 @@ Deno.test("one client address holds at most --max-client-conns: a connection wit
 });
 
 Deno.test("--head-timeout and --max-client-conns are checked and only apply with --http", async () => {
-  const { runMcpCommand } = await import("../../../core/cli/mcp_command.ts");
+  const { runMcpCommand } = await import("../../../core/cli/_mcp_command.ts");
   const registry = {
     loaded: () => [],
     list: () => [],

@@ -1,4 +1,4 @@
-// Discovery of alike plugins in one process sandbox (core/registry/discovery_batch.ts):
+// Discovery of alike plugins in one process sandbox (core/registry/_discovery_batch.ts):
 // each plugin in a worker of its own, holding only its own files; a plugin
 // that hangs or crashes its batch decides nothing for the others.
 import assert from "node:assert/strict";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { loadPlugins } from "../../../core/plugins/load_plugins.ts";
+import { loadPlugins } from "../../../core/plugins/_load_plugins.ts";
 import { Reporter } from "../../../core/tool/reporter.ts";
 
 const tool = (desc: string) =>

@@ -1,5 +1,5 @@
 // A discovery that takes more than a second shows a progress line on stderr when stderr is a
-// terminal (core/registry/discovery_progress.ts), and nothing when it is a pipe. Nothing is timed
+// terminal (core/registry/_discovery_progress.ts), and nothing when it is a pipe. Nothing is timed
 // here: the plugin sleeps 1.5 s at import, so its discovery cannot take less than a second.
 // `script` (util-linux, in every Debian) gives the command its pseudo-terminal.
 import assert from "node:assert/strict";

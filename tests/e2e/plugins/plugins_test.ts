@@ -9,7 +9,7 @@ import { parsePolicy } from "../../../core/config/policy.ts";
 import { Registry } from "../../../core/registry/registry.ts";
 import { Reporter } from "../../../core/tool/reporter.ts";
 import { loadConfig } from "../../../core/config/corral_config.ts";
-import { loadPluginDir, loadPlugins } from "../../../core/plugins/load_plugins.ts";
+import { loadPluginDir, loadPlugins } from "../../../core/plugins/_load_plugins.ts";
 import { pluginSources, TOOL_DIRS_ENV } from "../../../core/plugins/plugins.ts";
 import { scanPluginDir } from "../../../core/plugins/plugin_files.ts";
 import { VALID_EXPORT_EXAMPLE } from "../../../core/tool/tool.ts";
