@@ -53,10 +53,16 @@ Deno.test({
 Deno.test("removeTree removes a read-only Deno cache that a plain recursive remove cannot", async () => {
   assert.equal(Deno.uid(), 0, "this test switches to the user nobody: run it as root (.ci/run is)");
   await using home = await _nobodyHome();
+  // nobody may not reach corral's checkout nor the deno that runs the suite (npx keeps it under
+  // /root): both are copied into its home.
   const probe = join(home.dir, "probe.ts");
+  await Deno.copyFile(`${ROOT}testing/temp_dir.ts`, join(home.dir, "temp_dir.ts"));
+  const deno = join(home.dir, "deno");
+  await Deno.copyFile(Deno.execPath(), deno);
+  await Deno.chmod(deno, 0o755);
   await Deno.writeTextFile(
     probe,
-    `import { removeTree } from ${JSON.stringify(`${ROOT}testing/temp_dir.ts`)};
+    `import { removeTree } from "./temp_dir.ts";
 const dir = Deno.makeTempDirSync({ prefix: "corral_test_ro_" });
 const pkg = dir + "/cache/npm/registry.npmjs.org/zod";
 Deno.mkdirSync(pkg, { recursive: true });
@@ -74,9 +80,10 @@ console.log(JSON.stringify({ plain, left: [...Deno.readDirSync(Deno.env.get("TMP
   const out = await new Deno.Command("setpriv", {
     args: [
       ...["--reuid=65534", "--regid=65534", "--clear-groups", "--"],
-      ...[Deno.execPath(), "run", "-A", "--no-config", probe],
+      ...[deno, "run", "-A", "--no-config", probe],
     ],
-    env: { HOME: home.dir, DENO_DIR: join(home.dir, "deno"), TMPDIR: home.tmp, NO_COLOR: "1" },
+    env: { HOME: home.dir, DENO_DIR: join(home.dir, "deno_dir"), TMPDIR: home.tmp, NO_COLOR: "1" },
+    cwd: home.dir,
     clearEnv: true,
     stdout: "piped",
     stderr: "piped",
