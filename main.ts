@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { hostBundle } from "./core/cli/mod.ts";
+import { hostBundle } from "./core/cli/host_bundle.ts";
 
 /** Run the CLI with `argv` (from corral's modules); returns the exit code. */
 export async function main(argv: string[]): Promise<number> {

@@ -294,8 +294,9 @@ Deno.test("every core/ folder has a face, and code outside a folder enters it on
     /^(core|toolsets|plugins|bench|testing)\/|^main\.ts$/.test(f)
   );
   assert.ok(code.length > 200, `found ${code.length} source files`);
+  const start = await _startPath();
   const wrong: string[] = [];
-  for (const file of code) {
+  for (const file of code.filter((f) => !start.has(f))) {
     for (const spec of _specifiers(await Deno.readTextFile(`${ROOT}${file}`)).static) {
       const target = relative(ROOT, `${ROOT}${dirname(file)}/${spec}`);
       const folder = _coreFolder(target);
@@ -331,7 +332,7 @@ Deno.test("core/jail/ is under 3,000 lines, and nothing outside it, tests includ
 });
 
 Deno.test("a program corral starts inside a namespace loads only its own few files: no face, no package", async () => {
-  const { SELF_PROGRAMS, WRITTEN_OUT } = await import("../core/jail/mod.ts");
+  const { SELF_PROGRAMS, WRITTEN_OUT } = await import("../core/base/mod.ts");
   const entries = [
     SELF_PROGRAMS["__applier"],
     SELF_PROGRAMS["__egress-bridge"],
@@ -374,4 +375,37 @@ Deno.test("code outside tests imports one MCP SDK, v2: @modelcontextprotocol/ser
   }
   assert.ok(v2 > 5, `found ${v2} imports of the v2 SDK`);
   assert.deepEqual(wrong, []);
+});
+
+/** The files every command loads before its own module, and `deno task install`: main.ts's, core/cli/cli.ts's and core/cli/install.ts's static graphs (type-only imports are erased, so not followed). */
+async function _startPath(): Promise<Set<string>> {
+  const seen = new Set<string>();
+  const queue = ["main.ts", "core/cli/cli.ts", "core/cli/install.ts"];
+  while (queue.length) {
+    const file = queue.pop()!;
+    if (seen.has(file)) continue;
+    seen.add(file);
+    const text = await Deno.readTextFile(`${ROOT}${file}`);
+    const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+    for (
+      const m of code.matchAll(/^(?:import|export)(?!\s+type\b)[^;'"]*?from\s*"(\.{1,2}\/[^"]+)"/gm)
+    ) {
+      queue.push(relative(ROOT, `${ROOT}${dirname(file)}/${m[1]}`));
+    }
+  }
+  return seen;
+}
+
+Deno.test("every command starts small: before its own module it loads a few of corral's files by name, no face and no package but @noble/hashes", async () => {
+  const start = await _startPath();
+  assert.ok(start.has("core/cli/cli.ts") && start.has("core/cli/host_bundle.ts"));
+  const faces = [...start].filter((f) => f.endsWith("/mod.ts"));
+  assert.deepEqual(faces, [], "a face on the start path loads its whole folder");
+  assert.ok(start.size <= 16, `the start path holds ${start.size} files: ${[...start].join(", ")}`);
+  for (const entry of ["main.ts", "core/cli/cli.ts", "core/cli/install.ts"]) {
+    const packages = (await _staticPackages(`${ROOT}${entry}`)).filter((p) =>
+      !p.startsWith("@noble")
+    );
+    assert.deepEqual(packages, [], `${entry} loads packages before a command runs`);
+  }
 });

@@ -1,10 +1,10 @@
-// The shell programs corral runs (every `*.sh` under core/, run by path: core/jail/self_run.ts
+// The shell programs corral runs (every `*.sh` under core/, run by path: core/base/self_run.ts
 // `shellProgram`) pass `shellcheck` (Debian's package, which .ci/run installs) with no finding
 // of any severity, and each is one that a compiled corral writes out (WRITTEN_OUT's `shell`).
 // A machine without shellcheck fails here, saying so: the check is never skipped.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { WRITTEN_OUT } from "../core/jail/mod.ts";
+import { WRITTEN_OUT } from "../core/base/mod.ts";
 import { ROOT } from "../testing/mod.ts";
 
 /** The options .ci/run gives shellcheck too: no rc file, every severity, one line per finding. */

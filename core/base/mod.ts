@@ -15,3 +15,16 @@ export { hideHostPaths, redact, scrubDeep, scrubText, SECRET_KEY, secretValues }
 export { sha256Hex, useNativeSha256 } from "./sha256_hex.ts";
 export { installMetrics, type MetricsTarget, sink } from "./metrics_sink.ts";
 export { markSandbox, useTrace } from "./sandbox_mark.ts";
+export {
+  compiledCorral,
+  denoProgram,
+  dropPermissions,
+  SELF_PROGRAMS,
+  selfCommand,
+  selfFile,
+  type ShellProgram,
+  shellProgram,
+  useSelfStore,
+  writeSelfFiles,
+  WRITTEN_OUT,
+} from "./self_run.ts";

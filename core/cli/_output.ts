@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { wantsColour } from "../tool/mod.ts";
+import { wantsColour } from "../tool/reporter.ts";
 
 /** Print a line on stdout. */
 export function out(text: string): void {

@@ -5,8 +5,8 @@
  * @module
  */
 import { isAbsolute, resolve } from "node:path";
-import { envVar } from "../config/mod.ts";
-import { INSTALL_DIR } from "../config/mod.ts";
+import { envVar } from "../config/env_var.ts";
+import { INSTALL_DIR } from "../config/install_dir.ts";
 
 /** corral's install folder with every symlink resolved (started through a link, too). */
 export const OWN_DIR: string = _real(INSTALL_DIR);

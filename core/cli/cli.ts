@@ -37,11 +37,13 @@ import {
 import { out, useColor } from "./_output.ts";
 import { removeScratch } from "./_scratch.ts";
 import { resolveUserPaths } from "./_user_cwd.ts";
-import { dropPermissions, useSelfStore } from "../jail/mod.ts";
-import { codeStoreDir } from "../config/mod.ts";
+// By file, not through the folders' faces: every command starts here, and loads the rest of
+// corral only when it runs (tests/architecture_test.ts keeps this start small).
+import { dropPermissions, useSelfStore } from "../base/self_run.ts";
+import { codeStoreDir } from "../config/install_dir.ts";
 import { join } from "node:path";
-import { ConfigError } from "../tool/mod.ts";
-import { Reporter } from "../tool/mod.ts";
+import { ConfigError } from "../tool/errors.ts";
+import { Reporter } from "../tool/reporter.ts";
 
 /**
  * One of corral's own modules, by a computed specifier: Deno then loads the
@@ -223,7 +225,7 @@ export async function main(argv: string[]): Promise<number> {
 
 /**
  * The hidden commands, a compiled corral's programs it re-runs itself for
- * (core/jail/self_run.ts) and the host bundle's build: their exit code, or
+ * (core/base/self_run.ts) and the host bundle's build: their exit code, or
  * undefined for any other command line.
  */
 async function _hidden(argv: string[]): Promise<number | undefined> {

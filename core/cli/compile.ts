@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { INSTALL_DIR } from "../config/mod.ts";
 import { toolModules } from "../registry/mod.ts";
 import { HOST_FLAGS } from "../sandbox/mod.ts";
-import { SELF_PROGRAMS, WRITTEN_OUT } from "../jail/mod.ts";
+import { SELF_PROGRAMS, WRITTEN_OUT } from "../base/mod.ts";
 
 /**
  * Files the binary must embed besides main.ts's static import graph

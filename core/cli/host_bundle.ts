@@ -19,7 +19,7 @@
  *
  * @module
  */
-import { fileStamp, RACY_MS } from "../base/mod.ts";
+import { fileStamp, RACY_MS } from "../base/file_stamp.ts";
 
 /** The install folder, the bundle folder and the record of the current bundle. */
 const _INSTALL = new URL("../../", import.meta.url);
@@ -112,7 +112,7 @@ export function bundleFresh(record: BundleRecord): boolean {
 
 function _allowed(): boolean {
   try {
-    // A compiled binary runs from its own embedded files (core/jail/self_run.ts compiledCorral).
+    // A compiled binary runs from its own embedded files (core/base/self_run.ts compiledCorral).
     const exe = Deno.execPath();
     return /^deno(\.exe)?$/.test(exe.slice(exe.lastIndexOf("/") + 1));
   } catch {

@@ -6,7 +6,7 @@
  * the server with the same stdio and exits with it. Run as
  * `deno run bridge.ts SOCKET FORWARDS_JSON -- COMMAND ARGS…`, or in a
  * compiled corral as `corral __egress-bridge SOCKET FORWARDS_JSON -- …`
- * (core/jail/self_run.ts).
+ * (core/base/self_run.ts).
  * It loads only the bridges themselves (../guard/egress_env.ts,
  * ../egress/forward_bridge.ts and ../egress/egress_forward.ts, which import
  * nothing else), by name and lazily, not through their folders' faces: they

@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { denoProgram } from "../jail/mod.ts";
+import { denoProgram } from "../base/mod.ts";
 import { join, resolve } from "node:path";
 import type { ServerEntry } from "../config/mod.ts";
 import type { InstallRecord } from "./_install_record.ts";

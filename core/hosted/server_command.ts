@@ -12,7 +12,7 @@ import { dirname, isAbsolute, join } from "node:path";
 import type { SandboxPolicy } from "../config/mod.ts";
 import type { ServerEntry } from "../config/mod.ts";
 import { pathExists } from "../base/mod.ts";
-import { compiledCorral, denoProgram } from "../jail/mod.ts";
+import { compiledCorral, denoProgram } from "../base/mod.ts";
 import type { Grant } from "../tool/mod.ts";
 import type { InstallRecord } from "./install.ts";
 

@@ -41,11 +41,11 @@ import {
   selfFile,
   writeSelfFiles,
   WRITTEN_OUT,
-} from "../jail/mod.ts";
+} from "../base/mod.ts";
 
 /**
  * The bridge's own files, bound read-only into the namespace under `deno run`;
- * none in a compiled corral, which is the bridge itself (core/jail/self_run.ts).
+ * none in a compiled corral, which is the bridge itself (core/base/self_run.ts).
  */
 function _bridgeCode(): string[] {
   if (compiledCorral()) return [];

@@ -48,7 +48,7 @@
  *
  * @module
  */
-import { shellProgram } from "./self_run.ts";
+import { shellProgram } from "../base/mod.ts";
 
 /**
  * A pseudo-option of the bwrap arguments: `--corral-verify PATH` opens PATH
@@ -87,7 +87,7 @@ export const REFUSED_MARK = "corral-refused ";
 
 /**
  * The launcher's command: `/bin/bash`, ./launch.sh (its copy written out of
- * a compiled corral, ./self_run.ts) and util-linux's `unshare`
+ * a compiled corral, ../base/self_run.ts) and util-linux's `unshare`
  * ({@link unshareBinary}); append `BWRAP ARGS… -- COMMAND…`.
  *
  * @example

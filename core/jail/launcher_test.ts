@@ -14,7 +14,7 @@ import {
   SECCOMP_ARG,
   VERIFY_ARG,
 } from "./launcher.ts";
-import { selfFile, shellProgram } from "./self_run.ts";
+import { selfFile, shellProgram } from "../base/self_run.ts";
 
 /** A bwrap stand-in: `--args FD -- COMMAND…`; prints its arguments, its net namespace, its fds. */
 const _FAKE_BWRAP = `#!/bin/bash

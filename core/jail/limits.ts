@@ -26,7 +26,7 @@
  * @module
  */
 import { launcherCommand } from "./launcher.ts";
-import { type ShellProgram, shellProgram } from "./self_run.ts";
+import { type ShellProgram, shellProgram } from "../base/mod.ts";
 
 export { REFUSED_EXIT, REFUSED_MARK, VERIFY_ARG } from "./launcher.ts";
 

@@ -5,7 +5,7 @@
  * mounts what it binds (./launcher.ts with ./launch.sh and ./launch_stage.sh), cgroup
  * limits cap it (./limits.ts with ./limits_probe.sh, ./limits_join.sh and
  * ./limits_release.sh), and the programs corral runs, its shell programs among them, are
- * named in ./self_run.ts.
+ * named in ../base/self_run.ts.
  * Read this folder and core/seccomp/ and you have read the jail.
  *
  * @module
@@ -42,16 +42,3 @@ export {
 export { etcFiles } from "./namespace_etc.ts";
 export { runtimeFiles } from "./namespace_runtime.ts";
 export { NAMESPACE_HOME } from "./own_mounts.ts";
-export {
-  compiledCorral,
-  denoProgram,
-  dropPermissions,
-  SELF_PROGRAMS,
-  selfCommand,
-  selfFile,
-  type ShellProgram,
-  shellProgram,
-  useSelfStore,
-  writeSelfFiles,
-  WRITTEN_OUT,
-} from "./self_run.ts";

@@ -26,7 +26,7 @@ import { findBwrap } from "../jail/mod.ts";
 import { launcherCommand } from "../jail/mod.ts";
 import { NAMESPACE_HOME, namespaceBase, seccompArgs } from "../jail/mod.ts";
 import { runtimeFiles } from "../jail/mod.ts";
-import { selfCommand } from "../jail/mod.ts";
+import { selfCommand } from "../base/mod.ts";
 import { tempToken } from "../guard/mod.ts";
 import { processFilter } from "../seccomp/mod.ts";
 import { ApplyJournal, sweepJournals } from "./_apply_journal.ts";

@@ -43,7 +43,7 @@
  * Protocol: one JSON request per line on stdin, one JSON answer per line
  * on stdout (./_applier_protocol.ts). Its one argument: the token of its
  * private folders (`deno run tree_applier.ts TOKEN`, or `corral __applier
- * TOKEN` when compiled: core/jail/self_run.ts). Modes are applied exactly
+ * TOKEN` when compiled: core/base/self_run.ts). Modes are applied exactly
  * as asked (`mode & 0o7777`): the host's judge has masked them
  * (./_mode_rules.ts).
  *

@@ -15,7 +15,7 @@
  * @module
  */
 import { userId } from "../config/mod.ts";
-import { shellProgram } from "../jail/mod.ts";
+import { shellProgram } from "../base/mod.ts";
 
 /**
  * What one sandbox process holds: an open file, its working folder, a

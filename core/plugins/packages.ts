@@ -15,7 +15,7 @@ import { childErrorText, QUIET_CHILD_ENV } from "../base/mod.ts";
 import { ConfigError } from "../tool/mod.ts";
 import { errorReason, importHosts, isRemoteSpecifier, packageName } from "../config/mod.ts";
 import { graphEscape } from "./plugin_files.ts";
-import { denoProgram } from "../jail/mod.ts";
+import { denoProgram } from "../base/mod.ts";
 
 export { importHosts, isRemoteSpecifier, packageName } from "../config/mod.ts";
 

@@ -7,7 +7,7 @@
  * @module
  */
 import { join } from "node:path";
-import { compiledCorral } from "../jail/mod.ts";
+import { compiledCorral } from "../base/mod.ts";
 import { INSTALL_DIR } from "../config/mod.ts";
 import { CHILD_ENTRY, type TransportSpec } from "./_transport.ts";
 

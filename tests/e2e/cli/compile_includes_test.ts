@@ -2,7 +2,7 @@
 // code for every file loaded by path or by a computed specifier, or bound into
 // a namespace, at run time: `new URL("…", import.meta.url)`, core/cli/cli.ts's
 // `_load("…")`, `new Worker(…)`, computed `import(…)`, `--preload`, and
-// install-relative paths ("core/….ts") handed to core/jail/self_run.ts. Each
+// install-relative paths ("core/….ts") handed to core/base/self_run.ts. Each
 // such file must be embedded in the binary (core/cli/compile.ts
 // `compileIncludes()` or the static graph it pulls in); a program (a module
 // that runs when started) must also be started through the binary, as one of
@@ -13,7 +13,7 @@
 import assert from "node:assert/strict";
 import { dirname, join, relative, resolve } from "node:path";
 import { compileIncludes } from "../../../core/cli/compile.ts";
-import { SELF_PROGRAMS, WRITTEN_OUT } from "../../../core/jail/mod.ts";
+import { SELF_PROGRAMS, WRITTEN_OUT } from "../../../core/base/mod.ts";
 import { localModuleGraph } from "../../../core/sandbox/module_graph.ts";
 import { ROOT } from "../../../testing/mod.ts";
 
@@ -25,7 +25,7 @@ const TOOL_CODE_IMPORTS: Array<[string, string]> = [
   ],
   ["core/sandbox/sandbox_child.ts", "import(`file://${m}`)"],
   // `corral harness FILE`: the user's tool file, run by Deno (a compiled corral refuses the command).
-  ["core/tool/_harness_main.ts", "import(`file://${resolve(file)}`)"],
+  ["core/tool/harness_main.ts", "import(`file://${resolve(file)}`)"],
   ["core/cli/cli.ts", "import(new URL(path, import.meta.url).href)"], // _load: its call sites are walked
   // corral's own host bundle (core/cli/bundle_build.ts), never used by a compiled binary.
   ["core/cli/host_bundle.ts", "import(new URL(`${record.dir}/entry.js`, _DIR).href)"],

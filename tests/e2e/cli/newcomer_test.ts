@@ -108,7 +108,11 @@ Deno.test("a fresh HOME and an empty Deno cache: the README install, then each t
       .replaceAll("/path/to/corral", ROOT.replace(/\/$/, ""));
     const install = await sh("sh", ["-ec", line], home, env);
     assert.equal(install.code, 0, install.stdout + install.stderr);
-    assert.doesNotMatch(install.stdout + install.stderr, /Download/, "no download lines");
+    assert.doesNotMatch(
+      install.stdout + install.stderr,
+      /Download/,
+      `no download lines:\n${install.stdout}${install.stderr}`,
+    );
     const corral = join(home, ".deno", "bin", "corral");
     assert.match(install.stdout, new RegExp(`installed ${corral}`));
 

@@ -1,4 +1,4 @@
-// The programs a compiled corral starts as itself (core/jail/self_run.ts),
+// The programs a compiled corral starts as itself (core/base/self_run.ts),
 // run the way the binary runs them: `main.ts <subcommand>` under broad
 // flags (`deno run -A`, as a binary holds the host's), since no binary can be
 // built here (DENO_FACTS.md). The tree applier applies a real write through
@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { type EgressRecord, startEgress } from "../../../core/egress/egress.ts";
 import { findBwrap } from "../../../core/jail/mod.ts";
-import { selfCommand, writeSelfFiles, WRITTEN_OUT } from "../../../core/jail/mod.ts";
+import { selfCommand, writeSelfFiles, WRITTEN_OUT } from "../../../core/base/mod.ts";
 import { FIXTURES, ROOT } from "../../../testing/mod.ts";
 
 const MAIN = [Deno.execPath(), "run", "-A", `--config=${ROOT}deno.json`, `${ROOT}main.ts`];

@@ -20,7 +20,8 @@
  * @module
  */
 import { basename, dirname, join } from "node:path";
-import { fileStamp, sha256Hex } from "../base/mod.ts";
+import { fileStamp } from "./file_stamp.ts";
+import { sha256Hex } from "./sha256_hex.ts";
 
 /** The hidden subcommands, each with the module main.ts runs for it. */
 export const SELF_PROGRAMS = {
@@ -42,8 +43,8 @@ export const WRITTEN_OUT = {
   "egress-preload": ["core/egress/forward_direct.ts", "core/egress/egress_forward.ts"],
   /**
    * The shell programs corral runs by path ({@link shellProgram}), each beside the code that
-   * runs it: the namespace's launcher and its second stage (./launcher.ts), the limits' probe,
-   * join and release (./limits.ts), the sweep of gone sandboxes' layers
+   * runs it: the namespace's launcher and its second stage (../jail/launcher.ts), the limits' probe,
+   * join and release (../jail/limits.ts), the sweep of gone sandboxes' layers
    * (core/layers/layer_dirs.ts) and the look at a running sandbox's processes
    * (core/layers/view_procs.ts). `shellcheck` reads each (tests/shellcheck_test.ts).
    */
