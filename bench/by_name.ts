@@ -1,9 +1,9 @@
 /**
  * The namespace launch as it was before fd binding (section 7's baseline):
  * takes the command a process sandbox starts today (core/sandbox/
- * process_transport.ts: `/bin/bash` closing inherited descriptors, then
- * core/jail/limits.ts's bash launcher that opens and checks every bound
- * path and hands bwrap descriptors and an `--args` pipe, then the
+ * process_transport.ts: `/bin/sh` joining the limits (core/jail/limits_join.sh),
+ * then core/jail/launch.sh that closes inherited descriptors, opens and checks
+ * every bound path and hands bwrap descriptors and an `--args` pipe, then the
  * execute-only runtime run by an execute-only `/bin/sh` as pid 1) and
  * rewrites it into the same bwrap namespace bound by name: `/bin/sh` joins
  * the same cgroup and execs bwrap with `--bind`/`--ro-bind` of the same
@@ -19,10 +19,12 @@ import { sealedNamespace } from "../core/sandbox/mod.ts";
 
 /** A sandbox's start command today, taken apart. */
 export interface Launch {
-  /** Everything up to and including the launcher's `$0` (`corral-sandbox`). */
+  /** The join program and its limit kind (`/bin/sh` runs core/jail/limits_join.sh KIND). */
   pre: string[];
-  /** The launcher's head: pids, then (cgroups) bytes, the groups and `--`. */
+  /** The join's head: pids, bytes, the groups and `--`. */
   head: string[];
+  /** The launcher that opens and checks what it binds: `/bin/bash launch.sh UNSHARE`. */
+  launcher: string[];
   bwrap: string;
   /** bwrap's options, with `--bind-fd PATH DEST` as the launcher takes them. */
   options: string[];
@@ -31,37 +33,41 @@ export interface Launch {
 }
 
 /**
- * Take today's start command apart (`/bin/bash -c CLOSE+LAUNCH corral-sandbox
- * HEAD… bwrap OPTIONS… -- INNER…`); throws when it has another shape, so
- * that the bench never measures something else.
+ * Take today's start command apart (`/bin/sh limits_join.sh KIND PIDS BYTES
+ * GROUPS… -- /bin/bash launch.sh UNSHARE bwrap OPTIONS… -- INNER…`); throws
+ * when it has another shape, so that the bench never measures something else.
  */
 export function parseLaunch(command: string, args: string[]): Launch {
   if (!isLaunch(command, args)) {
-    throw new Error(`bench: not a namespaced sandbox start: ${command} ${args[2]}`);
+    throw new Error(`bench: not a namespaced sandbox start: ${command} ${args.slice(0, 3)}`);
   }
-  const headEnd = limitKind() === "rlimit" ? 4 : args.indexOf("--", 3) + 1;
-  if (headEnd <= 3) throw new Error("bench: the launcher's head has no end");
-  const sep = args.indexOf("--", headEnd + 1);
+  const headEnd = args.indexOf("--", 2) + 1;
+  const at = headEnd + 3; // after /bin/bash launch.sh UNSHARE
+  const sep = args.indexOf("--", at + 1);
   if (sep < 0) throw new Error("bench: bwrap's arguments have no `--`");
   return {
-    pre: args.slice(0, 3),
-    head: args.slice(3, headEnd),
-    bwrap: args[headEnd],
-    options: args.slice(headEnd + 1, sep),
+    pre: args.slice(0, 2),
+    head: args.slice(2, headEnd),
+    launcher: args.slice(headEnd, at),
+    bwrap: args[at],
+    options: args.slice(at + 1, sep),
     inner: args.slice(sep + 1),
   };
 }
 
 /** Whether `command` with `args` is a namespaced sandbox's start (the fd-binding launcher). */
 export function isLaunch(command: string, args: readonly string[] | undefined): boolean {
-  return command === "/bin/bash" && args?.[0] === "-c" && args[2] === "corral-sandbox";
+  if (command !== "/bin/sh" || !args?.[0]?.endsWith("/limits_join.sh")) return false;
+  const headEnd = args.indexOf("--", 2) + 1;
+  return headEnd > 0 && args[headEnd] === "/bin/bash" &&
+    (args[headEnd + 1] ?? "").endsWith("/launch.sh");
 }
 
 /** Today's command again, from its parts. */
 export function todayCommand(l: Launch): { command: string; args: string[] } {
   return {
-    command: "/bin/bash",
-    args: [...l.pre, ...l.head, l.bwrap, ...l.options, "--", ...l.inner],
+    command: "/bin/sh",
+    args: [...l.pre, ...l.head, ...l.launcher, l.bwrap, ...l.options, "--", ...l.inner],
   };
 }
 
@@ -113,7 +119,7 @@ export function byNameCommand(launch: Launch): { command: string; args: string[]
  * arguments replaced by `runtimeArgs`.
  */
 export function relaunch(l: Launch, groups: string[], runtimeArgs: string[]): Launch {
-  const head = l.head.length > 1 ? [l.head[0], l.head[1], ...groups, "--"] : l.head;
+  const head = [l.head[0], l.head[1], ...groups, "--"];
   const sealedLen = l.inner[3] === "corral-init" ? 4 : 0;
   const inner = [...l.inner.slice(0, sealedLen + 1), ...runtimeArgs];
   return { ...l, head, inner };
