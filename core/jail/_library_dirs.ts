@@ -109,6 +109,9 @@ function _write(file: string, exec: string, libs: string[]): void {
   if (stamps.some((s) => !s)) return; // something moved meanwhile: no record
   const record: _Record = { exec: stamps[0]!, libs: stamps.slice(1) as _Stamp[] };
   try {
+    // Never make the cache's parent again: a cache folder removed meanwhile (its owner gone)
+    // stays removed, and the record is simply not kept.
+    Deno.statSync(dirname(dirname(file)));
     Deno.mkdirSync(dirname(file), { recursive: true });
     const tmp = `${file}.${crypto.randomUUID()}.tmp`;
     Deno.writeTextFileSync(tmp, JSON.stringify(record));
