@@ -225,8 +225,12 @@ async function* _walkTs(dir: string): AsyncGenerator<string> {
   }
 }
 
-/** The npm packages `entry` loads before it runs (static imports only, followed through npm too). */
-async function _staticPackages(entry: string): Promise<string[]> {
+/**
+ * What `entry` loads before it runs, by Deno's own module graph (static imports only, type-only
+ * ones left out as Deno erases them, followed through npm too): corral's files, relative to the
+ * root, and the npm packages.
+ */
+async function _staticGraph(entry: string): Promise<{ files: string[]; packages: string[] }> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["info", "--json", entry],
     cwd: ROOT,
@@ -253,7 +257,19 @@ async function _staticPackages(entry: string): Promise<string[]> {
       if (!seen.has(spec)) seen.add(spec), queue.push(spec);
     }
   }
-  return [...new Set([...seen].filter((s) => s.startsWith("npm:")).map((s) => s.split("/")[1]))];
+  return {
+    files: [...seen].filter((s) => s.startsWith(`file://${ROOT}`)).map((s) =>
+      relative(ROOT, new URL(s).pathname)
+    ),
+    packages: [
+      ...new Set([...seen].filter((s) => s.startsWith("npm:")).map((s) => s.split("/")[1])),
+    ],
+  };
+}
+
+/** The npm packages `entry` loads before it runs ({@link _staticGraph}). */
+async function _staticPackages(entry: string): Promise<string[]> {
+  return (await _staticGraph(entry)).packages;
 }
 
 Deno.test("a cold call loads no MCP SDK, Ajv, X.509, JWT, Redis or telemetry package before it needs one", async () => {
@@ -377,35 +393,28 @@ Deno.test("code outside tests imports one MCP SDK, v2: @modelcontextprotocol/ser
   assert.deepEqual(wrong, []);
 });
 
-/** The files every command loads before its own module, and `deno task install`: main.ts's, core/cli/cli.ts's and core/cli/install.ts's static graphs (type-only imports are erased, so not followed). */
+/** Where every command starts, and `deno task install`. */
+const _START = ["main.ts", "core/cli/cli.ts", "core/cli/install.ts"];
+
+/** The static graph of each of {@link _START}, by its order. */
+function _startGraphs(): Promise<Array<{ files: string[]; packages: string[] }>> {
+  return Promise.all(_START.map((e) => _staticGraph(`${ROOT}${e}`)));
+}
+
+/** The files every command loads before its own module: the start's static graphs. */
 async function _startPath(): Promise<Set<string>> {
-  const seen = new Set<string>();
-  const queue = ["main.ts", "core/cli/cli.ts", "core/cli/install.ts"];
-  while (queue.length) {
-    const file = queue.pop()!;
-    if (seen.has(file)) continue;
-    seen.add(file);
-    const text = await Deno.readTextFile(`${ROOT}${file}`);
-    const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
-    for (
-      const m of code.matchAll(/^(?:import|export)(?!\s+type\b)[^;'"]*?from\s*"(\.{1,2}\/[^"]+)"/gm)
-    ) {
-      queue.push(relative(ROOT, `${ROOT}${dirname(file)}/${m[1]}`));
-    }
-  }
-  return seen;
+  return new Set((await _startGraphs()).flatMap((g) => g.files));
 }
 
 Deno.test("every command starts small: before its own module it loads a few of corral's files by name, no face and no package but @noble/hashes", async () => {
-  const start = await _startPath();
+  const graphs = await _startGraphs();
+  const start = new Set(graphs.flatMap((g) => g.files));
   assert.ok(start.has("core/cli/cli.ts") && start.has("core/cli/host_bundle.ts"));
   const faces = [...start].filter((f) => f.endsWith("/mod.ts"));
   assert.deepEqual(faces, [], "a face on the start path loads its whole folder");
   assert.ok(start.size <= 16, `the start path holds ${start.size} files: ${[...start].join(", ")}`);
-  for (const entry of ["main.ts", "core/cli/cli.ts", "core/cli/install.ts"]) {
-    const packages = (await _staticPackages(`${ROOT}${entry}`)).filter((p) =>
-      !p.startsWith("@noble")
-    );
+  for (const [i, entry] of _START.entries()) {
+    const packages = graphs[i].packages.filter((p) => !p.startsWith("@noble"));
     assert.deepEqual(packages, [], `${entry} loads packages before a command runs`);
   }
 });
