@@ -24,7 +24,7 @@ import { join } from "node:path";
 import { CORRAL_FLAGS, startCorralHttp } from "../testing/corral_http.ts";
 import { fixtureServer } from "../testing/fixture_server.ts";
 import { ROOT } from "../testing/paths.ts";
-import { tempDir } from "../testing/temp_dir.ts";
+import { removeTree, tempDir } from "../testing/temp_dir.ts";
 import { median, processChildren, procStatus } from "./lib.ts";
 
 /** What a corral process holds that a day must not grow. */
@@ -206,10 +206,9 @@ export async function runSoak(
       child.kill("SIGKILL");
     } catch { /* exited */ }
     await child.status;
-    await new Deno.Command("/bin/sh", {
-      args: ["-c", 'chmod -R u+rwx "$1"; rm -rf "$1"', "rm", tmp],
-    })
-      .output();
+    try {
+      removeTree(tmp);
+    } catch { /* tried again when the script ends (testing/temp_dir.ts) */ }
   }
 }
 
