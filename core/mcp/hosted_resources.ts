@@ -183,18 +183,13 @@ function _promptWithAsks(
 }
 
 /**
- * The error the client gets: a protocol error as it is, a hosted server's
- * own JSON-RPC error (the v1 client's `McpError`) with its code and data,
- * a `TypeError` (nothing offers what was named) as invalid params, anything
- * else as an internal error.
+ * The error the client gets: a protocol error as it is (a hosted server's own
+ * JSON-RPC error reaches here as one, through the v2 client), a `TypeError`
+ * (nothing offers what was named) as invalid params, anything else as an
+ * internal error.
  */
 function _protocolError(err: unknown): ProtocolError {
   if (err instanceof ProtocolError) return err;
-  const e = err as { name?: string; code?: unknown; message?: string; data?: unknown };
-  if (e?.name === "McpError" && Number.isSafeInteger(e.code)) {
-    const message = String(e.message ?? "").replace(/^MCP error -?\d+: /, "");
-    return ProtocolError.fromError(e.code as number, message, e.data);
-  }
   return new ProtocolError(
     err instanceof TypeError ? ProtocolErrorCode.InvalidParams : ProtocolErrorCode.InternalError,
     (err as Error).message,
