@@ -13,8 +13,13 @@
  *
  * @module
  */
-import { SECCOMP_ARG } from "../core/jail/mod.ts";
-import { limitedCommand, limitKind, type SandboxLimits, VERIFY_ARG } from "../core/jail/mod.ts";
+import {
+  limitedCommand,
+  limitKind,
+  type SandboxLimits,
+  SECCOMP_ARG,
+  VERIFY_ARG,
+} from "../core/jail/mod.ts";
 import { sealedNamespace } from "../core/sandbox/mod.ts";
 
 /** A sandbox's start command today, taken apart. */

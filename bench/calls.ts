@@ -9,11 +9,9 @@
  *
  * @module
  */
-import { invokeTool, testContext } from "../core/tool/mod.ts";
+import { collectTools, invokeTool, Reporter, testContext } from "../core/tool/mod.ts";
 import { parsePolicy } from "../core/config/mod.ts";
 import { Registry } from "../core/registry/mod.ts";
-import { Reporter } from "../core/tool/mod.ts";
-import { collectTools } from "../core/tool/mod.ts";
 import { tempDir } from "../testing/temp_dir.ts";
 import { BENCH, quantile } from "./lib.ts";
 import * as noopModule from "./noop_tools.ts";

@@ -14,8 +14,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { parseConfig } from "../core/config/mod.ts";
 import { addToken } from "../core/identity/mod.ts";
-import { httpIdentityFromConfig } from "../core/mcp/mod.ts";
-import { serveHttp } from "../core/mcp/mod.ts";
+import { httpIdentityFromConfig, serveHttp } from "../core/mcp/mod.ts";
 import { fixtureRegistry } from "../testing/fixture_registry.ts";
 import { connectWithToken } from "../testing/mcp_client.ts";
 import { tempDir } from "../testing/temp_dir.ts";

@@ -14,8 +14,7 @@
  *
  * @module
  */
-import { invokeTool, testContext } from "../core/tool/mod.ts";
-import { collectTools } from "../core/tool/mod.ts";
+import { collectTools, invokeTool, testContext } from "../core/tool/mod.ts";
 import * as noopModule from "./noop_tools.ts";
 
 const { tools: [noop] } = await collectTools(noopModule as Record<string, unknown>);

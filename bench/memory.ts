@@ -11,8 +11,7 @@
  *
  * @module
  */
-import { builtinToolsets } from "../core/registry/mod.ts";
-import { Registry } from "../core/registry/mod.ts";
+import { builtinToolsets, Registry } from "../core/registry/mod.ts";
 import { parsePolicy } from "../core/config/mod.ts";
 import { Reporter } from "../core/tool/mod.ts";
 import { Sandbox } from "../core/sandbox/mod.ts";

@@ -17,8 +17,7 @@
  * @module
  */
 import { join } from "node:path";
-import { layerQuota } from "../core/layers/mod.ts";
-import { startLayers } from "../core/layers/mod.ts";
+import { layerQuota, startLayers } from "../core/layers/mod.ts";
 import { tempDir } from "../testing/temp_dir.ts";
 import { collectGarbage, median, procStatus } from "./lib.ts";
 

@@ -15,11 +15,8 @@
 // @ts-types="@modelcontextprotocol/sdk/client/index"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { parseConfig } from "../core/config/mod.ts";
-import { RedisState } from "../core/identity/mod.ts";
-import { LocalState } from "../core/identity/mod.ts";
-import { addToken } from "../core/identity/mod.ts";
-import { httpIdentityFromConfig } from "../core/mcp/mod.ts";
-import { serveHttp } from "../core/mcp/mod.ts";
+import { addToken, LocalState, RedisState } from "../core/identity/mod.ts";
+import { httpIdentityFromConfig, serveHttp } from "../core/mcp/mod.ts";
 import { fixtureRegistry } from "../testing/fixture_registry.ts";
 import { connectWithToken } from "../testing/mcp_client.ts";
 import { startRedis } from "../testing/redis.ts";

@@ -5,8 +5,7 @@
  * @module
  */
 import { parsePolicy } from "../core/config/mod.ts";
-import { Registry } from "../core/registry/mod.ts";
-import type { RegistryOptions } from "../core/registry/mod.ts";
+import { Registry, type RegistryOptions } from "../core/registry/mod.ts";
 import { Reporter } from "../core/tool/mod.ts";
 import { FIXTURES } from "./paths.ts";
 

@@ -18,10 +18,9 @@ import {
   summarizeAudit,
 } from "../audit/mod.ts";
 import { closestNames } from "../config/mod.ts";
-import { ConfigError } from "../tool/mod.ts";
+import { ConfigError, terminalSafe } from "../tool/mod.ts";
 import { cliSettings } from "./_cli_settings.ts";
 import { type CliValues, UsageError } from "./_options.ts";
-import { terminalSafe } from "../tool/mod.ts";
 import { out } from "./_output.ts";
 
 /** Run `corral audit [PATH]`; returns the exit code. */

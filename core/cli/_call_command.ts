@@ -9,9 +9,7 @@
  */
 import type { Registry, ToolInfo } from "../registry/mod.ts";
 import { type CliValues, UsageError } from "./_options.ts";
-import { summarizeContent } from "../tool/mod.ts";
-import { ConfigError } from "../tool/mod.ts";
-import { terminalSafe } from "../tool/mod.ts";
+import { ConfigError, summarizeContent, terminalSafe } from "../tool/mod.ts";
 import { out } from "./_output.ts";
 import { keepNextLaunch } from "./prestart_recipe.ts";
 

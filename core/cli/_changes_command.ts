@@ -11,24 +11,25 @@
  * @module
  */
 import { type AuditHeldRecord, AuditLog } from "../audit/mod.ts";
-import { type ChangeReport, notAppliedText } from "../layers/mod.ts";
-import { heldRules, settleHeld } from "../layers/mod.ts";
 import {
+  type ChangeReport,
   findHeld,
   HELD_ID,
   HeldCorrupt,
   type HeldFound,
   type HeldManifest,
   HeldNotFound,
+  heldRules,
+  type LayerRules,
   listHeld,
   lockHeld,
+  notAppliedText,
+  pathFolders,
   readHeld,
   removeHeld,
+  settleHeld,
 } from "../layers/mod.ts";
-import type { LayerRules } from "../layers/mod.ts";
-import { pathFolders } from "../layers/mod.ts";
-import { grantPaths } from "../registry/mod.ts";
-import { registryFolders } from "../registry/mod.ts";
+import { grantPaths, registryFolders } from "../registry/mod.ts";
 import type { Settings } from "../config/mod.ts";
 import { terminalSafe } from "../tool/mod.ts";
 import { cliSettings } from "./_cli_settings.ts";

@@ -6,9 +6,14 @@
  *
  * @module
  */
-import { INSTALL_DIR } from "../config/mod.ts";
-import { riskyWorkspace, riskyWorkspaceError, UNSAFE_WORKSPACE_FLAG } from "../config/mod.ts";
-import { resolveSettings, type Settings } from "../config/mod.ts";
+import {
+  INSTALL_DIR,
+  resolveSettings,
+  riskyWorkspace,
+  riskyWorkspaceError,
+  type Settings,
+  UNSAFE_WORKSPACE_FLAG,
+} from "../config/mod.ts";
 import { isWithin } from "../jail/mod.ts";
 import { type CliValues, UsageError } from "./_options.ts";
 import { makeScratch } from "./_scratch.ts";

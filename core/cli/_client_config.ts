@@ -12,8 +12,7 @@
  * @module
  */
 import { join } from "node:path";
-import { envVar } from "../config/mod.ts";
-import { configDir, INSTALL_DIR } from "../config/mod.ts";
+import { configDir, envVar, INSTALL_DIR } from "../config/mod.ts";
 import { runningServer, type ServerRecord, TOKEN_VAR, tokenMatches } from "../mcp/mod.ts";
 import { HOST_FLAGS } from "../sandbox/mod.ts";
 import { cliWorkspace } from "./_cli_settings.ts";

@@ -9,8 +9,7 @@
  *
  * @module
  */
-import type { SettingEntry } from "../config/mod.ts";
-import type { Settings } from "../config/mod.ts";
+import type { SettingEntry, Settings } from "../config/mod.ts";
 import { redact, SECRET_KEY } from "../base/mod.ts";
 import { terminalSafe } from "../tool/mod.ts";
 import { cliSettings } from "./_cli_settings.ts";

@@ -10,8 +10,7 @@
  */
 import { join, relative } from "node:path";
 import { createTwoFilesPatch } from "diff";
-import type { HeldSettlement } from "../layers/mod.ts";
-import type { HeldEntry, HeldManifest } from "../layers/mod.ts";
+import type { HeldEntry, HeldManifest, HeldSettlement } from "../layers/mod.ts";
 import { isWithin } from "../base/mod.ts";
 
 /** Files larger than this are not diffed (their size is said). */

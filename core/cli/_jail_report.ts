@@ -8,8 +8,7 @@
 import { join } from "node:path";
 import type { Policy } from "../config/mod.ts";
 import { findBwrap } from "../jail/mod.ts";
-import { defaultCacheDir } from "../registry/mod.ts";
-import { secondWall } from "../registry/mod.ts";
+import { defaultCacheDir, secondWall } from "../registry/mod.ts";
 
 /** The jail here. */
 export interface JailReport {

@@ -6,8 +6,7 @@
  * @module
  */
 import type { McpHandle, McpRegistry } from "../mcp/mod.ts";
-import { watchPlugins } from "../plugins/mod.ts";
-import { pluginSources } from "../plugins/mod.ts";
+import { pluginSources, watchPlugins } from "../plugins/mod.ts";
 import { envVar } from "../config/mod.ts";
 import { ConfigError } from "../tool/mod.ts";
 import type { CliSession } from "./_open_registry.ts";

@@ -10,12 +10,9 @@
  * @module
  */
 import { resolve } from "node:path";
-import { defaultPluginDir } from "../config/mod.ts";
-import type { Settings } from "../config/mod.ts";
-import { confinePlugins } from "../plugins/mod.ts";
-import { scaffoldTool } from "../plugins/mod.ts";
-import { reservedToolNames } from "../registry/mod.ts";
-import { Registry } from "../registry/mod.ts";
+import { defaultPluginDir, type Settings } from "../config/mod.ts";
+import { confinePlugins, scaffoldTool } from "../plugins/mod.ts";
+import { Registry, reservedToolNames } from "../registry/mod.ts";
 import { Reporter } from "../tool/mod.ts";
 import { cliSettings } from "./_cli_settings.ts";
 import { type CliValues, UsageError } from "./_options.ts";

@@ -6,16 +6,17 @@
  * @module
  */
 import { resolve } from "node:path";
-import type { CorralConfig } from "../config/mod.ts";
-import type { Policy } from "../config/mod.ts";
-import type { Settings } from "../config/mod.ts";
+import type { CorralConfig, Policy, Settings } from "../config/mod.ts";
 import { probeLimits } from "../jail/mod.ts";
 import { useCaFiles } from "../egress/mod.ts";
 import { confinePlugins, type PluginSources } from "../plugins/mod.ts";
-import { registryBanner } from "../registry/mod.ts";
-import { Registry } from "../registry/mod.ts";
-import type { RegistryOptions } from "../registry/mod.ts";
-import { defaultCacheDir, DiscoveryCache } from "../registry/mod.ts";
+import {
+  defaultCacheDir,
+  DiscoveryCache,
+  Registry,
+  registryBanner,
+  type RegistryOptions,
+} from "../registry/mod.ts";
 import type { Reporter } from "../tool/mod.ts";
 import { cliSettings } from "./_cli_settings.ts";
 import { type CliValues, UsageError } from "./_options.ts";

@@ -7,12 +7,8 @@
  * @module
  */
 import { dirname, join, resolve } from "node:path";
-import { expandHome } from "../config/mod.ts";
-import { configDir, INSTALL_DIR } from "../config/mod.ts";
-import { defaultPluginDir } from "../config/mod.ts";
-import { initPluginDir } from "../plugins/mod.ts";
-import { installPlugin } from "../plugins/mod.ts";
-import { confinePlugins } from "../plugins/mod.ts";
+import { configDir, defaultPluginDir, expandHome, INSTALL_DIR } from "../config/mod.ts";
+import { confinePlugins, initPluginDir, installPlugin } from "../plugins/mod.ts";
 import { cliSettings } from "./_cli_settings.ts";
 import { type CliValues, UsageError } from "./_options.ts";
 import { terminalSafe } from "../tool/mod.ts";

@@ -8,8 +8,7 @@
  * @module
  */
 import type { Registry } from "../registry/mod.ts";
-import { ConfigError } from "../tool/mod.ts";
-import { formatSchemas, type SchemaFormat } from "../tool/mod.ts";
+import { ConfigError, formatSchemas, type SchemaFormat } from "../tool/mod.ts";
 import { type CliValues, UsageError } from "./_options.ts";
 import { out } from "./_output.ts";
 

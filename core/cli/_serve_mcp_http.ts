@@ -5,10 +5,15 @@
  *
  * @module
  */
-import type { McpHandle, McpRegistry } from "../mcp/mod.ts";
-import type { McpHttpOptions } from "../mcp/mod.ts";
-import { serverToken } from "../mcp/mod.ts";
-import { recordServer, TOKEN_VAR, type TokenSource } from "../mcp/mod.ts";
+import {
+  type McpHandle,
+  type McpHttpOptions,
+  type McpRegistry,
+  recordServer,
+  serverToken,
+  TOKEN_VAR,
+  type TokenSource,
+} from "../mcp/mod.ts";
 import { ConfigError } from "../tool/mod.ts";
 import type { TeamServer } from "./_team_server.ts";
 

@@ -10,11 +10,15 @@
  *
  * @module
  */
-import { changedFields, readApproved, readSeen } from "../hosted/mod.ts";
-import { serverLetters } from "../hosted/mod.ts";
-import { installed, installServer } from "../hosted/mod.ts";
-import { layerBases } from "../config/mod.ts";
-import type { ServerEntry } from "../config/mod.ts";
+import {
+  changedFields,
+  installed,
+  installServer,
+  readApproved,
+  readSeen,
+  serverLetters,
+} from "../hosted/mod.ts";
+import { layerBases, type ServerEntry } from "../config/mod.ts";
 import { type PublishedView, publishedViews } from "../layers/mod.ts";
 import type { Registry } from "../registry/mod.ts";
 import { effectiveGrant } from "../sandbox/mod.ts";

@@ -7,20 +7,21 @@
  *
  * @module
  */
-import { envVar } from "../config/mod.ts";
+import { type CorralConfig, envVar } from "../config/mod.ts";
 import { ConfigError } from "../tool/mod.ts";
-import type { CorralConfig } from "../config/mod.ts";
 import { ownedFileProblem } from "../base/mod.ts";
-import { operatorNotes } from "../identity/mod.ts";
-import { unknownAccessNames } from "../identity/mod.ts";
-import type { SharedState } from "../identity/mod.ts";
+import { operatorNotes, type SharedState, unknownAccessNames } from "../identity/mod.ts";
 import { AuditLog } from "../audit/mod.ts";
-import { AuthFailures } from "../mcp/mod.ts";
+import {
+  AuthFailures,
+  type HttpIdentity,
+  httpIdentityFromConfig,
+  type McpRegistry,
+  serverToken,
+  teamPolicy,
+} from "../mcp/mod.ts";
 import { telemetry } from "../telemetry/mod.ts";
-import { type HttpIdentity, httpIdentityFromConfig, teamPolicy } from "../mcp/mod.ts";
 import { sharedStateOf } from "./_shared_state_option.ts";
-import type { McpRegistry } from "../mcp/mod.ts";
-import { serverToken } from "../mcp/mod.ts";
 import type { Registry } from "../registry/mod.ts";
 import { type CliSession, openRegistry } from "./_open_registry.ts";
 import type { CliValues } from "./_options.ts";

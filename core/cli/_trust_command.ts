@@ -8,8 +8,7 @@
  * @module
  */
 import { dirname, join } from "node:path";
-import { projectFile, trustFile } from "../config/mod.ts";
-import { PROJECT_FILES } from "../config/mod.ts";
+import { PROJECT_FILES, projectFile, trustFile } from "../config/mod.ts";
 import { ConfigError } from "../tool/mod.ts";
 import type { CliValues } from "./_options.ts";
 import { out } from "./_output.ts";

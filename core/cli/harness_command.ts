@@ -11,12 +11,8 @@
  * @module
  */
 import { basename, join, resolve } from "node:path";
-import { expandHome } from "../config/mod.ts";
-import { INSTALL_DIR } from "../config/mod.ts";
-import { stemOf } from "../config/mod.ts";
-import { resolveSettings, type Settings } from "../config/mod.ts";
-import { selfHosted } from "../sandbox/mod.ts";
-import { HOST_PERMISSION_FLAGS } from "../sandbox/mod.ts";
+import { expandHome, INSTALL_DIR, resolveSettings, type Settings, stemOf } from "../config/mod.ts";
+import { HOST_PERMISSION_FLAGS, selfHosted } from "../sandbox/mod.ts";
 import { HARNESS_ENV, type HarnessSetup } from "../tool/mod.ts";
 import { commandHelp, UsageError } from "./_options.ts";
 import { out } from "./_output.ts";

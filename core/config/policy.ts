@@ -7,8 +7,7 @@
  */
 import { isAbsolute, join, resolve } from "node:path";
 import type { JailMode } from "../jail/mod.ts";
-import { ConfigError } from "../tool/mod.ts";
-import type { Grant } from "../tool/mod.ts";
+import { ConfigError, type Grant } from "../tool/mod.ts";
 import { type CallLimits, callLimits } from "./_call_limits.ts";
 import { type LayerLimits, layerLimits } from "./layer_limits.ts";
 import { expandHome } from "./env_var.ts";

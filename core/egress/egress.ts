@@ -17,9 +17,17 @@
  * @module
  */
 import { join } from "node:path";
-import { closeConn, copyConn, writeAll } from "../wire/mod.ts";
-import { MAX_HEAD_BYTES, readHttpHead } from "../wire/mod.ts";
-import { BodyReader, type Framing, parseRequestHead, type RequestHead } from "../wire/mod.ts";
+import {
+  BodyReader,
+  closeConn,
+  copyConn,
+  type Framing,
+  MAX_HEAD_BYTES,
+  parseRequestHead,
+  readHttpHead,
+  type RequestHead,
+  writeAll,
+} from "../wire/mod.ts";
 import { decideEgress, type EgressOptions, type EgressRecord } from "./_egress_decision.ts";
 import type { SecretInjector } from "./egress_inject.ts";
 

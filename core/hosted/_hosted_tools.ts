@@ -10,8 +10,7 @@
  */
 import type { ServerEntry } from "../config/mod.ts";
 import type { ToolMeta } from "../sandbox/mod.ts";
-import { contentProblems } from "../tool/mod.ts";
-import { capResult, failure, type ToolResult, withFault } from "../tool/mod.ts";
+import { capResult, contentProblems, failure, type ToolResult, withFault } from "../tool/mod.ts";
 import { changedFields, type ToolDefinition } from "./approvals.ts";
 
 /** The longest tool name offered. */

@@ -9,8 +9,7 @@
  *
  * @module
  */
-import type { ServerEntry } from "../config/mod.ts";
-import { envVar } from "../config/mod.ts";
+import { envVar, type ServerEntry } from "../config/mod.ts";
 import { type InjectedSecret, placeholderFor } from "../egress/mod.ts";
 import { NAMESPACE_HOME } from "../jail/mod.ts";
 

@@ -22,9 +22,8 @@ import { CallLane, CallTimedOut, type LaneCall } from "./call_lane.ts";
 import { CancelWatch } from "./_cancel_watch.ts";
 import { ClientCalls } from "./_client_calls.ts";
 import { envVar } from "../config/mod.ts";
-import type { SandboxLayers } from "../layers/mod.ts";
+import type { HoldRequest, SandboxLayers } from "../layers/mod.ts";
 import { LastChanges, type Settles } from "../sandbox/mod.ts";
-import type { HoldRequest } from "../layers/mod.ts";
 
 export { CallCancelled, CallTimedOut } from "./call_lane.ts";
 import { type Launched, launchServer, type LaunchSpec } from "./launch.ts";

@@ -7,16 +7,24 @@
  *
  * @module
  */
-import type { SandboxPolicy } from "../config/mod.ts";
-import type { ServerEntry } from "../config/mod.ts";
+import type { SandboxPolicy, ServerEntry } from "../config/mod.ts";
 import type { EgressRecord } from "../egress/mod.ts";
-import type { ModuleMeta } from "../sandbox/mod.ts";
-import { effectiveGrant, type HostPrivileges } from "../sandbox/mod.ts";
+import {
+  effectiveGrant,
+  type HostPrivileges,
+  type ModuleMeta,
+  settleAfter,
+} from "../sandbox/mod.ts";
 import { scrubText } from "../base/mod.ts";
 import type { AuditLog } from "../audit/mod.ts";
-import { type Reporter, terminalSafe } from "../tool/mod.ts";
-import { failure, type ToolResult, withFault } from "../tool/mod.ts";
-import type { Grant } from "../tool/mod.ts";
+import {
+  failure,
+  type Grant,
+  type Reporter,
+  terminalSafe,
+  type ToolResult,
+  withFault,
+} from "../tool/mod.ts";
 import {
   approvalsDir,
   changedFields,
@@ -30,7 +38,6 @@ import {
   writeSeen,
 } from "./approvals.ts";
 import { type ChangeReport, isEmptyReport } from "../layers/mod.ts";
-import { settleAfter } from "../sandbox/mod.ts";
 import { runHostedCall } from "./_hosted_call.ts";
 import type { HostedCall, HostedServer } from "./hosted_server.ts";
 import { hostedRuntime } from "./hosted_runtime.ts";

@@ -12,23 +12,28 @@
  * @module
  */
 import { join } from "node:path";
-import type { SandboxPolicy } from "../config/mod.ts";
-import type { ServerEntry } from "../config/mod.ts";
-import { configDir } from "../config/mod.ts";
-import type { EgressRecord, StartedEgress } from "../egress/mod.ts";
-import { type LimitedChild, spawnLimited } from "../jail/mod.ts";
-import { namespaceLayout, runtimeFiles, type SeccompFiles } from "../jail/mod.ts";
-import { etcFiles } from "../jail/mod.ts";
-import type { ChangeReport } from "../layers/mod.ts";
-import type { SandboxLayers } from "../layers/mod.ts";
-import { type StartedLayers, startLayers } from "../layers/mod.ts";
-import { layerQuota } from "../layers/mod.ts";
+import { configDir, type SandboxPolicy, type ServerEntry } from "../config/mod.ts";
+import type { EgressRecord, InjectedSecret, StartedEgress } from "../egress/mod.ts";
+import {
+  etcFiles,
+  type LimitedChild,
+  namespaceLayout,
+  runtimeFiles,
+  type SeccompFiles,
+  spawnLimited,
+} from "../jail/mod.ts";
+import {
+  type ChangeReport,
+  layerQuota,
+  type SandboxLayers,
+  type StartedLayers,
+  startLayers,
+} from "../layers/mod.ts";
 import type { Grant } from "../tool/mod.ts";
 import { installed, type InstallRecord } from "./install.ts";
 import { serverCommand } from "./server_command.ts";
 import { serverEgress } from "./server_egress.ts";
 import { serverEnv } from "./_server_env.ts";
-import type { InjectedSecret } from "../egress/mod.ts";
 import { checkVenv } from "./_venv_integrity.ts";
 
 /** What starting one server needs. */

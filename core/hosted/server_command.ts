@@ -9,10 +9,8 @@
  * @module
  */
 import { dirname, isAbsolute, join } from "node:path";
-import type { SandboxPolicy } from "../config/mod.ts";
-import type { ServerEntry } from "../config/mod.ts";
-import { pathExists } from "../base/mod.ts";
-import { compiledCorral, denoProgram } from "../base/mod.ts";
+import type { SandboxPolicy, ServerEntry } from "../config/mod.ts";
+import { compiledCorral, denoProgram, pathExists } from "../base/mod.ts";
 import type { Grant } from "../tool/mod.ts";
 import type { InstallRecord } from "./install.ts";
 

@@ -14,25 +14,26 @@
 import { join } from "node:path";
 import { codeStoreDir, configDir } from "../config/mod.ts";
 import {
-  type EgressRecord,
-  pinnedResolver,
-  type StartedEgress,
-  startEgress,
-} from "../egress/mod.ts";
-import { EGRESS_SOCKET_IN_NAMESPACE, EGRESS_URL, proxyVars } from "../guard/mod.ts";
-import {
   DIRECT_FORWARDS_VAR,
   type DirectForwards,
+  type EgressRecord,
   extraAddresses,
   type Forward,
   forwardNames,
   forwardsOf,
   hostPort,
+  type InjectedSecret,
+  operatorCerts,
+  pinnedResolver,
   placeForwards,
+  SecretInjector,
+  type StartedEgress,
+  startEgress,
+  TRUST_IN_NAMESPACE,
+  trustVars,
+  writeTrust,
 } from "../egress/mod.ts";
-import { isIpAddress } from "../guard/mod.ts";
-import { operatorCerts, TRUST_IN_NAMESPACE, trustVars, writeTrust } from "../egress/mod.ts";
-import { type InjectedSecret, SecretInjector } from "../egress/mod.ts";
+import { EGRESS_SOCKET_IN_NAMESPACE, EGRESS_URL, isIpAddress, proxyVars } from "../guard/mod.ts";
 import { etcFiles } from "../jail/mod.ts";
 import {
   compiledCorral,

@@ -10,8 +10,7 @@
  * @module
  */
 import { dirname } from "node:path";
-import { ownedFileProblem } from "../base/mod.ts";
-import { sha256Hex } from "../base/mod.ts";
+import { ownedFileProblem, sha256Hex } from "../base/mod.ts";
 import { ConfigError } from "../tool/mod.ts";
 import { claimableIdentity, IDENTITY_NAME } from "../config/mod.ts";
 

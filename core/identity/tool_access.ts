@@ -5,8 +5,7 @@
  *
  * @module
  */
-import { closestNames } from "../config/mod.ts";
-import type { IdentityConfig } from "../config/mod.ts";
+import { closestNames, type IdentityConfig } from "../config/mod.ts";
 
 /** What {@link ToolAccess} needs to know of a tool. */
 export interface ToolRef {

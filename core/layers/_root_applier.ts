@@ -22,10 +22,14 @@
  * @module
  */
 import { dirname } from "node:path";
-import { findBwrap } from "../jail/mod.ts";
-import { launcherCommand } from "../jail/mod.ts";
-import { NAMESPACE_HOME, namespaceBase, seccompArgs } from "../jail/mod.ts";
-import { runtimeFiles } from "../jail/mod.ts";
+import {
+  findBwrap,
+  launcherCommand,
+  NAMESPACE_HOME,
+  namespaceBase,
+  runtimeFiles,
+  seccompArgs,
+} from "../jail/mod.ts";
 import { selfCommand } from "../base/mod.ts";
 import { tempToken } from "../guard/mod.ts";
 import { processFilter } from "../seccomp/mod.ts";

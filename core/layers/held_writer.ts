@@ -36,8 +36,7 @@ import { lowerSig, type Sig } from "./_tree_sig.ts";
 import { fileClockNow } from "./_file_clock.ts";
 import { listRaw } from "./_raw_list.ts";
 import { opaqueFolders } from "./_upper_walk.ts";
-import { findBwrap } from "../jail/mod.ts";
-import { namespaceBase } from "../jail/mod.ts";
+import { findBwrap, namespaceBase } from "../jail/mod.ts";
 
 /** What a root's view of the tree rested on when its changes were held. */
 export interface HeldRootView {

@@ -18,8 +18,7 @@
  */
 import { basename, join } from "node:path";
 import { layerBases, ownStateDir } from "../config/mod.ts";
-import { isWithin } from "../base/mod.ts";
-import { shellProgram } from "../base/mod.ts";
+import { isWithin, shellProgram } from "../base/mod.ts";
 
 export { layerBases };
 

@@ -6,8 +6,7 @@
  * @module
  */
 import type { CallToolResult } from "@modelcontextprotocol/server";
-import { mcpContent } from "../tool/mod.ts";
-import { type CallFault, faultOf, type ToolResult } from "../tool/mod.ts";
+import { type CallFault, faultOf, mcpContent, type ToolResult } from "../tool/mod.ts";
 
 const _FAULTS = new WeakMap<object, CallFault>();
 

@@ -10,10 +10,8 @@
  */
 import { closestNames } from "../config/mod.ts";
 import { outcomeOf } from "../audit/mod.ts";
-import { AskBudget } from "../identity/mod.ts";
-import type { ResolvedIdentity } from "../identity/mod.ts";
-import { type CorralMetrics, telemetry } from "../telemetry/mod.ts";
-import { traceCall } from "../telemetry/mod.ts";
+import { AskBudget, type ResolvedIdentity } from "../identity/mod.ts";
+import { type CorralMetrics, telemetry, traceCall } from "../telemetry/mod.ts";
 import type { HostedResources } from "./hosted_resources.ts";
 import type { McpRegistry } from "./_mcp_registry.ts";
 

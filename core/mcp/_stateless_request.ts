@@ -9,8 +9,10 @@
  *
  * @module
  */
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/server";
-import type { AuthInfo } from "@modelcontextprotocol/server";
+import {
+  type AuthInfo,
+  WebStandardStreamableHTTPServerTransport,
+} from "@modelcontextprotocol/server";
 import { CredentialRevokedError } from "../tool/mod.ts";
 import type { CallGate } from "./_call_gate.ts";
 import type { Admitted } from "./http_identity.ts";

@@ -10,8 +10,7 @@ import { PassThrough } from "node:stream";
 // @ts-types="@modelcontextprotocol/sdk/server/stdio"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { parsePolicy } from "../config/policy.ts";
-import { Registry } from "../registry/registry.ts";
-import type { RegistryCallOptions } from "../registry/registry.ts";
+import { Registry, type RegistryCallOptions } from "../registry/registry.ts";
 import type { FastCalls } from "./fast_call.ts";
 import { createMcpServer, type McpRegistry, type McpServerOptions } from "./mcp_server.ts";
 import { limitLines } from "./_stdio_limit.ts";

@@ -14,20 +14,22 @@
  */
 import type { CorralConfig } from "../config/mod.ts";
 import { escapeField } from "../audit/mod.ts";
-import { Authenticator } from "../identity/mod.ts";
-import { IdentityPolicy, IdentityRefusedError, type ResolvedIdentity } from "../identity/mod.ts";
-import { JwtVerifier } from "../identity/mod.ts";
 import {
+  Authenticator,
+  IdentityPolicy,
+  IdentityRefusedError,
   isProtectedResourcePath,
+  JwtVerifier,
+  LocalState,
   metadataUrl,
   protectedResourceMetadata,
+  type ResolvedIdentity,
   resourceUrl,
+  type SharedState,
+  TokenStore,
   wwwAuthenticate,
 } from "../identity/mod.ts";
-import { LocalState, type SharedState } from "../identity/mod.ts";
-import { TokenStore } from "../identity/mod.ts";
-import { type CorralMetrics, telemetry } from "../telemetry/mod.ts";
-import { metricsResponse } from "../telemetry/mod.ts";
+import { type CorralMetrics, metricsResponse, telemetry } from "../telemetry/mod.ts";
 import { ConfigError } from "../tool/mod.ts";
 import { AuthFailures } from "./auth_failures.ts";
 import { CallTicket } from "./_call_ticket.ts";

@@ -5,9 +5,7 @@
  * @module
  */
 import { resolve } from "node:path";
-import { type CorralConfig, emptyConfig } from "../config/mod.ts";
-import { expandHome } from "../config/mod.ts";
-import { loadPolicy } from "../config/mod.ts";
+import { type CorralConfig, emptyConfig, expandHome, loadPolicy } from "../config/mod.ts";
 import {
   type LoadProblem,
   Registry,

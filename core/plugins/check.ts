@@ -9,14 +9,17 @@
  * @module
  */
 import { basename, dirname, extname, resolve } from "node:path";
-import { type Letter, LETTER_NAMES, LETTERS } from "../tool/mod.ts";
+import { type Letter, LETTER_NAMES, LETTERS, Reporter, TOOL_NAME_PATTERN } from "../tool/mod.ts";
 import { scanPluginDir } from "./plugin_files.ts";
 import { uniqueLabels } from "./plugins.ts";
 import { loadPolicy, type Policy } from "../config/mod.ts";
-import { Registry, type ToolInfo, type ToolsetSource } from "../registry/mod.ts";
-import { DEFINED_TWICE, LATER_USED } from "../registry/mod.ts";
-import { Reporter } from "../tool/mod.ts";
-import { TOOL_NAME_PATTERN } from "../tool/mod.ts";
+import {
+  DEFINED_TWICE,
+  LATER_USED,
+  Registry,
+  type ToolInfo,
+  type ToolsetSource,
+} from "../registry/mod.ts";
 
 /** One breach of the tool contract. */
 export interface CheckIssue {

@@ -6,16 +6,22 @@
  * @module
  */
 import { dirname, join, resolve } from "node:path";
-import { type CorralConfig, parseConfig } from "../config/mod.ts";
-import { expandHome } from "../config/mod.ts";
-import { INSTALL_DIR } from "../config/mod.ts";
-import { type Policy, readyJsonc } from "../config/mod.ts";
+import {
+  type CorralConfig,
+  errorReason,
+  expandHome,
+  importHosts,
+  INSTALL_DIR,
+  isRemoteSpecifier,
+  packageName,
+  parseConfig,
+  type Policy,
+  readyJsonc,
+} from "../config/mod.ts";
 import type { ToolsetSource } from "../registry/mod.ts";
-import { childErrorText, QUIET_CHILD_ENV } from "../base/mod.ts";
+import { childErrorText, denoProgram, QUIET_CHILD_ENV } from "../base/mod.ts";
 import { ConfigError } from "../tool/mod.ts";
-import { errorReason, importHosts, isRemoteSpecifier, packageName } from "../config/mod.ts";
 import { graphEscape } from "./plugin_files.ts";
-import { denoProgram } from "../base/mod.ts";
 
 export { importHosts, isRemoteSpecifier, packageName } from "../config/mod.ts";
 

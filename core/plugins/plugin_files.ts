@@ -8,8 +8,7 @@
  * @module
  */
 import { dirname } from "node:path";
-import { CORE_DIR } from "../config/mod.ts";
-import { dirPluginFiles, type PluginCandidate, stemOf } from "../config/mod.ts";
+import { CORE_DIR, dirPluginFiles, type PluginCandidate, stemOf } from "../config/mod.ts";
 import { isInside } from "../guard/mod.ts";
 import { localModuleGraph } from "../sandbox/mod.ts";
 

@@ -13,12 +13,16 @@
  *
  * @module
  */
-import { type CorralConfig, emptyConfig } from "../config/mod.ts";
-import { type PluginDirSetting, pluginDirSettings } from "../config/mod.ts";
-import { type PluginSet, pluginSet } from "../config/mod.ts";
-import type { Policy } from "../config/mod.ts";
-import type { ToolsetSource } from "../registry/mod.ts";
-import type { NotLoaded } from "../registry/mod.ts";
+import {
+  type CorralConfig,
+  emptyConfig,
+  type PluginDirSetting,
+  pluginDirSettings,
+  type PluginSet,
+  pluginSet,
+  type Policy,
+} from "../config/mod.ts";
+import type { NotLoaded, ToolsetSource } from "../registry/mod.ts";
 import { confinement, type KnownImports, mapLimit } from "./plugin_files.ts";
 
 export { defaultPluginDir, EXAMPLES_DIR, splitToolDirs, TOOL_DIRS_ENV } from "../config/mod.ts";

@@ -8,8 +8,7 @@
  */
 import { join, resolve } from "node:path";
 import { AUTHOR_API, INSTALL_DIR } from "../config/mod.ts";
-import { parsePermissions } from "../tool/mod.ts";
-import { TOOL_NAME_PATTERN } from "../tool/mod.ts";
+import { parsePermissions, TOOL_NAME_PATTERN } from "../tool/mod.ts";
 
 /** Authoring styles. */
 export type ToolStyle = "class" | "module";

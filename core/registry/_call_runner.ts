@@ -8,12 +8,15 @@
  */
 import type { Policy } from "../config/mod.ts";
 import { type AuditLog, type AuditWho, classifyResult } from "../audit/mod.ts";
-import { scrubText } from "../base/mod.ts";
+import { scrubText, sink as telemetry } from "../base/mod.ts";
 import type { EgressRecord } from "../egress/mod.ts";
-import type { AskKind } from "../sandbox/mod.ts";
-import type { SandboxEnv } from "../sandbox/mod.ts";
-import { Sandbox, type SandboxOptions } from "../sandbox/mod.ts";
-import { AskBudget } from "../sandbox/mod.ts";
+import {
+  AskBudget,
+  type AskKind,
+  Sandbox,
+  type SandboxEnv,
+  type SandboxOptions,
+} from "../sandbox/mod.ts";
 import {
   type HeldSandbox,
   LOCAL_PRINCIPAL,
@@ -22,19 +25,23 @@ import {
   SandboxPool,
   type SandboxPoolLimits,
 } from "./sandbox_pool.ts";
-import { argLimitRefusal } from "../tool/mod.ts";
-import type { Reporter } from "../tool/mod.ts";
-import { failure, type ToolResult, withFault } from "../tool/mod.ts";
-import type { Grant, ReportKind, ReportOptions } from "../tool/mod.ts";
+import {
+  argLimitRefusal,
+  failure,
+  type Grant,
+  type Reporter,
+  type ReportKind,
+  type ReportOptions,
+  type ToolResult,
+  withFault,
+} from "../tool/mod.ts";
 import type { Catalog, CatalogEntry, ToolInfo, ToolsetSource } from "./catalog.ts";
 import type { HostedCallContext } from "../hosted/mod.ts";
 import { hostVars } from "./host_vars.ts";
 import { holdRequest } from "./_call_hold.ts";
 import { auditWho, CallAudit, revokedResult } from "./call_audit.ts";
 import { cleanResult } from "./_clean_result.ts";
-import { type ChangeReport, changesOf, withChanges } from "../layers/mod.ts";
-import type { HoldRequest } from "../layers/mod.ts";
-import { sink as telemetry } from "../base/mod.ts";
+import { type ChangeReport, changesOf, type HoldRequest, withChanges } from "../layers/mod.ts";
 
 /** Per-call options of {@link CallRunner.call} (and `Registry.call`). */
 export interface RegistryCallOptions {

@@ -17,12 +17,15 @@
 import type { ChangeReport } from "../layers/mod.ts";
 import type { EgressRecord } from "../egress/mod.ts";
 import { scrubText } from "../base/mod.ts";
-import type { ModuleMeta, SandboxEnv } from "../sandbox/mod.ts";
-import { DenoNeeds } from "../sandbox/mod.ts";
-import { Sandbox, type SandboxOptions } from "../sandbox/mod.ts";
-import { sandboxEntryFiles } from "../sandbox/mod.ts";
-import type { Reporter } from "../tool/mod.ts";
-import type { Grant } from "../tool/mod.ts";
+import {
+  DenoNeeds,
+  type ModuleMeta,
+  Sandbox,
+  sandboxEntryFiles,
+  type SandboxEnv,
+  type SandboxOptions,
+} from "../sandbox/mod.ts";
+import type { Grant, Reporter } from "../tool/mod.ts";
 import type { ToolsetSource } from "./catalog.ts";
 import { DISCOVERY_CACHE_VERSION, DiscoveryCache } from "./discovery_cache.ts";
 import { type BatchItem, batchKey, planBatches, runBatch } from "./_discovery_batch.ts";

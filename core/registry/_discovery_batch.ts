@@ -17,10 +17,14 @@
  * @module
  */
 import type { SandboxPolicy } from "../config/mod.ts";
-import type { ModuleMeta, SandboxEnv } from "../sandbox/mod.ts";
-import { ISOLATED_WORKERS } from "../sandbox/mod.ts";
-import { Sandbox, type SandboxOptions } from "../sandbox/mod.ts";
-import { sandboxEntryFiles } from "../sandbox/mod.ts";
+import {
+  ISOLATED_WORKERS,
+  type ModuleMeta,
+  Sandbox,
+  sandboxEntryFiles,
+  type SandboxEnv,
+  type SandboxOptions,
+} from "../sandbox/mod.ts";
 import type { Grant } from "../tool/mod.ts";
 import type { ToolsetSource } from "./catalog.ts";
 

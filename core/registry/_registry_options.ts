@@ -3,10 +3,8 @@
  *
  * @module
  */
-import type { Policy } from "../config/mod.ts";
+import type { Policy, ServerEntry, TrustedPath } from "../config/mod.ts";
 import type { AuditLogOptions } from "../audit/mod.ts";
-import type { ServerEntry } from "../config/mod.ts";
-import type { TrustedPath } from "../config/mod.ts";
 import type { HostPrivileges } from "../sandbox/mod.ts";
 import type { Reporter } from "../tool/mod.ts";
 import type { SecondWallOptions } from "../seccomp/mod.ts";

@@ -9,10 +9,8 @@
  *
  * @module
  */
-import type { Policy } from "../config/mod.ts";
-import { checkWrites, type TrustedPath } from "../config/mod.ts";
-import type { HostPrivileges } from "../sandbox/mod.ts";
-import type { SandboxOptions } from "../sandbox/mod.ts";
+import { checkWrites, type Policy, type TrustedPath } from "../config/mod.ts";
+import type { HostPrivileges, SandboxOptions } from "../sandbox/mod.ts";
 import type { Grant } from "../tool/mod.ts";
 import type { Catalog, ToolsetSource } from "./catalog.ts";
 import { grantPaths, pluginRoots } from "./grant_paths.ts";

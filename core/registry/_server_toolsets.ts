@@ -7,11 +7,9 @@
  *
  * @module
  */
-import type { SandboxPolicy } from "../config/mod.ts";
-import type { ServerEntry } from "../config/mod.ts";
+import type { SandboxPolicy, ServerEntry } from "../config/mod.ts";
 import { ConfigError } from "../tool/mod.ts";
-import type { HostedServers } from "../hosted/mod.ts";
-import { npmDenoMissing } from "../hosted/mod.ts";
+import { type HostedServers, npmDenoMissing } from "../hosted/mod.ts";
 import type { ModuleMeta } from "../sandbox/mod.ts";
 import type { Catalog, ToolsetSource } from "./catalog.ts";
 

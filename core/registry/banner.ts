@@ -8,8 +8,7 @@
  *
  * @module
  */
-import { closestNames } from "../config/mod.ts";
-import { liftedWhy } from "../config/mod.ts";
+import { closestNames, liftedWhy } from "../config/mod.ts";
 import { limitsMissing } from "../jail/mod.ts";
 import { holdsFilesOrCommands } from "../sandbox/mod.ts";
 import { WALL_MISSING } from "../seccomp/mod.ts";

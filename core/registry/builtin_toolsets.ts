@@ -5,8 +5,7 @@
  * @module
  */
 import { join } from "node:path";
-import { INSTALL_DIR } from "../config/mod.ts";
-import type { Policy } from "../config/mod.ts";
+import { INSTALL_DIR, type Policy } from "../config/mod.ts";
 import { ConfigError } from "../tool/mod.ts";
 import type { ToolsetSource } from "./catalog.ts";
 

@@ -17,13 +17,16 @@ import {
   canonicalJson,
   classifyResult,
 } from "../audit/mod.ts";
-import { sha256Hex, useNativeSha256 } from "../base/mod.ts";
+import { redact, scrubText, sha256Hex, useNativeSha256 } from "../base/mod.ts";
 import type { EgressRecord } from "../egress/mod.ts";
-import { redact, scrubText } from "../base/mod.ts";
 import type { AskKind } from "../sandbox/mod.ts";
-import type { Reporter } from "../tool/mod.ts";
-import { CredentialRevokedError } from "../tool/mod.ts";
-import { failure, type ToolResult, withFault } from "../tool/mod.ts";
+import {
+  CredentialRevokedError,
+  failure,
+  type Reporter,
+  type ToolResult,
+  withFault,
+} from "../tool/mod.ts";
 import type { Catalog, CatalogEntry, ToolInfo } from "./catalog.ts";
 import { type ChangeReport, changesOf, isEmptyReport, withChanges } from "../layers/mod.ts";
 

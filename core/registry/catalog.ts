@@ -11,12 +11,15 @@ import { closestNames } from "../config/mod.ts";
 import type { JailStatus } from "../jail/mod.ts";
 import { hideHostPaths, scrubText } from "../base/mod.ts";
 import type { SecondWall } from "../seccomp/mod.ts";
-import { ceilingGrant, effectiveGrant, type HostPrivileges } from "../sandbox/mod.ts";
+import {
+  ceilingGrant,
+  effectiveGrant,
+  type HostPrivileges,
+  type ModuleMeta,
+  type ToolMeta,
+} from "../sandbox/mod.ts";
 import { confine, type Confinement } from "./_confine.ts";
-import type { ModuleMeta, ToolMeta } from "../sandbox/mod.ts";
-import type { Reporter } from "../tool/mod.ts";
-import { formatSchemas, type SchemaFormat } from "../tool/mod.ts";
-import type { Grant } from "../tool/mod.ts";
+import { formatSchemas, type Grant, type Reporter, type SchemaFormat } from "../tool/mod.ts";
 import { DEFINED_TWICE, displayModule, fullSource, LATER_USED, oneLine } from "./_catalog_text.ts";
 import { type NotLoaded, notLoadedMessage } from "./not_loaded.ts";
 import type { SourceKind, ToolsetSource } from "./toolset_source.ts";

@@ -11,8 +11,7 @@
  */
 import { join, resolve } from "node:path";
 import { sha256Hex } from "../base/mod.ts";
-import type { Pins } from "../sandbox/mod.ts";
-import type { ModuleMeta } from "../sandbox/mod.ts";
+import type { ModuleMeta, Pins } from "../sandbox/mod.ts";
 import type { Reporter } from "../tool/mod.ts";
 import { type FileEntry, FileIndex } from "./file_index.ts";
 

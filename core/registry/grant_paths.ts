@@ -7,8 +7,7 @@
  *
  * @module
  */
-import type { Policy } from "../config/mod.ts";
-import { pluginRoot, type TrustedPath } from "../config/mod.ts";
+import { pluginRoot, type Policy, type TrustedPath } from "../config/mod.ts";
 import type { ToolsetSource } from "./catalog.ts";
 
 /**

@@ -12,22 +12,21 @@
  * @module
  */
 import { dirname, join, resolve } from "node:path";
-import type { TrustedPath } from "../config/mod.ts";
-import { loadPolicy, type Policy } from "../config/mod.ts";
+import { loadPolicy, type Policy, type TrustedPath } from "../config/mod.ts";
 import { AuditLog } from "../audit/mod.ts";
-import { findBwrap } from "../jail/mod.ts";
-import { probeLimits } from "../jail/mod.ts";
-import { runtimeFiles } from "../jail/mod.ts";
+import { findBwrap, probeLimits, runtimeFiles } from "../jail/mod.ts";
 import { secretValues } from "../base/mod.ts";
-import { type HostPrivileges, hostPrivileges } from "../sandbox/mod.ts";
-import { processSandboxMissing } from "../sandbox/mod.ts";
+import {
+  type HostPrivileges,
+  hostPrivileges,
+  type ModuleMeta,
+  prepareSealedRuntime,
+  processSandboxMissing,
+  type Sandbox,
+  sandboxEntryFiles,
+} from "../sandbox/mod.ts";
 import { hostFallback } from "./host_fallback.ts";
-import type { ModuleMeta } from "../sandbox/mod.ts";
-import type { Sandbox } from "../sandbox/mod.ts";
-import { sandboxEntryFiles } from "../sandbox/mod.ts";
-import { Reporter } from "../tool/mod.ts";
-import type { ToolResult } from "../tool/mod.ts";
-import type { SchemaFormat } from "../tool/mod.ts";
+import { Reporter, type SchemaFormat, type ToolResult } from "../tool/mod.ts";
 import {
   builtinSource,
   builtinToolsets,
@@ -47,7 +46,6 @@ import type { RegistryOptions } from "./_registry_options.ts";
 import { type RegistryFolders, registryFolders, secondWall } from "./registry_folders.ts";
 import type { SecondWall } from "../seccomp/mod.ts";
 import type { SandboxPool } from "./sandbox_pool.ts";
-import { prepareSealedRuntime } from "../sandbox/mod.ts";
 
 export type { LoadProblem, SourceKind, ToolInfo, ToolsetSource, ToolStatus } from "./catalog.ts";
 export type { RegistryCallOptions } from "./_call_runner.ts";

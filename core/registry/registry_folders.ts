@@ -6,11 +6,18 @@
  * @module
  */
 import { join, resolve } from "node:path";
-import { codeStoreDir, configDir, heldBases, layerBases, ownStateDir } from "../config/mod.ts";
+import {
+  codeStoreDir,
+  configDir,
+  heldBases,
+  layerBases,
+  ownStateDir,
+  type Policy,
+  trustBase,
+  type TrustedPath,
+} from "../config/mod.ts";
 import { isWithin } from "../base/mod.ts";
-import type { Policy } from "../config/mod.ts";
 import { filtersDir, SecondWall, type SecondWallOptions } from "../seccomp/mod.ts";
-import { trustBase, type TrustedPath } from "../config/mod.ts";
 import { serversDir } from "../hosted/mod.ts";
 import type { RegistryOptions } from "./_registry_options.ts";
 

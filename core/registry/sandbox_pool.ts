@@ -17,8 +17,7 @@
  * @module
  */
 import type { Sandbox } from "../sandbox/mod.ts";
-import { sink as telemetry } from "../base/mod.ts";
-import { markSandbox } from "../base/mod.ts";
+import { markSandbox, sink as telemetry } from "../base/mod.ts";
 import type { Catalog, ToolInfo, ToolsetSource } from "./catalog.ts";
 
 /** The principal of calls that name none: the command line, the library. */

@@ -9,8 +9,7 @@
 import type { SandboxPolicy } from "../config/mod.ts";
 import type { EgressRecord } from "../egress/mod.ts";
 import type { RuntimeFiles, SeccompFiles } from "../jail/mod.ts";
-import type { ChangeReport } from "../layers/mod.ts";
-import type { SandboxLayers } from "../layers/mod.ts";
+import type { ChangeReport, SandboxLayers } from "../layers/mod.ts";
 import type { Grant } from "../tool/mod.ts";
 import type { HostMessage, SandboxMessage } from "./protocol.ts";
 

@@ -25,8 +25,7 @@ import { join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
 import { INSTALL_DIR } from "../config/mod.ts";
 import { isWithin } from "../jail/mod.ts";
-import { sha256Hex } from "../base/mod.ts";
-import { pathExists } from "../base/mod.ts";
+import { pathExists, sha256Hex } from "../base/mod.ts";
 import { type DenoInfo, denoInfo, type DenoLock, narrowLock } from "./emit_cache.ts";
 
 /** `DENO_DIR` of a sandbox that holds nothing: on its namespace's own `/tmp`. */

@@ -4,9 +4,8 @@
  *
  * @module
  */
-import { type Letter, LETTER_FLAGS, LETTER_NAMES, LETTERS } from "../tool/mod.ts";
+import { type Grant, type Letter, LETTER_FLAGS, LETTER_NAMES, LETTERS } from "../tool/mod.ts";
 import type { SandboxPolicy } from "../config/mod.ts";
-import type { Grant } from "../tool/mod.ts";
 
 type _Kind = "read" | "write" | "run" | "net";
 const _KIND: Record<Letter, _Kind> = { r: "read", w: "write", x: "run", n: "net" };

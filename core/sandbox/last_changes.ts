@@ -9,8 +9,13 @@
  *
  * @module
  */
-import { type ChangeReport, emptyReport, isEmptyReport } from "../layers/mod.ts";
-import type { HoldRequest, HoldSet } from "../layers/mod.ts";
+import {
+  type ChangeReport,
+  emptyReport,
+  type HoldRequest,
+  type HoldSet,
+  isEmptyReport,
+} from "../layers/mod.ts";
 
 /** What settles a call's writes: a sandbox's layers, or the last settlement of a run it outlived. */
 export interface Settles {

@@ -16,17 +16,23 @@ import {
   EGRESS_LISTEN,
   EGRESS_SOCKET_IN_NAMESPACE,
   EGRESS_URL,
+  hostTrustFile,
   proxyVars,
   type StartedEgress,
   startEgress,
+  TRUST_IN_NAMESPACE,
+  trustVars,
+  writeTrust,
 } from "../egress/mod.ts";
-import { type LimitedChild, spawnLimited } from "../jail/mod.ts";
-import { NAMESPACE_HOME, namespaceLayout, namespacePath } from "../jail/mod.ts";
-import { etcFiles } from "../jail/mod.ts";
-import { hostTrustFile, TRUST_IN_NAMESPACE, trustVars, writeTrust } from "../egress/mod.ts";
-import { type StartedLayers, startLayers } from "../layers/mod.ts";
-import { layerQuota } from "../layers/mod.ts";
-import type { SandboxLayers } from "../layers/mod.ts";
+import {
+  etcFiles,
+  type LimitedChild,
+  NAMESPACE_HOME,
+  namespaceLayout,
+  namespacePath,
+  spawnLimited,
+} from "../jail/mod.ts";
+import { layerQuota, type SandboxLayers, type StartedLayers, startLayers } from "../layers/mod.ts";
 import { childArgs, childEnv, selfHosted } from "./child_command.ts";
 import { exitReason } from "./_exit_reason.ts";
 import { adoptPrestarted, type LaunchPlan, noteLaunch } from "./prestart.ts";

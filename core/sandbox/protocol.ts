@@ -4,8 +4,14 @@
  *
  * @module
  */
-import type { CallFault, ToolResult } from "../tool/mod.ts";
-import type { Grant, LoadDecision, ReportKind, ReportOptions } from "../tool/mod.ts";
+import type {
+  CallFault,
+  Grant,
+  LoadDecision,
+  ReportKind,
+  ReportOptions,
+  ToolResult,
+} from "../tool/mod.ts";
 
 /** What the host tells the sandbox about the environment of a request. */
 export interface SandboxEnv {

@@ -7,10 +7,15 @@
  * @module
  */
 import { pinsRefusal, prepareSandboxFiles } from "./sandbox_files.ts";
-import { insideLoad, insidePath, outsideMetas, outsideText, pinnedGone } from "./pinned_code.ts";
-import type { PinnedCode } from "./pinned_code.ts";
-import { ToolTimeoutError } from "../tool/mod.ts";
-import { capResult, failure, type ToolResult, withFault } from "../tool/mod.ts";
+import {
+  insideLoad,
+  insidePath,
+  outsideMetas,
+  outsideText,
+  type PinnedCode,
+  pinnedGone,
+} from "./pinned_code.ts";
+import { capResult, failure, type ToolResult, ToolTimeoutError, withFault } from "../tool/mod.ts";
 import { startProcess } from "./process_transport.ts";
 import { answerAsk, refuseAsk } from "./_ask.ts";
 import { acceptMetas } from "./_module_meta.ts";

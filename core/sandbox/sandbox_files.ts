@@ -8,8 +8,7 @@
  */
 import { join } from "node:path";
 import { codeStoreDir, INSTALL_DIR } from "../config/mod.ts";
-import { probeLimits } from "../jail/mod.ts";
-import { isWithin, runtimeFiles } from "../jail/mod.ts";
+import { isWithin, probeLimits, runtimeFiles } from "../jail/mod.ts";
 import type { Grant } from "../tool/mod.ts";
 import { CACHE_FORMAT, privateDenoCache } from "./emit_cache.ts";
 import { changedPins, pinGraph, type Pins } from "./module_graph.ts";

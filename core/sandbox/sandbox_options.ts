@@ -7,8 +7,7 @@
 import type { SandboxPolicy } from "../config/mod.ts";
 import type { EgressRecord } from "../egress/mod.ts";
 import type { Grant, ReportKind, ReportOptions } from "../tool/mod.ts";
-import type { ChangeReport } from "../layers/mod.ts";
-import type { HoldRequest } from "../layers/mod.ts";
+import type { ChangeReport, HoldRequest } from "../layers/mod.ts";
 import type { Pins } from "./module_graph.ts";
 import type { KnownBytes } from "./pinned_code.ts";
 import type { DenoNeeds } from "./discovery_deno_dir.ts";

@@ -13,7 +13,15 @@
  *
  * @module
  */
-import { invokeTool } from "../tool/mod.ts";
+import {
+  capResult,
+  collectTools,
+  failure,
+  faultOf,
+  invokeTool,
+  type ToolDefinition,
+  VALID_EXPORT_EXAMPLE,
+} from "../tool/mod.ts";
 import {
   ASK_KEY_META,
   type AskKind,
@@ -22,10 +30,7 @@ import {
   type SandboxEnv,
   type SandboxMessage,
 } from "./protocol.ts";
-import { capResult, failure, faultOf } from "../tool/mod.ts";
-import { configureNetGuard } from "../guard/mod.ts";
-import { configureSubprocesses } from "../guard/mod.ts";
-import { collectTools, type ToolDefinition, VALID_EXPORT_EXAMPLE } from "../tool/mod.ts";
+import { configureNetGuard, configureSubprocesses } from "../guard/mod.ts";
 
 let _started = false;
 /** The one channel to the host (set by {@link runSandbox}). */

@@ -9,8 +9,14 @@
  */
 import { type ChangeReport, notAppliedText, withChanges } from "../layers/mod.ts";
 import type { Settles } from "./last_changes.ts";
-import type { CallFault } from "../tool/mod.ts";
-import { failure, faultOf, parseFault, type ToolResult, withFault } from "../tool/mod.ts";
+import {
+  type CallFault,
+  failure,
+  faultOf,
+  parseFault,
+  type ToolResult,
+  withFault,
+} from "../tool/mod.ts";
 import type { SandboxMessage } from "./protocol.ts";
 
 /**

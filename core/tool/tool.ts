@@ -4,8 +4,12 @@
  *
  * @module
  */
-import { isJsonSchema, jsonSchemaInput, rawJsonSchema } from "./_json_schema_input.ts";
-import { jsonSchemasReady } from "./_json_schema_input.ts";
+import {
+  isJsonSchema,
+  jsonSchemaInput,
+  jsonSchemasReady,
+  rawJsonSchema,
+} from "./_json_schema_input.ts";
 import { z } from "zod";
 import { parsePermissions } from "./permissions.ts";
 import { type TaskConfigFields, type TaskFields, taskOptions } from "./_task_support.ts";

@@ -1,9 +1,7 @@
 import { dirname } from "node:path";
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool/mod.ts";
-import { fsError, resolveInside } from "../../core/guard/mod.ts";
-import { assertNotPlanted } from "../../core/guard/mod.ts";
-import { replaceFile } from "../../core/guard/mod.ts";
+import { assertNotPlanted, fsError, replaceFile, resolveInside } from "../../core/guard/mod.ts";
 
 const input = z.object({
   filepath: z.string().min(1).describe("Path of the file to create, relative to the workspace"),

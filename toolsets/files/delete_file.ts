@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool/mod.ts";
-import { fsError, resolveInside } from "../../core/guard/mod.ts";
-import { assertNotPlanted } from "../../core/guard/mod.ts";
+import { assertNotPlanted, fsError, resolveInside } from "../../core/guard/mod.ts";
 
 const input = z.object({
   filepath: z.string().min(1).describe(

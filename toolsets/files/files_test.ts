@@ -1,8 +1,12 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { invokeTool, testContext } from "../../core/tool/mod.ts";
-import type { ToolResult } from "../../core/tool/mod.ts";
-import { collectTools, type ToolDefinition } from "../../core/tool/mod.ts";
+import {
+  collectTools,
+  invokeTool,
+  testContext,
+  type ToolDefinition,
+  type ToolResult,
+} from "../../core/tool/mod.ts";
 import * as createFile from "./create_file.ts";
 import * as deleteFile from "./delete_file.ts";
 import * as listFiles from "./list_files.ts";

@@ -1,8 +1,7 @@
 import { dirname } from "node:path";
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool/mod.ts";
-import { fsError, resolveInside } from "../../core/guard/mod.ts";
-import { assertNotPlanted } from "../../core/guard/mod.ts";
+import { assertNotPlanted, fsError, resolveInside } from "../../core/guard/mod.ts";
 
 const input = z.object({
   source: z.string().min(1).describe(

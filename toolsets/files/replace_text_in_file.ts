@@ -1,8 +1,6 @@
 import { z } from "zod";
 import { BaseTool, tool } from "../../core/tool/mod.ts";
-import { fsError, resolveInside } from "../../core/guard/mod.ts";
-import { assertNotPlanted } from "../../core/guard/mod.ts";
-import { replaceFile } from "../../core/guard/mod.ts";
+import { assertNotPlanted, fsError, replaceFile, resolveInside } from "../../core/guard/mod.ts";
 import { assertUnchanged, fileStamp, withFileLock } from "./_lock.ts";
 import { readChecked } from "./_read.ts";
 

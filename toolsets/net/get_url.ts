@@ -1,8 +1,6 @@
 import { z } from "zod";
-import { BaseTool, tool } from "../../core/tool/mod.ts";
-import { PermissionDeniedError } from "../../core/tool/mod.ts";
-import { guardUrl, listedExplicitly, NetworkGuardError } from "../../core/guard/mod.ts";
-import { GRANT_RULE } from "../../core/guard/mod.ts";
+import { BaseTool, PermissionDeniedError, tool } from "../../core/tool/mod.ts";
+import { GRANT_RULE, guardUrl, listedExplicitly, NetworkGuardError } from "../../core/guard/mod.ts";
 
 const input = z.object({
   url: z.string().min(1).describe("The http:// or https:// address to fetch"),

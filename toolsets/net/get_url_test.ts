@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
-import { invokeTool, testContext } from "../../core/tool/mod.ts";
-import { collectTools } from "../../core/tool/mod.ts";
+import { collectTools, invokeTool, testContext } from "../../core/tool/mod.ts";
 import * as getUrl from "./get_url.ts";
 
 const { tools: [GetUrl] } = await collectTools(getUrl);

@@ -5,10 +5,8 @@
  * @module
  */
 import { z } from "zod";
-import { failure } from "../../core/tool/mod.ts";
-import { resolveInside } from "../../core/guard/mod.ts";
-import { runSubprocess } from "../../core/guard/mod.ts";
-import type { ToolCallContext } from "../../core/tool/mod.ts";
+import { failure, type ToolCallContext } from "../../core/tool/mod.ts";
+import { resolveInside, runSubprocess } from "../../core/guard/mod.ts";
 
 /** Bytes kept of stdout and of stderr each. */
 export const MAX_STREAM_BYTES = 100_000;

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
-import { invokeTool, testContext } from "../../core/tool/mod.ts";
-import { collectTools, type ToolDefinition } from "../../core/tool/mod.ts";
+import { collectTools, invokeTool, testContext, type ToolDefinition } from "../../core/tool/mod.ts";
 import { MAX_STREAM_BYTES, missingReason } from "./_interpreter.ts";
 import * as bash from "./run_bash_code.ts";
 import * as python from "./run_python_code.ts";

@@ -12,8 +12,7 @@
  *
  * @module
  */
-import type { RoundAsk } from "../_input_rounds.ts";
-import type { InputRounds } from "../_input_rounds.ts";
+import type { InputRounds, RoundAsk } from "../_input_rounds.ts";
 import { declaresTasks, tasksNotDeclared } from "./_task_methods.ts";
 import type { TaskStore } from "./_task_store.ts";
 

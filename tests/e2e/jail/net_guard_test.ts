@@ -1,8 +1,7 @@
 // The network guard inside real sandboxes: GetUrl against a server on
 // 127.0.0.1 that the test runs, under a policy that grants every host ("*").
 import assert from "node:assert/strict";
-import type { Isolation } from "../../../core/config/policy.ts";
-import { parsePolicy } from "../../../core/config/policy.ts";
+import { type Isolation, parsePolicy } from "../../../core/config/policy.ts";
 import { Registry } from "../../../core/registry/registry.ts";
 import { Reporter } from "../../../core/tool/reporter.ts";
 import { tempLayout } from "../../_helpers.ts";

@@ -3,8 +3,7 @@
 // grant that covers them. Attacked with RunBashCode holding `r` of `/` and `x`.
 import assert from "node:assert/strict";
 import { parsePolicy } from "../../../core/config/policy.ts";
-import { findBwrap } from "../../../core/jail/mod.ts";
-import { namespaceArgs } from "../../../core/jail/mod.ts";
+import { findBwrap, namespaceArgs } from "../../../core/jail/mod.ts";
 import { Registry } from "../../../core/registry/registry.ts";
 import { Reporter } from "../../../core/tool/reporter.ts";
 import { runCli, tempLayout } from "../../_helpers.ts";
