@@ -128,6 +128,9 @@ export function hostedMcpSpawn(l: HostedLayout) {
       CORRAL_CACHE_DIR: "",
       CORRAL_CONFIG_DIR: l.config,
       CORRAL_SERVERS_DIR: SERVERS_DIR,
+      // The SDK's transport starts the child with this environment only: a run whose packages
+      // are in another Deno cache (DENO_DIR) must find them there, not fetch them again.
+      ...(Deno.env.get("DENO_DIR") ? { DENO_DIR: Deno.env.get("DENO_DIR")! } : {}),
     },
     cwd: ROOT,
     stderr: "pipe" as const,

@@ -83,7 +83,19 @@ function _check(list: unknown, call: unknown, how: string): void {
 
 Deno.test(`the MCP Inspector CLI ${VERSION} lists and calls tools over stdio`, async () => {
   await using ws = await tempWorkspace();
-  const server = ["--", Deno.execPath(), ...CORRAL_ARGS, "mcp", "--workspace", ws.dir, "-r"];
+  // The Inspector starts the server with its own few variables: a run whose packages are in
+  // another Deno cache (DENO_DIR) passes it on, or the server would fetch them again.
+  const denoDir = Deno.env.get("DENO_DIR");
+  const server = [
+    ...(denoDir ? ["-e", `DENO_DIR=${denoDir}`] : []),
+    "--",
+    Deno.execPath(),
+    ...CORRAL_ARGS,
+    "mcp",
+    "--workspace",
+    ws.dir,
+    "-r",
+  ];
   const list = await _inspector(["--method", "tools/list", ...server], ws);
   const call = await _inspector(
     ["--method", "tools/call", "--tool-name", "ListFiles", "--tool-arg", "path=.", ...server],

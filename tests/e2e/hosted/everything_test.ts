@@ -16,8 +16,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { Client as V2Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport as V2Stdio } from "@modelcontextprotocol/client/stdio";
-import { CORRAL_ARGS, ROOT } from "../../../testing/mod.ts";
-import { approve, hostedLayout, hostedRegistry, SERVERS_DIR } from "../../_hosted_helpers.ts";
+import { approve, hostedLayout, hostedMcpSpawn, hostedRegistry } from "../../_hosted_helpers.ts";
 
 const EVERYTHING = {
   everything: { npm: "@modelcontextprotocol/server-everything@2026.8.31", args: ["stdio"] },
@@ -35,31 +34,7 @@ async function everything(l: Layout) {
     join(l.base, "permissions.json"),
     JSON.stringify({ servers: { everything: {} } }),
   );
-  return {
-    command: Deno.execPath(),
-    args: [
-      ...CORRAL_ARGS,
-      "mcp",
-      "--workspace",
-      l.ws,
-      "--config",
-      join(l.base, "corral.json"),
-      "--permissions",
-      join(l.base, "permissions.json"),
-      "--audit",
-      l.audit,
-    ],
-    env: {
-      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-      HOME: Deno.env.get("HOME") ?? "/root",
-      NO_COLOR: "1",
-      CORRAL_CACHE_DIR: "",
-      CORRAL_CONFIG_DIR: l.config,
-      CORRAL_SERVERS_DIR: SERVERS_DIR,
-    },
-    cwd: ROOT,
-    stderr: "pipe" as const,
-  };
+  return hostedMcpSpawn(l);
 }
 
 Deno.test("server-everything through corral mcp: progress, sampling, elicitation, content, resources, prompts", async () => {
