@@ -228,9 +228,15 @@ export class ToolNamespace {
     );
   }
 
-  /** Unmount the overlay over `root`. */
+  /**
+   * Unmount the overlay over `root`. Where it is busy, it is detached (and said on stderr), so
+   * that one case's failure never leaves an overlay under the next case's: stacked, every later
+   * mount fails ("maximum fs stacking depth exceeded") and hides the first failure's cause.
+   */
   umount(root: string): Promise<void> {
-    return this.run(`umount '${root}'`);
+    return this.run(
+      `umount '${root}' || { echo "umount failed; detached" >&2; umount -l '${root}'; }`,
+    );
   }
 
   /** `abs` as the namespace sees it. */
