@@ -56,31 +56,6 @@ export async function sectionMcp(sizes: Sizes): Promise<string> {
   compare("6a", "call p50", (s) => s.p50!, 1.0);
   compare("6b", "call p99", (s) => s.p99!, 1.0);
   compare("6c", "start-up to the first answer (median)", start, 1.2);
-  // Each hand-written lane against the SDK path without it (issue 42: a lane gaining < 10% goes).
-  // On a busy machine (load over 1 after the run) the verdict is not given: it would be chance.
-  const load = Deno.loadavg()[0];
-  const busy = load > 1;
-  const lane = (what: string, on: ServerResult | undefined, off: ServerResult | undefined) => {
-    if (!on || !off || on.error || off.error) {
-      return [what, "error", "", "", "", "", ""];
-    }
-    const gain = (off.p50! - on.p50!) / off.p50!;
-    return [
-      what,
-      fmtMs(on.p50!),
-      fmtMs(off.p50!),
-      `${(100 * gain).toFixed(1)} %`,
-      `${fmtMs(on.mean!)} / ${fmtMs(off.mean!)}`,
-      `${_cpu(on)} / ${_cpu(off)}`,
-      busy
-        ? `unreliable: load ${load.toFixed(1)}`
-        : gain < 0.1
-        ? "**< 10 %: a candidate for removal**"
-        : "keeps its place",
-    ];
-  };
-  const sdk = r.servers["corral-sdk"];
-  const plain = r.servers["corral-plain"];
   return [
     SECTIONS[6],
     "",
@@ -114,31 +89,14 @@ export async function sectionMcp(sizes: Sizes): Promise<string> {
       [
         row("official filesystem server (baseline)", fs),
         row("**corral mcp**", cr),
-        row("corral mcp, `CORRAL_BENCH_MCP_LANES=sdk`", sdk ?? { error: "not run" }),
-        row("corral mcp, `CORRAL_BENCH_MCP_LANES=plain`", plain ?? { error: "not run" }),
       ],
     ),
     "",
-    "corral's hand-written stdio lanes, each against the plain SDK 2.4 path without it, in " +
-    "the same call blocks (`CORRAL_BENCH_MCP_LANES`, core/mcp/stdio_lane.ts): `sdk` sends " +
-    "every line to the SDK's dispatch (no fast lane), `plain` also lets the SDK write to " +
-    "`process.stdout`. Gain: the p50 the lane saves, as a share of the p50 without it. CPU a " +
-    "call: the server process's own CPU time (user + system, from /proc) plus its sandboxes', " +
-    "over its measured calls: work, which a busy machine moves less than wall time.",
-    "",
-    table([
-      "lane",
-      "p50 with",
-      "p50 without",
-      "gain",
-      "mean with / without",
-      "CPU a call with / without",
-      "verdict",
-    ], [
-      lane("core/mcp/fast_call.ts (with stdio_lane.ts's routing) vs SDK dispatch", cr, sdk),
-      lane("serve_stdio.ts's stdout writer vs the SDK's `process.stdout`", sdk, plain),
-      lane("all of corral's stdio lanes vs the plain SDK path", cr, plain),
-    ]),
+    "`corral mcp` on stdio serves every message through the SDK 2.4 stdio transport: its " +
+    "own `tools/call` lane and stdout writer, weighed here against that path, gained under " +
+    "10 % of the call's p50 on a quiet machine and were removed (issue 42; the figures are " +
+    "in the Analysis). CPU a call: the server process's own CPU time (user + system, from " +
+    "/proc) plus its sandboxes', over its measured calls.",
   ].join("\n");
 }
 

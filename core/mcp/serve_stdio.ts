@@ -1,13 +1,13 @@
 /**
  * MCP over stdio: protocol messages only on stdout, corral's own output on
- * stderr. `tools/call` takes the session's fast lane (./stdio_lane.ts,
- * ./fast_call.ts); everything else the SDK's stdio transport.
+ * stderr, every message through the SDK's stdio transport
+ * (./_stdio_connect.ts).
  *
  * @module
  */
 import { limitedStdin } from "./_stdio_limit.ts";
 import process from "node:process";
-import { connectStdio, stdioLanes } from "./stdio_lane.ts";
+import { connectStdio } from "./_stdio_connect.ts";
 import { TaskStore } from "./tasks/_task_store.ts";
 import {
   createMcpServer,
@@ -53,32 +53,9 @@ export async function serveStdio(
   await connectStdio(
     mcp,
     input,
-    stdioLanes() === "plain" ? process.stdout : _stdout(),
+    process.stdout,
     () => createMcpServer(registry, { ...options, tasks }),
     tasks,
   );
   return { finished, notifyToolsChanged: () => mcp.notifyToolsChanged(), close };
-}
-
-/**
- * stdout for the SDK transport: each message written at once with
- * `Deno.stdout.writeSync` (what `process.stdout.write` does too, behind
- * ≈ 8 µs of stream machinery), so messages keep their order with any other
- * write to stdout; never backed up, so `drain` is never waited for.
- */
-function _stdout(): NodeJS.WritableStream {
-  const encoder = new TextEncoder();
-  const out = {
-    write(text: string): boolean {
-      let bytes = encoder.encode(text);
-      while (bytes.length > 0) bytes = bytes.subarray(Deno.stdout.writeSync(bytes));
-      return true;
-    },
-    once: () => out,
-    on: () => out,
-    off: () => out,
-    // The v2 SDK's transport looks through the error listeners when it starts: there are none.
-    listeners: () => [],
-  };
-  return out as unknown as NodeJS.WritableStream;
 }
