@@ -7,8 +7,11 @@
  * the machine hits both alike. Then each server is started STARTS more
  * times, alternately, and timed from spawn to its first answer (the
  * connections measured first have filled the caches). corral runs with an
- * empty config directory and a discovery cache of its own. Prints one JSON
- * object.
+ * empty config directory and a discovery cache of its own. One more corral
+ * server takes part in the call blocks with corral's stdio lane turned off
+ * (`CORRAL_BENCH_MCP_LANES=sdk`, core/mcp/stdio_lane.ts: every line to the
+ * SDK's dispatch), so that the lane is measured against the plain SDK path
+ * side by side. Prints one JSON object.
  *
  *     deno run -A bench/mcp.ts CALLS STARTS
  *
@@ -42,8 +45,8 @@ export interface ServerResult {
   cpuMs?: { own: number; children: number };
 }
 
-/** The servers of the call blocks: the peer and corral. */
-export type ServerName = "filesystem" | "corral";
+/** The servers of the call blocks: the peer, corral, corral with its stdio lane off. */
+export type ServerName = "filesystem" | "corral" | "corral-sdk";
 
 /** What this script prints. */
 export interface McpResult {
@@ -147,11 +150,18 @@ async function main(): Promise<void> {
   const corralEnv = { CORRAL_CACHE_DIR: `${tmp}/cache`, CORRAL_CONFIG_DIR: `${tmp}/config` };
   const fs = await _connect("filesystem", fsArgs, file, workspace, {});
   const corral = await _connect("corral", corralArgs, file, workspace, corralEnv);
+  const lanesOff = { sdk: "corral-sdk" } as const;
+  const off: Record<string, _Connected> = {};
+  for (const [lanes, name] of Object.entries(lanesOff)) {
+    const env = { ...corralEnv, CORRAL_BENCH_MCP_LANES: lanes };
+    off[name] = await _connect(name, corralArgs, file, workspace, env);
+  }
   const results = new Map<ServerName, ServerResult>([
     ["filesystem", fs.result],
     ["corral", corral.result],
+    ...Object.entries(off).map(([n, c]) => [n as ServerName, c.result] as const),
   ]);
-  const servers = [fs, corral].map((c) => c.server)
+  const servers = [fs, corral, ...Object.values(off)].map((c) => c.server)
     .filter((s): s is _Server => s !== undefined);
 
   // Warm-up (the same for each, its p50 kept), then alternate blocks of calls.

@@ -3,8 +3,8 @@
  * the cancellation signal, `_meta`, the request's ticket (`authInfo`), and
  * the way back to the client of this request (notifications, and on a
  * 2025-11-25 session requests of its own). Made from the v2 SDK's handler
- * context ({@link callExtra}), so the call path does not depend on the
- * SDK's shape.
+ * context ({@link callExtra}) or by the stdio lane (./fast_call.ts), so
+ * the call path does not depend on either.
  *
  * @module
  */

@@ -6,6 +6,7 @@ import type { CorralMcpServer } from "./mcp_server.ts";
 function _fakeServer(running: { n: number }, closed: string[], name: string): CorralMcpServer {
   return {
     server: undefined as never,
+    callTool: undefined as never,
     principal: name,
     get running() {
       return running.n;

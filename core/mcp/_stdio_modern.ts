@@ -9,7 +9,7 @@
  * input-required rounds (./_input_rounds.ts); a `subscriptions/listen`
  * naming its tasks gets their status notifications too
  * (./tasks/_task_listen_stdio.ts). A connection that opens otherwise is
- * served as before (./_stdio_connect.ts).
+ * served as before (./stdio_lane.ts).
  *
  * @module
  */

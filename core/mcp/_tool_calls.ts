@@ -51,19 +51,25 @@ export interface ToolCallContext {
   holdTask?: (end: (reason: Error) => void) => () => void;
 }
 
-/** Answer `tools/call` on `server` (before it connects). */
-export function serveToolCalls(server: Server, context: ToolCallContext): void {
+/**
+ * Runs one `tools/call` of a session: the SDK's route and the stdio lane
+ * (./fast_call.ts) run this same handler, so every check is on both.
+ */
+export type ToolCallHandler = (
+  name: string,
+  args: Record<string, unknown>,
+  extra: CallExtra,
+) => Promise<CallToolResult>;
+
+/** Answer `tools/call` on `server` (before it connects); returns the handler. */
+export function serveToolCalls(server: Server, context: ToolCallContext): ToolCallHandler {
+  const handler: ToolCallHandler = (name, args, extra) => _call(server, context, name, args, extra);
   server.setRequestHandler(
     "tools/call",
     (request, ctx) =>
-      _call(
-        server,
-        context,
-        request.params.name,
-        request.params.arguments ?? {},
-        callExtra(ctx, isModern(ctx)),
-      ),
+      handler(request.params.name, request.params.arguments ?? {}, callExtra(ctx, isModern(ctx))),
   );
+  return handler;
 }
 
 async function _call(

@@ -31,7 +31,7 @@ import { SessionPrincipal } from "./_session_principal.ts";
 import { serveTaskMethods, TASKS_EXTENSION } from "./tasks/_task_methods.ts";
 import { TaskServer } from "./tasks/_task_server.ts";
 import { TaskStore } from "./tasks/_task_store.ts";
-import { serveToolCalls } from "./_tool_calls.ts";
+import { serveToolCalls, type ToolCallHandler } from "./_tool_calls.ts";
 import { serveToolList } from "./_tool_list.ts";
 
 export type { McpRegistry } from "./_mcp_registry.ts";
@@ -96,6 +96,8 @@ export interface CorralMcpServer {
   readonly principal: string;
   /** Its calls running now: a session with a call in flight is not idle. */
   readonly running: number;
+  /** Its `tools/call` handler, the one the SDK runs (for the stdio lane, ./fast_call.ts). */
+  readonly callTool: ToolCallHandler;
 }
 
 /**
@@ -135,7 +137,7 @@ export function createMcpServer(
   serveToolList(server, registry);
   const tasks = options.tasks ?? new TaskStore();
   serveTaskMethods(server, tasks, principal.name);
-  serveToolCalls(server, {
+  const callTool = serveToolCalls(server, {
     registry,
     gate,
     principal,
@@ -147,7 +149,7 @@ export function createMcpServer(
     tasks,
     holdTask: options.holdTask,
   });
-  return _session(server, principal);
+  return _session(server, principal, callTool);
 }
 
 function _sdkServer(options: McpServerOptions, rounds: InputRounds): Server {
@@ -178,10 +180,15 @@ function _sdkServer(options: McpServerOptions, rounds: InputRounds): Server {
   );
 }
 
-function _session(server: Server, principal: SessionPrincipal): CorralMcpServer {
+function _session(
+  server: Server,
+  principal: SessionPrincipal,
+  callTool: ToolCallHandler,
+): CorralMcpServer {
   let connected = false;
   return {
     server,
+    callTool,
     principal: principal.name,
     get running() {
       return principal.running;

@@ -1,13 +1,13 @@
 /**
  * MCP over stdio: protocol messages only on stdout, corral's own output on
- * stderr, every message through the SDK's stdio transport
- * (./_stdio_connect.ts).
+ * stderr. `tools/call` takes the session's fast lane (./stdio_lane.ts,
+ * ./fast_call.ts); everything else the SDK's stdio transport.
  *
  * @module
  */
 import { limitedStdin } from "./_stdio_limit.ts";
 import process from "node:process";
-import { connectStdio } from "./_stdio_connect.ts";
+import { connectStdio } from "./stdio_lane.ts";
 import { TaskStore } from "./tasks/_task_store.ts";
 import {
   createMcpServer,

@@ -1,18 +1,20 @@
 /**
- * corral's MCP server on its stdio connection (./_stdio_connect.ts, the SDK's
- * v2 stdio transport behind corral's line limit), over the fixture tools of
- * tests/fixtures/progress_tools.ts in a real registry: raw JSON-RPC lines
- * in, every line written back checked: results, errors, progress,
- * confirmation, malformed lines, cancellation, the end of the connection
- * and the instance's gate.
+ * The `tools/call` fast lane against the SDK's route: the same raw JSON-RPC
+ * lines go to a server on the SDK's stdio transport alone and to one with
+ * the lane in front (./stdio_lane.ts), over the fixture tools of
+ * tests/fixtures/progress_tools.ts in a real registry; every line written
+ * back must be the same.
  */
 import assert from "node:assert/strict";
 import { PassThrough } from "node:stream";
+// @ts-types="@modelcontextprotocol/sdk/server/stdio"
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { parsePolicy } from "../config/policy.ts";
 import { Registry, type RegistryCallOptions } from "../registry/registry.ts";
+import type { FastCalls } from "./fast_call.ts";
 import { createMcpServer, type McpRegistry, type McpServerOptions } from "./mcp_server.ts";
 import { limitLines } from "./_stdio_limit.ts";
-import { connectStdio } from "./_stdio_connect.ts";
+import { connectStdio } from "./stdio_lane.ts";
 
 const FIXTURE = new URL("../../tests/fixtures/progress_tools.ts", import.meta.url).pathname;
 
@@ -20,8 +22,7 @@ type Msg = Record<string, unknown>;
 
 interface Stack {
   out: Msg[];
-  /** Everything written, as written. */
-  readonly raw: string;
+  lane?: FastCalls;
   /** The registry calls' options, in order (signals included). */
   calls: RegistryCallOptions[];
   send(message: Msg | string): void;
@@ -33,7 +34,7 @@ interface Stack {
 }
 
 async function _registry(): Promise<{ registry: Registry; dir: string }> {
-  const dir = await Deno.makeTempDir({ prefix: "corral_stdio_connect_" });
+  const dir = await Deno.makeTempDir({ prefix: "corral_fast_call_" });
   const policy = parsePolicy("{}", "test-permissions.json", dir);
   const registry = await Registry.create({
     workspace: dir,
@@ -45,8 +46,8 @@ async function _registry(): Promise<{ registry: Registry; dir: string }> {
   return { registry, dir };
 }
 
-/** A server on stdio-like streams, connected as `corral mcp` connects it. */
-async function _stack(options: McpServerOptions = {}): Promise<Stack> {
+/** A server on stdio-like streams: the SDK's transport alone, or with the lane in front. */
+async function _stack(withLane: boolean, options: McpServerOptions = {}): Promise<Stack> {
   const { registry, dir } = await _registry();
   const calls: RegistryCallOptions[] = [];
   const spy: McpRegistry = {
@@ -62,14 +63,14 @@ async function _stack(options: McpServerOptions = {}): Promise<Stack> {
   const output = new PassThrough();
   const lines = limitLines(input as unknown as NodeJS.ReadableStream, 1 << 20, () => {});
   const mcp = createMcpServer(spy, options);
-  await connectStdio(mcp, lines, output);
+  let lane: FastCalls | undefined;
+  if (withLane) lane = await connectStdio(mcp, lines, output);
+  else await mcp.connect(new StdioServerTransport(lines as never, output as never));
   const out: Msg[] = [];
   let text = "";
   const send = (m: Msg | string) =>
     input.write((typeof m === "string" ? m : JSON.stringify(m)) + "\n");
-  let raw = "";
   output.on("data", (chunk: Buffer) => {
-    raw += chunk.toString();
     text += chunk.toString();
     for (let nl = text.indexOf("\n"); nl >= 0; nl = text.indexOf("\n")) {
       const message = JSON.parse(text.slice(0, nl)) as Msg;
@@ -97,9 +98,7 @@ async function _stack(options: McpServerOptions = {}): Promise<Stack> {
   let pings = 0;
   return {
     out,
-    get raw() {
-      return raw;
-    },
+    lane,
     calls,
     send,
     answer,
@@ -123,7 +122,7 @@ const _INIT = {
   params: {
     protocolVersion: "2025-06-18",
     capabilities: { elicitation: {} },
-    clientInfo: { name: "stdio-connect-test", version: "1" },
+    clientInfo: { name: "fast-call-test", version: "1" },
   },
 };
 
@@ -134,18 +133,18 @@ const _call = (id: unknown, name: string, args?: unknown, more: Msg = {}) => ({
   params: { name, ...(args === undefined ? {} : { arguments: args }), ...more },
 });
 
-/** Well-formed calls, each answered. */
-const _CALLS: Msg[] = [
+/** Well-formed calls (the lane's), each answered. */
+const _LANE_CALLS: Msg[] = [
   _call(10, "Steps", { steps: 3 }, { _meta: { progressToken: "p1" } }),
   _call("s", "Sleep", { ms: 0 }),
   _call(11, "Sleep", { ms: "long", extra: 1 }), // bad arguments: a tool error result
   _call(12, "Nope", {}), // unknown tool: an MCP error
-  _call(13, "Guarded"), // no arguments; confirmed through elicitation
+  _call(13, "Guarded"), // no arguments; confirmed through elicitation (a request of the lane's)
   _call(14, "Steps", { steps: 1 }, { _meta: { progressToken: 7, other: "x" } }),
 ];
 
-/** Malformed or odd lines: the SDK answers (or ignores) them. */
-const _ODD_LINES: Array<Msg | string> = [
+/** Malformed or not the lane's: the SDK answers (or ignores) them as it always did. */
+const _SDK_LINES: Array<Msg | string> = [
   _call(20, 5 as unknown as string, {}), // a name that is not a string
   _call(21, "Sleep", [1]), // arguments that are not an object
   _call(22, "Sleep", null),
@@ -160,13 +159,14 @@ const _ODD_LINES: Array<Msg | string> = [
 ];
 
 /**
- * The script: a call before initialize, initialize, the calls, the odd
- * lines; the indexes of the odd lines that got an answer.
+ * The same script on a stack: a call before initialize, initialize, the
+ * calls, the odd lines. The ids of odd lines that got an answer are
+ * returned; with `answered` (the SDK's), those are waited for instead.
  */
-async function _script(s: Stack): Promise<Set<number>> {
+async function _script(s: Stack, answered?: Set<unknown>): Promise<Set<unknown>> {
   s.send(_call("early", "Sleep", { ms: 0 }));
   await s.answer("early");
-  // Before initialize the client cannot be asked: confirmation refuses.
+  // Before initialize the client cannot be asked: confirmation refuses, on both routes.
   s.send(_call("early-guarded", "Guarded"));
   await s.answer("early-guarded");
   s.send(_INIT);
@@ -174,15 +174,19 @@ async function _script(s: Stack): Promise<Set<number>> {
   s.send({ jsonrpc: "2.0", method: "notifications/initialized" });
   s.send({ jsonrpc: "2.0", id: 2, method: "logging/setLevel", params: { level: "debug" } });
   await s.answer(2);
-  for (const call of _CALLS) {
+  for (const call of _LANE_CALLS) {
     s.send(call);
     await s.answer(call.id);
   }
-  const got = new Set<number>();
-  for (const [i, line] of _ODD_LINES.entries()) {
+  const got = new Set<unknown>();
+  for (const [i, line] of _SDK_LINES.entries()) {
     s.send(line);
     await s.barrier();
-    // An answer to a tool call may come after the ping's: give it time.
+    if (answered) {
+      if (answered.has(i)) await s.answer(_idOf(line));
+      continue;
+    }
+    // The SDK's own answer may come after the ping's (a tool call): give it time.
     await new Promise((r) => setTimeout(r, 300));
     if (s.out.some((m) => m.id === _idOf(line) && !("method" in m))) got.add(i);
   }
@@ -193,44 +197,55 @@ function _idOf(line: Msg | string): unknown {
   return typeof line === "string" ? Number(/"id":(\d+)/.exec(line)?.[1]) : line.id;
 }
 
-Deno.test("every call is answered in one line: results, tool errors, MCP errors, progress, confirmation; odd lines as the SDK does", async () => {
-  await using s = await _stack();
-  const answered = await _script(s);
-  const byId = (id: unknown) => s.out.find((m) => m.id === id && !("method" in m))!;
+/** The messages written, without the barrier's pings (whose answers may overtake a call's). */
+function _noPings(out: Msg[]): Msg[] {
+  return out.filter((m) => !String(m.id).startsWith("ping-"));
+}
+
+Deno.test("the lane answers every call as the SDK's route does, and leaves odd ones to the SDK", async () => {
+  await using sdk = await _stack(false);
+  await using fast = await _stack(true);
+  const answered = await _script(sdk);
+  await _script(fast, answered);
+  await new Promise((r) => setTimeout(r, 300));
+  assert.deepEqual(_noPings(fast.out), _noPings(sdk.out));
+  assert.equal(fast.out.length, sdk.out.length);
+  // The lane took the well-formed calls, the early one included, and nothing else.
+  assert.equal(fast.lane!.taken, _LANE_CALLS.length + 2);
+  const byId = (id: unknown) => sdk.out.find((m) => m.id === id && !("method" in m))!;
   const result = (id: unknown) => byId(id).result as Msg;
-  assert.deepEqual(result("early").structuredContent, { success: true, slept: 0 });
   assert.deepEqual(result(10).structuredContent, { success: true, steps: 3 });
   assert.equal(result(11).isError, true);
   assert.match(JSON.stringify(result(11)), /ms: Expected number/);
   assert.match(JSON.stringify(byId(12).error), /-32602.*Nope/);
   assert.deepEqual(result(13).structuredContent, { success: true, ran: true });
-  assert.ok(s.out.some((m) => m.method === "elicitation/create"), "confirmation was asked");
+  assert.ok(sdk.out.some((m) => m.method === "elicitation/create"), "confirmation was asked");
   assert.equal(result("early-guarded").isError, true);
   assert.match(JSON.stringify(result("early-guarded")), /needs confirmation/);
-  const progress = s.out.filter((m) => m.method === "notifications/progress");
+  const progress = sdk.out.filter((m) => m.method === "notifications/progress");
   assert.deepEqual(progress.map((m) => (m.params as Msg).progressToken), ["p1", "p1", "p1", 7]);
-  // Malformed requests get an error naming what is wrong; what is no request is not answered.
   assert.match(JSON.stringify(byId(20).error), /Invalid|invalid|expected/);
-  for (const id of [21, 22]) assert.ok(byId(id)?.error, `${id}: ${JSON.stringify(byId(id))}`);
-  assert.ok(!s.out.some((m) => m.id === 26 || m.id === 1.5), "the SDK ignores these");
-  assert.ok(answered.size > 0 && answered.size < _ODD_LINES.length, [...answered].join(","));
+  assert.ok(!sdk.out.some((m) => m.id === 26 || m.id === 1.5), "the SDK ignores these");
 });
 
-Deno.test("each message is one line of JSON, written whole", async () => {
-  await using s = await _stack();
-  s.send(_INIT);
-  await s.answer(1);
-  s.send(_call(3, "Sleep", { ms: 0 }));
-  await s.answer(3);
-  s.send(_call(4, "Nope"));
-  await s.answer(4);
-  assert.deepEqual(s.out.map((m) => m.id), [1, 3, 4]);
-  assert.equal(s.raw.split("\n").length, 4, s.raw);
-  assert.equal(s.raw.at(-1), "\n");
+Deno.test("the lane's answers are byte for byte the SDK's (same serialisation, one line each)", async () => {
+  const raw = async (withLane: boolean) => {
+    await using s = await _stack(withLane);
+    s.send(_INIT);
+    await s.answer(1);
+    s.send(_call(3, "Sleep", { ms: 0 }));
+    await s.answer(3);
+    s.send(_call(4, "Nope"));
+    await s.answer(4);
+    return s.out.map((m) => JSON.stringify(m));
+  };
+  const fast = await raw(true);
+  assert.deepEqual(fast, await raw(false));
+  assert.equal(fast.length, 3);
 });
 
-Deno.test("a cancellation reaches the running call, which is then never answered", async () => {
-  await using s = await _stack();
+Deno.test("a cancellation reaches the lane's call, which is then never answered", async () => {
+  await using s = await _stack(true);
   s.send(_INIT);
   await s.answer(1);
   s.send(_call("long", "Sleep", { ms: 60_000 }));
@@ -242,10 +257,7 @@ Deno.test("a cancellation reaches the running call, which is then never answered
     method: "notifications/cancelled",
     params: { requestId: "long", reason: "changed my mind" },
   };
-  // Another request's cancellation leaves it running.
-  s.send({ ...cancel, params: { requestId: "other" } });
-  await s.barrier();
-  assert.equal(signal.aborted, false);
+  assert.equal(s.lane!.offer({ ...cancel, params: { requestId: "other" } }), false);
   s.send(cancel);
   await s.barrier();
   assert.equal(signal.aborted, true);
@@ -262,25 +274,29 @@ Deno.test("a cancellation reaches the running call, which is then never answered
   });
 });
 
-Deno.test("closing the connection aborts its running calls", async () => {
-  const s = await _stack();
+Deno.test("closing the connection aborts the lane's running calls and it takes no more", async () => {
+  const s = await _stack(true);
   s.send(_call("long", "Sleep", { ms: 60_000 }));
   while (s.calls.length === 0) await new Promise((r) => setTimeout(r, 5));
   await s[Symbol.asyncDispose]();
   assert.equal(s.calls[0].signal!.aborted, true);
+  assert.equal(s.lane!.offer(_call("late", "Sleep", { ms: 0 })), false);
 });
 
-Deno.test("a call in the same chunk as initialize sees the client's capabilities", async () => {
-  await using s = await _stack();
-  // One write: initialize (elicitation declared), then a call that needs confirmation.
-  s.send(`${JSON.stringify(_INIT)}\n${JSON.stringify(_call("g", "Guarded"))}`);
-  const answer = await s.answer("g");
-  assert.deepEqual((answer.result as Msg).structuredContent, { success: true, ran: true });
-  assert.ok(s.out.some((m) => m.method === "elicitation/create"), "asked");
+Deno.test("a call in the same chunk as initialize sees the client's capabilities, as on the SDK route", async () => {
+  for (const withLane of [false, true]) {
+    await using s = await _stack(withLane);
+    // One write: initialize (elicitation declared), then a call that needs confirmation.
+    s.send(`${JSON.stringify(_INIT)}\n${JSON.stringify(_call("g", "Guarded"))}`);
+    const answer = await s.answer("g");
+    assert.deepEqual((answer.result as Msg).structuredContent, { success: true, ran: true });
+    assert.ok(s.out.some((m) => m.method === "elicitation/create"), `asked (lane: ${withLane})`);
+    assert.equal(s.lane?.taken ?? 0, withLane ? 1 : 0);
+  }
 });
 
-Deno.test("calls wait at the instance's gate: beyond its queue a tool error says so", async () => {
-  await using s = await _stack({ maxConcurrent: 1, maxQueue: 0 });
+Deno.test("the lane's calls wait at the instance's gate: beyond its queue a tool error says so", async () => {
+  await using s = await _stack(true, { maxConcurrent: 1, maxQueue: 0 });
   s.send(_INIT);
   await s.answer(1);
   s.send(_call("long", "Sleep", { ms: 500 }));
@@ -291,4 +307,5 @@ Deno.test("calls wait at the instance's gate: beyond its queue a tool error says
   assert.match(JSON.stringify(busy), /too busy: 1 calls running and 0 waiting/);
   assert.equal(s.calls.length, 1, "the refused call never reached the registry");
   assert.equal(((await s.answer("long")).result as Msg).isError, false);
+  assert.equal(s.lane!.taken, 2);
 });
