@@ -282,6 +282,17 @@ Deno.test("a cold call loads no MCP SDK, Ajv, X.509, JWT, Redis or telemetry pac
   }
 });
 
+Deno.test("corral mcp on stdio loads no HTTP server, identity, X.509, JWT, Redis or telemetry package before it needs one", async () => {
+  // `--http` loads core/cli/_serve_mcp_http.ts (hono, identities, tokens) lazily: a stdio start
+  // that imported it statically took about 150 ms more to its first answer (bench section 6c).
+  const packages = await _staticPackages(`${ROOT}core/cli/_mcp_command.ts`);
+  const heavy = packages.filter((p) =>
+    /^(@modelcontextprotocol|@hono|hono|ajv|@peculiar|jose|@redis|prom-client|@opentelemetry)/
+      .test(p)
+  );
+  assert.deepEqual(heavy, [], `core/cli/_mcp_command.ts imports statically: ${packages}`);
+});
+
 /** Relative specifiers of one file: `static` (import/export … from, in code or doc examples) and `lazy` (`import("…")`). */
 function _specifiers(text: string): { static: string[]; lazy: string[] } {
   const fromRe =

@@ -14,7 +14,8 @@ import type { CliValues } from "./_options.ts";
 import { keepNextLaunch } from "./prestart_recipe.ts";
 import { sandboxLimitsOf } from "./_sandbox_limits.ts";
 import type { TeamServer } from "./_team_server.ts";
-import { type McpHttpLimits, type McpServed, serveMcpHttp } from "./_serve_mcp_http.ts";
+// HTTP serving (hono, identities, tokens) is loaded only for `--http`: stdio starts without it.
+import type { McpHttpLimits, McpServed } from "./_serve_mcp_http.ts";
 
 /** Run `corral mcp` with the command line's flags; returns the exit code. */
 export async function mcpCommand(values: CliValues, session: CliSession): Promise<number> {
@@ -139,7 +140,13 @@ export async function runMcpCommand(
   const limits = _limits(flags);
   const served: McpServed = flags.http === undefined
     ? { handle: await _serveStdio(registry, flags, limits.stdio) }
-    : await serveMcpHttp(registry, flags.http, flags, limits.http, log);
+    : await (await import("./_serve_mcp_http.ts")).serveMcpHttp(
+      registry,
+      flags.http,
+      flags,
+      limits.http,
+      log,
+    );
   const { handle } = served;
   await flags.onServe?.(handle);
   const stop = () => void handle.close();
