@@ -15,6 +15,16 @@
  * assert.deepEqual(command.slice(-4), ["--preload", STDIO_RPC, "/srv/fixture.ts", "name"]);
  * ```
  *
+ * A Python fixture server (tests/fixtures/_stdio_rpc.py) takes its loop's
+ * path as its last argument:
+ *
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { PY_STDIO_RPC, pyFixtureServer } from "./fixture_server.ts";
+ * const py = pyFixtureServer("/srv/fixture.py", { args: ["a"] });
+ * assert.deepEqual(py, ["python3", "/srv/fixture.py", "a", PY_STDIO_RPC]);
+ * ```
+ *
  * @module
  */
 import { FIXTURES } from "./paths.ts";
@@ -40,5 +50,25 @@ export function fixtureServer(file: string, options: FixtureServerOptions = {}):
     ...["--preload", STDIO_RPC],
     file,
     ...(options.args ?? []),
+  ];
+}
+
+/** The stdio loop every Python fixture server loads. */
+export const PY_STDIO_RPC: string = `${FIXTURES}_stdio_rpc.py`;
+
+/**
+ * `python3 FILE ARGS LOOP` (or another interpreter, or a script, as `python`)
+ * of Python fixture server `file`: the shared loop's path comes last, where
+ * the server loads it from.
+ */
+export function pyFixtureServer(
+  file: string,
+  options: { args?: string[]; python?: string } = {},
+): string[] {
+  return [
+    ...(options.python ? [options.python] : ["python3"]),
+    file,
+    ...(options.args ?? []),
+    PY_STDIO_RPC,
   ];
 }

@@ -32,6 +32,12 @@ export {
 } from "./corral_http.ts";
 export { connectWithToken, INIT_BODY, INIT_REQUEST, MCP_POST_HEADERS } from "./mcp_client.ts";
 export { fixtureRegistry } from "./fixture_registry.ts";
-export { fixtureServer, type FixtureServerOptions, STDIO_RPC } from "./fixture_server.ts";
+export {
+  fixtureServer,
+  type FixtureServerOptions,
+  PY_STDIO_RPC,
+  pyFixtureServer,
+  STDIO_RPC,
+} from "./fixture_server.ts";
 export { REDIS_SERVER, startRedis, type TestRedis } from "./redis.ts";
 export { type Canary, type Service, startCanary, startPostgres } from "./services.ts";

@@ -2,15 +2,17 @@
 // only corral's namespace (its grant), limits and scrubbed environment.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { HOSTED_FIXTURES } from "../../../testing/mod.ts";
+import { HOSTED_FIXTURES, PY_STDIO_RPC, pyFixtureServer } from "../../../testing/mod.ts";
 import { approve, hostedLayout, hostedRegistry } from "../../_hosted_helpers.ts";
+
+const PY_SERVER = join(HOSTED_FIXTURES, "py_server.py");
 
 Deno.test("a python3 server reads inside its grant only and sees only its own environment", async () => {
   await using l = await hostedLayout();
   await Deno.writeTextFile(join(l.ws, "in.txt"), "inside");
   Deno.env.set("HOST_ONLY_VARIABLE", "host-only-value");
   const servers = {
-    py: { command: ["python3", join(HOSTED_FIXTURES, "py_server.py")], env: { MODE: "test" } },
+    py: { command: pyFixtureServer(PY_SERVER), env: { MODE: "test" } },
   };
   const first = await hostedRegistry(l, servers, { py: { read: ["."] } });
   assert.deepEqual((await approve(first.registry, "py")).sort(), ["py_env", "py_read"]);
@@ -44,11 +46,11 @@ Deno.test("a venv's interpreter, or a script of the venv, is a command that work
   assert.ok(made.success, new TextDecoder().decode(made.stderr));
   // A script of the venv, as pip installs one: its shebang is the venv's python.
   const script = join(venv, "bin", "py-mcp-server");
-  const source = await Deno.readTextFile(join(HOSTED_FIXTURES, "py_server.py"));
+  const source = await Deno.readTextFile(PY_SERVER);
   await Deno.writeTextFile(script, `#!${venv}/bin/python\n${source}`, { mode: 0o755 });
   const servers = {
-    interp: { command: [join(venv, "bin", "python"), join(HOSTED_FIXTURES, "py_server.py")] },
-    script: { command: [script] },
+    interp: { command: pyFixtureServer(PY_SERVER, { python: join(venv, "bin", "python") }) },
+    script: { command: [script, PY_STDIO_RPC] },
   };
   const perms = { interp: { read: ["."] }, script: { read: ["."] } };
   const first = await hostedRegistry(l, servers, perms);
@@ -76,7 +78,7 @@ Deno.test("a venv's interpreter, or a script of the venv, is a command that work
 
 Deno.test("a command server's /etc holds corral's own passwd, group, hosts and resolv.conf, none of the host's accounts or names", async () => {
   await using l = await hostedLayout();
-  const servers = { py: { command: ["python3", join(HOSTED_FIXTURES, "py_server.py")] } };
+  const servers = { py: { command: pyFixtureServer(PY_SERVER) } };
   const first = await hostedRegistry(l, servers, { py: {} });
   await approve(first.registry, "py");
   await first.registry.close();

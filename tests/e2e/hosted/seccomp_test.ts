@@ -6,7 +6,7 @@
 // the other hosted tests run them so; one is called here as the control).
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { HOSTED_FIXTURES } from "../../../testing/mod.ts";
+import { HOSTED_FIXTURES, pyFixtureServer } from "../../../testing/mod.ts";
 import { approve, hostedLayout, hostedRegistry } from "../../_hosted_helpers.ts";
 import { assertFiltered, PROBE, probeCases, probeResult } from "../../_seccomp_probe.ts";
 
@@ -23,8 +23,8 @@ Deno.test("a hosted server's own process tries every refused class: EPERM or ENO
   await using l = await hostedLayout();
   await Deno.writeTextFile(join(l.ws, "a.txt"), "inside\n");
   const servers = {
-    probe: { command: ["python3", SERVER, PROBE] },
-    granted: { command: ["python3", SERVER, PROBE] },
+    probe: { command: pyFixtureServer(SERVER, { args: [PROBE] }) },
+    granted: { command: pyFixtureServer(SERVER, { args: [PROBE] }) },
     fs: { npm: FS, args: ["${workspace}"] },
   };
   const perms = {
