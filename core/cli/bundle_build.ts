@@ -4,12 +4,13 @@
  * benchmark before it measures).
  *
  * 1. An entry is written that imports ./cli.ts and the modules of a call
- *    ({@link CALL_MODULES}), and the hosted servers' runtime by a dynamic
- *    import, handing them to ./cli.ts and core/hosted/hosted_runtime.ts: a
- *    bundled call holds one instance of every module it loads.
+ *    ({@link CALL_MODULES}); `corral mcp`'s ({@link MCP_MODULES}) and the
+ *    hosted servers' runtime by a dynamic import, handing them to ./cli.ts
+ *    and core/hosted/hosted_runtime.ts: a bundled command holds one
+ *    instance of every module it loads.
  * 2. `deno bundle --code-splitting` makes it into a few chunks (esbuild):
- *    the call's (read at start), the hosted runtime's and the packages
- *    loaded on demand (read when used).
+ *    the call's (read at start), `corral mcp`'s, the hosted runtime's and
+ *    the packages loaded on demand (read when used).
  * 3. Each module's `import.meta.url` in a chunk becomes its own file's URL
  *    (corral finds its install folder, its sandbox entry points and its
  *    programs from there), and a chunk's dynamic import of another chunk is
@@ -37,7 +38,13 @@ export async function buildHostBundle(): Promise<number> {
     await _bundle(tmp, stamps);
     const name = crypto.randomUUID().slice(0, 12);
     await Deno.rename(`${tmp}/out`, `${_DIR}/${name}`);
-    const record: BundleRecord = { v: BUNDLE_VERSION, deno: Deno.version.deno, dir: name, stamps };
+    const record: BundleRecord = {
+      v: BUNDLE_VERSION,
+      deno: Deno.version.deno,
+      dir: name,
+      stamps,
+      npm: await sandboxPackages(tmp),
+    };
     _put(`${_DIR}/current.json`, JSON.stringify(record));
     await Deno.remove(`${_DIR}/failed.json`).catch(() => {});
     await _prune(name);
@@ -51,6 +58,7 @@ export async function buildHostBundle(): Promise<number> {
         deno: Deno.version.deno,
         dir: "",
         stamps,
+        npm: [],
         at: Date.now(),
       }),
     );
@@ -99,7 +107,8 @@ async function _bundle(tmp: string, stamps: Array<[string, string]>): Promise<vo
 
 /**
  * The modules ./cli.ts loads (by `_load`) on the way of a `corral call`:
- * bundled with it, statically. Any other command runs from corral's modules.
+ * bundled with it, statically. Any command but these two runs from corral's
+ * modules.
  */
 export const CALL_MODULES = [
   "./prestart_recipe.ts",
@@ -107,6 +116,12 @@ export const CALL_MODULES = [
   "./_call_command.ts",
   "../sandbox/prestart.ts",
 ] as const;
+
+/**
+ * The modules ./cli.ts loads on the way of `corral mcp`: bundled too, in a
+ * chunk of their own that only `corral mcp` reads (a call does not).
+ */
+export const MCP_MODULES = ["./_mcp_command.ts"] as const;
 
 /**
  * The entry: ./cli.ts and the modules of a call, statically (one chunk, read
@@ -117,7 +132,7 @@ async function _entryText(): Promise<string> {
   const url = (rel: string) => JSON.stringify(`file://${INSTALL_DIR}/${rel}`);
   const cli = await Deno.readTextFile(`${INSTALL_DIR}/core/cli/cli.ts`);
   const loaded = new Set([...cli.matchAll(/_load<typeof import\("([^"]+)"\)>/g)].map((m) => m[1]));
-  const lost = CALL_MODULES.filter((p) => !loaded.has(p));
+  const lost = [...CALL_MODULES, ...MCP_MODULES].filter((p) => !loaded.has(p));
   if (lost.length) throw new Error(`core/cli/cli.ts no longer loads ${lost.join(", ")}`);
   const rel = (p: string) => new URL(p, "file:///core/cli/").pathname.slice(1);
   return [
@@ -127,6 +142,7 @@ async function _entryText(): Promise<string> {
     `import { parseCli } from ${url("core/cli/_options.ts")};`,
     `cli.useBundled({`,
     ...CALL_MODULES.map((p, i) => `  ${JSON.stringify(p)}: () => Promise.resolve(m${i}),`),
+    ...MCP_MODULES.map((p) => `  ${JSON.stringify(p)}: () => ${_IMPORT}(${url(rel(p))}),`),
     `});`,
     `useBundledServer(() => ${_IMPORT}(${url("core/hosted/hosted_server.ts")}));`,
     `export const main = cli.main;`,
@@ -140,6 +156,77 @@ async function _entryText(): Promise<string> {
     `}`,
     "",
   ].join("\n");
+}
+
+/**
+ * The npm packages (name, version) that corral's sandboxes load: the static
+ * graph of the sandbox entries and the built-in toolsets, with every
+ * package those depend on. A sandbox runs `--cached-only`, and a host that
+ * runs from the bundle never fills the Deno cache as one running from the
+ * modules does, so ./host_bundle.ts uses a bundle only where they are cached.
+ */
+async function sandboxPackages(tmp: string): Promise<Array<[string, string]>> {
+  const roots = ["sandbox_child.ts", "sandbox_worker.ts"].map((f) =>
+    `${INSTALL_DIR}/core/sandbox/${f}`
+  );
+  for await (const set of Deno.readDir(`${INSTALL_DIR}/toolsets`)) {
+    if (!set.isDirectory) continue;
+    for await (const e of Deno.readDir(`${INSTALL_DIR}/toolsets/${set.name}`)) {
+      if (/\.ts$/.test(e.name) && !/_test\.ts$/.test(e.name)) {
+        roots.push(`${INSTALL_DIR}/toolsets/${set.name}/${e.name}`);
+      }
+    }
+  }
+  const entry = `${tmp}/sandboxes.ts`;
+  await Deno.writeTextFile(entry, roots.map((r) => `import "file://${r}";\n`).join(""));
+  const info = JSON.parse(
+    await _deno(["info", "--json", `--config=${INSTALL_DIR}/deno.json`, entry]),
+  ) as _Info;
+  return _reachedPackages(info);
+}
+
+interface _Info {
+  roots: string[];
+  redirects?: Record<string, string>;
+  modules: Array<{
+    specifier: string;
+    dependencies?: Array<{ code?: { specifier?: string }; isDynamic?: boolean }>;
+  }>;
+  npmPackages?: Record<string, { name: string; version: string; dependencies?: string[] }>;
+}
+
+/** The npm packages `info`'s roots reach (static and literal dynamic imports), with their own. */
+function _reachedPackages(info: _Info): Array<[string, string]> {
+  const bySpec = new Map(info.modules.map((m) => [m.specifier, m]));
+  const seen = new Set<string>(info.roots);
+  const queue = [...info.roots];
+  const keys: string[] = [];
+  while (queue.length) {
+    for (const dep of bySpec.get(queue.pop()!)?.dependencies ?? []) {
+      const raw = dep.code?.specifier;
+      if (!raw) continue;
+      const spec = info.redirects?.[raw] ?? raw;
+      if (seen.has(spec)) continue;
+      seen.add(spec);
+      if (spec.startsWith("npm:/")) {
+        keys.push(spec.slice(5).split("/").slice(0, spec[5] === "@" ? 2 : 1).join("/"));
+      } else queue.push(spec);
+    }
+  }
+  // A package's key may carry its peers (`name@version_peer@version`): found by name@version too.
+  const byId = new Map<string, string>();
+  for (const [key, p] of Object.entries(info.npmPackages ?? {})) {
+    byId.set(`${p.name}@${p.version}`, key);
+  }
+  const out = new Map<string, [string, string]>();
+  for (let id = keys.pop(); id !== undefined; id = keys.pop()) {
+    const key = info.npmPackages?.[id] ? id : byId.get(id) ?? id;
+    const p = info.npmPackages?.[key];
+    if (!p || out.has(key)) continue;
+    out.set(key, [p.name, p.version]);
+    keys.push(...(p.dependencies ?? []));
+  }
+  return [...out.values()].sort();
 }
 
 /** The local files of the entry's module graph (static and literal dynamic imports). */

@@ -3,7 +3,8 @@
  * load) made by `deno bundle` into a few JavaScript files in `.corral/bundle`
  * of corral's install folder (trust base: no tool may change it), by
  * ./bundle_build.ts. A cold `corral call` then loads a handful of files
- * instead of about 150 modules (Deno reads, checks and compiles each).
+ * instead of about 150 modules (Deno reads, checks and compiles each), and
+ * `corral mcp` a chunk of its own besides.
  *
  * It is used only while every source file it was made from has the stamp
  * it had then (core/base/file_stamp.ts: size, inode, mtime, ctime; corral's
@@ -26,7 +27,7 @@ const _INSTALL = new URL("../../", import.meta.url);
 const _DIR = new URL(".corral/bundle/", _INSTALL);
 
 /** The layout of the record; a new one ignores bundles made before. */
-export const BUNDLE_VERSION = 1;
+export const BUNDLE_VERSION = 2;
 
 /** What ./bundle_build.ts records of the bundle it made (`current.json`). */
 export interface BundleRecord {
@@ -36,26 +37,31 @@ export interface BundleRecord {
   dir: string;
   /** Every source file it holds, with its stamp then (absolute paths). */
   stamps: Array<[string, string]>;
+  /** The npm packages (name, version) corral's sandboxes load: they must be in the Deno cache. */
+  npm: Array<[string, string]>;
 }
 
-/** The commands run from the bundle (the cold call's path). */
-const _COMMANDS = ["call"];
+/** The commands run from the bundle: the cold call's path, and `corral mcp`'s start. */
+const _COMMANDS = ["call", "mcp"];
 
 /** A bundle build older than this is taken as dead: its lock is removed. */
 const _STALE_LOCK_MS = 10 * 60_000;
 
 /**
  * The command line from the host bundle, when `argv` is a command it serves
- * (`call`) and the bundle is fresh; else undefined (a stale or missing one
+ * (`call`, `mcp`) and the bundle is fresh; else undefined (a stale or missing one
  * is then made again in the background). `CORRAL_BUNDLE=off` never uses it;
  * `CORRAL_BUNDLE=require` refuses a call it cannot serve (exit 3, for the
  * benchmark and tests, which must know what they measure).
  */
 export async function hostBundle(argv: string[]): Promise<BundledCli | undefined> {
   const mode = _mode();
-  if (mode === "off" || !argv.includes("call") || !_allowed()) return undefined;
+  if (mode === "off" || !_COMMANDS.some((c) => argv.includes(c)) || !_allowed()) return undefined;
   const record = readBundleRecord();
   if (record && bundleFresh(record)) {
+    // Run from the modules once, which fills this Deno cache, when it lacks what sandboxes load.
+    const lacking = uncachedPackages(record);
+    if (lacking.length) return _missing(mode, `this Deno cache lacks ${lacking.join(", ")}`);
     let bundled: BundledCli & { commandOf(argv: string[]): string | undefined };
     try {
       bundled = await import(new URL(`${record.dir}/entry.js`, _DIR).href);
@@ -63,7 +69,7 @@ export async function hostBundle(argv: string[]): Promise<BundledCli | undefined
       return _missing(mode, `it cannot be loaded (${(err as Error).message})`);
     }
     // Another command that merely holds the word runs from the modules.
-    return bundled.commandOf(argv) === "call" ? bundled : undefined;
+    return _COMMANDS.includes(bundled.commandOf(argv) ?? "") ? bundled : undefined;
   }
   _rebuild();
   return _missing(mode, record ? "a source file changed since it was made" : "none was made");
@@ -96,12 +102,38 @@ function _mode(): string | undefined {
 export function readBundleRecord(): BundleRecord | undefined {
   try {
     const r = JSON.parse(Deno.readTextFileSync(new URL("current.json", _DIR)));
-    return r?.v === BUNDLE_VERSION && typeof r.dir === "string" && Array.isArray(r.stamps)
+    return r?.v === BUNDLE_VERSION && typeof r.dir === "string" && Array.isArray(r.stamps) &&
+        Array.isArray(r.npm)
       ? r as BundleRecord
       : undefined;
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The packages of `record.npm` missing from this process's Deno cache
+ * (`DENO_DIR`, else `$XDG_CACHE_HOME/deno`, else `~/.cache/deno`), as
+ * `name@version`.
+ */
+export function uncachedPackages(record: BundleRecord): string[] {
+  const env = (n: string) => {
+    try {
+      return Deno.env.get(n) || undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const cache = env("DENO_DIR") ??
+    (env("XDG_CACHE_HOME") ? `${env("XDG_CACHE_HOME")}/deno` : undefined) ??
+    `${env("HOME") ?? "/root"}/.cache/deno`;
+  return record.npm.filter(([name, version]) => {
+    try {
+      return !Deno.statSync(`${cache}/npm/registry.npmjs.org/${name}/${version}`).isDirectory;
+    } catch {
+      return true;
+    }
+  }).map(([name, version]) => `${name}@${version}`);
 }
 
 /** Whether `record` was made by this Deno from the source files as they are now. */

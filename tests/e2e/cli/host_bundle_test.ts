@@ -1,10 +1,10 @@
 // The host bundle (core/cli/host_bundle.ts): `corral __bundle` makes it; a
-// `corral call` then runs from it (CORRAL_BUNDLE=require proves it did) and
+// `corral call` and `corral mcp` then run from it (CORRAL_BUNDLE=require proves it did) and
 // answers exactly as from corral's modules, failures and exit codes
 // included; a bundle whose source files changed, or made by another Deno,
 // is not used.
 import assert from "node:assert/strict";
-import { bundleFresh, readBundleRecord } from "../../../core/cli/host_bundle.ts";
+import { bundleFresh, readBundleRecord, uncachedPackages } from "../../../core/cli/host_bundle.ts";
 import { ROOT } from "../../../testing/mod.ts";
 
 const FLAGS = [
@@ -68,6 +68,111 @@ Deno.test("a bundled call answers as corral's modules do (results, failures, exi
   }
 });
 
+/** `corral mcp` on stdio in `ws`: the lines it answers to initialize, tools/list and a call. */
+async function _mcpLines(ws: string, env: Record<string, string>): Promise<string[]> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...FLAGS, `${ROOT}main.ts`, "mcp", "--workspace", ws, "-r"],
+    cwd: ws,
+    env: { NO_COLOR: "1", ...env },
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const w = child.stdin.getWriter();
+  const send = (m: unknown) => w.write(new TextEncoder().encode(JSON.stringify(m) + "\n"));
+  await send({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: {
+      protocolVersion: "2025-06-18",
+      capabilities: {},
+      clientInfo: { name: "b", version: "1" },
+    },
+  });
+  await send({ jsonrpc: "2.0", method: "notifications/initialized" });
+  await send({ jsonrpc: "2.0", id: 2, method: "tools/list" });
+  const call = { name: "WordCount", arguments: { filepath: "a.txt" } };
+  await send({ jsonrpc: "2.0", id: 3, method: "tools/call", params: call });
+  const lines: string[] = [];
+  let text = "";
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  while (!lines.some((l) => l.startsWith('{"result"') && l.includes('"id":3'))) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += value;
+    for (let nl = text.indexOf("\n"); nl >= 0; nl = text.indexOf("\n")) {
+      lines.push(text.slice(0, nl));
+      text = text.slice(nl + 1);
+    }
+  }
+  await w.close();
+  reader.releaseLock();
+  await child.stdout.cancel().catch(() => {});
+  const status = await child.status;
+  const stderr = new TextDecoder().decode(await new Response(child.stderr).arrayBuffer());
+  assert.equal(status.code, 0, stderr);
+  return lines;
+}
+
+Deno.test("corral mcp on stdio runs from the bundle and answers as from corral's modules", async () => {
+  const made = await _corral(["__bundle"], ROOT, {});
+  assert.equal(made.code, 0, made.stderr);
+  const ws = await Deno.makeTempDir();
+  const cache = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${ws}/a.txt`, "one two\nthree\n");
+    const on = await _mcpLines(ws, { CORRAL_CACHE_DIR: `${cache}/on`, CORRAL_BUNDLE: "require" });
+    const off = await _mcpLines(ws, { CORRAL_CACHE_DIR: `${cache}/off`, CORRAL_BUNDLE: "off" });
+    assert.deepEqual(on, off);
+    assert.equal(on.length, 3, on.join("\n"));
+    assert.match(on[1], /"name":"WordCount"/);
+    assert.match(on[2], /\\"words\\": 3/);
+  } finally {
+    await Deno.remove(ws, { recursive: true });
+    await Deno.remove(cache, { recursive: true });
+  }
+});
+
+Deno.test("a bundle is used only where the Deno cache holds the packages corral's sandboxes load", async () => {
+  const made = await _corral(["__bundle"], ROOT, {});
+  assert.equal(made.code, 0, made.stderr);
+  const record = readBundleRecord()!;
+  // What a sandbox loads: zod (every tool) and ajv-formats (schemas), with their dependencies.
+  const names = record.npm.map(([n]) => n);
+  for (const n of ["zod", "zod-to-json-schema", "ajv", "ajv-formats"]) {
+    assert.ok(names.includes(n), n);
+  }
+  const empty = await Deno.makeTempDir();
+  const ws = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${ws}/a.txt`, "one two\n");
+    // An empty Deno cache (another user, another HOME): the sandbox, run --cached-only, would
+    // find none of them, so the bundle is not used (here: refused, as CORRAL_BUNDLE=require asks).
+    const env = { CORRAL_CACHE_DIR: `${empty}/c`, CORRAL_BUNDLE: "require", DENO_DIR: empty };
+    const args = ["call", "WordCount", "--args", '{"filepath":"a.txt"}'];
+    const refused = await _corral(args, ws, env);
+    assert.equal(refused.code, 3, refused.stderr);
+    assert.match(refused.stderr, /this Deno cache lacks .*zod@3/);
+    // This process's own cache holds them all (it ran from the modules).
+    assert.deepEqual(uncachedPackages(record), []);
+    const pkg = record.npm.find(([n]) => n === "zod")!;
+    const before = Deno.env.get("DENO_DIR");
+    Deno.env.set("DENO_DIR", empty);
+    try {
+      assert.ok(uncachedPackages(record).includes(`zod@${pkg[1]}`));
+      await Deno.mkdir(`${empty}/npm/registry.npmjs.org/zod/${pkg[1]}`, { recursive: true });
+      assert.ok(!uncachedPackages(record).includes(`zod@${pkg[1]}`));
+    } finally {
+      if (before === undefined) Deno.env.delete("DENO_DIR");
+      else Deno.env.set("DENO_DIR", before);
+    }
+  } finally {
+    await Deno.remove(empty, { recursive: true });
+    await Deno.remove(ws, { recursive: true });
+  }
+});
+
 Deno.test("a bundle is fresh only while every source keeps its stamp and Deno is the same", async () => {
   const dir = await Deno.makeTempDir();
   try {
@@ -81,6 +186,7 @@ Deno.test("a bundle is fresh only while every source keeps its stamp and Deno is
       deno: Deno.version.deno,
       dir: "x1",
       stamps: [[file, stamp]] as [string, string][],
+      npm: [] as [string, string][],
     };
     assert.ok(bundleFresh(record));
     assert.equal(bundleFresh({ ...record, deno: "0.0.1" }), false);
