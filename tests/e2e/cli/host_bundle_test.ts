@@ -5,7 +5,7 @@
 // is not used.
 import assert from "node:assert/strict";
 import { bundleFresh, readBundleRecord, uncachedPackages } from "../../../core/cli/host_bundle.ts";
-import { ROOT } from "../../../testing/mod.ts";
+import { INIT_REQUEST, ROOT } from "../../../testing/mod.ts";
 
 const FLAGS = [
   "--allow-read",
@@ -80,16 +80,7 @@ async function _mcpLines(ws: string, env: Record<string, string>): Promise<strin
   }).spawn();
   const w = child.stdin.getWriter();
   const send = (m: unknown) => w.write(new TextEncoder().encode(JSON.stringify(m) + "\n"));
-  await send({
-    jsonrpc: "2.0",
-    id: 1,
-    method: "initialize",
-    params: {
-      protocolVersion: "2025-06-18",
-      capabilities: {},
-      clientInfo: { name: "b", version: "1" },
-    },
-  });
+  await send(INIT_REQUEST);
   await send({ jsonrpc: "2.0", method: "notifications/initialized" });
   await send({ jsonrpc: "2.0", id: 2, method: "tools/list" });
   const call = { name: "WordCount", arguments: { filepath: "a.txt" } };
