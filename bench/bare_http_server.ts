@@ -13,11 +13,22 @@
  * @module
  */
 import { resolve } from "node:path";
-// @ts-types="@modelcontextprotocol/sdk/server/mcp"
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-// @ts-types="@modelcontextprotocol/sdk/server/webStandardStreamableHttp"
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { z } from "zod";
+import {
+  fromJsonSchema,
+  McpServer,
+  WebStandardStreamableHTTPServerTransport,
+} from "@modelcontextprotocol/server";
+
+/**
+ * The tool's arguments: `{ filepath: string }`, as JSON Schema wrapped for the
+ * SDK (its validator compiled once, shared by every per-request server). The
+ * SDK 2.x takes Standard Schemas with JSON Schema (zod >= 4.2); corral's zod is 3.
+ */
+const READ_FILE_INPUT = fromJsonSchema<{ filepath: string }>({
+  type: "object",
+  properties: { filepath: { type: "string" } },
+  required: ["filepath"],
+});
 
 /** A new server with the one tool, as the SDK's stateless examples make one per request. */
 export function bareServer(workspace: string): McpServer {
@@ -26,7 +37,7 @@ export function bareServer(workspace: string): McpServer {
     "ReadFile",
     {
       description: "Read a text file of the workspace",
-      inputSchema: { filepath: z.string() },
+      inputSchema: READ_FILE_INPUT,
     },
     async ({ filepath }) => ({
       content: [{ type: "text", text: await Deno.readTextFile(resolve(workspace, filepath)) }],

@@ -13,8 +13,8 @@
  * @module
  */
 import { join } from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { parseConfig } from "../core/config/mod.ts";
 import { installServer } from "../core/hosted/mod.ts";
 import { CORRAL_FLAGS } from "../testing/corral_http.ts";

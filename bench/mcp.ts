@@ -17,8 +17,8 @@
  *
  * @module
  */
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { CORRAL_FLAGS } from "../testing/corral_http.ts";
 import { ROOT } from "../testing/paths.ts";
 import { tempDir } from "../testing/temp_dir.ts";

@@ -86,7 +86,7 @@ export async function sectionMcp(sizes: Sizes): Promise<string> {
     `The official MCP filesystem server (\`@modelcontextprotocol/server-filesystem\`, pinned in ` +
     "deno.json, run with `deno run -A`) and `corral mcp` (the flags of `deno task corral`, an " +
     "empty config directory, a discovery cache of its own), each driven by the same SDK client " +
-    "(`@modelcontextprotocol/sdk` `Client` + `StdioClientTransport`) reading the same " +
+    "(the SDK 2.4 `Client` + `StdioClientTransport` of `@modelcontextprotocol/client`) reading the same " +
     `${r.fileBytes}-byte file ${r.calls} times sequentially, after a warm-up of ` +
     `${
       Math.min(WARMUP_CALLS, r.calls)

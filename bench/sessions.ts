@@ -11,10 +11,7 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/client/index"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-// @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { startCorralHttp } from "../testing/corral_http.ts";
 import { tempDir } from "../testing/temp_dir.ts";
 import { median, treeMemory } from "./lib.ts";

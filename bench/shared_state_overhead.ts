@@ -12,8 +12,7 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/client/index"
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Client } from "@modelcontextprotocol/client";
 import { parseConfig } from "../core/config/mod.ts";
 import { addToken, LocalState, RedisState } from "../core/identity/mod.ts";
 import { httpIdentityFromConfig, serveHttp } from "../core/mcp/mod.ts";

@@ -16,10 +16,7 @@
  *
  * @module
  */
-// @ts-types="@modelcontextprotocol/sdk/client/index"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-// @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { join } from "node:path";
 import { CORRAL_FLAGS, startCorralHttp } from "../testing/corral_http.ts";
 import { fixtureServer } from "../testing/fixture_server.ts";
@@ -255,7 +252,7 @@ async function _one(
     const ac = new AbortController();
     const timer = cancelMs === undefined ? undefined : setTimeout(() => ac.abort(), cancelMs);
     try {
-      const r = await c.callTool({ name, arguments: args }, undefined, {
+      const r = await c.callTool({ name, arguments: args }, {
         signal: ac.signal,
         timeout: 120_000,
       });

@@ -2,6 +2,7 @@
 import { join } from "node:path";
 // @ts-types="@modelcontextprotocol/sdk/client/index"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { CallToolResult } from "@modelcontextprotocol/client";
 import { type CorralHttp, removeTree, ROOT, startCorralHttp, tempDir } from "../testing/mod.ts";
 
 /** A temporary workspace holding `notes.txt`, and a private discovery cache. */
@@ -65,8 +66,8 @@ export async function startHttpCorral(
   );
 }
 
-/** What an SDK client's `callTool` returns. */
-export type CallResult = Awaited<ReturnType<Client["callTool"]>>;
+/** What an SDK client's `callTool` returns: the v1 client's, or the v2 one's (testing/mcp_client.ts). */
+export type CallResult = Awaited<ReturnType<Client["callTool"]>> | CallToolResult;
 
 /** The text blocks of a call's result, one per line. */
 export function textOf(result: CallResult): string {

@@ -6,8 +6,7 @@
  * canary is untouched and the server still answers both.
  */
 import assert from "node:assert/strict";
-// @ts-types="@modelcontextprotocol/sdk/client/index"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Client } from "@modelcontextprotocol/client";
 import { join } from "node:path";
 import { addToken } from "../../../core/identity/token_store.ts";
 import { connectWithToken } from "../../../testing/mod.ts";

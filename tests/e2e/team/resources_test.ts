@@ -4,8 +4,7 @@
 // (tests/fixtures/hosted/resource_server.ts) in corral's namespace, the real HTTP server.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-// @ts-types="@modelcontextprotocol/sdk/client/index"
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Client } from "@modelcontextprotocol/client";
 import { parseConfig } from "../../../core/config/corral_config.ts";
 import { addToken } from "../../../core/identity/token_store.ts";
 import { httpIdentityFromConfig } from "../../../core/mcp/http_identity.ts";
@@ -66,11 +65,12 @@ Deno.test("resources, templates and prompts of hosted servers over --http, only 
     const br = (await bob.listResources()).resources;
     assert.deepEqual(br.map((r) => r.uri), ["memo://secret/readme"]);
     // Another server's resource is not hers, even by its exact URI (listed by bob just now):
-    // to her it does not exist (the spec's resource not found, -32602 with the URI).
-    await assert.rejects(
-      alice.readResource({ uri: "memo://secret/readme" }),
-      /-32602: Resource not found: memo:\/\/secret\/readme/,
-    );
+    // to her it does not exist (the spec's resource not found, -32602 with the URI; the v2
+    // client's ProtocolError carries the code apart from its message).
+    await assert.rejects(alice.readResource({ uri: "memo://secret/readme" }), {
+      code: -32602,
+      message: /^Resource not found: memo:\/\/secret\/readme/,
+    });
     assert.match(JSON.stringify((await bob.getPrompt({ name: "greet" })).messages), /secret/);
     await assert.rejects(bob.readResource({ uri: "memo://docs/readme" }), /Resource not found/);
     // The reads are audited under each identity.
