@@ -230,7 +230,9 @@ async function* _walkTs(dir: string): AsyncGenerator<string> {
  * ones left out as Deno erases them, followed through npm too): corral's files, relative to the
  * root, and the npm packages.
  */
-async function _staticGraph(entry: string): Promise<{ files: string[]; packages: string[] }> {
+async function _staticGraph(
+  entry: string,
+): Promise<{ files: string[]; packages: string[]; builtins: string[] }> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["info", "--json", entry],
     cwd: ROOT,
@@ -264,6 +266,7 @@ async function _staticGraph(entry: string): Promise<{ files: string[]; packages:
     packages: [
       ...new Set([...seen].filter((s) => s.startsWith("npm:")).map((s) => s.split("/")[1])),
     ],
+    builtins: [...seen].filter((s) => s.startsWith("node:")),
   };
 }
 
@@ -381,6 +384,16 @@ Deno.test("a program corral starts inside a namespace loads only its own few fil
   }
   const packages = (await Promise.all(entries.map((e) => _staticPackages(`${ROOT}${e}`)))).flat();
   assert.deepEqual(packages, [], "npm packages loaded inside a namespace");
+});
+
+Deno.test("a process sandbox's runtime imports no node: module (Deno's Node layer: about 5 MiB a sandbox)", async () => {
+  // core/guard/_posix_path.ts stands in for node:path; the tool harness loads node:util when
+  // it parses a command line. Any node: import starts the Node layer in the sandbox's isolate.
+  for (const entry of ["sandbox_child.ts", "sandbox_runtime.ts", "sandbox_worker.ts"]) {
+    const { files, builtins } = await _staticGraph(`${ROOT}core/sandbox/${entry}`);
+    assert.ok(files.includes("core/tool/harness.ts") || entry === "sandbox_child.ts", entry);
+    assert.deepEqual(builtins, [], `core/sandbox/${entry} loads ${builtins.join(", ")}`);
+  }
 });
 
 Deno.test("code outside tests imports one MCP SDK, v2: @modelcontextprotocol/server and client only", async () => {

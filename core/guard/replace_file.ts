@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join } from "./_posix_path.ts";
 import { TEMP_PREFIX, tempToken } from "./temp_names.ts";
 
 /** How {@link replaceFile} writes. */

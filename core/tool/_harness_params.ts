@@ -8,7 +8,6 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
 import type { ToolDefinition } from "./tool.ts";
 
 /** Flags of the harness itself; a parameter with one of these names has no flag. */
@@ -156,18 +155,21 @@ function _kebab(key: string): string {
  * import assert from "node:assert/strict";
  * import { parseHarnessArgs } from "./_harness_params.ts";
  * const params = [{ key: "max_lines", kind: "number" as const, required: false }];
- * assert.deepEqual(parseHarnessArgs(params, ["--max-lines", "3", "--json"]), {
+ * assert.deepEqual(await parseHarnessArgs(params, ["--max-lines", "3", "--json"]), {
  *   json: true,
  *   help: false,
  *   values: { max_lines: 3 },
  * });
- * assert.throws(() => parseHarnessArgs(params, ["--max-lines", "x"]), /expects a number/);
+ * await assert.rejects(parseHarnessArgs(params, ["--max-lines", "x"]), /expects a number/);
  * ```
  */
-export function parseHarnessArgs(
+export async function parseHarnessArgs(
   params: HarnessParam[],
   argv: string[],
-): { json: boolean; help: boolean; values: Record<string, unknown> } {
+): Promise<{ json: boolean; help: boolean; values: Record<string, unknown> }> {
+  // Loaded here, not with the module: any `node:` import starts Deno's Node layer, which a
+  // sandbox (this module loads with core/mod.ts in every one) never needs.
+  const { parseArgs } = await import("node:util");
   type Opt = { type: "string" | "boolean"; multiple?: boolean; short?: string };
   const opts: Record<string, Opt> = {
     json: { type: "boolean", short: "j" } as Opt,

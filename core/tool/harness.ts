@@ -106,7 +106,7 @@ async function _main(
   const params = describeParams(def);
   let parsed: { json: boolean; help: boolean; values: Record<string, unknown> };
   try {
-    parsed = parseHarnessArgs(params, args);
+    parsed = await parseHarnessArgs(params, args);
   } catch (e) {
     err(`Error: ${e instanceof Error ? e.message : String(e)}\n`);
     err(`Run with --help for the parameters of ${def.name}.\n`);
