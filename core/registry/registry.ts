@@ -215,9 +215,10 @@ export class Registry {
     const bwrap = options.bwrap === undefined
       ? await findBwrap({ cacheFile: cacheDir ? join(cacheDir, "bwrap.json") : undefined })
       : options.bwrap ?? undefined;
-    // The second wall's filters, made or checked now (core/seccomp/); none without bwrap.
-    const wall = await secondWall(bwrap, policy, options.seccomp);
+    // Probes and the sandbox's entry files (a `deno info` on a cold cache) while the second
+    // wall's filters are made or checked (core/seccomp/: python3 on a cold cache); none without bwrap.
     _warmUp(bwrap, cacheDir);
+    const wall = await secondWall(bwrap, policy, options.seccomp);
     options = this.#options = {
       ...options,
       reserved: options.reserved ?? await reservedToolNames(),
