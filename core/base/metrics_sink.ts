@@ -43,6 +43,31 @@ export const sink: MetricsTarget = {
   },
 };
 
+/** A sandbox running now, whose memory the metrics read when they are read. */
+export interface LiveSandbox {
+  /** Its toolset and letters, e.g. `files[rw]`. */
+  readonly label: string;
+  /** Whom it runs calls for (core/registry/sandbox_pool.ts). */
+  readonly principal: string;
+  /** Its process (the top of its tree); undefined for a worker or before it started. */
+  readonly pid: number | undefined;
+}
+
+const _running = new Set<LiveSandbox>();
+
+/** The call sandboxes running now: the registry adds and removes them, the metrics list them. */
+export const runningSandboxes = {
+  add(s: LiveSandbox): void {
+    _running.add(s);
+  },
+  delete(s: LiveSandbox): void {
+    _running.delete(s);
+  },
+  list(): LiveSandbox[] {
+    return [..._running];
+  },
+};
+
 /** Make `target` the process's metrics (the sandboxes live now counted at once). */
 export function installMetrics(target: MetricsTarget): void {
   if (_target === target) return;

@@ -13,7 +13,14 @@ export { ownedFileProblem } from "./owned_file.ts";
 export { pathExists } from "./path_exists.ts";
 export { hideHostPaths, redact, scrubDeep, scrubText, SECRET_KEY, secretValues } from "./redact.ts";
 export { sha256Hex, useNativeSha256 } from "./sha256_hex.ts";
-export { installMetrics, type MetricsTarget, sink } from "./metrics_sink.ts";
+export {
+  installMetrics,
+  type LiveSandbox,
+  type MetricsTarget,
+  runningSandboxes,
+  sink,
+} from "./metrics_sink.ts";
+export { processTreeMemory, type TreeMemory } from "./process_memory.ts";
 export { markSandbox, useTrace } from "./sandbox_mark.ts";
 export {
   compiledCorral,

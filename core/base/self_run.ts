@@ -46,9 +46,11 @@ export const WRITTEN_OUT = {
    * runs it: the namespace's launcher and its second stage (../jail/launcher.ts), the limits' probe,
    * join and release (../jail/limits.ts), the sweep of gone sandboxes' layers
    * (core/layers/layer_dirs.ts) and the look at a running sandbox's processes
-   * (core/layers/view_procs.ts). `shellcheck` reads each (tests/shellcheck_test.ts).
+   * (core/layers/view_procs.ts), and the memory of a sandbox's processes
+   * (./process_memory.ts). `shellcheck` reads each (tests/shellcheck_test.ts).
    */
   "shell": [
+    "core/base/process_memory.sh",
     "core/jail/launch.sh",
     "core/jail/launch_stage.sh",
     "core/jail/limits_join.sh",

@@ -11,6 +11,9 @@ export const USAGE = `corral: a sandboxed tool host for LLM agents
 
 Usage:
   corral list [--json]                      every tool, its letters, isolation, grant and status
+  corral stats [--json]                     every sandbox of the loaded tools started, and its
+                                            memory: RSS and PSS of its processes (a server shows
+                                            its live ones at /metrics: corral_sandbox_rss_bytes)
   corral schema [NAME] [--format openai|anthropic|mcp]
                                             the catalog (or one tool) as function-calling schemas
                                             (JSON); a NAME that did not load says why
@@ -271,6 +274,7 @@ export function commandHelp(command: string): string | undefined {
 /** How many positional arguments each command takes after its name: [min, max]. */
 export const COMMAND_ARITY: Record<string, [number, number]> = {
   list: [0, 0],
+  stats: [0, 0],
   schema: [0, 1],
   call: [1, 1],
   changes: [0, 2],

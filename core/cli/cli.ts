@@ -4,6 +4,7 @@
  * from the host bundle when that is fresh (./host_bundle.ts).
  *
  *     corral list [--json]
+ *     corral stats [--json]
  *     corral schema [NAME] [--format openai|anthropic|mcp]
  *     corral call NAME [--args '<json object>' | --args -] [--yes] [--timeout MS] [--hold]
  *     corral changes [list] | show ID | apply ID | drop ID
@@ -93,6 +94,14 @@ const _COMMANDS: Record<
         "./_list_command.ts",
       );
       return (values, _rest, s) => listCommand(values, s, useColor());
+    },
+  },
+  stats: {
+    onCatalog: async () => {
+      const { statsCommand } = await _load<typeof import("./_stats_command.ts")>(
+        "./_stats_command.ts",
+      );
+      return (values, _rest, s) => statsCommand(values, s);
     },
   },
   schema: {

@@ -9,7 +9,7 @@
  */
 import { type Attributes, metrics as otelMetrics } from "@opentelemetry/api";
 import client from "prom-client";
-import { installMetrics } from "../base/mod.ts";
+import { installMetrics, processTreeMemory, runningSandboxes } from "../base/mod.ts";
 
 /** How a call ended: the tool said so (`failure`), corral or the sandbox failed (`error`), or policy, confirmation, limits or auth refused it (`denied`). */
 export type CallOutcome = "success" | "failure" | "error" | "denied";
@@ -29,6 +29,34 @@ export interface CallRecord {
   outcome: CallOutcome;
   /** How long it took, in ms. */
   durationMs: number;
+}
+
+/**
+ * `corral_sandbox_rss_bytes` and `corral_sandbox_pss_bytes`: each process
+ * sandbox running now (its whole process tree, read from `/proc` when the
+ * metrics are read), by its label and its process id (never its principal:
+ * a session id or a token's hash is no label to publish). A worker
+ * sandbox's memory is the host's own (`process_resident_memory_bytes`).
+ */
+function _memoryGauges(registers: client.Registry[]): void {
+  const gauge = (name: string, help: string, field: "rss" | "pss") =>
+    new client.Gauge({
+      name,
+      help,
+      labelNames: ["sandbox", "pid"] as const,
+      registers,
+      async collect() {
+        const running = runningSandboxes.list().filter((s) => s.pid !== undefined);
+        const read = await processTreeMemory(running.map((s) => s.pid!));
+        this.reset();
+        for (const s of running) {
+          const m = read.get(s.pid!);
+          if (m) this.set({ sandbox: s.label, pid: String(s.pid) }, m[field]);
+        }
+      },
+    });
+  gauge("corral_sandbox_rss_bytes", "Resident memory of each process sandbox", "rss");
+  gauge("corral_sandbox_pss_bytes", "Proportional memory of each process sandbox", "pss");
 }
 
 /** Upper bounds of the duration histogram, in seconds. */
@@ -67,6 +95,7 @@ export class CorralMetrics {
       help: "Sandboxes running now",
       registers,
     });
+    _memoryGauges(registers);
     this.#queue = new client.Gauge({
       name: "corral_call_queue_depth",
       help: "Calls waiting for a slot of the instance's call gate",

@@ -117,6 +117,19 @@ Deno.test("corral mcp --http: Prometheus scrapes /metrics (calls by identity), O
       headers: { authorization: `Bearer ${METRICS_TOKEN}` },
     })).text();
     assert.ok(Number(/^corral_sandboxes_live (\d+)$/m.exec(live)?.[1]) >= 1, live);
+    // Its memory, read from /proc at the scrape: the whole tree of the sandbox's process.
+    const rss = /^corral_sandbox_rss_bytes\{sandbox="([^"]+)",pid="(\d+)"\} (\d+)$/m.exec(live);
+    assert.ok(rss, live);
+    const pss = new RegExp(
+      `^corral_sandbox_pss_bytes\\{sandbox="${rss[1].replace(/[[\]]/g, "\\$&")}",pid="${
+        rss[2]
+      }"\\} (\\d+)$`,
+      "m",
+    ).exec(live);
+    assert.ok(pss, live);
+    assert.ok(Number(rss[3]) > 10 * 1024 * 1024, `a sandbox holds a Deno: ${rss[0]}`);
+    assert.ok(Number(pss[1]) > 0 && Number(pss[1]) <= Number(rss[3]), pss[0]);
+    assert.ok(await Deno.stat(`/proc/${rss[2]}`), "the pid is the sandbox's, alive");
     await client.close();
 
     const target = new URL(url).host;
