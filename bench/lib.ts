@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { processTreeMemory } from "../core/base/mod.ts";
 import { ROOT } from "../testing/paths.ts";
 
 /** This folder (absolute, with a trailing slash). */
@@ -158,30 +159,13 @@ export function procStatus(field: "VmRSS" | "VmHWM", pid: number | "self" = "sel
 }
 
 /**
- * Resident memory of a process and every process below it, in bytes: the
- * sum of `VmRSS` over the tree (`/proc/<pid>/task/<tid>/children`), so
- * that a sandbox started through a wrapper counts whole. NaN where the
- * process is unreadable.
+ * Resident memory of a process and every process below it, in bytes, as
+ * corral reads a sandbox's (core/base/process_memory.ts: `Rss` of
+ * `smaps_rollup` over the tree), so that a sandbox started through a
+ * wrapper counts whole. NaN where the process is unreadable.
  */
-export function treeRss(pid: number): number {
-  let total = procStatus("VmRSS", pid);
-  if (!Number.isFinite(total)) return NaN;
-  let tasks: string[] = [];
-  try {
-    tasks = [...Deno.readDirSync(`/proc/${pid}/task`)].map((e) => e.name);
-  } catch { /* gone */ }
-  for (const tid of tasks) {
-    let children: number[] = [];
-    try {
-      children = Deno.readTextFileSync(`/proc/${pid}/task/${tid}/children`)
-        .trim().split(/\s+/).filter(Boolean).map(Number);
-    } catch { /* gone, or no children file */ }
-    for (const child of children) {
-      const rss = treeRss(child);
-      if (Number.isFinite(rss)) total += rss;
-    }
-  }
-  return total;
+export async function treeRss(pid: number): Promise<number> {
+  return (await processTreeMemory([pid])).get(pid)?.rss ?? NaN;
 }
 
 /** Run V8's garbage collector when `--v8-flags=--expose-gc` is on. */

@@ -3,8 +3,8 @@
  * corral host with every built-in toolset started (every sandbox running,
  * its modules imported), and the increment per extra worker sandbox and per
  * extra process sandbox. Reads `/proc/self/status` (VmHWM, VmRSS) and
- * `/proc/<pid>/status` of process sandboxes (`Sandbox.pid`, with every
- * process below it: `treeRss`). Prints one JSON
+ * the RSS of process sandboxes (`Sandbox.pid`, with every process below
+ * it: `treeRss`, as corral's own `corral stats`). Prints one JSON
  * object. Run with `--v8-flags=--expose-gc` so readings follow a collection.
  *
  *     deno run -A --v8-flags=--expose-gc bench/memory.ts EXTRA
@@ -117,7 +117,7 @@ async function main(): Promise<void> {
   const processes = await startMany("p");
   await settle();
   const perProcessHost = (procStatus("VmRSS") - beforeProcesses) / extra;
-  const childRss = processes.map((sb) => treeRss(sb.pid!));
+  const childRss = await Promise.all(processes.map((sb) => treeRss(sb.pid!)));
   const perProcessChild = childRss.reduce((a, b) => a + b, 0) / extra;
   for (const sb of processes) await sb.close();
   await registry.close();

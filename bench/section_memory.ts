@@ -71,12 +71,13 @@ export async function sectionMemory(sizes: Sizes): Promise<string> {
     SECTIONS[5],
     "",
     "Read from `/proc/self/status` (VmRSS, VmHWM) after a garbage collection, and from " +
-    "`/proc/<pid>/status` of each process sandbox (`Sandbox.pid` and every process below it). " +
+    "`/proc/<pid>/smaps_rollup` (Rss) of each process sandbox (`Sandbox.pid` and every process " +
+    "below it, read as `corral stats` reads them: core/base/process_memory.ts). " +
     '"Started" means the sandbox is running and has imported its tool modules. The `net` ' +
     "toolset is granted one host so that GetUrl loads. Increments are averaged over " +
     `${m.extra} extra no-op sandboxes of each kind. The baseline of goal 5 is read the same ` +
     `way as a sandbox's: ${idle.length} \`deno run\` processes of a script that imports ` +
-    "nothing (`bench/idle.ts`), each read from `/proc/<pid>/status` while it waits on stdin, " +
+    "nothing (`bench/idle.ts`), each read from `/proc/<pid>/smaps_rollup` while it waits on stdin, " +
     "after it said it was up; the median is the baseline. The peak of an exiting empty " +
     "process (VmHWM) is shown for information. Spread: lowest and highest reading.",
     "",
@@ -102,8 +103,8 @@ export async function idleRss(): Promise<number> {
     if (first.done) throw new Error("bench/idle.ts ended before it was up");
     // Settle as memory.ts does before it reads a sandbox.
     await sleep(250);
-    const rss = treeRss(child.pid);
-    if (!Number.isFinite(rss)) throw new Error(`cannot read /proc/${child.pid}/status`);
+    const rss = await treeRss(child.pid);
+    if (!Number.isFinite(rss)) throw new Error(`cannot read /proc/${child.pid}/smaps_rollup`);
     return rss;
   } finally {
     reader.releaseLock();
