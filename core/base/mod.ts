@@ -7,6 +7,7 @@
  * @module
  */
 export { childErrorText, QUIET_CHILD_ENV } from "./child_output.ts";
+export { denoDir } from "./deno_dir.ts";
 export { fileStamp, RACY_MS } from "./file_stamp.ts";
 export { isWithin } from "./is_within.ts";
 export { ownedFileProblem } from "./owned_file.ts";

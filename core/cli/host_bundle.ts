@@ -20,6 +20,7 @@
  *
  * @module
  */
+import { denoDir } from "../base/deno_dir.ts";
 import { fileStamp, RACY_MS } from "../base/file_stamp.ts";
 
 /** The install folder, the bundle folder and the record of the current bundle. */
@@ -117,16 +118,7 @@ export function readBundleRecord(): BundleRecord | undefined {
  * `name@version`.
  */
 export function uncachedPackages(record: BundleRecord): string[] {
-  const env = (n: string) => {
-    try {
-      return Deno.env.get(n) || undefined;
-    } catch {
-      return undefined;
-    }
-  };
-  const cache = env("DENO_DIR") ??
-    (env("XDG_CACHE_HOME") ? `${env("XDG_CACHE_HOME")}/deno` : undefined) ??
-    `${env("HOME") ?? "/root"}/.cache/deno`;
+  const cache = denoDir();
   return record.npm.filter(([name, version]) => {
     try {
       return !Deno.statSync(`${cache}/npm/registry.npmjs.org/${name}/${version}`).isDirectory;

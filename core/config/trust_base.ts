@@ -16,7 +16,8 @@
  * @module
  */
 import { dirname, join, resolve } from "node:path";
-import { denoDir, isWithin } from "../jail/mod.ts";
+import { denoDir } from "../base/mod.ts";
+import { isWithin } from "../jail/mod.ts";
 import { ConfigError } from "../tool/mod.ts";
 import { codeStoreDir, configDir, heldBases, INSTALL_DIR, layerBases } from "./install_dir.ts";
 import { pathExists } from "../base/mod.ts";

@@ -29,7 +29,6 @@ export {
   VERIFY_ARG,
 } from "./limits.ts";
 export {
-  denoDir,
   isWithin,
   namespaceArgs,
   namespaceBase,

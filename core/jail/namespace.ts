@@ -31,13 +31,7 @@ import { OWN_MOUNTS, reaches } from "./own_mounts.ts";
 
 export { isWithin } from "../base/mod.ts";
 export { NAMESPACE_HOME } from "./own_mounts.ts";
-export {
-  denoDir,
-  NET_ETC,
-  type RuntimeFiles,
-  runtimeFiles,
-  SYSTEM_ETC,
-} from "./namespace_runtime.ts";
+export { NET_ETC, type RuntimeFiles, runtimeFiles, SYSTEM_ETC } from "./namespace_runtime.ts";
 
 /** One namespace, as {@link namespaceArgs} builds it. */
 export interface NamespaceSpec {

@@ -9,7 +9,7 @@
  * @module
  */
 import { join } from "node:path";
-import { isWithin } from "../base/mod.ts";
+import { denoDir, isWithin } from "../base/mod.ts";
 import { libraryDirs } from "./_library_dirs.ts";
 import { OWN_ETC } from "./namespace_etc.ts";
 
@@ -110,35 +110,6 @@ async function _runtimeFiles(cacheFile?: string): Promise<RuntimeFiles> {
     }
   }
   return { exec, libDirs: [...libDirs], denoDir: denoDir() };
-}
-
-/**
- * Deno's cache directory: `DENO_DIR`, else `$XDG_CACHE_HOME/deno`, else
- * `~/.cache/deno` (Linux), as a real path when it exists.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { denoDir } from "./namespace_runtime.ts";
- * assert.ok(denoDir().startsWith("/"));
- * ```
- */
-export function denoDir(): string {
-  const env = (n: string) => {
-    try {
-      return Deno.env.get(n) || undefined;
-    } catch {
-      return undefined;
-    }
-  };
-  const dir = env("DENO_DIR") ??
-    (env("XDG_CACHE_HOME") ? join(env("XDG_CACHE_HOME")!, "deno") : undefined) ??
-    join(env("HOME") ?? "/root", ".cache", "deno");
-  try {
-    return Deno.realPathSync(dir);
-  } catch {
-    return dir;
-  }
 }
 
 /**

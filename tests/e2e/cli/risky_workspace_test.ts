@@ -3,7 +3,7 @@
 // installed command, config or cache. Refused with the one flag that accepts
 // it; accepted, the installed command and what PATH runs stay out of reach.
 import assert from "node:assert/strict";
-import { denoDir } from "../../../core/jail/mod.ts";
+import { denoDir } from "../../../core/base/mod.ts";
 import { runCli } from "../../_helpers.ts";
 
 /** A home folder with an installed corral (shim and config), `~/.local/bin` on PATH. */

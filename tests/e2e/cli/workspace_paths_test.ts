@@ -7,7 +7,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 // @ts-types="@modelcontextprotocol/sdk/types"
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
-import { denoDir } from "../../../core/jail/mod.ts";
+import { denoDir } from "../../../core/base/mod.ts";
 import { HOST_PERMISSION_FLAGS } from "../../../core/sandbox/host_flags.ts";
 import { CORRAL_ARGS, ROOT } from "../../../testing/mod.ts";
 import { runCli, tempLayout } from "../../_helpers.ts";

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { dirname } from "node:path";
 import { codeStoreDir } from "../../../core/config/install_dir.ts";
 import { parsePolicy } from "../../../core/config/policy.ts";
-import { denoDir } from "../../../core/jail/mod.ts";
+import { denoDir } from "../../../core/base/mod.ts";
 import { Registry } from "../../../core/registry/registry.ts";
 import { Reporter } from "../../../core/tool/reporter.ts";
 import { ROOT } from "../../../testing/mod.ts";
