@@ -37,7 +37,12 @@ export async function statsCommand(values: CliValues, { registry }: CliSession):
   const started = new Map<Sandbox, string[]>();
   const rows: _Row[] = [];
   for (const tool of registry.loaded()) {
-    const sb = await registry.sandboxFor(tool.name);
+    let sb: Sandbox;
+    try {
+      sb = await registry.sandboxFor(tool.name);
+    } catch {
+      continue; // a hosted server's tool: its server is no tool sandbox (corral servers list)
+    }
     const tools = started.get(sb);
     if (tools) tools.push(tool.name);
     else started.set(sb, [tool.name]);

@@ -36,14 +36,16 @@ export async function buildHostBundle(): Promise<number> {
   const stamps: Array<[string, string]> = [];
   try {
     await _bundle(tmp, stamps);
+    const sandboxes = await sandboxPackages(tmp);
     const name = crypto.randomUUID().slice(0, 12);
     await Deno.rename(`${tmp}/out`, `${_DIR}/${name}`);
     const record: BundleRecord = {
       v: BUNDLE_VERSION,
       deno: Deno.version.deno,
       dir: name,
-      stamps,
-      npm: await sandboxPackages(tmp),
+      // The sandboxes' files too: a toolset that imports another package makes the list stale.
+      stamps: [...new Map([...stamps, ...sandboxes.stamps])],
+      npm: sandboxes.npm,
     };
     _put(`${_DIR}/current.json`, JSON.stringify(record));
     await Deno.remove(`${_DIR}/failed.json`).catch(() => {});
@@ -164,8 +166,11 @@ async function _entryText(): Promise<string> {
  * package those depend on. A sandbox runs `--cached-only`, and a host that
  * runs from the bundle never fills the Deno cache as one running from the
  * modules does, so ./host_bundle.ts uses a bundle only where they are cached.
+ * With the stamps of every file of that graph: the list holds while they do.
  */
-async function sandboxPackages(tmp: string): Promise<Array<[string, string]>> {
+async function sandboxPackages(
+  tmp: string,
+): Promise<{ npm: Array<[string, string]>; stamps: Array<[string, string]> }> {
   const roots = ["sandbox_child.ts", "sandbox_worker.ts"].map((f) =>
     `${INSTALL_DIR}/core/sandbox/${f}`
   );
@@ -179,10 +184,19 @@ async function sandboxPackages(tmp: string): Promise<Array<[string, string]>> {
   }
   const entry = `${tmp}/sandboxes.ts`;
   await Deno.writeTextFile(entry, roots.map((r) => `import "file://${r}";\n`).join(""));
+  const before = await _stamped(roots);
   const info = JSON.parse(
     await _deno(["info", "--json", `--config=${INSTALL_DIR}/deno.json`, entry]),
   ) as _Info;
-  return _reachedPackages(info);
+  const files = info.modules.map((m) => m.specifier)
+    .filter((s) => s.startsWith(`file://${INSTALL_DIR}/`) && !s.startsWith(`file://${_DIR}/`))
+    .map((s) => decodeURIComponent(new URL(s).pathname));
+  const stamps = await _stamped([...new Set([...roots, ...files])]);
+  const now = new Map(stamps);
+  if (!before.every(([f, st]) => now.get(f) === st)) {
+    throw new Error("a sandbox's file changed while the bundle was made");
+  }
+  return { npm: _reachedPackages(info), stamps };
 }
 
 interface _Info {

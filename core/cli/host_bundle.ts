@@ -8,7 +8,8 @@
  *
  * It is used only while every source file it was made from has the stamp
  * it had then (core/base/file_stamp.ts: size, inode, mtime, ctime; corral's
- * `deno.json` and `deno.lock` among them, which pin its packages) and Deno
+ * `deno.json` and `deno.lock` among them, which pin its packages; and the
+ * sandboxes' files, whose npm packages it lists) and Deno
  * is the same version. Otherwise corral runs from its modules, as without
  * a bundle, and a fresh bundle is made in the background (one process at a
  * time, detached, with write access to the bundle folder only). The first

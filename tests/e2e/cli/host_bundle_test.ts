@@ -36,6 +36,10 @@ Deno.test("a bundled call answers as corral's modules do (results, failures, exi
   assert.ok(record && bundleFresh(record), "a fresh bundle was recorded");
   assert.ok(record.stamps.some(([f]) => f.endsWith("/core/registry/registry.ts")));
   assert.ok(record.stamps.some(([f]) => f.endsWith("/deno.lock")));
+  // The sandboxes' graph too (its npm packages are the record's list): a toolset's file, zod's user.
+  assert.ok(record.stamps.some(([f]) => f.endsWith("/toolsets/files/word_count.ts")));
+  assert.ok(record.stamps.some(([f]) => f.endsWith("/core/sandbox/sandbox_runtime.ts")));
+  assert.ok(!record.stamps.some(([f]) => f.includes("/.corral/")), "no file of the build itself");
   const ws = await Deno.makeTempDir();
   const cache = await Deno.makeTempDir();
   try {
