@@ -43,30 +43,16 @@ export const sink: MetricsTarget = {
   },
 };
 
-/** A sandbox running now, whose memory the metrics read when they are read. */
+/** A sandbox running now (core/sandbox/'s `Sandbox`), whose memory the metrics read. */
 export interface LiveSandbox {
-  /** Its toolset and letters, e.g. `files[rw]`. */
-  readonly label: string;
-  /** Whom it runs calls for (core/registry/sandbox_pool.ts). */
-  readonly principal: string;
   /** Its process (the top of its tree); undefined for a worker or before it started. */
   readonly pid: number | undefined;
+  /** Its label: its toolset and letters, e.g. `files[rw]`. */
+  readonly options: { readonly label: string };
 }
 
-const _running = new Set<LiveSandbox>();
-
-/** The call sandboxes running now: the registry adds and removes them, the metrics list them. */
-export const runningSandboxes = {
-  add(s: LiveSandbox): void {
-    _running.add(s);
-  },
-  delete(s: LiveSandbox): void {
-    _running.delete(s);
-  },
-  list(): LiveSandbox[] {
-    return [..._running];
-  },
-};
+/** The call sandboxes running now: the registry's pool adds and removes them, the metrics read them. */
+export const runningSandboxes: Set<LiveSandbox> = new Set();
 
 /** Make `target` the process's metrics (the sandboxes live now counted at once). */
 export function installMetrics(target: MetricsTarget): void {

@@ -48,12 +48,16 @@ export async function statsCommand(values: CliValues, { registry }: CliSession):
     else started.set(sb, [tool.name]);
   }
   for (const [sb, tools] of started) rows.push(await _start(sb, tools));
-  const read = await processTreeMemory(rows.flatMap((r) => r.pid === null ? [] : [r.pid]));
+  // One read for all (core/base/process_memory.sh), the host's whole tree among them.
+  const read = await processTreeMemory([
+    Deno.pid,
+    ...rows.flatMap((r) => r.pid === null ? [] : [r.pid]),
+  ]);
   for (const r of rows) {
     const m = r.pid === null ? undefined : read.get(r.pid);
     if (m) Object.assign(r, { rss: m.rss, pss: m.pss, processes: m.processes });
   }
-  const host = (await processTreeMemory([Deno.pid])).get(Deno.pid);
+  const host = read.get(Deno.pid);
   rows.unshift({
     sandbox: "host",
     isolation: "host",

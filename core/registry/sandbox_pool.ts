@@ -17,7 +17,7 @@
  * @module
  */
 import type { Sandbox } from "../sandbox/mod.ts";
-import { type LiveSandbox, markSandbox, runningSandboxes, sink as telemetry } from "../base/mod.ts";
+import { markSandbox, runningSandboxes, sink as telemetry } from "../base/mod.ts";
 import type { Catalog, ToolInfo, ToolsetSource } from "./catalog.ts";
 
 /** The principal of calls that name none: the command line, the library. */
@@ -43,8 +43,6 @@ interface _Entry {
   busy: number;
   /** `performance.now()` of its last release. */
   used: number;
-  /** As the metrics list it (its memory: corral_sandbox_rss_bytes). */
-  live: LiveSandbox;
 }
 
 /** A sandbox held for one call; `release()` when the call is over. */
@@ -111,18 +109,10 @@ export class SandboxPool {
         return `${this.#max} sandboxes are running calls (the limit of live sandboxes); ` +
           "try again when one ends";
       }
-      const sandbox = make();
-      const live = {
-        label: sandbox.options.label,
-        principal,
-        get pid() {
-          return sandbox.pid;
-        },
-      };
-      entry = { principal, key, sandbox, busy: 0, used: performance.now(), live };
+      entry = { principal, key, sandbox: make(), busy: 0, used: performance.now() };
       this.#entries.set(id, entry);
       telemetry.sandboxes(1); // corral_sandboxes_live
-      runningSandboxes.add(live);
+      runningSandboxes.add(entry.sandbox); // its memory: corral_sandbox_rss_bytes
       this.#startReaper();
       markSandbox("start"); // on the call's span, when traced
     } else markSandbox("reuse");
@@ -166,7 +156,7 @@ export class SandboxPool {
       if (!test(e)) continue;
       this.#entries.delete(id);
       telemetry.sandboxes(-1);
-      runningSandboxes.delete(e.live);
+      runningSandboxes.delete(e.sandbox);
       closing.push(e.sandbox.close());
     }
     if (this.#entries.size === 0) this.#stopReaper();
@@ -182,7 +172,7 @@ export class SandboxPool {
     if (!oldest) return false;
     this.#entries.delete(oldest[0]);
     telemetry.sandboxes(-1);
-    runningSandboxes.delete(oldest[1].live);
+    runningSandboxes.delete(oldest[1].sandbox);
     void oldest[1].sandbox.close();
     return true;
   }

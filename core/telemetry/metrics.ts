@@ -46,17 +46,43 @@ function _memoryGauges(registers: client.Registry[]): void {
       labelNames: ["sandbox", "pid"] as const,
       registers,
       async collect() {
-        const running = runningSandboxes.list().filter((s) => s.pid !== undefined);
-        const read = await processTreeMemory(running.map((s) => s.pid!));
+        const read = await _sandboxMemory();
         this.reset();
-        for (const s of running) {
-          const m = read.get(s.pid!);
-          if (m) this.set({ sandbox: s.label, pid: String(s.pid) }, m[field]);
-        }
+        for (const r of read) this.set({ sandbox: r.label, pid: String(r.pid) }, r[field]);
       },
     });
   gauge("corral_sandbox_rss_bytes", "Resident memory of each process sandbox", "rss");
   gauge("corral_sandbox_pss_bytes", "Proportional memory of each process sandbox", "pss");
+}
+
+let _lastRead: { at: number; read: Promise<_SandboxMemory[]> } | undefined;
+
+interface _SandboxMemory {
+  label: string;
+  pid: number;
+  rss: number;
+  pss: number;
+}
+
+/**
+ * The live process sandboxes' memory, read once for both gauges of a scrape
+ * (one run of core/base/process_memory.sh): a read started within the last
+ * second is shared.
+ */
+function _sandboxMemory(): Promise<_SandboxMemory[]> {
+  const now = performance.now();
+  if (_lastRead && now - _lastRead.at < 1000) return _lastRead.read;
+  const running = [...runningSandboxes].flatMap((s) =>
+    s.pid === undefined ? [] : [{ label: s.options.label, pid: s.pid }]
+  );
+  const read = processTreeMemory(running.map((s) => s.pid)).then((m) =>
+    running.flatMap((s) => {
+      const got = m.get(s.pid);
+      return got ? [{ ...s, rss: got.rss, pss: got.pss }] : [];
+    })
+  );
+  _lastRead = { at: now, read };
+  return read;
 }
 
 /** Upper bounds of the duration histogram, in seconds. */
